@@ -1,0 +1,42 @@
+# Compiler settings shared by every target: standard, warnings, ccache and the
+# sanitizer builds.
+
+set(CMAKE_CXX_STANDARD 17)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_EXTENSIONS OFF)
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "Build type" FORCE)
+endif()
+# Invariants are asserted (STYLE: a broken invariant is a bug); the checks
+# are cheap next to tensor work, so optimised builds keep them.
+set(CMAKE_CXX_FLAGS_RELWITHDEBINFO "-O2 -g")
+set(CMAKE_C_FLAGS_RELWITHDEBINFO "-O2 -g")
+
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM)
+  set(CMAKE_C_COMPILER_LAUNCHER "${CCACHE_PROGRAM}")
+  set(CMAKE_CXX_COMPILER_LAUNCHER "${CCACHE_PROGRAM}")
+endif()
+
+# Debian's Abseil 20220623 marks Status [[nodiscard]]; an ignored Status is a
+# dropped error, so it is an error here.
+add_compile_options(-Wall -Wextra -Wno-unused-parameter -Werror=unused-result)
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  add_compile_options(-Wthread-safety -Werror=thread-safety-analysis)
+endif()
+
+if(NOT DIFFUSIOND_SANITIZER STREQUAL "")
+  # Lets RSS-measuring tests skip: sanitizer allocators quarantine frees.
+  add_compile_definitions(DIFFUSIOND_SANITIZER_BUILD)
+endif()
+if(DIFFUSIOND_SANITIZER STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+elseif(DIFFUSIOND_SANITIZER STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(NOT DIFFUSIOND_SANITIZER STREQUAL "")
+  message(FATAL_ERROR "DIFFUSIOND_SANITIZER must be empty, 'address' or 'thread', got '${DIFFUSIOND_SANITIZER}'")
+endif()

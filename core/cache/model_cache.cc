@@ -1,0 +1,469 @@
+#include "core/cache/model_cache.h"
+
+#include <algorithm>
+#include <cassert>
+#include <exception>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/memory/allocator.h"
+#include "core/util/bytes.h"
+
+namespace diffusiond {
+namespace {
+
+using cache_internal::EntryState;
+
+// While an unload waits on leases, it wakes this often to expire them: lease
+// deadlines follow the injected clock, which a CondVar cannot wait on.
+constexpr absl::Duration kLeasePollInterval = absl::Milliseconds(100);
+
+// Returns a Status with its own rep. Copies share a refcounted rep, and
+// Debian's libabsl, built without TSan annotations, hides that refcount's
+// ordering; a Status handed to other threads is therefore never a copy.
+absl::Status unshared_copy(const absl::Status& status) {
+  return absl::Status(status.code(), status.message());
+}
+
+absl::StatusOr<LoadedValue> run_loader(const Loader& loader, absl::string_view key) {
+  // No exception may cross into the cache: a throwing loader must still
+  // leave its entry removed and its reservation released.
+  try {
+    return loader();
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("loader for '", key, "' threw: ", e.what()));
+  } catch (...) {
+    return absl::InternalError(absl::StrCat("loader for '", key, "' threw"));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ModelCache>> ModelCache::create(
+    const ModelCacheOptions& options) {
+  if (options.ram_budget == nullptr) {
+    return absl::InvalidArgumentError("ModelCache needs a RAM budget");
+  }
+  if (options.ram_budget->device() != Device::kCpu) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "RAM budget is for device '", device_name(options.ram_budget->device()),
+        "', expected 'cpu'"));
+  }
+  if (options.vram_budget != nullptr &&
+      options.vram_budget->device() != Device::kCuda) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "VRAM budget is for device '", device_name(options.vram_budget->device()),
+        "', expected 'cuda'"));
+  }
+  return std::unique_ptr<ModelCache>(new ModelCache(options));
+}
+
+ModelCache::ModelCache(const ModelCacheOptions& options)
+    : ram_budget_(options.ram_budget),
+      vram_budget_(options.vram_budget),
+      clock_(options.clock != nullptr ? options.clock : real_clock()),
+      observer_(options.observer),
+      trim_heap_after_eviction_(options.trim_heap_after_eviction) {}
+
+ModelCache::~ModelCache() {
+  MutexLock lock(&mu_);
+  leases_.clear();
+  for (auto& [key, entry] : entries_) {
+    assert(entry->pins == entry->leases && "a Pin outlived its ModelCache");
+    entry->state = EntryState::kRemoved;
+    entry->value.reset();  // memory first, then the accounting
+    for (Charge& c : entry->charges) c.release();
+  }
+  entries_.clear();
+}
+
+Budget* ModelCache::budget_for(Device device) const {
+  return device == Device::kCpu ? ram_budget_ : vram_budget_;
+}
+
+absl::StatusOr<Reservation> ModelCache::make_room(int64_t bytes, Device device) {
+  if (bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("make_room: negative size ", bytes));
+  }
+  Budget* const budget = budget_for(device);
+  if (budget == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no ", device_name(device), " budget is configured"));
+  }
+  std::vector<CacheEvent> events;
+  absl::StatusOr<Reservation> result;
+  {
+    MutexLock lock(&mu_);
+    expire_leases_locked();
+    const BudgetSnapshot before = budget->snapshot();
+    std::vector<std::shared_ptr<Entry>> candidates;
+    int64_t evictable = 0, pinned_bytes = 0;
+    int pinned_entries = 0;
+    for (const auto& [key, entry] : entries_) {
+      if (entry->bytes(device) == 0) continue;
+      if (entry->state == EntryState::kReady && entry->pins == 0) {
+        candidates.push_back(entry);
+        evictable += entry->bytes(device);
+      } else {
+        pinned_bytes += entry->bytes(device);
+        ++pinned_entries;
+      }
+    }
+    if (bytes > before.available_bytes() + evictable) {
+      ++counters_.rejections;
+      result = absl::ResourceExhaustedError(absl::StrCat(
+          "cannot make room on ", device_name(device), ": needed ",
+          format_bytes(bytes), ", available ", format_bytes(before.available_bytes()),
+          ", evictable ", format_bytes(evictable), " (budget ",
+          format_bytes(before.capacity_bytes), ", committed ",
+          format_bytes(before.committed_bytes), ", reserved by loads in flight ",
+          format_bytes(before.reserved_bytes), ", ", pinned_entries,
+          " pinned or busy entries hold ", format_bytes(pinned_bytes), ")"));
+      CacheEvent rejected;
+      rejected.kind = CacheEvent::Kind::kRejected;
+      rejected.device = device;
+      rejected.bytes[static_cast<int>(device)] = bytes;
+      rejected.status = result.status();
+      events.push_back(std::move(rejected));
+    } else {
+      std::sort(candidates.begin(), candidates.end(),
+                [](const std::shared_ptr<Entry>& a, const std::shared_ptr<Entry>& b) {
+                  return a->last_use_tick < b->last_use_tick;
+                });
+      for (const std::shared_ptr<Entry>& victim : candidates) {
+        if (budget->available_bytes() >= bytes) break;
+        events.push_back(remove_locked(victim, CacheEvent::Kind::kEvicted));
+        ++counters_.evictions;
+      }
+      result = budget->reserve(bytes);
+      if (!result.ok()) ++counters_.rejections;
+    }
+  }
+  publish(events);
+  return result;
+}
+
+absl::StatusOr<Pin> ModelCache::get(absl::string_view key) {
+  absl::StatusOr<Pin> result;
+  {
+    MutexLock lock(&mu_);
+    expire_leases_locked();
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second->state != EntryState::kReady) {
+      result = absl::NotFoundError(absl::StrCat("model '", key, "' is not loaded"));
+    } else {
+      ++counters_.hits;
+      result = pin_locked(it->second);
+    }
+  }
+  return result;
+}
+
+absl::StatusOr<Pin> ModelCache::get_or_load(absl::string_view key,
+                                            const Loader& loader) {
+  std::shared_ptr<Entry> entry;
+  std::optional<absl::StatusOr<Pin>> answered;
+  {
+    MutexLock lock(&mu_);
+    expire_leases_locked();
+    while (entry == nullptr && !answered.has_value()) {
+      auto it = entries_.find(key);
+      if (it == entries_.end()) {
+        ++counters_.misses;
+        entry = std::make_shared<Entry>(std::string(key));
+        entries_.emplace(entry->key, entry);
+        break;
+      }
+      std::shared_ptr<Entry> found = it->second;
+      if (found->state == EntryState::kReady) {
+        ++counters_.hits;
+        answered = pin_locked(found);
+        break;
+      }
+      if (found->state == EntryState::kDraining) {
+        // Waiting here could deadlock: the unload waits for pins that this
+        // caller (or its lease) may hold. Refuse; the client can retry.
+        answered = absl::AbortedError(absl::StrCat(
+            "model '", key, "' is being unloaded; retry once the unload is done"));
+        break;
+      }
+      // Loading: share its result (the loop looks again once it is ready).
+      while (found->state == EntryState::kLoading) changed_.wait(&mu_);
+      // A failed load answers all its waiters; a load that succeeded and was
+      // evicted before this thread woke is simply looked up again.
+      if (found->state == EntryState::kRemoved && !found->load_status.ok()) {
+        answered = unshared_copy(found->load_status);
+      }
+    }
+  }
+  if (answered.has_value()) return std::move(*answered);
+
+  const absl::Time start = clock_->now();
+  absl::StatusOr<LoadedValue> loaded = run_loader(loader, key);
+  const absl::Duration took = clock_->now() - start;
+
+  std::vector<CacheEvent> events;
+  absl::StatusOr<Pin> result;
+  {
+    MutexLock lock(&mu_);
+    result = finish_load(entry, std::move(loaded), took, &events);
+  }
+  publish(events);
+  return result;
+}
+
+absl::StatusOr<Pin> ModelCache::finish_load(const std::shared_ptr<Entry>& entry,
+                                            absl::StatusOr<LoadedValue> loaded,
+                                            absl::Duration took,
+                                            std::vector<CacheEvent>* events) {
+  if (loaded.ok() && loaded->value == nullptr) {
+    loaded = absl::InternalError(
+        absl::StrCat("loader for '", entry->key, "' returned no value"));
+  }
+  CacheEvent event;
+  event.key = entry->key;
+  event.duration = took;
+  changed_.signal_all();
+  if (!loaded.ok()) {
+    ++counters_.failed_loads;
+    entries_.erase(entry->key);
+    entry->state = EntryState::kRemoved;
+    entry->load_status = unshared_copy(loaded.status());
+    event.kind = CacheEvent::Kind::kLoadFailed;
+    event.status = loaded.status();
+    events->push_back(std::move(event));
+    return loaded.status();
+  }
+  for (Reservation& r : loaded->reservations) {
+    assert(!r.holds_bytes() || budget_for(r.device()) != nullptr);
+    entry->charges[static_cast<int>(r.device())].merge(std::move(r).commit());
+  }
+  entry->value = std::move(loaded->value);
+  entry->state = EntryState::kReady;
+  entry->ready_time = clock_->now();
+  event.kind = CacheEvent::Kind::kLoaded;
+  for (Device d : all_devices()) event.bytes[static_cast<int>(d)] = entry->bytes(d);
+  events->push_back(std::move(event));
+  return pin_locked(entry);
+}
+
+Pin ModelCache::pin_locked(const std::shared_ptr<Entry>& entry) {
+  ++entry->pins;
+  entry->last_use_tick = ++tick_;
+  entry->last_use_time = clock_->now();
+  return Pin(this, entry);
+}
+
+void ModelCache::unpin(Entry& entry) {
+  MutexLock lock(&mu_);
+  assert(entry.pins > 0);
+  --entry.pins;
+  entry.last_use_tick = ++tick_;
+  entry.last_use_time = clock_->now();
+  if (entry.pins == 0) changed_.signal_all();
+}
+
+CacheEvent ModelCache::remove_locked(const std::shared_ptr<Entry>& entry,
+                                     CacheEvent::Kind kind) {
+  assert(entry->pins == 0);
+  CacheEvent event;
+  event.kind = kind;
+  event.key = entry->key;
+  for (Device d : all_devices()) event.bytes[static_cast<int>(d)] = entry->bytes(d);
+  entries_.erase(entry->key);
+  entry->state = EntryState::kRemoved;
+  // The memory goes before the accounting, so no other load is admitted
+  // against bytes that are still resident.
+  entry->value.reset();
+  for (Charge& c : entry->charges) c.release();
+  changed_.signal_all();
+  return event;
+}
+
+absl::StatusOr<UnloadResult> ModelCache::unload(absl::string_view key,
+                                                const UnloadOptions& options) {
+  std::vector<CacheEvent> events;
+  absl::StatusOr<UnloadResult> result;
+  {
+    MutexLock lock(&mu_);
+    expire_leases_locked();
+    const absl::Time deadline = absl::Now() + options.timeout;
+    auto it = entries_.find(key);
+    std::shared_ptr<Entry> entry = it == entries_.end() ? nullptr : it->second;
+    while (entry != nullptr && entry->state == EntryState::kLoading && options.wait &&
+           !changed_.wait_until(&mu_, deadline)) {
+    }
+    if (entry == nullptr || entry->state == EntryState::kRemoved) {
+      result = absl::NotFoundError(absl::StrCat("model '", key, "' is not loaded"));
+    } else if (entry->state == EntryState::kLoading) {
+      result = options.wait ? absl::DeadlineExceededError(absl::StrCat(
+                                  "model '", key, "' is still loading"))
+                            : absl::FailedPreconditionError(absl::StrCat(
+                                  "model '", key, "' is still loading"));
+    } else if (entry->state == EntryState::kDraining) {
+      result = absl::FailedPreconditionError(
+          absl::StrCat("model '", key, "' is already being unloaded"));
+    } else if (entry->pins > 0 && !options.wait) {
+      result = absl::FailedPreconditionError(
+          absl::StrCat("model '", key, "' is in use: ", entry->pins, " pins, of which ",
+                       entry->leases, " are leases"));
+    } else {
+      entry->state = EntryState::kDraining;
+      while (entry->pins > 0 && absl::Now() < deadline) {
+        changed_.wait_until(&mu_, std::min(deadline, absl::Now() + kLeasePollInterval));
+        expire_leases_locked();
+      }
+      if (entry->pins > 0) {
+        entry->state = EntryState::kReady;
+        changed_.signal_all();
+        result = absl::DeadlineExceededError(absl::StrCat(
+            "model '", key, "' still has ", entry->pins, " pins after waiting ",
+            absl::FormatDuration(options.timeout)));
+      } else {
+        CacheEvent event = remove_locked(entry, CacheEvent::Kind::kUnloaded);
+        ++counters_.unloads;
+        UnloadResult freed;
+        freed.freed_bytes = event.bytes;
+        events.push_back(std::move(event));
+        result = freed;
+      }
+    }
+  }
+  publish(events);
+  return result;
+}
+
+absl::StatusOr<LeaseId> ModelCache::acquire_lease(absl::string_view key,
+                                                  absl::Duration ttl) {
+  if (ttl <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lease ttl must be positive, got ", absl::FormatDuration(ttl)));
+  }
+  absl::StatusOr<LeaseId> result;
+  {
+    MutexLock lock(&mu_);
+    expire_leases_locked();
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second->state != EntryState::kReady) {
+      result = absl::NotFoundError(absl::StrCat("model '", key, "' is not loaded"));
+    } else {
+      const std::shared_ptr<Entry>& entry = it->second;
+      ++entry->pins;
+      ++entry->leases;
+      entry->last_use_tick = ++tick_;
+      entry->last_use_time = clock_->now();
+      const LeaseId id = next_lease_id_++;
+      leases_[id] = Lease{entry, clock_->now() + ttl};
+      result = id;
+    }
+  }
+  return result;
+}
+
+absl::Status ModelCache::renew_lease(LeaseId lease, absl::Duration ttl) {
+  if (ttl <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lease ttl must be positive, got ", absl::FormatDuration(ttl)));
+  }
+  absl::Status result;
+  {
+    MutexLock lock(&mu_);
+    expire_leases_locked();
+    auto it = leases_.find(lease);
+    if (it == leases_.end()) {
+      result = absl::NotFoundError(absl::StrCat("lease ", lease, " is unknown or expired"));
+    } else {
+      it->second.deadline = clock_->now() + ttl;
+    }
+  }
+  return result;
+}
+
+absl::Status ModelCache::release_lease(LeaseId lease) {
+  absl::Status result;
+  {
+    MutexLock lock(&mu_);
+    expire_leases_locked();
+    auto it = leases_.find(lease);
+    if (it == leases_.end()) {
+      result = absl::NotFoundError(absl::StrCat("lease ", lease, " is unknown or expired"));
+    } else {
+      Entry& entry = *it->second.entry;
+      --entry.pins;
+      --entry.leases;
+      entry.last_use_tick = ++tick_;
+      entry.last_use_time = clock_->now();
+      leases_.erase(it);
+      changed_.signal_all();
+    }
+  }
+  return result;
+}
+
+int ModelCache::expire_leases() {
+  int expired = 0;
+  {
+    MutexLock lock(&mu_);
+    expired = expire_leases_locked();
+  }
+  return expired;
+}
+
+int ModelCache::expire_leases_locked() {
+  if (leases_.empty()) return 0;
+  const absl::Time now = clock_->now();
+  int expired = 0;
+  for (auto it = leases_.begin(); it != leases_.end();) {
+    if (it->second.deadline > now) {
+      ++it;
+      continue;
+    }
+    Entry& entry = *it->second.entry;
+    --entry.pins;
+    --entry.leases;
+    it = leases_.erase(it);
+    ++expired;
+  }
+  if (expired > 0) {
+    counters_.leases_expired += expired;
+    changed_.signal_all();
+  }
+  return expired;
+}
+
+CacheStats ModelCache::stats() const {
+  MutexLock lock(&mu_);
+  CacheStats s = counters_;
+  s.budgets.push_back(ram_budget_->snapshot());
+  if (vram_budget_ != nullptr) s.budgets.push_back(vram_budget_->snapshot());
+  const absl::Time now = clock_->now();
+  std::vector<std::pair<uint64_t, CacheEntryStats>> ordered;
+  for (const auto& [key, entry] : entries_) {
+    CacheEntryStats e;
+    e.key = key;
+    e.loading = entry->state == EntryState::kLoading;
+    e.draining = entry->state == EntryState::kDraining;
+    for (Device d : all_devices()) e.bytes[static_cast<int>(d)] = entry->bytes(d);
+    e.pins = entry->pins;
+    e.leases = entry->leases;
+    e.idle_age = entry->pins > 0 || e.loading ? absl::ZeroDuration()
+                                              : now - entry->last_use_time;
+    ordered.emplace_back(entry->last_use_tick, std::move(e));
+  }
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (auto& [tick, e] : ordered) s.entries.push_back(std::move(e));
+  return s;
+}
+
+void ModelCache::publish(const std::vector<CacheEvent>& events) {
+  bool freed = false;
+  for (const CacheEvent& e : events) {
+    freed |= e.kind == CacheEvent::Kind::kEvicted || e.kind == CacheEvent::Kind::kUnloaded;
+    if (observer_ != nullptr) observer_->on_cache_event(e);
+  }
+  if (freed && trim_heap_after_eviction_) release_free_heap_to_os();
+}
+
+}  // namespace diffusiond

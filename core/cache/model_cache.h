@@ -1,0 +1,160 @@
+// ModelCache: the models held in memory, admission by reservation
+// (make_room), single-flight loading, pins, leases and unload.
+//
+// Not here: how a model is read (core/checkpoint) or what it is
+// (core/models); the cache sees values only as CacheValue and bytes only
+// through the Reservations a loader commits.
+#ifndef DIFFUSIOND_CORE_CACHE_MODEL_CACHE_H_
+#define DIFFUSIOND_CORE_CACHE_MODEL_CACHE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/util/mutex.h"
+#include "absl/time/time.h"
+#include "core/cache/cache_observer.h"
+#include "core/cache/cache_stats.h"
+#include "core/cache/cache_value.h"
+#include "core/cache/internal/entry.h"
+#include "core/cache/pin.h"
+#include "core/memory/budget.h"
+#include "core/util/clock.h"
+
+namespace diffusiond {
+
+// What a loader hands back: the value and the reservations it charged its
+// allocations to. The cache commits each reservation into the entry's charge.
+struct LoadedValue {
+  std::unique_ptr<CacheValue> value;
+  std::vector<Reservation> reservations;
+};
+
+// Runs outside the cache lock. It normally calls make_room() on the same
+// cache, allocates against the returned Reservation, and returns both.
+using Loader = std::function<absl::StatusOr<LoadedValue>()>;
+
+using LeaseId = uint64_t;
+
+struct ModelCacheOptions {
+  Budget* ram_budget = nullptr;   // required; not owned
+  Budget* vram_budget = nullptr;  // optional (CUDA builds); not owned
+  Clock* clock = nullptr;         // default: real_clock()
+  CacheObserver* observer = nullptr;  // optional; not owned
+  // Return freed heap pages to the kernel after each eviction or unload, so
+  // RSS follows the budget down. Default true.
+  bool trim_heap_after_eviction = true;
+};
+
+struct UnloadOptions {
+  // Wait for pins (in-flight work and leases) to drain. When false an
+  // entry that is pinned or still loading fails with FAILED_PRECONDITION.
+  bool wait = true;
+  // How long to wait; past it the unload fails with DEADLINE_EXCEEDED and
+  // the entry stays loaded.
+  absl::Duration timeout = absl::InfiniteDuration();
+};
+
+struct UnloadResult {
+  std::array<int64_t, kNumDevices> freed_bytes{};
+};
+
+// Thread-safe. Budgets, clock and observer must outlive the cache; every Pin
+// must be released before the cache is destroyed.
+class ModelCache {
+ public:
+  // Returns INVALID_ARGUMENT if options.ram_budget is missing or a budget is
+  // configured for the wrong device.
+  static absl::StatusOr<std::unique_ptr<ModelCache>> create(
+      const ModelCacheOptions& options);
+  ModelCache(const ModelCache&) = delete;
+  ModelCache& operator=(const ModelCache&) = delete;
+  ~ModelCache();
+
+  // Evicts least-recently-used unpinned entries until `bytes` fit on
+  // `device`, then reserves them. If they cannot fit even after evicting
+  // every unpinned entry, evicts nothing and returns RESOURCE_EXHAUSTED
+  // stating needed, available and evictable bytes. Returns
+  // FAILED_PRECONDITION if no budget is configured for `device`.
+  absl::StatusOr<Reservation> make_room(int64_t bytes, Device device);
+
+  // Returns `key` pinned. On a miss runs `loader` exactly once however many
+  // threads ask at the same time; the others wait and share its result,
+  // error included. The returned Pin is taken before the entry becomes
+  // visible as ready, so it cannot be evicted in between. Returns ABORTED if
+  // `key` is being unloaded. REQUIRES: `loader` does not call get_or_load
+  // for the same key.
+  absl::StatusOr<Pin> get_or_load(absl::string_view key, const Loader& loader);
+
+  // Returns `key` pinned if it is loaded and not draining, NOT_FOUND if not.
+  absl::StatusOr<Pin> get(absl::string_view key);
+
+  // Removes `key` once its pins drain (see UnloadOptions) and returns the
+  // bytes freed. NOT_FOUND if it is not loaded.
+  absl::StatusOr<UnloadResult> unload(absl::string_view key,
+                                      const UnloadOptions& options = {});
+
+  // Pins `key` for `ttl` on behalf of a remote client. NOT_FOUND if it is
+  // not loaded; INVALID_ARGUMENT if ttl is not positive.
+  absl::StatusOr<LeaseId> acquire_lease(absl::string_view key, absl::Duration ttl);
+  // Extends a lease to now + ttl. NOT_FOUND if unknown or already expired.
+  absl::Status renew_lease(LeaseId lease, absl::Duration ttl);
+  // Ends a lease. NOT_FOUND if unknown or already expired.
+  absl::Status release_lease(LeaseId lease);
+  // Ends leases whose deadline has passed and returns how many. Every other
+  // method also does this first; a server may call it from a timer.
+  int expire_leases();
+
+  CacheStats stats() const;
+
+ private:
+  using Entry = cache_internal::Entry;
+  struct Lease {
+    std::shared_ptr<Entry> entry;
+    absl::Time deadline;
+  };
+
+  explicit ModelCache(const ModelCacheOptions& options);
+  friend class Pin;
+  void unpin(Entry& entry);
+
+  Budget* budget_for(Device device) const;
+  Pin pin_locked(const std::shared_ptr<Entry>& entry)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int expire_leases_locked()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes `entry` out of the map and frees its memory, then its charges.
+  CacheEvent remove_locked(const std::shared_ptr<Entry>& entry, CacheEvent::Kind kind)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<Pin> finish_load(const std::shared_ptr<Entry>& entry,
+                                  absl::StatusOr<LoadedValue> loaded,
+                                  absl::Duration took, std::vector<CacheEvent>* events)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Delivers events to the observer and trims the heap after removals.
+  void publish(const std::vector<CacheEvent>& events) ABSL_LOCKS_EXCLUDED(mu_);
+
+  Budget* const ram_budget_;
+  Budget* const vram_budget_;
+  Clock* const clock_;
+  CacheObserver* const observer_;
+  const bool trim_heap_after_eviction_;
+
+  mutable Mutex mu_;
+  CondVar changed_;  // any entry changed state or lost a pin
+  std::map<std::string, std::shared_ptr<Entry>, std::less<>> entries_
+      ABSL_GUARDED_BY(mu_);
+  std::map<LeaseId, Lease> leases_ ABSL_GUARDED_BY(mu_);
+  LeaseId next_lease_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
+  CacheStats counters_ ABSL_GUARDED_BY(mu_);  // budgets/entries left empty
+};
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_CACHE_MODEL_CACHE_H_

@@ -1,0 +1,23 @@
+// Reading small text files (procfs, sysfs, config) whole into a string.
+//
+// Not here: checkpoint data, which is never read whole (core/checkpoint).
+#ifndef DIFFUSIOND_CORE_UTIL_FILE_TEXT_H_
+#define DIFFUSIOND_CORE_UTIL_FILE_TEXT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace diffusiond {
+
+// Returns the contents of `path`, at most `max_bytes` of it. Returns
+// NOT_FOUND if the file does not exist, UNAVAILABLE for other read errors,
+// and FAILED_PRECONDITION if the file is larger than `max_bytes`.
+absl::StatusOr<std::string> read_text_file(absl::string_view path,
+                                           int64_t max_bytes = 1 << 20);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_UTIL_FILE_TEXT_H_
