@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/memory/allocator.h"
 #include "core/util/bytes.h"
+#include "core/util/status_macros.h"
 
 namespace diffusiond {
 namespace {
@@ -24,6 +25,16 @@ constexpr absl::Duration kLeasePollInterval = absl::Milliseconds(100);
 // ordering; a Status handed to other threads is therefore never a copy.
 absl::Status unshared_copy(const absl::Status& status) {
   return absl::Status(status.code(), status.message());
+}
+
+absl::Status validate_ttl(absl::Duration ttl) {
+  if (ttl > absl::ZeroDuration()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("lease ttl must be positive, got ", absl::FormatDuration(ttl)));
+}
+
+absl::Status unknown_lease(LeaseId lease) {
+  return absl::NotFoundError(absl::StrCat("lease ", lease, " is unknown or expired"));
 }
 
 absl::StatusOr<LoadedValue> run_loader(const Loader& loader, absl::string_view key) {
@@ -145,19 +156,26 @@ absl::StatusOr<Reservation> ModelCache::make_room(int64_t bytes, Device device) 
 }
 
 absl::StatusOr<Pin> ModelCache::get(absl::string_view key) {
-  absl::StatusOr<Pin> result;
-  {
-    MutexLock lock(&mu_);
-    expire_leases_locked();
-    auto it = entries_.find(key);
-    if (it == entries_.end() || it->second->state != EntryState::kReady) {
-      result = absl::NotFoundError(absl::StrCat("model '", key, "' is not loaded"));
-    } else {
-      ++counters_.hits;
-      result = pin_locked(it->second);
-    }
+  MutexLock lock(&mu_);
+  expire_leases_locked();
+  absl::StatusOr<std::shared_ptr<Entry>> entry = ready_entry_locked(key);
+  if (!entry.ok()) return entry.status();
+  ++counters_.hits;
+  return pin_locked(*entry);
+}
+
+absl::StatusOr<std::shared_ptr<cache_internal::Entry>> ModelCache::ready_entry_locked(
+    absl::string_view key) {
+  auto it = entries_.find(key);
+  if (it == entries_.end() || it->second->state != EntryState::kReady) {
+    return absl::NotFoundError(absl::StrCat("model '", key, "' is not loaded"));
   }
-  return result;
+  return it->second;
+}
+
+void ModelCache::touch_locked(Entry& entry) {
+  entry.last_use_tick = ++tick_;
+  entry.last_use_time = clock_->now();
 }
 
 absl::StatusOr<Pin> ModelCache::get_or_load(absl::string_view key,
@@ -250,8 +268,7 @@ absl::StatusOr<Pin> ModelCache::finish_load(const std::shared_ptr<Entry>& entry,
 
 Pin ModelCache::pin_locked(const std::shared_ptr<Entry>& entry) {
   ++entry->pins;
-  entry->last_use_tick = ++tick_;
-  entry->last_use_time = clock_->now();
+  touch_locked(*entry);
   return Pin(this, entry);
 }
 
@@ -259,8 +276,7 @@ void ModelCache::unpin(Entry& entry) {
   MutexLock lock(&mu_);
   assert(entry.pins > 0);
   --entry.pins;
-  entry.last_use_tick = ++tick_;
-  entry.last_use_time = clock_->now();
+  touch_locked(entry);
   if (entry.pins == 0) changed_.signal_all();
 }
 
@@ -336,78 +352,45 @@ absl::StatusOr<UnloadResult> ModelCache::unload(absl::string_view key,
 
 absl::StatusOr<LeaseId> ModelCache::acquire_lease(absl::string_view key,
                                                   absl::Duration ttl) {
-  if (ttl <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lease ttl must be positive, got ", absl::FormatDuration(ttl)));
-  }
-  absl::StatusOr<LeaseId> result;
-  {
-    MutexLock lock(&mu_);
-    expire_leases_locked();
-    auto it = entries_.find(key);
-    if (it == entries_.end() || it->second->state != EntryState::kReady) {
-      result = absl::NotFoundError(absl::StrCat("model '", key, "' is not loaded"));
-    } else {
-      const std::shared_ptr<Entry>& entry = it->second;
-      ++entry->pins;
-      ++entry->leases;
-      entry->last_use_tick = ++tick_;
-      entry->last_use_time = clock_->now();
-      const LeaseId id = next_lease_id_++;
-      leases_[id] = Lease{entry, clock_->now() + ttl};
-      result = id;
-    }
-  }
-  return result;
+  DIFFUSIOND_RETURN_IF_ERROR(validate_ttl(ttl));
+  MutexLock lock(&mu_);
+  expire_leases_locked();
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, ready_entry_locked(key));
+  ++entry->pins;
+  ++entry->leases;
+  touch_locked(*entry);
+  const LeaseId id = next_lease_id_++;
+  leases_[id] = Lease{std::move(entry), clock_->now() + ttl};
+  return id;
 }
 
 absl::Status ModelCache::renew_lease(LeaseId lease, absl::Duration ttl) {
-  if (ttl <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lease ttl must be positive, got ", absl::FormatDuration(ttl)));
-  }
-  absl::Status result;
-  {
-    MutexLock lock(&mu_);
-    expire_leases_locked();
-    auto it = leases_.find(lease);
-    if (it == leases_.end()) {
-      result = absl::NotFoundError(absl::StrCat("lease ", lease, " is unknown or expired"));
-    } else {
-      it->second.deadline = clock_->now() + ttl;
-    }
-  }
-  return result;
+  DIFFUSIOND_RETURN_IF_ERROR(validate_ttl(ttl));
+  MutexLock lock(&mu_);
+  expire_leases_locked();
+  auto it = leases_.find(lease);
+  if (it == leases_.end()) return unknown_lease(lease);
+  it->second.deadline = clock_->now() + ttl;
+  return absl::OkStatus();
 }
 
 absl::Status ModelCache::release_lease(LeaseId lease) {
-  absl::Status result;
-  {
-    MutexLock lock(&mu_);
-    expire_leases_locked();
-    auto it = leases_.find(lease);
-    if (it == leases_.end()) {
-      result = absl::NotFoundError(absl::StrCat("lease ", lease, " is unknown or expired"));
-    } else {
-      Entry& entry = *it->second.entry;
-      --entry.pins;
-      --entry.leases;
-      entry.last_use_tick = ++tick_;
-      entry.last_use_time = clock_->now();
-      leases_.erase(it);
-      changed_.signal_all();
-    }
-  }
-  return result;
+  MutexLock lock(&mu_);
+  expire_leases_locked();
+  auto it = leases_.find(lease);
+  if (it == leases_.end()) return unknown_lease(lease);
+  Entry& entry = *it->second.entry;
+  --entry.pins;
+  --entry.leases;
+  touch_locked(entry);
+  leases_.erase(it);
+  changed_.signal_all();
+  return absl::OkStatus();
 }
 
 int ModelCache::expire_leases() {
-  int expired = 0;
-  {
-    MutexLock lock(&mu_);
-    expired = expire_leases_locked();
-  }
-  return expired;
+  MutexLock lock(&mu_);
+  return expire_leases_locked();
 }
 
 int ModelCache::expire_leases_locked() {

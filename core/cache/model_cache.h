@@ -125,6 +125,11 @@ class ModelCache {
   void unpin(Entry& entry);
 
   Budget* budget_for(Device device) const;
+  // Returns the entry for `key` if it is ready, NOT_FOUND otherwise.
+  absl::StatusOr<std::shared_ptr<Entry>> ready_entry_locked(absl::string_view key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks `entry` as the most recently used.
+  void touch_locked(Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Pin pin_locked(const std::shared_ptr<Entry>& entry)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int expire_leases_locked()
