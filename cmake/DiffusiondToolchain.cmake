@@ -22,9 +22,9 @@ endif()
 
 # Debian's Abseil 20220623 marks Status [[nodiscard]]; an ignored Status is a
 # dropped error, so it is an error here.
-add_compile_options(-Wall -Wextra -Wno-unused-parameter -Werror=unused-result)
+add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-Wall;-Wextra;-Wno-unused-parameter;-Werror=unused-result>")
 if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
-  add_compile_options(-Wthread-safety -Werror=thread-safety-analysis)
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-Wthread-safety;-Werror=thread-safety-analysis>")
 endif()
 
 if(NOT DIFFUSIOND_SANITIZER STREQUAL "")

@@ -1,9 +1,15 @@
-# Finds libtorch and decides whether the CUDA kernels are built.
+# Finds libtorch and decides what CUDA code is built.
 # Debian 12 ships libtorch 1.13 (CPU); the GPU build uses a CUDA libtorch 2.x.
+#
+#   DIFFUSIOND_HAVE_CUDA          the Torch found has CUDA: CUDA kernels are
+#                                 linked and dispatched to
+#   DIFFUSIOND_BUILD_CUDA_KERNELS the .cu sources are compiled: whenever CUDA
+#                                 is on, and in CPU builds when nvcc exists,
+#                                 so CI checks they compile
 
 find_package(Torch REQUIRED)
-# TorchConfig appends its flags to CMAKE_CXX_FLAGS; keep them on the target
-# (INTERFACE_COMPILE_OPTIONS of `torch`) instead so pure-C++ targets stay clean.
+# TorchConfig appends its flags to CMAKE_CXX_FLAGS; they are already on the
+# `torch` target's INTERFACE_COMPILE_OPTIONS, so keep pure-C++ targets clean.
 string(REPLACE "${TORCH_CXX_FLAGS}" "" CMAKE_CXX_FLAGS "${CMAKE_CXX_FLAGS}")
 
 if(TORCH_CUDA_LIBRARIES)
@@ -20,13 +26,19 @@ else()
   set(DIFFUSIOND_HAVE_CUDA OFF)
 endif()
 
-if(DIFFUSIOND_HAVE_CUDA)
-  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
-    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
-  endif()
-  enable_language(CUDA)
+if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+endif()
+if(DIFFUSIOND_HAVE_CUDA OR (NOT DIFFUSIOND_CUDA STREQUAL "OFF" AND CMAKE_CUDA_COMPILER
+                            AND NOT DIFFUSIOND_SANITIZER))
+  set(DIFFUSIOND_BUILD_CUDA_KERNELS ON)
   if(NOT CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES 80 90)
   endif()
+  set(CMAKE_CUDA_STANDARD 17)
+  enable_language(CUDA)
+else()
+  set(DIFFUSIOND_BUILD_CUDA_KERNELS OFF)
 endif()
-message(STATUS "diffusiond: Torch ${Torch_VERSION}, CUDA kernels: ${DIFFUSIOND_HAVE_CUDA}")
+message(STATUS "diffusiond: Torch ${Torch_VERSION}; CUDA dispatch: ${DIFFUSIOND_HAVE_CUDA}; "
+               "CUDA kernels compiled: ${DIFFUSIOND_BUILD_CUDA_KERNELS}")

@@ -1,0 +1,166 @@
+#include "kernels/fp8_cpu.h"
+
+#include <ATen/Parallel.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+namespace diffusiond {
+namespace {
+
+// Elements per task: large enough to amortise scheduling, small enough that
+// a 2-core machine still splits a 1 MiB tensor.
+constexpr int64_t kGrain = 1 << 16;
+
+inline uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+inline float float_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+template <FloatKind kKind>
+inline float load(const void* src, int64_t i) {
+  if constexpr (kKind == FloatKind::kF32) {
+    return static_cast<const float*>(src)[i];
+  } else if constexpr (kKind == FloatKind::kBF16) {
+    return float_of(uint32_t{static_cast<const uint16_t*>(src)[i]} << 16);
+  } else {
+    return c10::detail::fp16_ieee_to_fp32_value(static_cast<const uint16_t*>(src)[i]);
+  }
+}
+
+template <FloatKind kKind>
+inline void store(void* dst, int64_t i, float v) {
+  if constexpr (kKind == FloatKind::kF32) {
+    static_cast<float*>(dst)[i] = v;
+  } else if constexpr (kKind == FloatKind::kBF16) {
+    static_cast<c10::BFloat16*>(dst)[i] = c10::BFloat16(v);
+  } else {
+    static_cast<c10::Half*>(dst)[i] = c10::Half(v);
+  }
+}
+
+// Branch-free, so the loop below vectorises. Normal range: add the
+// round-half-even bias to the float32 bits and shift the exponent from
+// float32's bias to the format's. Subnormal range: a float addition of a
+// magic power of two makes the FPU do the rounding. Then saturate; NaN last.
+template <const Fp8Params& P>
+inline uint8_t encode_bits(uint32_t bits) {
+  constexpr int kShift = 23 - P.mantissa_bits;
+  constexpr uint32_t kRebias = uint32_t(127 - P.exponent_bias) << 23;
+  const uint32_t sign = (bits >> 24) & 0x80u;
+  const uint32_t magnitude = bits & 0x7FFFFFFFu;
+  const uint32_t odd = (magnitude >> kShift) & 1u;
+  const uint32_t rounded = magnitude + ((1u << (kShift - 1)) - 1u) + odd;
+  const uint32_t normal = (rounded - kRebias) >> kShift;
+  const uint32_t subnormal =
+      bits_of(float_of(magnitude) + float_of(P.subnormal_magic_f32_bits)) -
+      P.subnormal_magic_f32_bits;
+  uint32_t code = magnitude < P.min_normal_f32_bits ? subnormal : normal;
+  code = code > P.max_code ? P.max_code : code;
+  return static_cast<uint8_t>(magnitude > 0x7F800000u ? 0x7Fu : (code | sign));
+}
+
+template <const Fp8Params& P, FloatKind kKind>
+__attribute__((target_clones("avx2", "default")))
+void encode_range(const void* src, uint8_t* codes, int64_t begin, int64_t end, float inv_scale) {
+  for (int64_t i = begin; i < end; ++i) {
+    codes[i] = encode_bits<P>(bits_of(load<kKind>(src, i) * inv_scale));
+  }
+}
+
+template <FloatKind kKind>
+__attribute__((target_clones("avx2", "default")))
+void decode_range(const uint8_t* codes, const float* table, void* dst, int64_t begin,
+                  int64_t end) {
+  for (int64_t i = begin; i < end; ++i) store<kKind>(dst, i, table[codes[i]]);
+}
+
+using EncodeFn = void (*)(const void*, uint8_t*, int64_t, int64_t, float);
+
+template <const Fp8Params& P>
+EncodeFn pick_encoder(FloatKind kind) {
+  switch (kind) {
+    case FloatKind::kF32: return &encode_range<P, FloatKind::kF32>;
+    case FloatKind::kBF16: return &encode_range<P, FloatKind::kBF16>;
+    case FloatKind::kF16: return &encode_range<P, FloatKind::kF16>;
+  }
+  return nullptr;
+}
+
+// Decode tables, one per format, built once from the reference decoder.
+const std::array<float, 256>& decode_table(Fp8Format format) {
+  static const auto* const tables = [] {
+    auto* t = new std::array<std::array<float, 256>, 2>();
+    for (int f = 0; f < 2; ++f) {
+      for (int c = 0; c < 256; ++c) {
+        (*t)[f][c] = fp8_decode_ref(static_cast<uint8_t>(c), static_cast<Fp8Format>(f));
+      }
+    }
+    return t;
+  }();
+  return (*tables)[static_cast<int>(format)];
+}
+
+template <FloatKind kKind>
+float abs_max_range(const void* src, int64_t begin, int64_t end) {
+  float m = 0.0f;
+  for (int64_t i = begin; i < end; ++i) {
+    const float a = std::fabs(load<kKind>(src, i));
+    m = a > m ? a : m;  // NaN compares false and is skipped
+  }
+  return m;
+}
+
+}  // namespace
+
+void fp8_encode_cpu(const void* src, FloatKind kind, int64_t n, Fp8Format format,
+                    float inv_scale, uint8_t* codes) {
+  const EncodeFn fn = format == Fp8Format::kE4M3Fn ? pick_encoder<kE4M3FnParams>(kind)
+                                                   : pick_encoder<kE5M2Params>(kind);
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+    fn(src, codes, begin, end, inv_scale);
+  });
+}
+
+void fp8_decode_cpu(const uint8_t* codes, int64_t n, Fp8Format format, float scale,
+                    FloatKind kind, void* dst) {
+  // Fold the scale into a per-call table: one multiply per code, not per element.
+  std::array<float, 256> table = decode_table(format);
+  if (scale != 1.0f) {
+    for (float& v : table) v *= scale;
+  }
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+    switch (kind) {
+      case FloatKind::kF32: decode_range<FloatKind::kF32>(codes, table.data(), dst, begin, end); break;
+      case FloatKind::kBF16: decode_range<FloatKind::kBF16>(codes, table.data(), dst, begin, end); break;
+      case FloatKind::kF16: decode_range<FloatKind::kF16>(codes, table.data(), dst, begin, end); break;
+    }
+  });
+}
+
+float abs_max_cpu(const void* src, FloatKind kind, int64_t n) {
+  return at::parallel_reduce(
+      0, n, kGrain, 0.0f,
+      [&](int64_t begin, int64_t end, float init) {
+        float m = init;
+        switch (kind) {
+          case FloatKind::kF32: m = std::max(m, abs_max_range<FloatKind::kF32>(src, begin, end)); break;
+          case FloatKind::kBF16: m = std::max(m, abs_max_range<FloatKind::kBF16>(src, begin, end)); break;
+          case FloatKind::kF16: m = std::max(m, abs_max_range<FloatKind::kF16>(src, begin, end)); break;
+        }
+        return m;
+      },
+      [](float a, float b) { return std::max(a, b); });
+}
+
+}  // namespace diffusiond

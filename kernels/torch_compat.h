@@ -1,0 +1,37 @@
+// The one place for libtorch-version and CPU/CUDA differences outside
+// kernels/*.cu (libtorch 1.13 CPU from Debian; CUDA libtorch 2.x on GPUs).
+//
+// DIFFUSIOND_HAVE_CUDA is defined to 1 by the build when the Torch found has
+// CUDA and the CUDA kernels are linked.
+#ifndef DIFFUSIOND_KERNELS_TORCH_COMPAT_H_
+#define DIFFUSIOND_KERNELS_TORCH_COMPAT_H_
+
+#include <torch/torch.h>
+
+#if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace diffusiond::compat {
+
+// True when this binary can run kernels on CUDA tensors.
+inline constexpr bool kHaveCuda =
+#if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
+    true;
+#else
+    false;
+#endif
+
+// libtorch >= 2.0 ships scaled_dot_product_attention; 1.13 does not.
+inline constexpr bool kHaveSdpa = TORCH_VERSION_MAJOR >= 2;
+
+#if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
+// Returns the stream kernels should use on `device` when none is given.
+inline void* current_cuda_stream(const c10::Device& device) {
+  return c10::cuda::getCurrentCUDAStream(device.index()).stream();
+}
+#endif
+
+}  // namespace diffusiond::compat
+
+#endif  // DIFFUSIOND_KERNELS_TORCH_COMPAT_H_

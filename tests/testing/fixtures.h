@@ -1,0 +1,31 @@
+// Locating the shared reference fixtures (produced by upstream diffusers and
+// an exact-arithmetic FP8 oracle) from tests.
+#ifndef DIFFUSIOND_TESTS_TESTING_FIXTURES_H_
+#define DIFFUSIOND_TESTS_TESTING_FIXTURES_H_
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace diffusiond::testing {
+
+// Returns $DIFFUSIOND_FIXTURES if set, else the fixtures folder beside the
+// checkout (configured at build time).
+inline std::string fixtures_dir() {
+  if (const char* env = std::getenv("DIFFUSIOND_FIXTURES"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  return DIFFUSIOND_FIXTURES_DIR;
+}
+
+// Returns the bytes of fixtures_dir()/relative, or an empty vector if absent.
+inline std::vector<char> read_fixture(const std::string& relative) {
+  std::ifstream in(fixtures_dir() + "/" + relative, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace diffusiond::testing
+
+#endif  // DIFFUSIOND_TESTS_TESTING_FIXTURES_H_

@@ -1,0 +1,110 @@
+// The vectorised, threaded CPU codec against the scalar reference: every
+// bf16 and fp16 input, millions of float32 bit patterns, scales, and every
+// decode code into each output type.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include "gtest/gtest.h"
+#include "kernels/fp8_cpu.h"
+
+namespace diffusiond {
+namespace {
+
+class Fp8Cpu : public ::testing::TestWithParam<Fp8Format> {};
+
+float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+void expect_same_codes(const std::vector<uint8_t>& got, const std::vector<float>& inputs,
+                       Fp8Format format, float inv_scale) {
+  int mismatches = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const uint8_t want = fp8_encode_ref(inputs[i] * inv_scale, format);
+    if (got[i] != want && ++mismatches <= 5) {
+      ADD_FAILURE() << "input " << inputs[i] << " (index " << i << "): 0x" << std::hex
+                    << int{got[i]} << ", reference 0x" << int{want};
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST_P(Fp8Cpu, EncodesEveryBf16PatternLikeTheReference) {
+  std::vector<uint16_t> src(65536);
+  std::vector<float> values(65536);
+  for (uint32_t i = 0; i < 65536; ++i) {
+    src[i] = static_cast<uint16_t>(i);
+    values[i] = from_bits(i << 16);
+  }
+  std::vector<uint8_t> codes(src.size());
+  fp8_encode_cpu(src.data(), FloatKind::kBF16, src.size(), GetParam(), 1.0f, codes.data());
+  expect_same_codes(codes, values, GetParam(), 1.0f);
+}
+
+TEST_P(Fp8Cpu, EncodesEveryFp16PatternLikeTheReference) {
+  std::vector<uint16_t> src(65536);
+  std::vector<float> values(65536);
+  for (uint32_t i = 0; i < 65536; ++i) {
+    src[i] = static_cast<uint16_t>(i);
+    values[i] = c10::detail::fp16_ieee_to_fp32_value(src[i]);
+  }
+  std::vector<uint8_t> codes(src.size());
+  fp8_encode_cpu(src.data(), FloatKind::kF16, src.size(), GetParam(), 1.0f, codes.data());
+  expect_same_codes(codes, values, GetParam(), 1.0f);
+}
+
+TEST_P(Fp8Cpu, EncodesRandomFloat32PatternsWithScaleLikeTheReference) {
+  std::mt19937 rng(20240611);
+  std::vector<float> values(4 << 20);
+  for (float& v : values) v = from_bits(static_cast<uint32_t>(rng()));
+  for (float inv_scale : {1.0f, 1.0f / 0.0123f, 3.5f}) {
+    std::vector<uint8_t> codes(values.size());
+    fp8_encode_cpu(values.data(), FloatKind::kF32, values.size(), GetParam(), inv_scale,
+                   codes.data());
+    expect_same_codes(codes, values, GetParam(), inv_scale);
+  }
+}
+
+TEST_P(Fp8Cpu, DecodesEveryCodeIntoEachOutputType) {
+  std::vector<uint8_t> codes(256 * 1024);  // several chunks, so threads split it
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>(i);
+  const float scale = 0.03125f * 3;
+  std::vector<float> f32(codes.size());
+  std::vector<c10::BFloat16> bf16(codes.size());
+  std::vector<c10::Half> f16(codes.size());
+  fp8_decode_cpu(codes.data(), codes.size(), GetParam(), scale, FloatKind::kF32, f32.data());
+  fp8_decode_cpu(codes.data(), codes.size(), GetParam(), scale, FloatKind::kBF16, bf16.data());
+  fp8_decode_cpu(codes.data(), codes.size(), GetParam(), scale, FloatKind::kF16, f16.data());
+  for (size_t i = 0; i < codes.size(); ++i) {
+    const float want = fp8_decode_ref(codes[i], GetParam()) * scale;
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(f32[i]) && std::isnan(float(bf16[i])) && std::isnan(float(f16[i])));
+      continue;
+    }
+    ASSERT_EQ(f32[i], want) << "code " << int{codes[i]};
+    ASSERT_EQ(float(bf16[i]), float(c10::BFloat16(want))) << "code " << int{codes[i]};
+    ASSERT_EQ(float(f16[i]), float(c10::Half(want))) << "code " << int{codes[i]};
+  }
+}
+
+TEST(AbsMax, IgnoresNanAndSeesSign) {
+  std::vector<float> v = {0.5f, -3.25f, NAN, 2.0f};
+  EXPECT_EQ(abs_max_cpu(v.data(), FloatKind::kF32, v.size()), 3.25f);
+  EXPECT_EQ(abs_max_cpu(v.data(), FloatKind::kF32, 0), 0.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, Fp8Cpu,
+                         ::testing::Values(Fp8Format::kE4M3Fn, Fp8Format::kE5M2),
+                         [](const auto& info) {
+                           return info.param == Fp8Format::kE4M3Fn ? "e4m3fn" : "e5m2";
+                         });
+
+}  // namespace
+}  // namespace diffusiond
