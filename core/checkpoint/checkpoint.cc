@@ -1,0 +1,243 @@
+#include "core/checkpoint/checkpoint.h"
+
+#include <algorithm>
+#include <cassert>
+#include <filesystem>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "core/util/file_text.h"
+#include "core/util/json.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr absl::string_view kLayoutNames[] = {"single-file", "diffusers-folder",
+                                              "scaled-fp8-file"};
+static_assert(sizeof(kLayoutNames) / sizeof(kLayoutNames[0]) == 3, "one name per layout");
+
+constexpr absl::string_view kWeightsFile = "diffusion_pytorch_model.safetensors";
+constexpr absl::string_view kIndexSuffix = ".safetensors.index.json";
+
+bool is_marker(absl::string_view name) {
+  return name == "scaled_fp8" || absl::EndsWith(name, ".scaled_fp8");
+}
+
+// Finds the weight files of a diffusers folder: the shards of its index, or
+// its one weights file.
+absl::StatusOr<std::vector<std::string>> folder_weight_files(const fs::path& dir,
+                                                             ShardIndex* index) {
+  std::vector<fs::path> indexes, singles;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (absl::EndsWith(name, kIndexSuffix)) indexes.push_back(e.path());
+    else if (absl::EndsWith(name, ".safetensors")) singles.push_back(e.path());
+  }
+  if (ec) return absl::UnavailableError(absl::StrCat(dir.string(), ": ", ec.message()));
+  std::sort(indexes.begin(), indexes.end());
+  std::sort(singles.begin(), singles.end());
+  if (!indexes.empty()) {
+    const fs::path preferred = dir / (std::string(kWeightsFile) + ".index.json");
+    const fs::path chosen =
+        std::find(indexes.begin(), indexes.end(), preferred) != indexes.end() ? preferred
+                                                                              : indexes.front();
+    if (indexes.size() > 1 && chosen != preferred) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir.string(), ": ", indexes.size(), " shard indexes and none is ", kWeightsFile,
+          ".index.json; cannot tell which to load"));
+    }
+    DIFFUSIOND_ASSIGN_OR_RETURN(std::string text, read_text_file(chosen.string(), 64 << 20));
+    DIFFUSIOND_ASSIGN_OR_RETURN(*index, parse_shard_index(text, chosen.string()));
+    std::vector<std::string> files;
+    for (const std::string& shard : index->shards) files.push_back((dir / shard).string());
+    return files;
+  }
+  const fs::path preferred = dir / std::string(kWeightsFile);
+  if (std::find(singles.begin(), singles.end(), preferred) != singles.end()) {
+    return std::vector<std::string>{preferred.string()};
+  }
+  if (singles.size() == 1) return std::vector<std::string>{singles.front().string()};
+  return absl::InvalidArgumentError(absl::StrCat(
+      dir.string(), ": diffusers folder has ", singles.size(),
+      " .safetensors files and no shard index; expected ", kWeightsFile));
+}
+
+}  // namespace
+
+absl::string_view layout_name(CheckpointLayout layout) {
+  return kLayoutNames[static_cast<int>(layout)];
+}
+
+absl::StatusOr<ShardIndex> parse_shard_index(absl::string_view text,
+                                             absl::string_view index_path) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(nlohmann::json root, parse_json_strict(text, index_path));
+  if (!root.is_object() || !root.contains("weight_map") || !root.at("weight_map").is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(index_path, ": expected an object with a \"weight_map\" object"));
+  }
+  ShardIndex index;
+  std::set<std::string> seen;
+  for (const auto& [tensor, shard] : root.at("weight_map").items()) {
+    if (!shard.is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(index_path, ": weight_map entry '", tensor, "' is not a file name"));
+    }
+    const std::string& file = shard.get_ref<const std::string&>();
+    if (file.empty() || file == "." || file == ".." || absl::StrContains(file, "/") ||
+        absl::StrContains(file, "\\")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          index_path, ": shard name '", file, "' for tensor '", tensor,
+          "' must be a plain file name inside the folder"));
+    }
+    index.weight_map[tensor] = file;
+    if (seen.insert(file).second) index.shards.push_back(file);
+  }
+  if (index.shards.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(index_path, ": weight_map is empty"));
+  }
+  return index;
+}
+
+absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(absl::string_view path,
+                                                             const OpenOptions& options) {
+  const FileOpener opener = options.opener ? options.opener : FileOpener(open_random_access_file);
+  std::unique_ptr<Checkpoint> ckpt(new Checkpoint());
+  ckpt->path_ = std::string(path);
+  std::error_code ec;
+  const fs::path p(ckpt->path_);
+  const fs::file_status st = fs::status(p, ec);
+  if (ec || !fs::exists(st)) {
+    return absl::NotFoundError(absl::StrCat(ckpt->path_, ": no such file or folder"));
+  }
+  std::vector<std::string> files;
+  ShardIndex index;
+  if (fs::is_directory(st)) {
+    ckpt->layout_ = CheckpointLayout::kDiffusersFolder;
+    const fs::path config = p / "config.json";
+    absl::StatusOr<std::string> text = read_text_file(config.string());
+    if (absl::IsNotFound(text.status())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ckpt->path_, ": folder has no config.json, so it is not a diffusers model folder"));
+    }
+    if (!text.ok()) return text.status();
+    DIFFUSIOND_RETURN_IF_ERROR(parse_json_strict(*text, config.string()).status());
+    ckpt->config_json_ = std::move(*text);
+    DIFFUSIOND_ASSIGN_OR_RETURN(files, folder_weight_files(p, &index));
+  } else {
+    files.push_back(ckpt->path_);
+  }
+  for (const std::string& file : files) {
+    absl::StatusOr<std::unique_ptr<RandomAccessFile>> f = opener(file);
+    if (!f.ok()) {
+      if (absl::IsNotFound(f.status()) && !index.shards.empty()) {
+        return absl::NotFoundError(absl::StrCat("shard index of ", ckpt->path_,
+                                                " names a missing shard: ",
+                                                f.status().message()));
+      }
+      return f.status();
+    }
+    DIFFUSIOND_RETURN_IF_ERROR(ckpt->add_file(std::move(*f)));
+  }
+  for (const auto& [tensor, shard] : index.weight_map) {
+    const TensorRecord* t = ckpt->find(tensor);
+    if (t == nullptr || fs::path(ckpt->file_paths_[t->file_index]).filename() != shard) {
+      return absl::DataLossError(absl::StrCat("shard index of ", ckpt->path_, " places '",
+                                              tensor, "' in ", shard,
+                                              ", but that shard does not hold it"));
+    }
+  }
+  DIFFUSIOND_RETURN_IF_ERROR(ckpt->classify_scaled_fp8());
+  return ckpt;
+}
+
+absl::Status Checkpoint::add_file(std::unique_ptr<RandomAccessFile> file) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(SafetensorsHeader header, read_safetensors_header(*file));
+  const int index = static_cast<int>(files_.size());
+  for (TensorRecord& t : header.tensors) {
+    t.file_index = index;
+    if (all_.count(t.name) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file->path(), ": tensor '", t.name, "' also appears in ",
+          file_paths_[all_.find(t.name)->second.file_index]));
+    }
+    all_.emplace(t.name, t);
+  }
+  file_paths_.push_back(file->path());
+  files_.push_back(std::move(file));
+  return absl::OkStatus();
+}
+
+absl::Status Checkpoint::classify_scaled_fp8() {
+  bool marker = false;
+  std::set<std::string> not_weights;
+  for (const auto& [name, t] : all_) {
+    if (is_marker(name)) {
+      marker = true;
+      not_weights.insert(name);
+      continue;
+    }
+    absl::string_view layer = name;
+    const bool weight_scale = absl::ConsumeSuffix(&layer, ".scale_weight") ||
+                              absl::ConsumeSuffix(&layer, ".weight_scale");
+    const bool input_scale = !weight_scale && (absl::ConsumeSuffix(&layer, ".scale_input") ||
+                                               absl::ConsumeSuffix(&layer, ".input_scale"));
+    if (!weight_scale && !input_scale) continue;
+    not_weights.insert(name);
+    const std::string weight = absl::StrCat(layer, ".weight");
+    const TensorRecord* w = find(weight);
+    if (w == nullptr || !is_float8(w->dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, ": scale tensor '", name, "' has no FP8 weight '", weight, "' to scale"));
+    }
+    if (t.numel != 1 || !(t.dtype == DType::kF32 || t.dtype == DType::kF16 ||
+                          t.dtype == DType::kBF16)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, ": scale tensor '", name, "' must be one F32/F16/BF16 value, got ",
+          t.numel, " of ", dtype_name(t.dtype)));
+    }
+    Fp8ScaleRef& ref = fp8_scales_[weight];
+    (weight_scale ? ref.scale_tensor : ref.input_scale_tensor) = name;
+  }
+  for (auto it = fp8_scales_.begin(); it != fp8_scales_.end(); ++it) {
+    if (it->second.scale_tensor.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, ": FP8 weight '", it->first, "' has an input scale but no weight scale"));
+    }
+  }
+  if ((marker || !fp8_scales_.empty()) && layout_ == CheckpointLayout::kSingleFile) {
+    layout_ = CheckpointLayout::kScaledFp8File;
+  }
+  for (const auto& [name, t] : all_) {
+    if (not_weights.count(name) == 0) tensors_.push_back(t);
+  }
+  std::sort(tensors_.begin(), tensors_.end(), [](const TensorRecord& a, const TensorRecord& b) {
+    return a.file_index != b.file_index ? a.file_index < b.file_index
+                                        : a.file_offset < b.file_offset;
+  });
+  weight_bytes_ = 0;
+  for (const TensorRecord& t : tensors_) weight_bytes_ += t.nbytes;
+  return absl::OkStatus();
+}
+
+const TensorRecord* Checkpoint::find(absl::string_view name) const {
+  auto it = all_.find(name);
+  return it == all_.end() ? nullptr : &it->second;
+}
+
+absl::Status Checkpoint::read(const TensorRecord& t, char* dst) const {
+  return read_range(t, 0, t.nbytes, dst);
+}
+
+absl::Status Checkpoint::read_range(const TensorRecord& t, int64_t offset, int64_t n,
+                                    char* dst) const {
+  assert(offset >= 0 && n >= 0 && offset + n <= t.nbytes);
+  return files_[t.file_index]->read_at(t.file_offset + offset, n, dst);
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,42 @@
+// RandomAccessFile: the file I/O seam of checkpoint reading. Reads are
+// positional (pread); nothing maps or slurps a whole file. Tests wrap it to
+// inject I/O errors.
+#ifndef DIFFUSIOND_CORE_CHECKPOINT_RANDOM_ACCESS_FILE_H_
+#define DIFFUSIOND_CORE_CHECKPOINT_RANDOM_ACCESS_FILE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace diffusiond {
+
+// An open, read-only file. Thread-safe: reads carry their own offset.
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+
+  virtual const std::string& path() const = 0;
+  // Size in bytes when the file was opened.
+  virtual int64_t size() const = 0;
+  // Reads exactly `n` bytes at `offset` into `dst`. Returns DATA_LOSS if the
+  // file ends first, and UNAVAILABLE naming errno for I/O errors.
+  virtual absl::Status read_at(int64_t offset, int64_t n, char* dst) const = 0;
+};
+
+// Opens `path` for positional reads. NOT_FOUND if it does not exist,
+// INVALID_ARGUMENT if it is not a regular file, PERMISSION_DENIED or
+// UNAVAILABLE for other open errors.
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> open_random_access_file(
+    absl::string_view path);
+
+// How checkpoint code opens files; tests substitute fault-injecting files.
+using FileOpener =
+    std::function<absl::StatusOr<std::unique_ptr<RandomAccessFile>>(absl::string_view)>;
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_CHECKPOINT_RANDOM_ACCESS_FILE_H_
