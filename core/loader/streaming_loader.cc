@@ -1,0 +1,216 @@
+#include "core/loader/streaming_loader.h"
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "core/loader/torch_dtype.h"
+#include "core/util/status_macros.h"
+#include "kernels/fp8_codec.h"
+#include "kernels/fp8_cpu.h"
+
+namespace diffusiond {
+namespace {
+
+using Action = PlannedTensor::Action;
+
+std::vector<int64_t> shape_of(const TensorRecord& t) { return t.shape; }
+
+// Reads a one-element F32/F16/BF16 scale tensor.
+absl::StatusOr<float> read_scale(const Checkpoint& ckpt, const TensorRecord& t) {
+  unsigned char raw[4] = {0, 0, 0, 0};
+  DIFFUSIOND_RETURN_IF_ERROR(ckpt.read(t, reinterpret_cast<char*>(raw)));
+  float value = 0;
+  if (t.dtype == DType::kF32) {
+    std::memcpy(&value, raw, 4);
+  } else {
+    const uint16_t bits = static_cast<uint16_t>(raw[0] | (raw[1] << 8));
+    value = t.dtype == DType::kF16 ? static_cast<float>(c10::Half(bits, c10::Half::from_bits()))
+                                   : static_cast<float>(c10::BFloat16(bits, c10::BFloat16::from_bits()));
+  }
+  if (!std::isfinite(value) || value <= 0.0f) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ckpt.path(), ": scale tensor '", t.name, "' holds ", value,
+        ", expected a positive finite number"));
+  }
+  return value;
+}
+
+// Streams one tensor through `staging` in chunks of whole elements,
+// calling `consume(element_offset, element_count)` after each chunk lands.
+template <typename Consume>
+absl::Status for_each_chunk(const Checkpoint& ckpt, const TensorRecord& t, char* staging,
+                            int64_t staging_bytes, Consume&& consume) {
+  const int64_t item = dtype_size(t.dtype);
+  const int64_t chunk_elements = std::max<int64_t>(1, staging_bytes / item);
+  for (int64_t first = 0; first < t.numel; first += chunk_elements) {
+    const int64_t count = std::min(chunk_elements, t.numel - first);
+    DIFFUSIOND_RETURN_IF_ERROR(ckpt.read_range(t, first * item, count * item, staging));
+    consume(first, count);
+  }
+  return absl::OkStatus();
+}
+
+class TensorStreamer {
+ public:
+  TensorStreamer(const Checkpoint& ckpt, const LoadPlan& plan, Reservation& reservation)
+      : ckpt_(ckpt), plan_(plan), reservation_(reservation) {}
+
+  absl::Status load(const PlannedTensor& p, WeightStore& store) {
+    const TensorRecord& src = *p.source;
+    DIFFUSIOND_RETURN_IF_ERROR(reservation_.charge(p.final_bytes));
+    torch::Tensor out = torch::empty(shape_of(src), torch::TensorOptions().dtype(p.storage_dtype));
+    assert(static_cast<int64_t>(out.nbytes()) == p.final_bytes);
+    switch (p.action) {
+      case Action::kRead:
+        DIFFUSIOND_RETURN_IF_ERROR(ckpt_.read(src, static_cast<char*>(out.data_ptr())));
+        store.add(src.name, std::move(out));
+        return absl::OkStatus();
+      case Action::kFp8Keep: {
+        DIFFUSIOND_RETURN_IF_ERROR(ckpt_.read(src, static_cast<char*>(out.data_ptr())));
+        Fp8Weight w{std::move(out), 1.0f, p.fp8_format};
+        if (p.scale != nullptr) {
+          DIFFUSIOND_ASSIGN_OR_RETURN(w.scale, read_scale(ckpt_, *p.scale));
+        }
+        store.add(src.name, std::move(w));
+        return absl::OkStatus();
+      }
+      case Action::kCast: {
+        torch::Tensor flat = out.view({-1});
+        const torch::ScalarType from = storage_scalar_type(src.dtype);
+        DIFFUSIOND_RETURN_IF_ERROR(for_each_chunk(
+            ckpt_, src, staging(), plan_.staging_bytes, [&](int64_t first, int64_t count) {
+              flat.narrow(0, first, count)
+                  .copy_(torch::from_blob(staging(), {count}, torch::TensorOptions().dtype(from)));
+            }));
+        store.add(src.name, std::move(out));
+        return absl::OkStatus();
+      }
+      case Action::kFp8Encode:
+        return encode(p, std::move(out), store);
+    }
+    return absl::InternalError("unknown plan action");
+  }
+
+  // The staging buffer is allocated lazily and charged once.
+  absl::Status ensure_staging() {
+    if (plan_.staging_bytes == 0 || staging_.defined()) return absl::OkStatus();
+    DIFFUSIOND_RETURN_IF_ERROR(reservation_.charge(plan_.staging_bytes));
+    staging_ = torch::empty({plan_.staging_bytes}, torch::kUInt8);
+    return absl::OkStatus();
+  }
+
+  void release_staging() {
+    if (!staging_.defined()) return;
+    staging_ = torch::Tensor();
+    reservation_.uncharge(plan_.staging_bytes);
+  }
+
+ private:
+  char* staging() { return static_cast<char*>(staging_.data_ptr()); }
+
+  absl::Status encode(const PlannedTensor& p, torch::Tensor codes, WeightStore& store) {
+    const TensorRecord& src = *p.source;
+    DIFFUSIOND_ASSIGN_OR_RETURN(FloatKind kind, float_kind_of(storage_scalar_type(src.dtype)));
+    float scale = 1.0f;
+    if (plan_.fp8.scaling == Fp8Scaling::kPerTensorMax) {
+      // A first pass finds max|w|; reading twice keeps staging to one chunk.
+      float max_abs = 0.0f;
+      DIFFUSIOND_RETURN_IF_ERROR(for_each_chunk(
+          ckpt_, src, staging(), plan_.staging_bytes, [&](int64_t, int64_t count) {
+            max_abs = std::max(max_abs, abs_max_cpu(staging(), kind, count));
+          }));
+      if (std::isfinite(max_abs) && max_abs > 0.0f) {
+        scale = max_abs / fp8_max_finite(p.fp8_format);
+      }
+    }
+    uint8_t* dst = codes.data_ptr<uint8_t>();
+    DIFFUSIOND_RETURN_IF_ERROR(for_each_chunk(
+        ckpt_, src, staging(), plan_.staging_bytes, [&](int64_t first, int64_t count) {
+          fp8_encode_cpu(staging(), kind, count, p.fp8_format, 1.0f / scale, dst + first);
+        }));
+    store.add(src.name, Fp8Weight{std::move(codes), scale, p.fp8_format});
+    return absl::OkStatus();
+  }
+
+  const Checkpoint& ckpt_;
+  const LoadPlan& plan_;
+  Reservation& reservation_;
+  torch::Tensor staging_;
+};
+
+absl::StatusOr<std::unique_ptr<WeightStore>> stream_all(const Checkpoint& ckpt,
+                                                        const LoadPlan& plan,
+                                                        Reservation& reservation,
+                                                        const StreamOptions& options) {
+  auto store = std::make_unique<WeightStore>(plan.compute_dtype);
+  TensorStreamer streamer(ckpt, plan, reservation);
+  DIFFUSIOND_RETURN_IF_ERROR(streamer.ensure_staging());
+  LoadProgress progress;
+  progress.total_bytes = plan.source_bytes;
+  progress.total_tensors = static_cast<int64_t>(plan.tensors.size());
+  for (const PlannedTensor& p : plan.tensors) {
+    if (options.cancelled != nullptr && options.cancelled->load()) {
+      return absl::CancelledError(absl::StrCat("load of ", ckpt.path(), " cancelled after ",
+                                               progress.tensors_done, " of ",
+                                               progress.total_tensors, " tensors"));
+    }
+    DIFFUSIOND_RETURN_IF_ERROR(streamer.load(p, *store));
+    progress.bytes_read += p.source->nbytes;
+    ++progress.tensors_done;
+    if (options.on_progress) options.on_progress(progress);
+  }
+  streamer.release_staging();
+  return store;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WeightStore>> stream_weights(const Checkpoint& checkpoint,
+                                                            const LoadPlan& plan,
+                                                            Reservation& reservation,
+                                                            const StreamOptions& options) {
+  if (reservation.uncharged_bytes() < plan.reservation_bytes()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "load of ", checkpoint.path(), " needs a reservation of ", plan.reservation_bytes(),
+        " bytes, has ", reservation.uncharged_bytes()));
+  }
+  const int64_t charged_before = reservation.charged_bytes();
+  absl::StatusOr<std::unique_ptr<WeightStore>> store;
+  // libtorch reports failures as exceptions; none may leave core/.
+  try {
+    store = stream_all(checkpoint, plan, reservation, options);
+  } catch (const std::bad_alloc&) {
+    store = absl::ResourceExhaustedError(
+        absl::StrCat("out of memory loading ", checkpoint.path()));
+  } catch (const std::exception& e) {
+    store = absl::InternalError(absl::StrCat("loading ", checkpoint.path(), ": ", e.what()));
+  }
+  if (!store.ok()) {
+    // The partial store is gone; give its charge back with it.
+    reservation.uncharge(reservation.charged_bytes() - charged_before);
+    return store.status();
+  }
+  assert(reservation.charged_bytes() - charged_before == plan.final_bytes);
+  assert((*store)->nbytes() == plan.final_bytes);
+  return store;
+}
+
+absl::StatusOr<LoadedValue> load_weights(const Checkpoint& checkpoint, const LoadPlan& plan,
+                                         ModelCache& cache, const StreamOptions& options) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation,
+                              cache.make_room(plan.reservation_bytes(), Device::kCpu));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store,
+                              stream_weights(checkpoint, plan, reservation, options));
+  LoadedValue loaded;
+  loaded.value = std::move(store);
+  loaded.reservations.push_back(std::move(reservation));
+  return loaded;
+}
+
+}  // namespace diffusiond

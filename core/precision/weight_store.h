@@ -1,0 +1,68 @@
+// WeightStore: a loaded model's parameters by name — dense tensors at their
+// storage dtype and FP8 weights — plus the model's compute dtype, the only
+// source of truth for the dtype every forward runs at.
+//
+// Not here: which parameter is stored how (precision_policy.h) or loading
+// (core/loader).
+#ifndef DIFFUSIOND_CORE_PRECISION_WEIGHT_STORE_H_
+#define DIFFUSIOND_CORE_PRECISION_WEIGHT_STORE_H_
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/cache/cache_value.h"
+#include "core/precision/fp8_weight.h"
+
+namespace diffusiond {
+
+// Filled by one loader, then read-only: concurrent reads are safe.
+class WeightStore : public CacheValue {
+ public:
+  explicit WeightStore(torch::ScalarType compute_dtype) : compute_dtype_(compute_dtype) {}
+
+  // The dtype every forward of this model runs at; set at load.
+  torch::ScalarType compute_dtype() const { return compute_dtype_; }
+
+  // Adds a parameter. REQUIRES: `name` is not present yet.
+  void add(const std::string& name, torch::Tensor dense);
+  void add(const std::string& name, Fp8Weight fp8);
+
+  bool contains(absl::string_view name) const { return weights_.count(std::string(name)) != 0; }
+  bool is_fp8(absl::string_view name) const;
+  // Returns the parameter at `dtype`: FP8 weights decoded, dense tensors
+  // converted when stored otherwise (returned as is when they match). The
+  // result is the caller's; drop it after the forward. NOT_FOUND if absent.
+  absl::StatusOr<torch::Tensor> materialize(absl::string_view name,
+                                            torch::ScalarType dtype) const;
+  // As materialize(name, compute_dtype()).
+  absl::StatusOr<torch::Tensor> at_compute_dtype(absl::string_view name) const {
+    return materialize(name, compute_dtype_);
+  }
+  // The stored representation, for tests and tools.
+  const Fp8Weight* fp8(absl::string_view name) const;
+  const torch::Tensor* dense(absl::string_view name) const;
+
+  std::vector<std::string> names() const;
+  int64_t size() const { return static_cast<int64_t>(weights_.size()); }
+  int64_t fp8_count() const { return fp8_count_; }
+  // Sum of the stored tensors' nbytes: what the cache is charged.
+  int64_t nbytes() const { return nbytes_; }
+
+ private:
+  using Stored = std::variant<torch::Tensor, Fp8Weight>;
+
+  const torch::ScalarType compute_dtype_;
+  std::map<std::string, Stored, std::less<>> weights_;
+  int64_t nbytes_ = 0;
+  int64_t fp8_count_ = 0;
+};
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_PRECISION_WEIGHT_STORE_H_

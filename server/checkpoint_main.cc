@@ -1,0 +1,212 @@
+// diffusiond-checkpoint: what a load would hold, and a real load through the
+// cache under a budget, for people and scripts.
+//
+//   diffusiond-checkpoint plan PATH [--fp8 e4m3fn|e5m2|off] [--fp8_scaling none|max]
+//                              [--compute_dtype float32|bfloat16|float16] [--json]
+//   diffusiond-checkpoint load PATH [same options] [--budget BYTES] [--json]
+//
+// PATH is a .safetensors file or a diffusers model folder. Any bad input
+// exits 1 with one line naming the file and the problem; bad usage exits 2.
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "core/checkpoint/checkpoint.h"
+#include "core/loader/load_plan.h"
+#include "core/loader/streaming_loader.h"
+#include "core/loader/torch_dtype.h"
+#include "core/memory/allocator.h"
+#include "core/memory/default_budget.h"
+#include "core/memory/process_memory.h"
+#include "core/util/bytes.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: diffusiond-checkpoint plan|load PATH [--fp8 e4m3fn|e5m2|off]\n"
+    "         [--fp8_scaling none|max] [--compute_dtype float32|bfloat16|float16]\n"
+    "         [--budget BYTES] [--json]\n";
+
+struct Args {
+  std::string command, path;
+  PlanOptions plan;
+  std::optional<int64_t> budget_bytes;
+  bool json = false;
+};
+
+absl::StatusOr<Args> parse_args(int argc, char** argv) {
+  if (argc < 3) return absl::InvalidArgumentError("expected a command and a PATH");
+  Args a;
+  a.command = argv[1];
+  a.path = argv[2];
+  if (a.command != "plan" && a.command != "load") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown command '", a.command, "'"));
+  }
+  for (int i = 3; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--json") {
+      a.json = true;
+      continue;
+    }
+    if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(flag, " needs a value"));
+    const std::string value = argv[++i];
+    if (flag == "--fp8") {
+      if (value == "e4m3fn") a.plan.fp8.format = Fp8Format::kE4M3Fn;
+      else if (value == "e5m2") a.plan.fp8.format = Fp8Format::kE5M2;
+      else if (value != "off") return absl::InvalidArgumentError(absl::StrCat("--fp8 ", value, ": expected e4m3fn, e5m2 or off"));
+    } else if (flag == "--fp8_scaling") {
+      if (value == "max") a.plan.fp8.scaling = Fp8Scaling::kPerTensorMax;
+      else if (value != "none") return absl::InvalidArgumentError(absl::StrCat("--fp8_scaling ", value, ": expected none or max"));
+    } else if (flag == "--compute_dtype") {
+      DIFFUSIOND_ASSIGN_OR_RETURN(a.plan.compute_dtype, parse_compute_dtype(value));
+    } else if (flag == "--budget" && a.command == "load") {
+      DIFFUSIOND_ASSIGN_OR_RETURN(a.budget_bytes, parse_bytes(value));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", flag, " for ", a.command));
+    }
+  }
+  return a;
+}
+
+nlohmann::json plan_json(const Checkpoint& c, const LoadPlan& plan) {
+  nlohmann::json j;
+  j["path"] = c.path();
+  j["layout"] = std::string(layout_name(c.layout()));
+  j["tensors"] = plan.tensors.size();
+  j["fp8_tensors"] = plan.fp8_tensors();
+  j["source_bytes"] = plan.source_bytes;
+  j["final_bytes"] = plan.final_bytes;
+  j["staging_bytes"] = plan.staging_bytes;
+  j["reservation_bytes"] = plan.reservation_bytes();
+  j["bytes_by_storage"] = plan.bytes_by_storage();
+  j["count_by_storage"] = plan.count_by_storage();
+  return j;
+}
+
+void print_plan(const Checkpoint& c, const LoadPlan& plan) {
+  std::printf("checkpoint  %s\n  layout %s, %zu file(s), %zu tensors, %s of tensor data\n",
+              c.path().c_str(), std::string(layout_name(c.layout())).c_str(), c.files().size(),
+              plan.tensors.size(), format_bytes(plan.source_bytes).c_str());
+  std::printf("compute dtype %s; FP8 storage %s\n\n", scalar_type_name(plan.compute_dtype).c_str(),
+              !plan.fp8.format ? "off"
+              : *plan.fp8.format == Fp8Format::kE4M3Fn ? "e4m3fn" : "e5m2");
+  std::printf("  %-12s %8s  %s\n", "storage", "tensors", "bytes");
+  const auto counts = plan.count_by_storage();
+  for (const auto& [storage, bytes] : plan.bytes_by_storage()) {
+    std::printf("  %-12s %8lld  %s\n", storage.c_str(), static_cast<long long>(counts.at(storage)),
+                format_bytes(bytes).c_str());
+  }
+  std::printf("  %-12s %8zu  %s\n\n", "total", plan.tensors.size(),
+              format_bytes(plan.final_bytes).c_str());
+  std::printf("staging buffer  %s (conversions stream through it in chunks)\n",
+              format_bytes(plan.staging_bytes).c_str());
+  std::printf("reservation     %s (final + staging)\n\n",
+              format_bytes(plan.reservation_bytes()).c_str());
+  std::printf("not stored as FP8, and why:\n");
+  for (const PlannedTensor& t : plan.tensors) {
+    if (t.action == PlannedTensor::Action::kFp8Encode || t.action == PlannedTensor::Action::kFp8Keep) continue;
+    std::printf("  %-56s [%s] %s: %s\n", t.source->name.c_str(),
+                absl::StrJoin(t.source->shape, ", ").c_str(), storage_name(t).c_str(),
+                t.reason.c_str());
+  }
+}
+
+absl::Status run(const Args& args) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::open(args.path));
+  DIFFUSIOND_ASSIGN_OR_RETURN(LoadPlan plan, plan_load(*ckpt, args.plan));
+  if (args.command == "plan") {
+    if (args.json) std::printf("%s\n", plan_json(*ckpt, plan).dump().c_str());
+    else print_plan(*ckpt, plan);
+    return absl::OkStatus();
+  }
+
+  tune_allocator_for_serving();
+  int64_t budget_bytes = 0;
+  if (args.budget_bytes.has_value()) {
+    budget_bytes = *args.budget_bytes;
+  } else {
+    DIFFUSIOND_ASSIGN_OR_RETURN(MachineMemory machine, probe_machine_memory());
+    budget_bytes = default_ram_budget_bytes(machine);
+  }
+  Budget ram(Device::kCpu, budget_bytes);
+  ModelCacheOptions cache_options;
+  cache_options.ram_budget = &ram;
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<ModelCache> cache, ModelCache::create(cache_options));
+
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  int last_percent = -1;
+  StreamOptions stream;
+  stream.on_progress = [&](const LoadProgress& p) {
+    const int percent = p.total_bytes > 0 ? static_cast<int>(100 * p.bytes_read / p.total_bytes) : 100;
+    if (percent / 10 == last_percent / 10 && p.tensors_done != p.total_tensors) return;
+    last_percent = percent;
+    std::fprintf(stderr, "%sloading %3d%%  %s of %s, %lld/%lld tensors%s", tty ? "\r" : "",
+                 percent, format_bytes(p.bytes_read).c_str(), format_bytes(p.total_bytes).c_str(),
+                 static_cast<long long>(p.tensors_done), static_cast<long long>(p.total_tensors),
+                 tty ? "" : "\n");
+  };
+
+  DIFFUSIOND_RETURN_IF_ERROR(reset_peak_rss());
+  DIFFUSIOND_ASSIGN_OR_RETURN(ProcessMemory before, read_process_memory());
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Pin> pin = cache->get_or_load(ckpt->path(), [&] {
+    return load_weights(*ckpt, plan, *cache, stream);
+  });
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (tty) std::fprintf(stderr, "\n");
+  if (!pin.ok()) return pin.status();
+  DIFFUSIOND_ASSIGN_OR_RETURN(ProcessMemory after, read_process_memory());
+  const WeightStore* store = pin->as<WeightStore>();
+  const BudgetSnapshot budget = ram.snapshot();
+
+  std::printf("loaded %s in %.2f s: %lld tensors (%lld FP8), %s accounted, reservation %s\n",
+              ckpt->path().c_str(), seconds, static_cast<long long>(store->size()),
+              static_cast<long long>(store->fp8_count()), format_bytes(store->nbytes()).c_str(),
+              format_bytes(plan.reservation_bytes()).c_str());
+  std::printf("RSS before %s, peak +%s, after +%s\n", format_bytes(before.rss_bytes).c_str(),
+              format_bytes(after.peak_rss_bytes - before.rss_bytes).c_str(),
+              format_bytes(after.rss_bytes - before.rss_bytes).c_str());
+  if (args.json) {
+    nlohmann::json j = plan_json(*ckpt, plan);
+    j["accounted_bytes"] = store->nbytes();
+    j["committed_bytes"] = budget.committed_bytes;
+    j["budget_bytes"] = budget.capacity_bytes;
+    j["tensors"] = store->size();
+    j["fp8_tensors"] = store->fp8_count();
+    j["seconds"] = seconds;
+    j["rss_before_bytes"] = before.rss_bytes;
+    j["peak_rss_delta_bytes"] = after.peak_rss_bytes - before.rss_bytes;
+    j["rss_delta_bytes"] = after.rss_bytes - before.rss_bytes;
+    std::printf("%s\n", j.dump().c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace diffusiond
+
+int main(int argc, char** argv) {
+  absl::StatusOr<diffusiond::Args> args = diffusiond::parse_args(argc, argv);
+  if (!args.ok()) {
+    std::fprintf(stderr, "diffusiond-checkpoint: %s\n%s", std::string(args.status().message()).c_str(),
+                 diffusiond::kUsage);
+    return 2;
+  }
+  const absl::Status s = diffusiond::run(*args);
+  if (!s.ok()) {
+    std::fprintf(stderr, "diffusiond-checkpoint: %s: %s\n",
+                 absl::StatusCodeToString(s.code()).c_str(), std::string(s.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
