@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 namespace diffusiond {
 namespace {
@@ -43,7 +44,12 @@ inline void store(void* dst, int64_t i, float v) {
   if constexpr (kKind == FloatKind::kF32) {
     static_cast<float*>(dst)[i] = v;
   } else if constexpr (kKind == FloatKind::kBF16) {
-    static_cast<c10::BFloat16*>(dst)[i] = c10::BFloat16(v);
+    // Round to nearest even as c10::BFloat16 does, NaN to 0x7FC0, without
+    // its branch so the loop vectorises.
+    const uint32_t u = bits_of(v);
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t is_nan = 0u - uint32_t((u & 0x7FFFFFFFu) > 0x7F800000u);
+    static_cast<uint16_t*>(dst)[i] = static_cast<uint16_t>((0x7FC0u & is_nan) | (rounded & ~is_nan));
   } else {
     static_cast<c10::Half*>(dst)[i] = c10::Half(v);
   }
@@ -65,24 +71,68 @@ inline uint8_t encode_bits(uint32_t bits) {
   const uint32_t subnormal =
       bits_of(float_of(magnitude) + float_of(P.subnormal_magic_f32_bits)) -
       P.subnormal_magic_f32_bits;
-  uint32_t code = magnitude < P.min_normal_f32_bits ? subnormal : normal;
-  code = code > P.max_code ? P.max_code : code;
-  return static_cast<uint8_t>(magnitude > 0x7F800000u ? 0x7Fu : (code | sign));
+  // Selections as masks rather than branches, so every lane runs the same code.
+  const uint32_t is_subnormal = 0u - uint32_t(magnitude < P.min_normal_f32_bits);
+  uint32_t code = (subnormal & is_subnormal) | (normal & ~is_subnormal);
+  code = std::min<uint32_t>(code, P.max_code);
+  const uint32_t is_nan = 0u - uint32_t(magnitude > 0x7F800000u);
+  return static_cast<uint8_t>((0x7Fu & is_nan) | ((code | sign) & ~is_nan));
 }
 
 template <const Fp8Params& P, FloatKind kKind>
-__attribute__((target_clones("avx2", "default")))
-void encode_range(const void* src, uint8_t* codes, int64_t begin, int64_t end, float inv_scale) {
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+void encode_range(const void* __restrict__ src, uint8_t* __restrict__ codes, int64_t begin,
+                  int64_t end, float inv_scale) {
   for (int64_t i = begin; i < end; ++i) {
     codes[i] = encode_bits<P>(bits_of(load<kKind>(src, i) * inv_scale));
   }
 }
 
-template <FloatKind kKind>
-__attribute__((target_clones("avx2", "default")))
-void decode_range(const uint8_t* codes, const float* table, void* dst, int64_t begin,
-                  int64_t end) {
-  for (int64_t i = begin; i < end; ++i) store<kKind>(dst, i, table[codes[i]]);
+// Arithmetic decode (no table gather, so it vectorises): rebias the
+// exponent into float32 for normals, scale the mantissa for subnormals, and
+// patch in the specials of the format.
+template <const Fp8Params& P>
+inline float decode_bits(uint32_t c) {
+  constexpr uint32_t kMantMask = (1u << P.mantissa_bits) - 1u;
+  constexpr uint32_t kMaxField = (1u << (7 - P.mantissa_bits)) - 1u;
+  constexpr bool kE4M3 = P.mantissa_bits == 3;
+  const uint32_t sign = (c & 0x80u) << 24;
+  const uint32_t field = (c & 0x7Fu) >> P.mantissa_bits;
+  const uint32_t mant = c & kMantMask;
+  const uint32_t normal =
+      ((field + uint32_t(127 - P.exponent_bias)) << 23) | (mant << (23 - P.mantissa_bits));
+  const uint32_t subnormal = bits_of(static_cast<float>(mant) *
+                                     float_of(uint32_t(127 - P.exponent_bias + 1 - P.mantissa_bits) << 23));
+  const uint32_t is_sub = 0u - uint32_t(field == 0);
+  uint32_t magnitude = (subnormal & is_sub) | (normal & ~is_sub);
+  if constexpr (kE4M3) {
+    const uint32_t is_nan = 0u - uint32_t(field == kMaxField && mant == kMantMask);
+    magnitude = (0x7FC00000u & is_nan) | (magnitude & ~is_nan);
+  } else {
+    const uint32_t is_special = 0u - uint32_t(field == kMaxField);
+    const uint32_t special = mant == 0 ? 0x7F800000u : 0x7FC00000u;
+    magnitude = (special & is_special) | (magnitude & ~is_special);
+  }
+  return float_of(sign | magnitude);
+}
+
+template <const Fp8Params& P, FloatKind kKind>
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+void decode_range(const uint8_t* __restrict__ codes, float scale, void* __restrict__ dst,
+                  int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) store<kKind>(dst, i, decode_bits<P>(codes[i]) * scale);
+}
+
+using DecodeFn = void (*)(const uint8_t*, float, void*, int64_t, int64_t);
+
+template <const Fp8Params& P>
+DecodeFn pick_decoder(FloatKind kind) {
+  switch (kind) {
+    case FloatKind::kF32: return &decode_range<P, FloatKind::kF32>;
+    case FloatKind::kBF16: return &decode_range<P, FloatKind::kBF16>;
+    case FloatKind::kF16: return &decode_range<P, FloatKind::kF16>;
+  }
+  return nullptr;
 }
 
 using EncodeFn = void (*)(const void*, uint8_t*, int64_t, int64_t, float);
@@ -95,20 +145,6 @@ EncodeFn pick_encoder(FloatKind kind) {
     case FloatKind::kF16: return &encode_range<P, FloatKind::kF16>;
   }
   return nullptr;
-}
-
-// Decode tables, one per format, built once from the reference decoder.
-const std::array<float, 256>& decode_table(Fp8Format format) {
-  static const auto* const tables = [] {
-    auto* t = new std::array<std::array<float, 256>, 2>();
-    for (int f = 0; f < 2; ++f) {
-      for (int c = 0; c < 256; ++c) {
-        (*t)[f][c] = fp8_decode_ref(static_cast<uint8_t>(c), static_cast<Fp8Format>(f));
-      }
-    }
-    return t;
-  }();
-  return (*tables)[static_cast<int>(format)];
 }
 
 template <FloatKind kKind>
@@ -134,17 +170,10 @@ void fp8_encode_cpu(const void* src, FloatKind kind, int64_t n, Fp8Format format
 
 void fp8_decode_cpu(const uint8_t* codes, int64_t n, Fp8Format format, float scale,
                     FloatKind kind, void* dst) {
-  // Fold the scale into a per-call table: one multiply per code, not per element.
-  std::array<float, 256> table = decode_table(format);
-  if (scale != 1.0f) {
-    for (float& v : table) v *= scale;
-  }
+  const DecodeFn fn = format == Fp8Format::kE4M3Fn ? pick_decoder<kE4M3FnParams>(kind)
+                                                   : pick_decoder<kE5M2Params>(kind);
   at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
-    switch (kind) {
-      case FloatKind::kF32: decode_range<FloatKind::kF32>(codes, table.data(), dst, begin, end); break;
-      case FloatKind::kBF16: decode_range<FloatKind::kBF16>(codes, table.data(), dst, begin, end); break;
-      case FloatKind::kF16: decode_range<FloatKind::kF16>(codes, table.data(), dst, begin, end); break;
-    }
+    fn(codes, scale, dst, begin, end);
   });
 }
 
