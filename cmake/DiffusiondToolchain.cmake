@@ -40,3 +40,9 @@ elseif(DIFFUSIOND_SANITIZER STREQUAL "thread")
 elseif(NOT DIFFUSIOND_SANITIZER STREQUAL "")
   message(FATAL_ERROR "DIFFUSIOND_SANITIZER must be empty, 'address' or 'thread', got '${DIFFUSIOND_SANITIZER}'")
 endif()
+
+if(DIFFUSIOND_BUILD_FUZZERS)
+  # Coverage instrumentation for every library the fuzz targets reach.
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -22,4 +22,4 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 echo "== Full build and test suite"
 cmake -S . -B build/release -G Ninja >/dev/null
 cmake --build build/release
-ctest --test-dir build/release --output-on-failure
+ctest --test-dir build/release --output-on-failure -j2

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/loader/torch_dtype.h"
+#include "core/loader/weight_allocation.h"
 #include "core/util/status_macros.h"
 #include "kernels/fp8_codec.h"
 #include "kernels/fp8_cpu.h"
@@ -18,8 +19,6 @@ namespace diffusiond {
 namespace {
 
 using Action = PlannedTensor::Action;
-
-std::vector<int64_t> shape_of(const TensorRecord& t) { return t.shape; }
 
 // Reads a one-element F32/F16/BF16 scale tensor.
 absl::StatusOr<float> read_scale(const Checkpoint& ckpt, const TensorRecord& t) {
@@ -64,7 +63,7 @@ class TensorStreamer {
   absl::Status load(const PlannedTensor& p, WeightStore& store) {
     const TensorRecord& src = *p.source;
     DIFFUSIOND_RETURN_IF_ERROR(reservation_.charge(p.final_bytes));
-    torch::Tensor out = torch::empty(shape_of(src), torch::TensorOptions().dtype(p.storage_dtype));
+    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor out, allocate_weight(src.shape, p.storage_dtype));
     assert(static_cast<int64_t>(out.nbytes()) == p.final_bytes);
     switch (p.action) {
       case Action::kRead:
