@@ -20,7 +20,8 @@ inline std::string fixtures_dir() {
   return DIFFUSIOND_FIXTURES_DIR;
 }
 
-// Returns the bytes of fixtures_dir()/relative, or an empty vector if absent.
+// Returns the bytes of fixtures_dir()/relative, or an empty vector if absent
+// (tests then fail naming the file: the fixtures are part of the suite).
 inline std::vector<char> read_fixture(const std::string& relative) {
   std::ifstream in(fixtures_dir() + "/" + relative, std::ios::binary);
   return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -57,6 +57,8 @@ struct Malformed {
   const char* message;
 };
 
+void PrintTo(const Malformed& m, std::ostream* os) { *os << m.name; }
+
 class MalformedFile : public ::testing::TestWithParam<Malformed> {};
 
 TEST_P(MalformedFile, IsRejectedWithAClearError) {

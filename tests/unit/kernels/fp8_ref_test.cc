@@ -32,6 +32,8 @@ struct TableCase {
   float (*source)(uint16_t);
 };
 
+void PrintTo(const TableCase& c, std::ostream* os) { *os << c.file; }
+
 class EncodeTable : public ::testing::TestWithParam<TableCase> {};
 
 TEST_P(EncodeTable, EveryBitPatternMatchesTheOracle) {
