@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+
 #if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -24,6 +26,20 @@ inline constexpr bool kHaveCuda =
 
 // libtorch >= 2.0 ships scaled_dot_product_attention; 1.13 does not.
 inline constexpr bool kHaveSdpa = TORCH_VERSION_MAJOR >= 2;
+
+// Runs libtorch's native scaled_dot_product_attention (libtorch >= 2.0;
+// `mask` is boolean, true = attend, or undefined). Returns nothing on
+// libtorch 1.13, which lacks it; callers then use their own kernel.
+inline std::optional<torch::Tensor> native_sdpa(const torch::Tensor& q, const torch::Tensor& k,
+                                                const torch::Tensor& v, const torch::Tensor& mask) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::scaled_dot_product_attention(
+      q, k, v, mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt);
+#else
+  (void)q, (void)k, (void)v, (void)mask;
+  return std::nullopt;
+#endif
+}
 
 #if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
 // Returns the stream kernels should use on `device` when none is given.

@@ -1,6 +1,7 @@
 #include "core/loader/load_plan.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "core/loader/torch_dtype.h"
@@ -74,7 +75,17 @@ absl::StatusOr<LoadPlan> plan_load(const Checkpoint& checkpoint, const PlanOptio
   plan.compute_dtype = options.compute_dtype;
   plan.fp8 = options.fp8;
   plan.staging_chunk_bytes = std::max<int64_t>(options.staging_chunk_bytes, 64);
+  std::set<std::string> names;
   for (const TensorRecord& t : checkpoint.tensors()) {
+    std::optional<std::string> name = options.rename ? options.rename(t.name) : t.name;
+    if (!name.has_value()) {
+      plan.dropped.push_back(t.name);
+      continue;
+    }
+    if (!names.insert(*name).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          checkpoint.path(), ": two tensors map to '", *name, "' (one is '", t.name, "')"));
+    }
     PlannedTensor p;
     if (std::optional<Fp8Format> format = fp8_format_of(t.dtype); format.has_value()) {
       p.source = &t;
@@ -90,7 +101,7 @@ absl::StatusOr<LoadPlan> plan_load(const Checkpoint& checkpoint, const PlanOptio
         p.reason = "FP8 in the checkpoint, no scale (1.0)";
       }
     } else if (is_wide_float(t.dtype)) {
-      p = plan_float(t, policy.decide(t.name, classify(t.name, t.shape)), options);
+      p = plan_float(t, policy.decide(*name, classify(*name, t.shape)), options);
     } else {
       p.source = &t;
       p.storage_dtype = storage_scalar_type(t.dtype);
@@ -102,6 +113,7 @@ absl::StatusOr<LoadPlan> plan_load(const Checkpoint& checkpoint, const PlanOptio
       plan.staging_bytes = std::max(plan.staging_bytes,
                                     std::min(t.nbytes, plan.staging_chunk_bytes));
     }
+    p.name = std::move(*name);
     plan.source_bytes += t.nbytes;
     plan.final_bytes += p.final_bytes;
     plan.tensors.push_back(std::move(p));

@@ -8,6 +8,8 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,8 +28,13 @@ struct PlanOptions {
   torch::ScalarType compute_dtype = torch::kFloat32;
   Fp8Options fp8;                    // default: FP8 storage off
   PrecisionDeclaration declaration;  // the model's skip / keep-in-fp32 lists
-  // Tells layer weights from the rest; default classify_by_rule.
+  // Tells layer weights from the rest, by canonical name; default
+  // classify_by_rule.
   ParamClassifier classifier;
+  // Maps a checkpoint tensor name to the name the model uses (e.g. original
+  // single-file keys to diffusers keys); nothing to leave a tensor out.
+  // Default: names are kept.
+  std::function<std::optional<std::string>(absl::string_view)> rename;
   // Conversions go through a staging buffer of at most this many bytes, one
   // chunk of a tensor at a time, so staging never needs a whole tensor.
   // Default 16 MiB.
@@ -42,6 +49,7 @@ struct PlannedTensor {
     kFp8Keep,    // FP8 codes in the file, read straight in; scale kept
   };
   const TensorRecord* source = nullptr;  // owned by the Checkpoint
+  std::string name;                      // the name the loaded model uses
   Action action = Action::kRead;
   torch::ScalarType storage_dtype = torch::kFloat32;  // kByte for FP8 codes
   Fp8Format fp8_format = Fp8Format::kE4M3Fn;          // for the FP8 actions
@@ -52,6 +60,7 @@ struct PlannedTensor {
 
 struct LoadPlan {
   std::vector<PlannedTensor> tensors;  // in read order
+  std::vector<std::string> dropped;    // checkpoint tensors the model does not use
   torch::ScalarType compute_dtype = torch::kFloat32;
   Fp8Options fp8;
   int64_t source_bytes = 0;   // bytes of tensor data in the checkpoint

@@ -68,7 +68,7 @@ class TensorStreamer {
     switch (p.action) {
       case Action::kRead:
         DIFFUSIOND_RETURN_IF_ERROR(ckpt_.read(src, static_cast<char*>(out.data_ptr())));
-        store.add(src.name, std::move(out));
+        store.add(p.name, std::move(out));
         return absl::OkStatus();
       case Action::kFp8Keep: {
         DIFFUSIOND_RETURN_IF_ERROR(ckpt_.read(src, static_cast<char*>(out.data_ptr())));
@@ -76,7 +76,7 @@ class TensorStreamer {
         if (p.scale != nullptr) {
           DIFFUSIOND_ASSIGN_OR_RETURN(w.scale, read_scale(ckpt_, *p.scale));
         }
-        store.add(src.name, std::move(w));
+        store.add(p.name, std::move(w));
         return absl::OkStatus();
       }
       case Action::kCast: {
@@ -87,7 +87,7 @@ class TensorStreamer {
               flat.narrow(0, first, count)
                   .copy_(torch::from_blob(staging(), {count}, torch::TensorOptions().dtype(from)));
             }));
-        store.add(src.name, std::move(out));
+        store.add(p.name, std::move(out));
         return absl::OkStatus();
       }
       case Action::kFp8Encode:
@@ -133,7 +133,7 @@ class TensorStreamer {
         ckpt_, src, staging(), plan_.staging_bytes, [&](int64_t first, int64_t count) {
           fp8_encode_cpu(staging(), kind, count, p.fp8_format, 1.0f / scale, dst + first);
         }));
-    store.add(src.name, Fp8Weight{std::move(codes), scale, p.fp8_format});
+    store.add(p.name, Fp8Weight{std::move(codes), scale, p.fp8_format});
     return absl::OkStatus();
   }
 

@@ -21,6 +21,61 @@ void WeightStore::add(const std::string& name, Fp8Weight fp8) {
   (void)inserted;
 }
 
+void WeightStore::add_view(const std::string& name, Stored stored) {
+  const bool inserted = weights_.emplace(name, std::move(stored)).second;
+  assert(inserted);
+  (void)inserted;
+}
+
+absl::Status WeightStore::split_rows(absl::string_view fused,
+                                     const std::vector<std::pair<std::string, int64_t>>& parts) {
+  auto it = weights_.find(fused);
+  if (it == weights_.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("no parameter '", fused, "' to split"));
+  }
+  const Fp8Weight* f8 = std::get_if<Fp8Weight>(&it->second);
+  const torch::Tensor& whole = f8 != nullptr ? f8->codes : std::get<torch::Tensor>(it->second);
+  int64_t rows = 0;
+  for (const auto& [name, n] : parts) {
+    if (n <= 0 || (name != fused && weights_.count(name) != 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot split '", fused, "' into '", name, "'"));
+    }
+    rows += n;
+  }
+  if (whole.dim() < 1 || whole.size(0) != rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "parameter '", fused, "' has ", whole.dim() < 1 ? 0 : whole.size(0),
+        " rows, but the split asks for ", rows));
+  }
+  Stored original = std::move(it->second);
+  weights_.erase(it);
+  if (f8 != nullptr) --fp8_count_;
+  int64_t first = 0;
+  for (const auto& [name, n] : parts) {
+    if (const Fp8Weight* w = std::get_if<Fp8Weight>(&original)) {
+      add_view(name, Fp8Weight{w->codes.narrow(0, first, n), w->scale, w->format});
+      ++fp8_count_;
+    } else {
+      add_view(name, std::get<torch::Tensor>(original).narrow(0, first, n));
+    }
+    first += n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WeightStore::rename(absl::string_view from, const std::string& to) {
+  auto it = weights_.find(from);
+  if (it == weights_.end() || weights_.count(to) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot rename parameter '", from, "' to '", to, "'"));
+  }
+  Stored stored = std::move(it->second);
+  weights_.erase(it);
+  add_view(to, std::move(stored));
+  return absl::OkStatus();
+}
+
 bool WeightStore::is_fp8(absl::string_view name) const { return fp8(name) != nullptr; }
 
 const Fp8Weight* WeightStore::fp8(absl::string_view name) const {

@@ -33,6 +33,16 @@ class WeightStore : public CacheValue {
   void add(const std::string& name, torch::Tensor dense);
   void add(const std::string& name, Fp8Weight fp8);
 
+  // Replaces `fused` by consecutive row blocks of it, named `parts[i].first`
+  // with `parts[i].second` rows each: zero-copy views of the same storage
+  // (an FP8 weight's blocks share its scale), so nbytes() is unchanged.
+  // INVALID_ARGUMENT if `fused` is missing, not at least 1-D, or the rows do
+  // not add up; nothing changes then.
+  absl::Status split_rows(absl::string_view fused,
+                          const std::vector<std::pair<std::string, int64_t>>& parts);
+  // Renames a parameter. INVALID_ARGUMENT if `from` is missing or `to` exists.
+  absl::Status rename(absl::string_view from, const std::string& to);
+
   bool contains(absl::string_view name) const { return weights_.count(std::string(name)) != 0; }
   bool is_fp8(absl::string_view name) const;
   // Returns the parameter at `dtype`: FP8 weights decoded, dense tensors
@@ -56,6 +66,9 @@ class WeightStore : public CacheValue {
 
  private:
   using Stored = std::variant<torch::Tensor, Fp8Weight>;
+
+  // Bytes already counted under another name (views made by split_rows).
+  void add_view(const std::string& name, Stored stored);
 
   const torch::ScalarType compute_dtype_;
   std::map<std::string, Stored, std::less<>> weights_;

@@ -1,0 +1,31 @@
+// Scaled dot-product attention whose activation memory does not grow with
+// sequence²: queries are processed in chunks sized so that one chunk's
+// score matrix stays under a byte limit. With libtorch >= 2.0 the native
+// scaled_dot_product_attention kernel is used instead.
+#ifndef DIFFUSIOND_CORE_MODELS_COMMON_ATTENTION_H_
+#define DIFFUSIOND_CORE_MODELS_COMMON_ATTENTION_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace diffusiond {
+
+struct AttentionOptions {
+  // Upper bound for one chunk's scores (batch × heads × chunk × keys ×
+  // element size). Default 64 MiB.
+  int64_t max_scores_bytes = int64_t{64} << 20;
+  // Use the native kernel when the libtorch build has it. Default true.
+  bool prefer_native = true;
+};
+
+// q, k, v: [batch, heads, seq, head_dim]. key_mask: [batch, keys] bool, true
+// where a key may be attended to, or undefined for none. Softmax scale is
+// 1/sqrt(head_dim). Returns [batch, heads, seq, head_dim] in q's dtype;
+// softmax runs in float32 for reduced-precision inputs.
+torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const torch::Tensor& key_mask, const AttentionOptions& options = {});
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_MODELS_COMMON_ATTENTION_H_

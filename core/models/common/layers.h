@@ -1,0 +1,47 @@
+// Small functional building blocks shared by the architectures: RMSNorm,
+// LayerNorm without affine, the sinusoidal timestep features, and the
+// multi-axis rotary embedding. Each takes its weights as tensors already at
+// the compute dtype; none reads a dtype from a parameter.
+#ifndef DIFFUSIOND_CORE_MODELS_COMMON_LAYERS_H_
+#define DIFFUSIOND_CORE_MODELS_COMMON_LAYERS_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace diffusiond {
+
+// x * rsqrt(mean(x², -1) + eps) * weight, the variance in float32 (as
+// upstream's RMSNorm), the result in x's dtype.
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
+// Sinusoidal features [cos(a), sin(a)] of `t` (shape [batch]), a_j =
+// float32(t) * exp(float32(-ln max_period) * j / (dim/2)), all in float32
+// whatever the compute dtype: arguments reach ~1000 rad, where lower
+// precision visibly moves results. Returns [batch, dim] float32.
+torch::Tensor timestep_features(const torch::Tensor& t, int64_t dim, double max_period = 10000.0);
+
+// Rotary embedding over several position axes. Angles pos * theta^(-2j/d)
+// are computed in float64 and rounded to float32; cos/sin in float32.
+class MultiAxisRope {
+ public:
+  MultiAxisRope(double theta, std::vector<int64_t> axes_dims, std::vector<int64_t> axes_lens);
+
+  // Returns cos and sin, each [n, head_dim/2] float32, for ids [n, axes]
+  // (int64). REQUIRES: each id is below its axis length.
+  std::pair<torch::Tensor, torch::Tensor> lookup(const torch::Tensor& ids) const;
+  const std::vector<int64_t>& axes_lens() const { return axes_lens_; }
+
+ private:
+  std::vector<int64_t> axes_lens_;
+  std::vector<torch::Tensor> cos_, sin_;  // per axis [len, d/2]
+};
+
+// Rotates interleaved pairs (2j, 2j+1) of x [batch, seq, heads, head_dim] by
+// cos/sin [batch, seq, head_dim/2], in float32; returns x's dtype.
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_MODELS_COMMON_LAYERS_H_

@@ -1,0 +1,47 @@
+// Loading a model: recognise the architecture, plan from headers with the
+// model's parameter table and precision declaration, admit the reservation
+// through the cache, stream, and build the model. The result is what
+// ModelCache::get_or_load expects from a loader.
+#ifndef DIFFUSIOND_CORE_MODELS_MODEL_LOADER_H_
+#define DIFFUSIOND_CORE_MODELS_MODEL_LOADER_H_
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/cache/model_cache.h"
+#include "core/checkpoint/checkpoint.h"
+#include "core/loader/load_plan.h"
+#include "core/loader/streaming_loader.h"
+#include "core/models/model_family.h"
+
+namespace diffusiond {
+
+struct ModelLoadOptions {
+  // The model's compute dtype (the only dtype its forwards run at). Default
+  // float32, the CPU default; bfloat16 is the CUDA default.
+  torch::ScalarType compute_dtype = torch::kFloat32;
+  Fp8Options fp8;  // default: FP8 storage off
+  StreamOptions stream;  // progress and cancellation
+};
+
+struct ModelPlan {
+  const ModelFamily* family = nullptr;
+  std::unique_ptr<LoadRecipe> recipe;
+  LoadPlan plan;
+};
+
+// Plans the load of `checkpoint` as a model. FAILED_PRECONDITION if no
+// supported architecture recognises it; INVALID_ARGUMENT for a bad config.
+absl::StatusOr<ModelPlan> plan_model(const Checkpoint& checkpoint, const ModelLoadOptions& options);
+
+// Plans, admits (make_room on the CPU), streams and builds. On any error the
+// reservation is released and nothing stays allocated.
+absl::StatusOr<LoadedValue> load_model(const Checkpoint& checkpoint, const ModelLoadOptions& options,
+                                       ModelCache& cache);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_MODELS_MODEL_LOADER_H_

@@ -1,0 +1,174 @@
+#include "core/models/z_image/z_image_config.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/util/json.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+using json = nlohmann::json;
+
+absl::Status field_error(absl::string_view what, absl::string_view field, const json& value,
+                         absl::string_view expected) {
+  return absl::InvalidArgumentError(absl::StrCat(what, ": field '", field, "' is ", value.dump(),
+                                                 ", expected ", expected));
+}
+
+absl::Status read_int(const json& root, const char* field, absl::string_view what, int64_t* out) {
+  if (!root.contains(field) || root.at(field).is_null()) return absl::OkStatus();
+  const json& v = root.at(field);
+  if (!v.is_number_integer()) return field_error(what, field, v, "an integer");
+  *out = v.get<int64_t>();
+  return absl::OkStatus();
+}
+
+absl::Status read_double(const json& root, const char* field, absl::string_view what, double* out) {
+  if (!root.contains(field) || root.at(field).is_null()) return absl::OkStatus();
+  const json& v = root.at(field);
+  if (!v.is_number()) return field_error(what, field, v, "a number");
+  *out = v.get<double>();
+  return absl::OkStatus();
+}
+
+absl::Status read_single_int_list(const json& root, const char* field, absl::string_view what,
+                                  int64_t* out) {
+  if (!root.contains(field)) return absl::OkStatus();
+  const json& v = root.at(field);
+  if (!v.is_array() || v.size() != 1 || !v[0].is_number_integer()) {
+    return field_error(what, field, v, "a list of one integer (one patch size is supported)");
+  }
+  *out = v[0].get<int64_t>();
+  return absl::OkStatus();
+}
+
+absl::Status read_triple(const json& root, const char* field, absl::string_view what,
+                         std::array<int64_t, 3>* out) {
+  if (!root.contains(field)) return absl::OkStatus();
+  const json& v = root.at(field);
+  if (!v.is_array() || v.size() != 3) return field_error(what, field, v, "a list of 3 integers");
+  for (int i = 0; i < 3; ++i) {
+    if (!v[i].is_number_integer()) return field_error(what, field, v, "a list of 3 integers");
+    (*out)[i] = v[i].get<int64_t>();
+  }
+  return absl::OkStatus();
+}
+
+// Largest N + 1 over names "<prefix>N.<rest>".
+int64_t count_blocks(const std::vector<std::string>& names, absl::string_view prefix) {
+  int64_t count = 0;
+  for (const std::string& name : names) {
+    absl::string_view rest = name;
+    if (!absl::ConsumePrefix(&rest, prefix)) continue;
+    int64_t index = 0;
+    if (absl::SimpleAtoi(rest.substr(0, rest.find('.')), &index)) count = std::max(count, index + 1);
+  }
+  return count;
+}
+
+}  // namespace
+
+std::string ZImageConfig::patch_key() const { return absl::StrCat(patch_size, "-", f_patch_size); }
+
+absl::Status ZImageConfig::validate() const {
+  for (auto [name, value] : {std::pair<const char*, int64_t>{"dim", dim}, {"n_heads", n_heads},
+                             {"in_channels", in_channels}, {"cap_feat_dim", cap_feat_dim},
+                             {"patch_size", patch_size}, {"f_patch_size", f_patch_size}}) {
+    if (value <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("Z-Image config: ", name, " is ", value,
+                                                     ", expected a positive integer"));
+    }
+  }
+  if (n_layers < 0 || n_refiner_layers < 0) {
+    return absl::InvalidArgumentError("Z-Image config: layer counts must not be negative");
+  }
+  if (dim % n_heads != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Z-Image config: dim ", dim, " is not divisible by n_heads ", n_heads));
+  }
+  const int64_t sum = axes_dims[0] + axes_dims[1] + axes_dims[2];
+  if (sum != head_dim() || axes_dims[0] % 2 || axes_dims[1] % 2 || axes_dims[2] % 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Z-Image config: axes_dims [", axes_dims[0], ", ", axes_dims[1], ", ", axes_dims[2],
+        "] must be even and sum to head_dim ", head_dim()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ZImageConfig> parse_z_image_config(absl::string_view text, absl::string_view what) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(json root, parse_json_strict(text, what));
+  if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
+  if (root.contains("_class_name") &&
+      root.at("_class_name") != json("ZImageTransformer2DModel")) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": _class_name is ",
+                                                   root.at("_class_name").dump(),
+                                                   ", expected \"ZImageTransformer2DModel\""));
+  }
+  if (root.contains("siglip_feat_dim") && !root.at("siglip_feat_dim").is_null()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": siglip_feat_dim is set; the Z-Image Omni path is not supported"));
+  }
+  ZImageConfig c;
+  DIFFUSIOND_RETURN_IF_ERROR(read_single_int_list(root, "all_patch_size", what, &c.patch_size));
+  DIFFUSIOND_RETURN_IF_ERROR(read_single_int_list(root, "all_f_patch_size", what, &c.f_patch_size));
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "in_channels", what, &c.in_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "dim", what, &c.dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "n_layers", what, &c.n_layers));
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "n_refiner_layers", what, &c.n_refiner_layers));
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "n_heads", what, &c.n_heads));
+  DIFFUSIOND_RETURN_IF_ERROR(read_double(root, "norm_eps", what, &c.norm_eps));
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "cap_feat_dim", what, &c.cap_feat_dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_double(root, "rope_theta", what, &c.rope_theta));
+  DIFFUSIOND_RETURN_IF_ERROR(read_double(root, "t_scale", what, &c.t_scale));
+  DIFFUSIOND_RETURN_IF_ERROR(read_triple(root, "axes_dims", what, &c.axes_dims));
+  DIFFUSIOND_RETURN_IF_ERROR(read_triple(root, "axes_lens", what, &c.axes_lens));
+  if (root.contains("qk_norm")) {
+    if (!root.at("qk_norm").is_boolean()) return field_error(what, "qk_norm", root.at("qk_norm"), "a boolean");
+    c.qk_norm = root.at("qk_norm").get<bool>();
+  }
+  if (absl::Status s = c.validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
+  }
+  return c;
+}
+
+absl::StatusOr<ZImageConfig> infer_z_image_config(
+    const std::function<std::optional<std::vector<int64_t>>(absl::string_view)>& shape_of,
+    const std::vector<std::string>& names, absl::string_view what) {
+  ZImageConfig c;
+  const auto need = [&](absl::string_view name, size_t rank) -> absl::StatusOr<std::vector<int64_t>> {
+    std::optional<std::vector<int64_t>> shape = shape_of(name);
+    if (!shape.has_value() || shape->size() != rank) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": cannot infer the Z-Image config: tensor '", name, "' is missing or not of rank ", rank));
+    }
+    return *shape;
+  };
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> x_embed, need("all_x_embedder.2-1.weight", 2));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> cap, need("cap_embedder.1.weight", 2));
+  c.dim = x_embed[0];
+  c.in_channels = x_embed[1] / (c.patch_size * c.patch_size * c.f_patch_size);
+  c.cap_feat_dim = cap[1];
+  c.n_layers = count_blocks(names, "layers.");
+  c.n_refiner_layers = count_blocks(names, "noise_refiner.");
+  std::optional<std::vector<int64_t>> q_norm = shape_of("layers.0.attention.norm_q.weight");
+  if (!q_norm.has_value()) q_norm = shape_of("noise_refiner.0.attention.norm_q.weight");
+  if (q_norm.has_value() && q_norm->size() == 1 && (*q_norm)[0] > 0) {
+    c.n_heads = c.dim / (*q_norm)[0];
+  } else {
+    c.qk_norm = false;
+    c.n_heads = c.dim / 128;  // upstream's head_dim when no norm says otherwise
+  }
+  const int64_t hd = c.head_dim();
+  c.axes_dims = {hd / 4, hd * 3 / 8, hd * 3 / 8};
+  if (absl::Status s = c.validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": inferred ", s.message()));
+  }
+  return c;
+}
+
+}  // namespace diffusiond

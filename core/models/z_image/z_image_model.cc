@@ -1,0 +1,291 @@
+#include "core/models/z_image/z_image_model.h"
+
+#include <torch/nn/utils/rnn.h>
+
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/models/z_image/z_image_params.h"
+
+namespace diffusiond {
+namespace {
+
+constexpr int64_t kSeqMultiple = 32;
+constexpr double kQkNormEps = 1e-5;
+constexpr double kFinalNormEps = 1e-6;
+
+int64_t padding_for(int64_t n) { return (kSeqMultiple - n % kSeqMultiple) % kSeqMultiple; }
+
+// Repeats the last row of `rows` `pad` times.
+torch::Tensor pad_rows(const torch::Tensor& rows, int64_t pad) {
+  if (pad == 0) return rows;
+  return torch::cat({rows, rows.narrow(0, rows.size(0) - 1, 1).expand({pad, rows.size(1)})}, 0);
+}
+
+// [n, 3] int64 ids (start + f, h, w) over an f × h × w grid.
+torch::Tensor grid_ids(int64_t f, int64_t h, int64_t w, int64_t f_start) {
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+  std::vector<torch::Tensor> axes = torch::meshgrid(
+      {torch::arange(f_start, f_start + f, i64), torch::arange(h, i64), torch::arange(w, i64)}, "ij");
+  return torch::stack(axes, -1).reshape({-1, 3});
+}
+
+// Pads per-item sequences to one batch and returns it with a [batch, max]
+// mask that is true on each item's real (not batch-padding) positions.
+std::pair<torch::Tensor, torch::Tensor> batch_items(const std::vector<torch::Tensor>& items) {
+  const torch::Tensor padded = torch::nn::utils::rnn::pad_sequence(items, /*batch_first=*/true);
+  torch::Tensor mask = torch::zeros({padded.size(0), padded.size(1)}, torch::kBool);
+  for (size_t i = 0; i < items.size(); ++i) mask[i].narrow(0, 0, items[i].size(0)).fill_(true);
+  return {padded, mask};
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ZImageModel>> ZImageModel::create(
+    const ZImageConfig& config, std::unique_ptr<WeightStore> weights) {
+  if (absl::Status s = config.validate(); !s.ok()) return s;
+  const std::vector<ParamSpec> table = z_image_parameter_table(config);
+  for (const ParamSpec& p : table) {
+    const torch::Tensor* dense = weights->dense(p.name);
+    const Fp8Weight* fp8 = weights->fp8(p.name);
+    if (dense == nullptr && fp8 == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("Z-Image checkpoint lacks parameter '", p.name, "'"));
+    }
+    const torch::IntArrayRef shape = dense != nullptr ? dense->sizes() : fp8->codes.sizes();
+    if (shape != torch::IntArrayRef(p.shape)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "Z-Image parameter '", p.name, "' has shape [", absl::StrJoin(shape, ", "),
+          "], but the config expects [", absl::StrJoin(p.shape, ", "), "]"));
+    }
+  }
+  if (weights->size() != static_cast<int64_t>(table.size())) {
+    for (const std::string& name : weights->names()) {
+      bool known = false;
+      for (const ParamSpec& p : table) known |= p.name == name;
+      if (!known) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("Z-Image checkpoint has unexpected tensor '", name, "'"));
+      }
+    }
+  }
+  return std::unique_ptr<ZImageModel>(new ZImageModel(config, std::move(weights)));
+}
+
+ZImageModel::ZImageModel(const ZImageConfig& config, std::unique_ptr<WeightStore> weights)
+    : DiffusionModel(std::move(weights)),
+      config_(config),
+      rope_(config.rope_theta, {config.axes_dims.begin(), config.axes_dims.end()},
+            {config.axes_lens.begin(), config.axes_lens.end()}) {}
+
+absl::Status ZImageModel::check_inputs(const std::vector<torch::Tensor>& x, const torch::Tensor& t,
+                                       const std::vector<torch::Tensor>& cap_feats) const {
+  const ZImageConfig& c = config_;
+  if (x.empty() || x.size() != cap_feats.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("Z-Image forward got ", x.size(),
+                                                   " latents and ", cap_feats.size(),
+                                                   " captions; expected the same number, at least 1"));
+  }
+  if (!t.defined() || t.numel() != static_cast<int64_t>(x.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("Z-Image forward got ", t.defined() ? t.numel() : 0,
+                                                   " timesteps for a batch of ", x.size()));
+  }
+  for (size_t i = 0; i < x.size(); ++i) {
+    const torch::Tensor& xi = x[i];
+    if (!xi.defined() || xi.dim() != 4 || xi.size(0) != c.in_channels || xi.size(1) % c.f_patch_size ||
+        xi.size(2) % c.patch_size || xi.size(3) % c.patch_size || xi.numel() == 0 ||
+        !xi.is_floating_point()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "latent ", i, " has shape [", xi.defined() ? absl::StrJoin(xi.sizes(), ", ") : "", "], but Z-Image expects a float [",
+          c.in_channels, ", F, H, W] with H and W multiples of ", c.patch_size));
+    }
+    const torch::Tensor& ci = cap_feats[i];
+    if (!ci.defined() || ci.dim() != 2 || ci.size(1) != c.cap_feat_dim || ci.size(0) == 0 ||
+        !ci.is_floating_point()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "caption ", i, " has shape [", ci.defined() ? absl::StrJoin(ci.sizes(), ", ") : "",
+          "], but Z-Image expects a float [L, ", c.cap_feat_dim, "] with L >= 1"));
+    }
+    const int64_t cap_padded = ci.size(0) + padding_for(ci.size(0));
+    const int64_t f_tokens = xi.size(1) / c.f_patch_size;
+    if (cap_padded + 1 + f_tokens > c.axes_lens[0] || xi.size(2) / c.patch_size > c.axes_lens[1] ||
+        xi.size(3) / c.patch_size > c.axes_lens[2]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "item ", i, " needs RoPE positions beyond the model's axes_lens [", c.axes_lens[0], ", ",
+          c.axes_lens[1], ", ", c.axes_lens[2], "] (caption ", ci.size(0), " tokens, latent ",
+          absl::StrJoin(xi.sizes(), "x"), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<torch::Tensor>> ZImageModel::forward(
+    const std::vector<torch::Tensor>& x, const torch::Tensor& t,
+    const std::vector<torch::Tensor>& cap_feats) const {
+  if (absl::Status s = check_inputs(x, t, cap_feats); !s.ok()) return s;
+  // libtorch reports failures as exceptions; none may leave core/.
+  try {
+    torch::NoGradGuard no_grad;
+    return run(x, t, cap_feats);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory in the Z-Image forward");
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("Z-Image forward failed: ", e.what()));
+  }
+}
+
+torch::Tensor ZImageModel::linear(const torch::Tensor& x, const std::string& prefix, bool bias) const {
+  return torch::linear(x, param(prefix + ".weight"), bias ? param(prefix + ".bias") : torch::Tensor());
+}
+
+std::vector<torch::Tensor> ZImageModel::run(const std::vector<torch::Tensor>& x_in,
+                                            const torch::Tensor& t_in,
+                                            const std::vector<torch::Tensor>& cap_in) const {
+  const ZImageConfig& c = config_;
+  const torch::ScalarType dtype = compute_dtype(*this);
+  const int64_t p = c.patch_size, pf = c.f_patch_size, channels = c.in_channels;
+  const int64_t batch = static_cast<int64_t>(x_in.size());
+  const std::string key = c.patch_key();
+
+  // Timestep embedding: sinusoid in float32, the MLP at the compute dtype.
+  const torch::Tensor t_scaled = t_in.reshape({-1}).to(torch::kFloat32) * static_cast<float>(c.t_scale);
+  torch::Tensor adaln = timestep_features(t_scaled, 256).to(dtype);
+  adaln = linear(torch::silu(linear(adaln, "t_embedder.mlp.0", true)), "t_embedder.mlp.2", true);
+
+  // Patchify and pad each item; caption ids (1 + i, 0, 0), image ids after them.
+  std::vector<torch::Tensor> patches, x_ids, x_pad, caps, cap_ids, cap_pad;
+  std::vector<std::array<int64_t, 3>> sizes;
+  for (int64_t i = 0; i < batch; ++i) {
+    const torch::Tensor cap = cap_in[i].to(dtype);
+    const int64_t cap_len = cap.size(0), cap_extra = padding_for(cap_len);
+    caps.push_back(pad_rows(cap, cap_extra));
+    cap_ids.push_back(grid_ids(cap_len + cap_extra, 1, 1, 1));
+    cap_pad.push_back(torch::arange(cap_len + cap_extra) >= cap_len);
+
+    const torch::Tensor img = x_in[i].to(dtype);
+    const int64_t F = img.size(1), H = img.size(2), W = img.size(3);
+    sizes.push_back({F, H, W});
+    const int64_t ft = F / pf, ht = H / p, wt = W / p;
+    const torch::Tensor rows = img.view({channels, ft, pf, ht, p, wt, p})
+                                   .permute({1, 3, 5, 2, 4, 6, 0})
+                                   .reshape({ft * ht * wt, pf * p * p * channels});
+    const int64_t n = rows.size(0), extra = padding_for(n);
+    patches.push_back(pad_rows(rows, extra));
+    torch::Tensor ids = grid_ids(ft, ht, wt, cap_len + cap_extra + 1);
+    if (extra > 0) ids = torch::cat({ids, torch::zeros({extra, 3}, torch::kInt64)}, 0);
+    x_ids.push_back(ids);
+    x_pad.push_back(torch::arange(n + extra) >= n);
+  }
+  const auto lengths = [](const std::vector<torch::Tensor>& items) {
+    std::vector<int64_t> out;
+    for (const torch::Tensor& t : items) out.push_back(t.size(0));
+    return out;
+  };
+  const std::vector<int64_t> x_lens = lengths(patches), cap_lens = lengths(caps);
+
+  // Embed; padding positions take the learned pad tokens.
+  torch::Tensor x = linear(torch::cat(patches, 0), "all_x_embedder." + key, true);
+  x.index_put_({torch::cat(x_pad, 0)}, param("x_pad_token").to(x.scalar_type()));
+  torch::Tensor cap = torch::cat(caps, 0);
+  cap = linear(rms_norm(cap, param("cap_embedder.0.weight"), c.norm_eps), "cap_embedder.1", true);
+  cap.index_put_({torch::cat(cap_pad, 0)}, param("cap_pad_token").to(cap.scalar_type()));
+
+  const auto rope_for = [&](const std::vector<torch::Tensor>& ids, const std::vector<int64_t>& lens) {
+    auto [cos, sin] = rope_.lookup(torch::cat(ids, 0));
+    std::vector<torch::Tensor> cos_items = cos.split_with_sizes(lens, 0), sin_items = sin.split_with_sizes(lens, 0);
+    return std::make_pair(cos_items, sin_items);
+  };
+  auto [x_cos_items, x_sin_items] = rope_for(x_ids, x_lens);
+  auto [cap_cos_items, cap_sin_items] = rope_for(cap_ids, cap_lens);
+
+  // Noise refiner on image tokens (modulated), context refiner on captions.
+  std::vector<torch::Tensor> x_items = x.split_with_sizes(x_lens, 0);
+  auto [xb, x_mask] = batch_items(x_items);
+  const torch::Tensor x_cos = batch_items(x_cos_items).first, x_sin = batch_items(x_sin_items).first;
+  for (int64_t l = 0; l < c.n_refiner_layers; ++l) {
+    xb = block(absl::StrCat("noise_refiner.", l), xb, x_mask, x_cos, x_sin, adaln);
+  }
+  std::vector<torch::Tensor> cap_items = cap.split_with_sizes(cap_lens, 0);
+  auto [cb, cap_mask] = batch_items(cap_items);
+  const torch::Tensor cap_cos = batch_items(cap_cos_items).first, cap_sin = batch_items(cap_sin_items).first;
+  for (int64_t l = 0; l < c.n_refiner_layers; ++l) {
+    cb = block(absl::StrCat("context_refiner.", l), cb, cap_mask, cap_cos, cap_sin, torch::Tensor());
+  }
+
+  // Main layers on [image tokens, caption tokens] per item.
+  std::vector<torch::Tensor> unified, u_cos, u_sin;
+  for (int64_t i = 0; i < batch; ++i) {
+    unified.push_back(torch::cat({xb[i].narrow(0, 0, x_lens[i]), cb[i].narrow(0, 0, cap_lens[i])}, 0));
+    u_cos.push_back(torch::cat({x_cos_items[i], cap_cos_items[i]}, 0));
+    u_sin.push_back(torch::cat({x_sin_items[i], cap_sin_items[i]}, 0));
+  }
+  auto [ub, u_mask] = batch_items(unified);
+  const torch::Tensor ucos = batch_items(u_cos).first, usin = batch_items(u_sin).first;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    ub = block(absl::StrCat("layers.", l), ub, u_mask, ucos, usin, adaln);
+  }
+
+  // Final layer: LayerNorm scaled by adaLN, then the projection.
+  const std::string final_prefix = "all_final_layer." + key;
+  const torch::Tensor scale = 1.0 + linear(torch::silu(adaln), final_prefix + ".adaLN_modulation.1", true);
+  ub = torch::layer_norm(ub, {c.dim}, {}, {}, kFinalNormEps) * scale.unsqueeze(1);
+  ub = linear(ub, final_prefix + ".linear", true);
+
+  std::vector<torch::Tensor> out;
+  for (int64_t i = 0; i < batch; ++i) {
+    const auto [F, H, W] = sizes[i];
+    const int64_t ft = F / pf, ht = H / p, wt = W / p;
+    out.push_back(ub[i]
+                      .narrow(0, 0, ft * ht * wt)
+                      .view({ft, ht, wt, pf, p, p, channels})
+                      .permute({6, 0, 3, 1, 4, 2, 5})
+                      .reshape({channels, F, H, W}));
+  }
+  return out;
+}
+
+torch::Tensor ZImageModel::block(const std::string& prefix, torch::Tensor x, const torch::Tensor& mask,
+                                 const torch::Tensor& cos, const torch::Tensor& sin,
+                                 const torch::Tensor& adaln) const {
+  const double eps = config_.norm_eps;
+  const auto norm = [&](const torch::Tensor& h, const char* name) {
+    return rms_norm(h, param(absl::StrCat(prefix, ".", name, ".weight")), eps);
+  };
+  const auto ffn = [&](const torch::Tensor& h) {
+    const std::string ff = prefix + ".feed_forward";
+    return linear(torch::silu(linear(h, ff + ".w1", false)) * linear(h, ff + ".w3", false), ff + ".w2", false);
+  };
+  if (!adaln.defined()) {
+    x = x + norm(attention_block(prefix, norm(x, "attention_norm1"), mask, cos, sin), "attention_norm2");
+    return x + norm(ffn(norm(x, "ffn_norm1")), "ffn_norm2");
+  }
+  const std::vector<torch::Tensor> mod =
+      linear(adaln, prefix + ".adaLN_modulation.0", true).unsqueeze(1).chunk(4, 2);
+  const torch::Tensor scale_msa = 1.0 + mod[0], gate_msa = mod[1].tanh();
+  const torch::Tensor scale_mlp = 1.0 + mod[2], gate_mlp = mod[3].tanh();
+  const torch::Tensor attn = attention_block(prefix, norm(x, "attention_norm1") * scale_msa, mask, cos, sin);
+  x = x + gate_msa * norm(attn, "attention_norm2");
+  return x + gate_mlp * norm(ffn(norm(x, "ffn_norm1") * scale_mlp), "ffn_norm2");
+}
+
+torch::Tensor ZImageModel::attention_block(const std::string& prefix, const torch::Tensor& h,
+                                           const torch::Tensor& mask, const torch::Tensor& cos,
+                                           const torch::Tensor& sin) const {
+  const int64_t b = h.size(0), s = h.size(1), heads = config_.n_heads, hd = config_.head_dim();
+  const std::string a = prefix + ".attention";
+  torch::Tensor q = linear(h, a + ".to_q", false).view({b, s, heads, hd});
+  torch::Tensor k = linear(h, a + ".to_k", false).view({b, s, heads, hd});
+  const torch::Tensor v = linear(h, a + ".to_v", false).view({b, s, heads, hd});
+  if (config_.qk_norm) {
+    q = rms_norm(q, param(a + ".norm_q.weight"), kQkNormEps);
+    k = rms_norm(k, param(a + ".norm_k.weight"), kQkNormEps);
+  }
+  q = apply_rope(q, cos, sin);
+  k = apply_rope(k, cos, sin);
+  const torch::Tensor out = attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), mask,
+                                      attention_options_);
+  return linear(out.transpose(1, 2).reshape({b, s, heads * hd}), a + ".to_out.0", false);
+}
+
+}  // namespace diffusiond

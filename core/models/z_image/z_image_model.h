@@ -1,0 +1,69 @@
+// ZImageModel: a port of diffusers' ZImageTransformer2DModel forward —
+// patchify/unpatchify, caption and image padding to multiples of 32 with the
+// pad tokens, noise and context refiners, 3-axis RoPE, adaLN modulation, the
+// final layer, and batches whose items have different caption lengths.
+#ifndef DIFFUSIOND_CORE_MODELS_Z_IMAGE_Z_IMAGE_MODEL_H_
+#define DIFFUSIOND_CORE_MODELS_Z_IMAGE_Z_IMAGE_MODEL_H_
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/models/common/attention.h"
+#include "core/models/common/layers.h"
+#include "core/models/diffusion_model.h"
+#include "core/models/z_image/z_image_config.h"
+
+namespace diffusiond {
+
+inline constexpr absl::string_view kZImageArchitecture = "z-image";
+
+// Thread-safe for concurrent forwards.
+class ZImageModel final : public DiffusionModel {
+ public:
+  // Checks that `weights` holds exactly the parameter table of `config` with
+  // the right shapes. FAILED_PRECONDITION naming the first missing,
+  // misshapen or unexpected tensor.
+  static absl::StatusOr<std::unique_ptr<ZImageModel>> create(const ZImageConfig& config,
+                                                             std::unique_ptr<WeightStore> weights);
+
+  absl::string_view architecture() const override { return kZImageArchitecture; }
+  const ZImageConfig& config() const { return config_; }
+
+  // One forward, upstream's call convention: x[i] is [C, F, H, W], t is [B]
+  // model-space time in [0, 1], cap_feats[i] is [L_i, cap_feat_dim]. Inputs
+  // of any float dtype are converted to compute_dtype(*this). Returns one
+  // [C, F, H, W] tensor per item at the compute dtype. INVALID_ARGUMENT for
+  // inconsistent inputs (naming what was got and expected); INTERNAL or
+  // RESOURCE_EXHAUSTED if libtorch fails.
+  absl::StatusOr<std::vector<torch::Tensor>> forward(const std::vector<torch::Tensor>& x,
+                                                     const torch::Tensor& t,
+                                                     const std::vector<torch::Tensor>& cap_feats) const;
+
+  void set_attention_options(const AttentionOptions& options) { attention_options_ = options; }
+
+ private:
+  ZImageModel(const ZImageConfig& config, std::unique_ptr<WeightStore> weights);
+
+  absl::Status check_inputs(const std::vector<torch::Tensor>& x, const torch::Tensor& t,
+                            const std::vector<torch::Tensor>& cap_feats) const;
+  std::vector<torch::Tensor> run(const std::vector<torch::Tensor>& x, const torch::Tensor& t,
+                                 const std::vector<torch::Tensor>& cap_feats) const;
+  torch::Tensor linear(const torch::Tensor& x, const std::string& prefix, bool bias) const;
+  torch::Tensor block(const std::string& prefix, torch::Tensor x, const torch::Tensor& mask,
+                      const torch::Tensor& cos, const torch::Tensor& sin,
+                      const torch::Tensor& adaln) const;
+  torch::Tensor attention_block(const std::string& prefix, const torch::Tensor& h,
+                                const torch::Tensor& mask, const torch::Tensor& cos,
+                                const torch::Tensor& sin) const;
+
+  const ZImageConfig config_;
+  const MultiAxisRope rope_;
+  AttentionOptions attention_options_;
+};
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_MODELS_Z_IMAGE_Z_IMAGE_MODEL_H_
