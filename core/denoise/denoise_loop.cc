@@ -1,0 +1,64 @@
+#include "core/denoise/denoise_loop.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+
+torch::Tensor seeded_noise(const std::vector<int64_t>& shape, uint64_t seed) {
+  at::Generator generator = at::detail::createCPUGenerator(seed);
+  return torch::randn(shape, generator, torch::TensorOptions().dtype(torch::kFloat32));
+}
+
+absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const DenoiseRequest& request,
+                                      const DenoiseOptions& options) {
+  Clock* clock = options.clock != nullptr ? options.clock : real_clock();
+  const bool guided = request.guidance_scale > 1.0;
+  if (guided && !request.has_negative) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "guidance scale ", request.guidance_scale, " needs negative conditioning"));
+  }
+  torch::Tensor latents;
+  if (request.initial_latents.defined()) {
+    if (request.initial_latents.dim() != 3 || !request.initial_latents.is_floating_point()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "initial latents have shape [", absl::StrJoin(request.initial_latents.sizes(), ", "),
+          "], expected a float [C, H, W]"));
+    }
+    latents = request.initial_latents.to(torch::kFloat32).clone();
+  } else {
+    if (request.latent_shape.size() != 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "latent shape has ", request.latent_shape.size(), " dimensions, expected [C, H, W]"));
+    }
+    for (int64_t d : request.latent_shape) {
+      if (d <= 0) return absl::InvalidArgumentError("latent shape must be positive");
+    }
+    latents = seeded_noise(request.latent_shape, request.seed);
+  }
+  DenoiseResult result;
+  DIFFUSIOND_ASSIGN_OR_RETURN(result.schedule, flow_match_schedule(request.schedule));
+  const Schedule& s = result.schedule;
+  // Upstream's g: pred = pos + g·(pos − neg).
+  const float g = static_cast<float>(request.guidance_scale - 1.0);
+  for (int i = 0; i < s.steps(); ++i) {
+    if (options.cancelled != nullptr && options.cancelled->load()) {
+      return absl::CancelledError(absl::StrCat("denoise cancelled after ", i, " of ", s.steps(), " steps"));
+    }
+    const absl::Time start = clock->now();
+    DIFFUSIOND_ASSIGN_OR_RETURN(FlowPrediction p, predict(latents, s.model_time(i), guided));
+    torch::Tensor pred = p.positive.to(torch::kFloat32);
+    if (guided) pred = pred + g * (pred - p.negative.to(torch::kFloat32));
+    // The model predicts (x0 − noise); the Euler step wants its negation.
+    latents = latents + (s.sigmas[i + 1] - s.sigmas[i]) * (-pred);
+    result.history.push_back(latents);
+    if (options.on_step) options.on_step({i + 1, s.steps(), s.sigmas[i], clock->now() - start});
+  }
+  result.latents = latents;
+  return result;
+}
+
+}  // namespace diffusiond

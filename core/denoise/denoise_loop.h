@@ -1,0 +1,76 @@
+// The flow-matching Euler loop with classifier-free guidance, per-step
+// progress and cancellation between steps. Model-agnostic: the model is
+// reached through a FlowPredictor.
+#ifndef DIFFUSIOND_CORE_DENOISE_DENOISE_LOOP_H_
+#define DIFFUSIOND_CORE_DENOISE_DENOISE_LOOP_H_
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/denoise/flow_match_schedule.h"
+#include "core/util/clock.h"
+
+namespace diffusiond {
+
+// One model call: latents [C, H, W] float32 and the model time t; returns
+// the model's outputs [C, H, W] float32 for the positive conditioning and,
+// when `with_negative`, for the negative one (one batched call).
+struct FlowPrediction {
+  torch::Tensor positive;
+  torch::Tensor negative;  // undefined without guidance
+};
+using FlowPredictor =
+    std::function<absl::StatusOr<FlowPrediction>(const torch::Tensor& latents, float t, bool with_negative)>;
+
+struct DenoiseRequest {
+  // Initial latents [C, H, W] (float, converted to float32). When undefined,
+  // noise of `latent_shape` is drawn from `seed`.
+  torch::Tensor initial_latents;
+  std::vector<int64_t> latent_shape;  // [C, H, W]
+  uint64_t seed = 0;
+  // The standard guidance scale s: prediction = neg + s·(pos − neg). s <= 1
+  // runs without guidance (one model call per step). Upstream Z-Image's
+  // `guidance_scale` g is this s − 1 (it writes pos + g·(pos − neg)).
+  double guidance_scale = 1.0;
+  bool has_negative = false;  // guidance needs negative conditioning
+  ScheduleOptions schedule;
+};
+
+struct StepEvent {
+  int step = 0;  // 1-based: steps done
+  int steps = 0;
+  float sigma = 0;  // sigma the step started from
+  absl::Duration step_time;
+};
+
+struct DenoiseOptions {
+  std::function<void(const StepEvent&)> on_step;  // optional
+  const std::atomic<bool>* cancelled = nullptr;   // checked between steps
+  Clock* clock = nullptr;                         // default real_clock()
+};
+
+struct DenoiseResult {
+  torch::Tensor latents;               // [C, H, W] float32
+  std::vector<torch::Tensor> history;  // latents after each step
+  Schedule schedule;
+};
+
+// Draws the initial noise: torch.randn(shape) from a CPU generator seeded
+// with `seed` — the same values as PyTorch's
+// torch.randn(shape, generator=torch.Generator().manual_seed(seed)).
+torch::Tensor seeded_noise(const std::vector<int64_t>& shape, uint64_t seed);
+
+// Runs the loop. CANCELLED between steps when `cancelled` reads true;
+// INVALID_ARGUMENT for a bad request; errors of the predictor as they come.
+absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const DenoiseRequest& request,
+                                      const DenoiseOptions& options = {});
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_DENOISE_DENOISE_LOOP_H_

@@ -1,0 +1,55 @@
+#include "core/denoise/flow_match_schedule.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace diffusiond {
+
+float Schedule::model_time(int step) const {
+  return (1000.0f - timesteps[step]) / 1000.0f;
+}
+
+absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
+  torch::Tensor sigmas;
+  if (!options.sigmas.empty()) {
+    for (size_t i = 0; i < options.sigmas.size(); ++i) {
+      const float s = options.sigmas[i];
+      if (!(s > 0.0f && s <= 1.0f) || (i > 0 && !(s < options.sigmas[i - 1]))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sigma ", i, " is ", s, "; explicit sigmas must decrease strictly within (0, 1]"));
+      }
+    }
+    sigmas = torch::tensor(options.sigmas, torch::kFloat32);
+  } else {
+    if (options.steps < 1 || options.steps > 1000) {
+      return absl::InvalidArgumentError(absl::StrCat("steps is ", options.steps, ", expected 1 to 1000"));
+    }
+    // torch.linspace in float32, as the upstream pipeline computes it.
+    const torch::Tensor s = torch::linspace(1.0, 1.0 / options.steps, options.steps, torch::kFloat32);
+    if (options.dynamic_shift) {
+      const double m = (options.max_shift - options.base_shift) /
+                       static_cast<double>(options.max_seq_len - options.base_seq_len);
+      const double mu = static_cast<double>(options.image_seq_len) * m +
+                        (options.base_shift - m * static_cast<double>(options.base_seq_len));
+      const float e = static_cast<float>(std::exp(mu));
+      sigmas = e / (e + (1.0f / s - 1.0f));
+    } else {
+      if (!(options.shift > 0.0)) {
+        return absl::InvalidArgumentError(absl::StrCat("shift is ", options.shift, ", expected > 0"));
+      }
+      const float shift = static_cast<float>(options.shift);
+      sigmas = shift * s / (1.0f + (shift - 1.0f) * s);
+    }
+  }
+  Schedule schedule;
+  const torch::Tensor timesteps = sigmas * 1000.0f;
+  schedule.sigmas.assign(sigmas.data_ptr<float>(), sigmas.data_ptr<float>() + sigmas.numel());
+  schedule.sigmas.push_back(0.0f);
+  schedule.timesteps.assign(timesteps.data_ptr<float>(), timesteps.data_ptr<float>() + timesteps.numel());
+  return schedule;
+}
+
+}  // namespace diffusiond

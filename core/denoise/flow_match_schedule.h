@@ -1,0 +1,47 @@
+// The flow-matching Euler schedule (diffusers' FlowMatchEulerDiscreteScheduler
+// as the Z-Image pipeline drives it): sigmas from 1 down to 1/N, shifted,
+// with a terminal 0; the scheduler timestep is sigma × 1000 and the model's
+// time is t = 1 − sigma. All arithmetic is float32, as upstream's.
+#ifndef DIFFUSIOND_CORE_DENOISE_FLOW_MATCH_SCHEDULE_H_
+#define DIFFUSIOND_CORE_DENOISE_FLOW_MATCH_SCHEDULE_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace diffusiond {
+
+struct ScheduleOptions {
+  int steps = 8;
+  // Static shift: sigma' = shift·s / (1 + (shift − 1)·s). Z-Image-Turbo's
+  // scheduler uses 3.0. Ignored when `dynamic_shift` is set.
+  double shift = 3.0;
+  // Resolution-dependent shift (upstream's use_dynamic_shifting): mu grows
+  // linearly with the image token count from base_shift at 256 tokens to
+  // max_shift at 4096, and sigma' = e^mu / (e^mu + 1/s − 1).
+  bool dynamic_shift = false;
+  int64_t image_seq_len = 0;  // (H/2)·(W/2) latent tokens; for dynamic_shift
+  double base_shift = 0.5, max_shift = 1.15;
+  int64_t base_seq_len = 256, max_seq_len = 4096;
+  // Explicit sigmas, used as given (no shift applied): strictly decreasing,
+  // in (0, 1]. Overrides steps and shift.
+  std::vector<float> sigmas;
+};
+
+struct Schedule {
+  std::vector<float> sigmas;     // steps + 1 values, the last 0
+  std::vector<float> timesteps;  // steps values, sigma × 1000
+  int steps() const { return static_cast<int>(timesteps.size()); }
+  // The time the model is given at `step`: (1000 − timestep) / 1000.
+  float model_time(int step) const;
+};
+
+// INVALID_ARGUMENT for steps < 1, a non-positive shift, or explicit sigmas
+// that are not strictly decreasing in (0, 1].
+absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_DENOISE_FLOW_MATCH_SCHEDULE_H_
