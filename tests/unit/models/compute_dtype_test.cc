@@ -1,0 +1,119 @@
+// compute_dtype(model), set at load, is the only dtype source: a model whose
+// first stored parameter is FP8, or whose first parameter is a Linear rather
+// than the pad token upstream reads its dtype from, still runs every linear
+// at the compute dtype.
+#include <string>
+#include <vector>
+
+#include "core/checkpoint/safetensors_writer.h"
+#include "core/models/model_loader.h"
+#include "core/models/z_image/z_image_model.h"
+#include "gtest/gtest.h"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/tensor_file.h"
+
+namespace diffusiond {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::max_abs_diff;
+using ::diffusiond::testing::TempDir;
+using ::diffusiond::testing::TensorFile;
+
+const std::string kFixture = ::diffusiond::testing::fixtures_dir() + "/zimage-tiny";
+
+// Rewrites the fixture's single file with `first` moved to the front.
+std::string reordered_single_file(const TempDir& dir, const std::string& first) {
+  absl::StatusOr<std::unique_ptr<Checkpoint>> src = Checkpoint::open(kFixture + "/single_file.safetensors");
+  EXPECT_THAT(src, IsOk());
+  std::vector<const TensorRecord*> order;
+  for (const TensorRecord& t : (*src)->tensors()) {
+    if (t.name == first) order.insert(order.begin(), &t);
+    else order.push_back(&t);
+  }
+  EXPECT_EQ(order.front()->name, first);
+  std::vector<TensorSpec> specs;
+  for (const TensorRecord* t : order) specs.push_back({t->name, t->dtype, t->shape});
+  const std::string path = dir.path("reordered.safetensors");
+  auto writer = SafetensorsWriter::create(path, specs);
+  EXPECT_THAT(writer, IsOk());
+  for (const TensorRecord* t : order) {
+    std::string bytes(t->nbytes, '\0');
+    EXPECT_THAT((*src)->read(*t, bytes.data()), IsOk());
+    EXPECT_THAT((*writer)->append(bytes.data(), t->nbytes), IsOk());
+  }
+  EXPECT_THAT((*writer)->close(), IsOk());
+  return path;
+}
+
+struct Model {
+  std::unique_ptr<Budget> ram = std::make_unique<Budget>(Device::kCpu, int64_t{1} << 30);
+  std::unique_ptr<ModelCache> cache;
+  std::unique_ptr<Checkpoint> checkpoint;
+  Pin pin;
+};
+
+Model load(const std::string& path, torch::ScalarType dtype, bool fp8) {
+  Model m;
+  ModelCacheOptions co;
+  co.ram_budget = m.ram.get();
+  m.cache = std::move(*ModelCache::create(co));
+  m.checkpoint = std::move(*Checkpoint::open(path));
+  ModelLoadOptions options;
+  options.compute_dtype = dtype;
+  if (fp8) options.fp8.format = Fp8Format::kE4M3Fn;
+  absl::StatusOr<Pin> pin =
+      m.cache->get_or_load("z", [&] { return load_model(*m.checkpoint, options, *m.cache); });
+  EXPECT_THAT(pin, IsOk());
+  if (pin.ok()) m.pin = std::move(*pin);
+  return m;
+}
+
+void expect_every_parameter_at(const ZImageModel& model, torch::ScalarType dtype) {
+  for (const std::string& name : model.weights().names()) {
+    absl::StatusOr<torch::Tensor> t = model.weights().at_compute_dtype(name);
+    ASSERT_THAT(t, IsOk());
+    EXPECT_EQ(t->scalar_type(), dtype) << name;
+  }
+}
+
+TEST(ComputeDtype, FirstStoredParameterIsFp8) {
+  TempDir dir;
+  const std::string path = reordered_single_file(dir, "layers.0.feed_forward.w1.weight");
+  Model m = load(path, torch::kFloat32, /*fp8=*/true);
+  ASSERT_TRUE(m.pin);
+  const ZImageModel& model = *m.pin.as<ZImageModel>();
+  ASSERT_TRUE(model.weights().is_fp8("layers.0.feed_forward.w1.weight"));
+  EXPECT_EQ(compute_dtype(model), torch::kFloat32);
+  expect_every_parameter_at(model, torch::kFloat32);
+  TensorFile io(kFixture + "/io.safetensors");
+  // Float64 inputs: the forward must convert them, not follow them.
+  absl::StatusOr<std::vector<torch::Tensor>> out = model.forward(
+      {io.get("fwd.x").to(torch::kFloat64)}, io.get("fwd.t").to(torch::kFloat64),
+      {io.get("fwd.cap_feats").to(torch::kFloat64)});
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ((*out)[0].scalar_type(), torch::kFloat32);
+  EXPECT_LT(max_abs_diff((*out)[0], io.get("fwd.out_fp8")), 1e-5);
+}
+
+TEST(ComputeDtype, LinearBeforePadTokensRunsAtBfloat16) {
+  TempDir dir;
+  const std::string path = reordered_single_file(dir, "x_embedder.weight");
+  Model m = load(path, torch::kBFloat16, /*fp8=*/true);
+  ASSERT_TRUE(m.pin);
+  const ZImageModel& model = *m.pin.as<ZImageModel>();
+  EXPECT_EQ(compute_dtype(model), torch::kBFloat16);
+  expect_every_parameter_at(model, torch::kBFloat16);
+  TensorFile io(kFixture + "/io.safetensors");
+  absl::StatusOr<std::vector<torch::Tensor>> out =
+      model.forward({io.get("fwd.x")}, io.get("fwd.t"), {io.get("fwd.cap_feats")});
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ((*out)[0].scalar_type(), torch::kBFloat16);
+  // bf16 arithmetic on FP8 weights: upstream's bf16 run is 0.023 from float64.
+  EXPECT_LT(max_abs_diff((*out)[0], io.get("fwd.out_fp8")), 0.1);
+}
+
+}  // namespace
+}  // namespace diffusiond
