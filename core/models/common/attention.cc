@@ -33,9 +33,10 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
     if (reduced) scores = scores.to(torch::kFloat32);
     scores.mul_(scale);
     if (bias.defined()) scores.add_(bias);
-    torch::Tensor probs = torch::softmax(scores, -1);
-    scores = torch::Tensor();  // the largest buffer goes before the next matmul
-    outputs.push_back(torch::matmul(probs.to(v.scalar_type()), v));
+    // Softmax in place: one score-sized buffer per chunk, not two.
+    scores.sub_(std::get<0>(scores.max(-1, /*keepdim=*/true))).exp_();
+    scores.div_(scores.sum(-1, /*keepdim=*/true));
+    outputs.push_back(torch::matmul(scores.to(v.scalar_type()), v));
   }
   return outputs.size() == 1 ? outputs[0] : torch::cat(outputs, 2);
 }
