@@ -4,6 +4,12 @@
 //   diffusiond-checkpoint plan PATH [--fp8 e4m3fn|e5m2|off] [--fp8_scaling none|max]
 //                              [--compute_dtype float32|bfloat16|float16] [--json]
 //   diffusiond-checkpoint load PATH [same options] [--budget BYTES] [--json]
+//   diffusiond-checkpoint plan-config CONFIG.json [same options as plan]
+//
+// A checkpoint of a supported architecture (Z-Image) is planned and loaded
+// as that model: its parameter table, key map and precision declaration
+// apply, and `load` builds the model. plan-config sizes a Z-Image model from
+// its diffusers config.json alone (bf16 weights assumed), without weights.
 //
 // PATH is a .safetensors file or a diffusers model folder. Any bad input
 // exits 1 with one line naming the file and the problem; bad usage exits 2.
@@ -26,6 +32,9 @@
 #include "core/memory/allocator.h"
 #include "core/memory/default_budget.h"
 #include "core/memory/process_memory.h"
+#include "core/models/model_loader.h"
+#include "core/models/z_image/z_image_params.h"
+#include "core/util/file_text.h"
 #include "core/util/bytes.h"
 #include "core/util/status_macros.h"
 
@@ -33,7 +42,7 @@ namespace diffusiond {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: diffusiond-checkpoint plan|load PATH [--fp8 e4m3fn|e5m2|off]\n"
+    "usage: diffusiond-checkpoint plan|load|plan-config PATH [--fp8 e4m3fn|e5m2|off]\n"
     "         [--fp8_scaling none|max] [--compute_dtype float32|bfloat16|float16]\n"
     "         [--budget BYTES] [--json]\n";
 
@@ -49,7 +58,7 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
   Args a;
   a.command = argv[1];
   a.path = argv[2];
-  if (a.command != "plan" && a.command != "load") {
+  if (a.command != "plan" && a.command != "load" && a.command != "plan-config") {
     return absl::InvalidArgumentError(absl::StrCat("unknown command '", a.command, "'"));
   }
   for (int i = 3; i < argc; ++i) {
@@ -78,10 +87,8 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
   return a;
 }
 
-nlohmann::json plan_json(const Checkpoint& c, const LoadPlan& plan) {
+nlohmann::json plan_json(const LoadPlan& plan) {
   nlohmann::json j;
-  j["path"] = c.path();
-  j["layout"] = std::string(layout_name(c.layout()));
   j["tensors"] = plan.tensors.size();
   j["fp8_tensors"] = plan.fp8_tensors();
   j["source_bytes"] = plan.source_bytes;
@@ -93,10 +100,7 @@ nlohmann::json plan_json(const Checkpoint& c, const LoadPlan& plan) {
   return j;
 }
 
-void print_plan(const Checkpoint& c, const LoadPlan& plan) {
-  std::printf("checkpoint  %s\n  layout %s, %zu file(s), %zu tensors, %s of tensor data\n",
-              c.path().c_str(), std::string(layout_name(c.layout())).c_str(), c.files().size(),
-              plan.tensors.size(), format_bytes(plan.source_bytes).c_str());
+void print_plan(const LoadPlan& plan) {
   std::printf("compute dtype %s; FP8 storage %s\n\n", scalar_type_name(plan.compute_dtype).c_str(),
               !plan.fp8.format ? "off"
               : *plan.fp8.format == Fp8Format::kE4M3Fn ? "e4m3fn" : "e5m2");
@@ -115,18 +119,69 @@ void print_plan(const Checkpoint& c, const LoadPlan& plan) {
   std::printf("not stored as FP8, and why:\n");
   for (const PlannedTensor& t : plan.tensors) {
     if (t.action == PlannedTensor::Action::kFp8Encode || t.action == PlannedTensor::Action::kFp8Keep) continue;
-    std::printf("  %-56s [%s] %s: %s\n", t.source->name.c_str(),
+    std::printf("  %-56s [%s] %s: %s\n", t.name.c_str(),
                 absl::StrJoin(t.source->shape, ", ").c_str(), storage_name(t).c_str(),
                 t.reason.c_str());
   }
 }
 
+// Sizes a Z-Image model from its config: the parameter table stands in for
+// the checkpoint's headers (bf16 weights, as released).
+absl::Status run_plan_config(const Args& args) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::string text, read_text_file(args.path));
+  DIFFUSIOND_ASSIGN_OR_RETURN(ZImageConfig config, parse_z_image_config(text, args.path));
+  std::vector<TensorRecord> records;
+  for (const ParamSpec& p : z_image_parameter_table(config)) {
+    TensorRecord r;
+    r.name = p.name;
+    r.dtype = DType::kBF16;
+    r.shape = p.shape;
+    r.numel = 1;
+    for (int64_t d : p.shape) r.numel *= d;
+    r.nbytes = 2 * r.numel;
+    records.push_back(std::move(r));
+  }
+  PlanOptions po = args.plan;
+  po.declaration = z_image_precision_declaration();
+  DIFFUSIOND_ASSIGN_OR_RETURN(
+      LoadPlan plan, plan_tensors(records, [](absl::string_view) { return nullptr; }, args.path, po));
+  std::printf("config  %s (Z-Image, dim %lld, %lld layers; bf16 weights assumed)\n", args.path.c_str(),
+              static_cast<long long>(config.dim), static_cast<long long>(config.n_layers));
+  if (args.json) std::printf("%s\n", plan_json(plan).dump().c_str());
+  else print_plan(plan);
+  return absl::OkStatus();
+}
+
 absl::Status run(const Args& args) {
+  if (args.command == "plan-config") return run_plan_config(args);
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::open(args.path));
-  DIFFUSIOND_ASSIGN_OR_RETURN(LoadPlan plan, plan_load(*ckpt, args.plan));
+  ModelLoadOptions model_options;
+  model_options.compute_dtype = args.plan.compute_dtype;
+  model_options.fp8 = args.plan.fp8;
+  const ModelFamily* family = find_model_family(*ckpt);
+  std::optional<ModelPlan> model_plan;
+  LoadPlan generic_plan;
+  if (family != nullptr) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(model_plan, plan_model(*ckpt, model_options));
+  } else {
+    DIFFUSIOND_ASSIGN_OR_RETURN(generic_plan, plan_load(*ckpt, args.plan));
+  }
+  const LoadPlan& plan = model_plan ? model_plan->plan : generic_plan;
+  const std::string architecture = model_plan ? model_plan->recipe->describe() : "unknown (weights only)";
   if (args.command == "plan") {
-    if (args.json) std::printf("%s\n", plan_json(*ckpt, plan).dump().c_str());
-    else print_plan(*ckpt, plan);
+    if (args.json) {
+      nlohmann::json j = plan_json(plan);
+      j["path"] = ckpt->path();
+      j["layout"] = std::string(layout_name(ckpt->layout()));
+      j["architecture"] = architecture;
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("checkpoint  %s\n  layout %s, %zu file(s), %zu tensors, %s of tensor data\n",
+                  ckpt->path().c_str(), std::string(layout_name(ckpt->layout())).c_str(),
+                  ckpt->files().size(), ckpt->tensors().size(), format_bytes(plan.source_bytes).c_str());
+      std::printf("architecture  %s\n", architecture.c_str());
+      print_plan(plan);
+    }
     return absl::OkStatus();
   }
 
@@ -159,14 +214,17 @@ absl::Status run(const Args& args) {
   DIFFUSIOND_RETURN_IF_ERROR(reset_peak_rss());
   DIFFUSIOND_ASSIGN_OR_RETURN(ProcessMemory before, read_process_memory());
   const absl::Time start = absl::Now();
-  absl::StatusOr<Pin> pin = cache->get_or_load(ckpt->path(), [&] {
+  model_options.stream = stream;
+  absl::StatusOr<Pin> pin = cache->get_or_load(ckpt->path(), [&]() -> absl::StatusOr<LoadedValue> {
+    if (family != nullptr) return load_model(*ckpt, model_options, *cache);
     return load_weights(*ckpt, plan, *cache, stream);
   });
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (tty) std::fprintf(stderr, "\n");
   if (!pin.ok()) return pin.status();
   DIFFUSIOND_ASSIGN_OR_RETURN(ProcessMemory after, read_process_memory());
-  const WeightStore* store = pin->as<WeightStore>();
+  const WeightStore* store = family != nullptr ? &pin->as<DiffusionModel>()->weights()
+                                               : pin->as<WeightStore>();
   const BudgetSnapshot budget = ram.snapshot();
 
   std::printf("loaded %s in %.2f s: %lld tensors (%lld FP8), %s accounted, reservation %s\n",
@@ -177,7 +235,9 @@ absl::Status run(const Args& args) {
               format_bytes(after.peak_rss_bytes - before.rss_bytes).c_str(),
               format_bytes(after.rss_bytes - before.rss_bytes).c_str());
   if (args.json) {
-    nlohmann::json j = plan_json(*ckpt, plan);
+    nlohmann::json j = plan_json(plan);
+    j["path"] = ckpt->path();
+    j["architecture"] = architecture;
     j["accounted_bytes"] = store->nbytes();
     j["committed_bytes"] = budget.committed_bytes;
     j["budget_bytes"] = budget.capacity_bytes;

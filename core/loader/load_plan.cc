@@ -67,6 +67,19 @@ std::map<std::string, int64_t> LoadPlan::count_by_storage() const {
 }
 
 absl::StatusOr<LoadPlan> plan_load(const Checkpoint& checkpoint, const PlanOptions& options) {
+  return plan_tensors(
+      checkpoint.tensors(),
+      [&checkpoint](absl::string_view name) -> const TensorRecord* {
+        auto it = checkpoint.fp8_scales().find(std::string(name));
+        return it == checkpoint.fp8_scales().end() ? nullptr : checkpoint.find(it->second.scale_tensor);
+      },
+      checkpoint.path(), options);
+}
+
+absl::StatusOr<LoadPlan> plan_tensors(
+    const std::vector<TensorRecord>& tensors,
+    const std::function<const TensorRecord*(absl::string_view)>& scale_of,
+    absl::string_view what, const PlanOptions& options) {
   DIFFUSIOND_ASSIGN_OR_RETURN(PrecisionPolicy policy,
                               PrecisionPolicy::create(options.fp8, options.declaration));
   const ParamClassifier classify =
@@ -76,7 +89,7 @@ absl::StatusOr<LoadPlan> plan_load(const Checkpoint& checkpoint, const PlanOptio
   plan.fp8 = options.fp8;
   plan.staging_chunk_bytes = std::max<int64_t>(options.staging_chunk_bytes, 64);
   std::set<std::string> names;
-  for (const TensorRecord& t : checkpoint.tensors()) {
+  for (const TensorRecord& t : tensors) {
     std::optional<std::string> name = options.rename ? options.rename(t.name) : t.name;
     if (!name.has_value()) {
       plan.dropped.push_back(t.name);
@@ -84,7 +97,7 @@ absl::StatusOr<LoadPlan> plan_load(const Checkpoint& checkpoint, const PlanOptio
     }
     if (!names.insert(*name).second) {
       return absl::InvalidArgumentError(absl::StrCat(
-          checkpoint.path(), ": two tensors map to '", *name, "' (one is '", t.name, "')"));
+          what, ": two tensors map to '", *name, "' (one is '", t.name, "')"));
     }
     PlannedTensor p;
     if (std::optional<Fp8Format> format = fp8_format_of(t.dtype); format.has_value()) {
@@ -93,10 +106,9 @@ absl::StatusOr<LoadPlan> plan_load(const Checkpoint& checkpoint, const PlanOptio
       p.storage_dtype = torch::kUInt8;
       p.fp8_format = *format;
       p.final_bytes = t.nbytes;
-      auto scale = checkpoint.fp8_scales().find(t.name);
-      if (scale != checkpoint.fp8_scales().end()) {
-        p.scale = checkpoint.find(scale->second.scale_tensor);
-        p.reason = absl::StrCat("FP8 in the checkpoint, scale ", scale->second.scale_tensor);
+      p.scale = scale_of(t.name);
+      if (p.scale != nullptr) {
+        p.reason = absl::StrCat("FP8 in the checkpoint, scale ", p.scale->name);
       } else {
         p.reason = "FP8 in the checkpoint, no scale (1.0)";
       }

@@ -79,6 +79,14 @@ struct LoadPlan {
 // outlive it. INVALID_ARGUMENT for a bad skip pattern.
 absl::StatusOr<LoadPlan> plan_load(const Checkpoint& checkpoint, const PlanOptions& options);
 
+// Plans tensors described by records alone (no files): for sizing a model
+// from its config before any weights exist. `scale_of` returns the scale
+// record of an FP8 tensor, or null. The plan points into `tensors`.
+absl::StatusOr<LoadPlan> plan_tensors(
+    const std::vector<TensorRecord>& tensors,
+    const std::function<const TensorRecord*(absl::string_view)>& scale_of,
+    absl::string_view what, const PlanOptions& options);
+
 // "fp8-e4m3fn" for FP8 storage, else the storage dtype's name.
 std::string storage_name(const PlannedTensor& t);
 
