@@ -37,6 +37,10 @@ std::string fixture_dir() {
 
 enum class Source { kDiffusersFolder, kSingleFile, kScaledFp8File };
 
+void PrintTo(Source s, std::ostream* os) {
+  *os << (s == Source::kDiffusersFolder ? "diffusers folder" : s == Source::kSingleFile ? "single file" : "scaled fp8");
+}
+
 struct Loaded {
   std::unique_ptr<Budget> ram;
   std::unique_ptr<ModelCache> cache;
