@@ -6,6 +6,8 @@
 //
 //   diffusiond-demo [--model_dir DIR] [--steps N] [--size PX] [--seed N]
 //                   [--guidance S] [--fp8 e4m3fn|e5m2|off] [--out FILE]
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/checkpoint/safetensors_writer.h"
+#include "core/loader/torch_dtype.h"
 #include "core/memory/allocator.h"
 #include "core/memory/default_budget.h"
 #include "core/memory/process_memory.h"
@@ -93,13 +96,16 @@ absl::Status run(const Args& args) {
 
   ModelLoadOptions lo;
   lo.fp8 = args.fp8;
-  lo.stream.on_progress = [](const LoadProgress& p) {
-    if (p.tensors_done == p.total_tensors || p.tensors_done % 16 == 0) {
-      std::printf("\r  loading %lld/%lld tensors, %s of %s", static_cast<long long>(p.tensors_done),
-                  static_cast<long long>(p.total_tensors), format_bytes(p.bytes_read).c_str(),
-                  format_bytes(p.total_bytes).c_str());
-      std::fflush(stdout);
-    }
+  // On a terminal the progress line redraws in place; in a log, one line per quarter.
+  const bool tty = ::isatty(STDOUT_FILENO) != 0;
+  lo.stream.on_progress = [tty, printed = -1](const LoadProgress& p) mutable {
+    const int quarter = p.total_bytes > 0 ? static_cast<int>(4 * p.bytes_read / p.total_bytes) : 4;
+    if (!tty && quarter <= printed) return;
+    printed = quarter;
+    std::printf("%s  loading %lld/%lld tensors, %s of %s%s", tty ? "\r" : "",
+                static_cast<long long>(p.tensors_done), static_cast<long long>(p.total_tensors),
+                format_bytes(p.bytes_read).c_str(), format_bytes(p.total_bytes).c_str(), tty ? "" : "\n");
+    std::fflush(stdout);
   };
   DIFFUSIOND_ASSIGN_OR_RETURN(ModelPlan mp, plan_model(*ckpt, lo));
   std::printf("model %s\n  %s\n  reservation %s (budget %s, RSS %s)\n", ckpt->path().c_str(),
@@ -110,12 +116,12 @@ absl::Status run(const Args& args) {
     return load_model(*ckpt, lo, *cache);
   }));
   const ZImageModel& model = *pin.as<ZImageModel>();
-  std::printf("\n  loaded in %.2f s: %lld tensors, %lld FP8, %s held, compute dtype %s, RSS %s\n",
-              absl::ToDoubleSeconds(absl::Now() - load_start),
+  std::printf("%s  loaded in %.2f s: %lld tensors, %lld FP8, %s held, compute dtype %s, RSS %s\n",
+              tty ? "\n" : "", absl::ToDoubleSeconds(absl::Now() - load_start),
               static_cast<long long>(model.weights().size()),
               static_cast<long long>(model.weights().fp8_count()),
               format_bytes(model.weights().nbytes()).c_str(),
-              c10::toString(compute_dtype(model)), rss().c_str());
+              scalar_type_name(compute_dtype(model)).c_str(), rss().c_str());
 
   // Caption features stand in for a text encoder's output.
   const int64_t cap_dim = model.config().cap_feat_dim;
