@@ -108,7 +108,8 @@ class ModelCache {
   // Ends a lease. NOT_FOUND if unknown or already expired.
   absl::Status release_lease(LeaseId lease);
   // Ends leases whose deadline has passed and returns how many. Every other
-  // method also does this first; a server may call it from a timer.
+  // method but stats() also does this first; a server may call it from a
+  // timer so that stats() and idle models see expiries promptly.
   int expire_leases();
 
   CacheStats stats() const;
