@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite:
-#   1. a ThreadSanitizer build of the torch-free core (memory, cache) and its
-#      tests, the concurrency stress test among them;
+#   1. ThreadSanitizer and AddressSanitizer+UBSan builds of the torch-free
+#      core (memory, cache, checkpoint parsing) and their tests, the
+#      concurrency stress test and the fuzz corpus replay among them;
 #   2. the full build and every test.
 # Output ends with ctest's summary line for the full suite. Exit status is
 # non-zero on any failure.
@@ -11,13 +12,21 @@ source deploy/build-env.sh
 
 bash deploy/install-deps.sh
 
-echo "== ThreadSanitizer build of core/memory and core/cache"
+echo "== ThreadSanitizer build of the torch-free core"
 CC=clang CXX=clang++ cmake -S . -B build/tsan -G Ninja \
   -DDIFFUSIOND_WITH_TORCH=OFF -DDIFFUSIOND_BUILD_SERVER=OFF \
   -DDIFFUSIOND_BUILD_BENCHMARKS=OFF -DDIFFUSIOND_SANITIZER=thread >/dev/null
 cmake --build build/tsan
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build/tsan --output-on-failure
+
+echo "== AddressSanitizer + UBSan build of the torch-free core"
+CC=clang CXX=clang++ cmake -S . -B build/asan -G Ninja \
+  -DDIFFUSIOND_WITH_TORCH=OFF -DDIFFUSIOND_BUILD_SERVER=OFF \
+  -DDIFFUSIOND_BUILD_BENCHMARKS=OFF -DDIFFUSIOND_SANITIZER=address >/dev/null
+cmake --build build/asan
+ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1" \
+  ctest --test-dir build/asan --output-on-failure -j2
 
 echo "== Full build and test suite"
 cmake -S . -B build/release -G Ninja >/dev/null
