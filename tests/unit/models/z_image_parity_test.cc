@@ -13,6 +13,8 @@
 #include <string>
 
 #include "core/models/model_loader.h"
+#include "core/util/file_text.h"
+#include "core/util/json.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/models/z_image/z_image_predictor.h"
 #include "gtest/gtest.h"
@@ -33,6 +35,17 @@ constexpr double kTolerance = 1e-5;
 std::string fixture_dir() {
   if (const char* env = std::getenv("DIFFUSIOND_ZIMAGE_FIXTURE"); env != nullptr && *env) return env;
   return ::diffusiond::testing::fixtures_dir() + "/zimage-tiny";
+}
+
+// The static shift of the fixture's scheduler_config.json (3.0 in zimage-tiny).
+double fixture_shift() {
+  absl::StatusOr<std::string> text = read_text_file(fixture_dir() + "/scheduler_config.json");
+  EXPECT_THAT(text, IsOk());
+  absl::StatusOr<nlohmann::json> config = parse_json_strict(text.ok() ? *text : "{}", "scheduler_config.json");
+  EXPECT_THAT(config, IsOk());
+  EXPECT_FALSE(config.ok() && config->value("use_dynamic_shifting", false))
+      << "the parity test replays static-shift schedules only";
+  return config.ok() ? config->value("shift", 1.0) : 1.0;
 }
 
 enum class Source { kDiffusersFolder, kSingleFile, kScaledFp8File };
@@ -139,7 +152,7 @@ void expect_loop_parity(const ZImageModel& model, const TensorFile& io, const st
   DenoiseRequest request;
   request.initial_latents = io.get(prefix + ".noise")[0];
   request.schedule.steps = static_cast<int>(io.get(prefix + ".timesteps").numel());
-  request.schedule.shift = 3.0;  // the fixture's scheduler_config.json
+  request.schedule.shift = fixture_shift();
   request.guidance_scale = upstream_g + 1.0;  // upstream g is s - 1
   request.has_negative = cfg;
   const FlowPredictor predict = z_image_predictor(
