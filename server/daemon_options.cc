@@ -1,0 +1,187 @@
+#include "server/daemon_options.h"
+
+#include <map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "core/util/bytes.h"
+
+namespace diffusiond {
+namespace {
+
+using Setter = std::function<absl::Status(DaemonOptions&, const std::string&)>;
+
+struct Flag {
+  const char* name;
+  const char* default_text;
+  const char* help;
+  Setter set;
+};
+
+absl::Status bad(const std::string& value, absl::string_view expected) {
+  return absl::InvalidArgumentError(absl::StrCat("'", value, "' is not ", expected));
+}
+
+absl::StatusOr<bool> parse_bool(const std::string& v) {
+  const std::string l = absl::AsciiStrToLower(v);
+  if (l == "true" || l == "1" || l == "yes" || l == "on") return true;
+  if (l == "false" || l == "0" || l == "no" || l == "off") return false;
+  return bad(v, "a boolean (true/false)");
+}
+
+Setter one_of(std::string DaemonOptions::*field, std::vector<std::string> allowed) {
+  return [field, allowed](DaemonOptions& o, const std::string& v) -> absl::Status {
+    for (const std::string& a : allowed) {
+      if (v == a) {
+        o.*field = v;
+        return absl::OkStatus();
+      }
+    }
+    std::string list;
+    for (const std::string& a : allowed) absl::StrAppend(&list, list.empty() ? "" : ", ", a.empty() ? "\"\"" : a);
+    return bad(v, absl::StrCat("one of ", list));
+  };
+}
+
+Setter text(std::string DaemonOptions::*field) {
+  return [field](DaemonOptions& o, const std::string& v) {
+    o.*field = v;
+    return absl::OkStatus();
+  };
+}
+
+Setter budget(std::optional<int64_t> DaemonOptions::*field) {
+  return [field](DaemonOptions& o, const std::string& v) -> absl::Status {
+    if (v == "auto") {
+      (o.*field).reset();
+      return absl::OkStatus();
+    }
+    absl::StatusOr<int64_t> bytes = parse_bytes(v);
+    if (!bytes.ok()) return bad(v, "'auto' or a size such as 12GiB");
+    o.*field = *bytes;
+    return absl::OkStatus();
+  };
+}
+
+const std::vector<Flag>& flags() {
+  static const auto* const table = new std::vector<Flag>{
+      {"listen", "0.0.0.0:50051", "gRPC listen address (host:port)", text(&DaemonOptions::listen)},
+      {"metrics_listen", "0.0.0.0:9464", "Prometheus metrics listen address (host:port)",
+       text(&DaemonOptions::metrics_listen)},
+      {"models_dir", "/models", "folder that every load path must lie inside",
+       text(&DaemonOptions::models_dir)},
+      {"ram_budget", "auto", "bytes of RAM for model weights; auto = 0.85 x min(cgroup, MemTotal) - 512MiB",
+       budget(&DaemonOptions::ram_budget_bytes)},
+      {"vram_budget", "auto", "bytes of GPU memory for model weights (CUDA builds)",
+       budget(&DaemonOptions::vram_budget_bytes)},
+      {"device", "cpu", "where models run: cpu or cuda", one_of(&DaemonOptions::device, {"cpu", "cuda"})},
+      {"compute_dtype", "", "dtype of every forward: float32, bfloat16 or float16 (default by device)",
+       one_of(&DaemonOptions::compute_dtype, {"", "float32", "bfloat16", "float16"})},
+      {"fp8", "e4m3fn", "default FP8 storage of layer weights: e4m3fn, e5m2 or off",
+       one_of(&DaemonOptions::fp8, {"e4m3fn", "e5m2", "off"})},
+      {"max_message_bytes", "256MiB", "largest gRPC message accepted or sent",
+       [](DaemonOptions& o, const std::string& v) -> absl::Status {
+         absl::StatusOr<int64_t> b = parse_bytes(v);
+         if (!b.ok() || *b < 4096 || *b > (int64_t{2} << 30) - 1) return bad(v, "a size from 4KiB to 2GiB");
+         o.max_message_bytes = *b;
+         return absl::OkStatus();
+       }},
+      {"max_concurrent_denoise", "1", "denoise jobs that run at once; more wait in a bounded queue",
+       [](DaemonOptions& o, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 1 || n > 1024) return bad(v, "an integer from 1 to 1024");
+         o.max_concurrent_denoise = n;
+         return absl::OkStatus();
+       }},
+      {"drain_grace", "30s", "on SIGTERM, how long in-flight work may finish before it is cancelled",
+       [](DaemonOptions& o, const std::string& v) -> absl::Status {
+         absl::Duration d;
+         if (!absl::ParseDuration(v, &d) || d < absl::ZeroDuration()) return bad(v, "a duration such as 30s");
+         o.drain_grace = d;
+         return absl::OkStatus();
+       }},
+      {"tls_cert", "", "PEM certificate chain; with --tls_key enables TLS", text(&DaemonOptions::tls_cert)},
+      {"tls_key", "", "PEM private key for --tls_cert", text(&DaemonOptions::tls_key)},
+      {"reflection", "true", "serve gRPC server reflection",
+       [](DaemonOptions& o, const std::string& v) -> absl::Status {
+         absl::StatusOr<bool> b = parse_bool(v);
+         if (!b.ok()) return b.status();
+         o.reflection = *b;
+         return absl::OkStatus();
+       }},
+      {"log_level", "info", "debug, info, warning or error",
+       one_of(&DaemonOptions::log_level, {"debug", "info", "warning", "error"})},
+  };
+  return *table;
+}
+
+std::string env_name(absl::string_view flag) {
+  return absl::StrCat("DIFFUSIOND_", absl::AsciiStrToUpper(flag));
+}
+
+const Flag* find_flag(absl::string_view name) {
+  for (const Flag& f : flags()) {
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::StatusOr<DaemonOptions> parse_daemon_options(
+    const std::vector<std::string>& args, const std::function<const char*(const char*)>& getenv) {
+  DaemonOptions options;
+  for (const Flag& f : flags()) {
+    const std::string var = env_name(f.name);
+    if (const char* value = getenv(var.c_str()); value != nullptr) {
+      if (absl::Status s = f.set(options, value); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("environment variable ", var, ": ", s.message()));
+      }
+    }
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    absl::string_view arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+      continue;
+    }
+    if (!absl::ConsumePrefix(&arg, "--")) {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", args[i], "'"));
+    }
+    std::string name(arg), value;
+    const size_t eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+    }
+    const Flag* f = find_flag(name);
+    if (f == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+    if (absl::Status s = f->set(options, value); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", s.message()));
+    }
+  }
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
+  }
+  return options;
+}
+
+std::string daemon_options_help() {
+  std::string out =
+      "usage: diffusiond [--flag value | --flag=value]...\n\n"
+      "Every flag can also be set by its environment variable; the command line wins.\n\n";
+  for (const Flag& f : flags()) {
+    absl::StrAppend(&out, "  --", f.name, " (", env_name(f.name), ", default ",
+                    *f.default_text ? f.default_text : "none", ")\n      ", f.help, "\n");
+  }
+  return out;
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,50 @@
+// DaemonOptions: the daemon's configuration from command-line flags and
+// their environment-variable equivalents (DIFFUSIOND_<FLAG IN CAPITALS>,
+// for Kubernetes). A flag given on the command line wins over the
+// environment. Sizes accept units (12GiB, 800MB); durations use Abseil's
+// syntax (30s, 2m).
+#ifndef DIFFUSIOND_SERVER_DAEMON_OPTIONS_H_
+#define DIFFUSIOND_SERVER_DAEMON_OPTIONS_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace diffusiond {
+
+struct DaemonOptions {
+  std::string listen = "0.0.0.0:50051";          // gRPC address
+  std::string metrics_listen = "0.0.0.0:9464";   // Prometheus /metrics address
+  std::string models_dir = "/models";            // loads are confined to it
+  std::optional<int64_t> ram_budget_bytes;       // empty: auto (docs/memory-budget.md)
+  std::optional<int64_t> vram_budget_bytes;      // empty: auto (CUDA builds)
+  std::string device = "cpu";                    // cpu | cuda
+  std::string compute_dtype;                     // empty: float32 on cpu, bfloat16 on cuda
+  std::string fp8 = "e4m3fn";                    // default FP8 storage: e4m3fn | e5m2 | off
+  int64_t max_message_bytes = int64_t{256} << 20;
+  int max_concurrent_denoise = 1;
+  absl::Duration drain_grace = absl::Seconds(30);
+  std::string tls_cert, tls_key;                 // both or neither
+  bool reflection = true;
+  std::string log_level = "info";                // debug | info | warning | error
+  bool help = false;                             // --help was given
+};
+
+// Reads `args` (without the program name) over the environment, which
+// `getenv` reads (std::getenv in production). INVALID_ARGUMENT naming the
+// flag or variable and the value for anything unknown or malformed.
+absl::StatusOr<DaemonOptions> parse_daemon_options(
+    const std::vector<std::string>& args,
+    const std::function<const char*(const char*)>& getenv);
+
+// The complete --help text: every flag, its variable, default and meaning.
+std::string daemon_options_help();
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_SERVER_DAEMON_OPTIONS_H_

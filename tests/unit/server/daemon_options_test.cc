@@ -1,0 +1,86 @@
+#include "server/daemon_options.h"
+
+#include <map>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace diffusiond {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// A fake environment.
+struct Env {
+  std::map<std::string, std::string> vars;
+  std::function<const char*(const char*)> getenv() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+TEST(DaemonOptions, DefaultsWithNothingSet) {
+  Env env;
+  absl::StatusOr<DaemonOptions> o = parse_daemon_options({}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->listen, "0.0.0.0:50051");
+  EXPECT_FALSE(o->ram_budget_bytes.has_value());
+  EXPECT_EQ(o->max_message_bytes, 256 << 20);
+  EXPECT_EQ(o->drain_grace, absl::Seconds(30));
+  EXPECT_TRUE(o->reflection);
+}
+
+TEST(DaemonOptions, EnvironmentAppliesAndTheCommandLineWins) {
+  Env env;
+  env.vars["DIFFUSIOND_RAM_BUDGET"] = "12GiB";
+  env.vars["DIFFUSIOND_LISTEN"] = "127.0.0.1:1";
+  env.vars["DIFFUSIOND_REFLECTION"] = "false";
+  absl::StatusOr<DaemonOptions> o =
+      parse_daemon_options({"--listen", "127.0.0.1:2", "--drain_grace=5s", "--fp8", "off"}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(*o->ram_budget_bytes, int64_t{12} << 30);
+  EXPECT_EQ(o->listen, "127.0.0.1:2");
+  EXPECT_FALSE(o->reflection);
+  EXPECT_EQ(o->drain_grace, absl::Seconds(5));
+  EXPECT_EQ(o->fp8, "off");
+}
+
+TEST(DaemonOptions, BadValuesNameTheFlagOrVariable) {
+  Env env;
+  EXPECT_THAT(parse_daemon_options({"--ram_budget", "lots"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--ram_budget: 'lots'")));
+  EXPECT_THAT(parse_daemon_options({"--device", "tpu"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("one of cpu, cuda")));
+  EXPECT_THAT(parse_daemon_options({"--colour", "blue"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown flag --colour")));
+  EXPECT_THAT(parse_daemon_options({"--listen"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs a value")));
+  EXPECT_THAT(parse_daemon_options({"--tls_cert", "c.pem"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("together")));
+  env.vars["DIFFUSIOND_MAX_CONCURRENT_DENOISE"] = "0";
+  EXPECT_THAT(parse_daemon_options({}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("environment variable DIFFUSIOND_MAX_CONCURRENT_DENOISE")));
+}
+
+TEST(DaemonOptions, HelpListsEveryFlagAndVariable) {
+  const std::string help = daemon_options_help();
+  for (const char* flag : {"listen", "metrics_listen", "models_dir", "ram_budget", "vram_budget", "device",
+                           "compute_dtype", "fp8", "max_message_bytes", "max_concurrent_denoise",
+                           "drain_grace", "tls_cert", "tls_key", "reflection", "log_level"}) {
+    EXPECT_THAT(help, HasSubstr(std::string("--") + flag + " (DIFFUSIOND_")) << flag;
+  }
+  Env env;
+  absl::StatusOr<DaemonOptions> o = parse_daemon_options({"--help"}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_TRUE(o->help);
+}
+
+}  // namespace
+}  // namespace diffusiond
