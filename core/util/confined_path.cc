@@ -1,0 +1,44 @@
+#include "core/util/confined_path.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+
+namespace diffusiond {
+
+absl::StatusOr<std::string> resolve_confined_path(absl::string_view root,
+                                                  absl::string_view requested) {
+  namespace fs = std::filesystem;
+  if (requested.empty()) return absl::InvalidArgumentError("empty model path");
+  std::error_code ec;
+  const fs::path base = fs::canonical(fs::path(std::string(root)), ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("models directory ", root, ": ", ec.message()));
+  }
+  const fs::path asked{std::string(requested)};
+  const fs::path joined = asked.is_absolute() ? asked : base / asked;
+  if (!fs::exists(joined, ec)) {
+    // Refuse escapes before saying whether something exists out there.
+    const fs::path lexical = joined.lexically_normal();
+    const auto [root_end, unused] = std::mismatch(base.begin(), base.end(), lexical.begin(), lexical.end());
+    if (root_end != base.end()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("'", requested, "' is outside the models directory ", base.string()));
+    }
+    return absl::NotFoundError(absl::StrCat("'", requested, "' does not exist in ", base.string()));
+  }
+  const fs::path resolved = fs::canonical(joined, ec);
+  if (ec) return absl::NotFoundError(absl::StrCat("'", requested, "': ", ec.message()));
+  const auto [root_end, unused] = std::mismatch(base.begin(), base.end(), resolved.begin(), resolved.end());
+  if (root_end != base.end()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "'", requested, "' resolves to ", resolved.string(), ", outside the models directory ",
+        base.string()));
+  }
+  return resolved.string();
+}
+
+}  // namespace diffusiond
