@@ -31,4 +31,7 @@ ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1" \
 echo "== Full build and test suite"
 cmake -S . -B build/release -G Ninja >/dev/null
 cmake --build build/release
-ctest --test-dir build/release --output-on-failure -j2
+ctest --test-dir build/release --output-on-failure -j2 2>&1 | tee build/release/ctest.log
+# ctest prints skipped tests and timings after its summary; repeat the
+# summary so it is the last line.
+grep -E "tests passed, [0-9]+ tests? failed out of" build/release/ctest.log | tail -1
