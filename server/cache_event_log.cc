@@ -1,0 +1,48 @@
+#include "server/cache_event_log.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+
+namespace diffusiond {
+namespace {
+
+constexpr absl::string_view kEventNames[] = {"loaded", "load_failed", "evicted", "unloaded",
+                                             "rejected"};
+static_assert(sizeof(kEventNames) / sizeof(kEventNames[0]) == 5, "one name per CacheEvent::Kind");
+
+// logfmt quoting: values with spaces, quotes or '=' are quoted and escaped.
+std::string logfmt_value(absl::string_view value) {
+  if (!value.empty() && value.find_first_of(" \"=\\") == absl::string_view::npos) {
+    return std::string(value);
+  }
+  return absl::StrCat("\"", absl::StrReplaceAll(value, {{"\\", "\\\\"}, {"\"", "\\\""}}), "\"");
+}
+
+}  // namespace
+
+std::string CacheEventLog::format(const CacheEvent& e, const BudgetSnapshot& after) {
+  std::string line = absl::StrCat("event=", kEventNames[static_cast<int>(e.kind)]);
+  if (!e.key.empty()) absl::StrAppend(&line, " model=", logfmt_value(e.key));
+  absl::StrAppend(&line, " ram_bytes=", e.bytes[static_cast<int>(Device::kCpu)]);
+  if (const int64_t vram = e.bytes[static_cast<int>(Device::kCuda)]; vram > 0) {
+    absl::StrAppend(&line, " vram_bytes=", vram);
+  }
+  if (e.kind == CacheEvent::Kind::kLoaded || e.kind == CacheEvent::Kind::kLoadFailed) {
+    absl::StrAppend(&line, absl::StrFormat(" seconds=%.3f", absl::ToDoubleSeconds(e.duration)));
+  }
+  if (!e.status.ok()) {
+    absl::StrAppend(&line, " code=", absl::StatusCodeToString(e.status.code()),
+                    " error=", logfmt_value(e.status.message()));
+  }
+  absl::StrAppend(&line, " budget_bytes=", after.capacity_bytes, " committed_bytes=",
+                  after.committed_bytes, " reserved_bytes=", after.reserved_bytes,
+                  " available_bytes=", after.available_bytes());
+  return line;
+}
+
+void CacheEventLog::on_cache_event(const CacheEvent& event) {
+  sink_(format(event, ram_budget_->snapshot()));
+}
+
+}  // namespace diffusiond
