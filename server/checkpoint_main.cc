@@ -158,10 +158,9 @@ absl::Status run(const Args& args) {
   ModelLoadOptions model_options;
   model_options.compute_dtype = args.plan.compute_dtype;
   model_options.fp8 = args.plan.fp8;
-  const ModelFamily* family = find_model_family(*ckpt);
   std::optional<ModelPlan> model_plan;
   LoadPlan generic_plan;
-  if (family != nullptr) {
+  if (find_model_family(*ckpt) != nullptr) {
     DIFFUSIOND_ASSIGN_OR_RETURN(model_plan, plan_model(*ckpt, model_options));
   } else {
     DIFFUSIOND_ASSIGN_OR_RETURN(generic_plan, plan_load(*ckpt, args.plan));
@@ -214,17 +213,16 @@ absl::Status run(const Args& args) {
   DIFFUSIOND_RETURN_IF_ERROR(reset_peak_rss());
   DIFFUSIOND_ASSIGN_OR_RETURN(ProcessMemory before, read_process_memory());
   const absl::Time start = absl::Now();
-  model_options.stream = stream;
   absl::StatusOr<Pin> pin = cache->get_or_load(ckpt->path(), [&]() -> absl::StatusOr<LoadedValue> {
-    if (family != nullptr) return load_model(*ckpt, model_options, *cache);
+    if (model_plan.has_value()) return load_planned_model(*ckpt, *model_plan, *cache, stream);
     return load_weights(*ckpt, plan, *cache, stream);
   });
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (tty) std::fprintf(stderr, "\n");
   if (!pin.ok()) return pin.status();
   DIFFUSIOND_ASSIGN_OR_RETURN(ProcessMemory after, read_process_memory());
-  const WeightStore* store = family != nullptr ? &pin->as<DiffusionModel>()->weights()
-                                               : pin->as<WeightStore>();
+  const WeightStore* store = model_plan.has_value() ? &pin->as<DiffusionModel>()->weights()
+                                                    : pin->as<WeightStore>();
   const BudgetSnapshot budget = ram.snapshot();
 
   std::printf("loaded %s in %.2f s: %lld tensors (%lld FP8), %s accounted, reservation %s\n",

@@ -113,7 +113,7 @@ absl::Status run(const Args& args) {
               format_bytes(ram.capacity_bytes()).c_str(), rss().c_str());
   const absl::Time load_start = absl::Now();
   DIFFUSIOND_ASSIGN_OR_RETURN(Pin pin, cache->get_or_load(ckpt->path(), [&] {
-    return load_model(*ckpt, lo, *cache);
+    return load_planned_model(*ckpt, mp, *cache, lo.stream);
   }));
   const ZImageModel& model = *pin.as<ZImageModel>();
   std::printf("%s  loaded in %.2f s: %lld tensors, %lld FP8, %s held, compute dtype %s, RSS %s\n",

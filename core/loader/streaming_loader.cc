@@ -200,15 +200,23 @@ absl::StatusOr<std::unique_ptr<WeightStore>> stream_weights(const Checkpoint& ch
   return store;
 }
 
+absl::StatusOr<AdmittedWeights> admit_and_stream(const Checkpoint& checkpoint, const LoadPlan& plan,
+                                                 ModelCache& cache, const StreamOptions& options) {
+  AdmittedWeights admitted;
+  DIFFUSIOND_ASSIGN_OR_RETURN(admitted.reservation,
+                              cache.make_room(plan.reservation_bytes(), Device::kCpu));
+  DIFFUSIOND_ASSIGN_OR_RETURN(admitted.store,
+                              stream_weights(checkpoint, plan, admitted.reservation, options));
+  return admitted;
+}
+
 absl::StatusOr<LoadedValue> load_weights(const Checkpoint& checkpoint, const LoadPlan& plan,
                                          ModelCache& cache, const StreamOptions& options) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation,
-                              cache.make_room(plan.reservation_bytes(), Device::kCpu));
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store,
-                              stream_weights(checkpoint, plan, reservation, options));
+  DIFFUSIOND_ASSIGN_OR_RETURN(AdmittedWeights admitted,
+                              admit_and_stream(checkpoint, plan, cache, options));
   LoadedValue loaded;
-  loaded.value = std::move(store);
-  loaded.reservations.push_back(std::move(reservation));
+  loaded.value = std::move(admitted.store);
+  loaded.reservations.push_back(std::move(admitted.reservation));
   return loaded;
 }
 

@@ -46,9 +46,20 @@ absl::StatusOr<std::unique_ptr<WeightStore>> stream_weights(const Checkpoint& ch
                                                             Reservation& reservation,
                                                             const StreamOptions& options = {});
 
-// The usual loader body for ModelCache::get_or_load: make_room for the plan's
-// reservation on the CPU, stream, and hand back the store with its
-// reservation. RESOURCE_EXHAUSTED when the budget cannot admit it.
+// Weights streamed under the reservation that admitted them.
+struct AdmittedWeights {
+  std::unique_ptr<WeightStore> store;
+  Reservation reservation;
+};
+
+// Asks `cache` to make room for the plan's reservation on the CPU, then
+// streams. RESOURCE_EXHAUSTED when the budget cannot admit it; on any error
+// the reservation is released.
+absl::StatusOr<AdmittedWeights> admit_and_stream(const Checkpoint& checkpoint, const LoadPlan& plan,
+                                                 ModelCache& cache, const StreamOptions& options = {});
+
+// The usual loader body for ModelCache::get_or_load when the weights are the
+// value: admit_and_stream, handing back the store with its reservation.
 absl::StatusOr<LoadedValue> load_weights(const Checkpoint& checkpoint, const LoadPlan& plan,
                                          ModelCache& cache, const StreamOptions& options = {});
 

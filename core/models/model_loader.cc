@@ -26,18 +26,22 @@ absl::StatusOr<ModelPlan> plan_model(const Checkpoint& checkpoint, const ModelLo
   return mp;
 }
 
-absl::StatusOr<LoadedValue> load_model(const Checkpoint& checkpoint, const ModelLoadOptions& options,
-                                       ModelCache& cache) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(ModelPlan mp, plan_model(checkpoint, options));
-  DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation,
-                              cache.make_room(mp.plan.reservation_bytes(), Device::kCpu));
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store,
-                              stream_weights(checkpoint, mp.plan, reservation, options.stream));
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<DiffusionModel> model, mp.recipe->build(std::move(store)));
+absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, const ModelPlan& plan,
+                                               ModelCache& cache, const StreamOptions& stream) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(AdmittedWeights admitted,
+                              admit_and_stream(checkpoint, plan.plan, cache, stream));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<DiffusionModel> model,
+                              plan.recipe->build(std::move(admitted.store)));
   LoadedValue loaded;
   loaded.value = std::move(model);
-  loaded.reservations.push_back(std::move(reservation));
+  loaded.reservations.push_back(std::move(admitted.reservation));
   return loaded;
+}
+
+absl::StatusOr<LoadedValue> load_model(const Checkpoint& checkpoint, const ModelLoadOptions& options,
+                                       ModelCache& cache) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(ModelPlan plan, plan_model(checkpoint, options));
+  return load_planned_model(checkpoint, plan, cache, options.stream);
 }
 
 }  // namespace diffusiond

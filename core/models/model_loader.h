@@ -37,8 +37,13 @@ struct ModelPlan {
 // supported architecture recognises it; INVALID_ARGUMENT for a bad config.
 absl::StatusOr<ModelPlan> plan_model(const Checkpoint& checkpoint, const ModelLoadOptions& options);
 
-// Plans, admits (make_room on the CPU), streams and builds. On any error the
-// reservation is released and nothing stays allocated.
+// Admits (make_room on the CPU), streams and builds a planned model. On any
+// error the reservation is released and nothing stays allocated. `plan`
+// must come from plan_model for `checkpoint`.
+absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, const ModelPlan& plan,
+                                               ModelCache& cache, const StreamOptions& stream = {});
+
+// plan_model, then load_planned_model with options.stream.
 absl::StatusOr<LoadedValue> load_model(const Checkpoint& checkpoint, const ModelLoadOptions& options,
                                        ModelCache& cache);
 
