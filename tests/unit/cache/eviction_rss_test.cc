@@ -3,27 +3,28 @@
 // reports its RSS at each stage.
 #include <cstdio>
 #include <map>
+#include <vector>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "core/util/bytes.h"
 #include "gtest/gtest.h"
+#include "tests/testing/subprocess.h"
 
 namespace diffusiond {
 namespace {
 
-std::map<std::string, int64_t> run_child(int* exit_code) {
+// Reads the child's "stage=<name> rss_bytes=<n>" lines into a map.
+std::map<std::string, int64_t> run_child(int* exit_status) {
+  const testing::CommandOutput out = testing::run_command(EVICTION_RSS_CHILD);
+  *exit_status = out.exit_status;
   std::map<std::string, int64_t> stages;
-  FILE* pipe = popen(EVICTION_RSS_CHILD, "r");
-  if (pipe == nullptr) return stages;
-  char line[256];
-  while (std::fgets(line, sizeof(line), pipe) != nullptr) {
-    std::vector<std::string> fields = absl::StrSplit(std::string(line), absl::ByAnyChar(" =\n"), absl::SkipEmpty());
+  for (const std::string& line : out.lines) {
+    std::vector<std::string> fields = absl::StrSplit(line, absl::ByAnyChar(" ="), absl::SkipEmpty());
     int64_t value = 0;
     if (fields.size() == 4 && absl::SimpleAtoi(fields[3], &value)) stages[fields[1]] = value;
   }
-  *exit_code = pclose(pipe);
   return stages;
 }
 

@@ -12,6 +12,7 @@
 #include "core/checkpoint/safetensors_writer.h"
 #include "core/util/bytes.h"
 #include "gtest/gtest.h"
+#include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
 
 namespace diffusiond {
@@ -52,20 +53,10 @@ class LoadRss : public ::testing::Test {
   // Runs the CLI and returns its last stdout line parsed as JSON.
   static nlohmann::json run(const std::string& args) {
     const std::string command = absl::StrCat(DIFFUSIOND_CHECKPOINT_CLI, " ", args, " 2>/dev/null");
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return {};
-    std::string last, line;
-    char buf[4096];
-    while (std::fgets(buf, sizeof(buf), pipe) != nullptr) {
-      line += buf;
-      if (!line.empty() && line.back() == '\n') {
-        last = line;
-        line.clear();
-      }
-    }
-    const int rc = pclose(pipe);
-    EXPECT_EQ(rc, 0) << command;
-    return nlohmann::json::parse(last, nullptr, /*allow_exceptions=*/false);
+    const testing::CommandOutput out = testing::run_command(command);
+    EXPECT_EQ(out.exit_status, 0) << command;
+    if (out.lines.empty()) return {};
+    return nlohmann::json::parse(out.lines.back(), nullptr, /*allow_exceptions=*/false);
   }
 
   static testing::TempDir* dir_;

@@ -5,26 +5,23 @@
 #include <cstdio>
 #include <string>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "core/util/bytes.h"
 #include "gtest/gtest.h"
+#include "tests/testing/subprocess.h"
 
 namespace diffusiond {
 namespace {
 
 TEST(AttentionRss, ScoresStayWithinTheirBudget) {
-  FILE* pipe = popen(ATTENTION_RSS_CHILD, "r");
-  ASSERT_NE(pipe, nullptr);
-  char line[128] = {0};
+  const testing::CommandOutput out = testing::run_command(ATTENTION_RSS_CHILD);
+  ASSERT_EQ(out.exit_status, 0);
   int64_t peak = -1;
-  while (std::fgets(line, sizeof(line), pipe) != nullptr) {
-    std::string s(line);
-    if (s.rfind("peak_rss_delta_bytes=", 0) == 0) {
-      ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(s.substr(21)), &peak));
+  for (const std::string& line : out.lines) {
+    if (line.rfind("peak_rss_delta_bytes=", 0) == 0) {
+      ASSERT_TRUE(absl::SimpleAtoi(line.substr(21), &peak));
     }
   }
-  ASSERT_EQ(pclose(pipe), 0);
   std::printf("attention over 4224 tokens, 2 heads: peak RSS delta %s (full scores: 143 MB)\n",
               format_bytes(peak).c_str());
   EXPECT_GE(peak, 0);
