@@ -2,7 +2,9 @@
 
 #include <torch/nn/utils/rnn.h>
 
+#include <algorithm>
 #include <new>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -31,13 +33,17 @@ torch::Tensor grid_ids(int64_t f, int64_t h, int64_t w, int64_t f_start) {
   return torch::stack(axes, -1).reshape({-1, 3});
 }
 
-// Pads per-item sequences to one batch and returns it with a [batch, max]
-// mask that is true on each item's real (not batch-padding) positions.
-std::pair<torch::Tensor, torch::Tensor> batch_items(const std::vector<torch::Tensor>& items) {
-  const torch::Tensor padded = torch::nn::utils::rnn::pad_sequence(items, /*batch_first=*/true);
-  torch::Tensor mask = torch::zeros({padded.size(0), padded.size(1)}, torch::kBool);
-  for (size_t i = 0; i < items.size(); ++i) mask[i].narrow(0, 0, items[i].size(0)).fill_(true);
-  return {padded, mask};
+// Pads per-item sequences to one batch [items, longest, ...].
+torch::Tensor pad_items(const std::vector<torch::Tensor>& items) {
+  return torch::nn::utils::rnn::pad_sequence(items, /*batch_first=*/true);
+}
+
+// A [items, longest] mask, true on each item's real (not batch-padding) positions.
+torch::Tensor item_mask(const std::vector<int64_t>& lengths) {
+  const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  torch::Tensor mask = torch::zeros({static_cast<int64_t>(lengths.size()), longest}, torch::kBool);
+  for (size_t i = 0; i < lengths.size(); ++i) mask[i].narrow(0, 0, lengths[i]).fill_(true);
+  return mask;
 }
 
 }  // namespace
@@ -60,11 +66,12 @@ absl::StatusOr<std::unique_ptr<ZImageModel>> ZImageModel::create(
           "], but the config expects [", absl::StrJoin(p.shape, ", "), "]"));
     }
   }
+  // Every table entry is present, so a larger store holds something extra.
   if (weights->size() != static_cast<int64_t>(table.size())) {
+    std::set<std::string> known;
+    for (const ParamSpec& p : table) known.insert(p.name);
     for (const std::string& name : weights->names()) {
-      bool known = false;
-      for (const ParamSpec& p : table) known |= p.name == name;
-      if (!known) {
+      if (known.count(name) == 0) {
         return absl::FailedPreconditionError(
             absl::StrCat("Z-Image checkpoint has unexpected tensor '", name, "'"));
       }
@@ -200,28 +207,31 @@ std::vector<torch::Tensor> ZImageModel::run(const std::vector<torch::Tensor>& x_
   auto [cap_cos_items, cap_sin_items] = rope_for(cap_ids, cap_lens);
 
   // Noise refiner on image tokens (modulated), context refiner on captions.
-  std::vector<torch::Tensor> x_items = x.split_with_sizes(x_lens, 0);
-  auto [xb, x_mask] = batch_items(x_items);
-  const torch::Tensor x_cos = batch_items(x_cos_items).first, x_sin = batch_items(x_sin_items).first;
+  torch::Tensor xb = pad_items(x.split_with_sizes(x_lens, 0));
+  const torch::Tensor x_mask = item_mask(x_lens);
+  const torch::Tensor x_cos = pad_items(x_cos_items), x_sin = pad_items(x_sin_items);
   for (int64_t l = 0; l < c.n_refiner_layers; ++l) {
     xb = block(absl::StrCat("noise_refiner.", l), xb, x_mask, x_cos, x_sin, adaln);
   }
-  std::vector<torch::Tensor> cap_items = cap.split_with_sizes(cap_lens, 0);
-  auto [cb, cap_mask] = batch_items(cap_items);
-  const torch::Tensor cap_cos = batch_items(cap_cos_items).first, cap_sin = batch_items(cap_sin_items).first;
+  torch::Tensor cb = pad_items(cap.split_with_sizes(cap_lens, 0));
+  const torch::Tensor cap_mask = item_mask(cap_lens);
+  const torch::Tensor cap_cos = pad_items(cap_cos_items), cap_sin = pad_items(cap_sin_items);
   for (int64_t l = 0; l < c.n_refiner_layers; ++l) {
     cb = block(absl::StrCat("context_refiner.", l), cb, cap_mask, cap_cos, cap_sin, torch::Tensor());
   }
 
   // Main layers on [image tokens, caption tokens] per item.
   std::vector<torch::Tensor> unified, u_cos, u_sin;
+  std::vector<int64_t> u_lens;
   for (int64_t i = 0; i < batch; ++i) {
+    u_lens.push_back(x_lens[i] + cap_lens[i]);
     unified.push_back(torch::cat({xb[i].narrow(0, 0, x_lens[i]), cb[i].narrow(0, 0, cap_lens[i])}, 0));
     u_cos.push_back(torch::cat({x_cos_items[i], cap_cos_items[i]}, 0));
     u_sin.push_back(torch::cat({x_sin_items[i], cap_sin_items[i]}, 0));
   }
-  auto [ub, u_mask] = batch_items(unified);
-  const torch::Tensor ucos = batch_items(u_cos).first, usin = batch_items(u_sin).first;
+  torch::Tensor ub = pad_items(unified);
+  const torch::Tensor u_mask = item_mask(u_lens);
+  const torch::Tensor ucos = pad_items(u_cos), usin = pad_items(u_sin);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     ub = block(absl::StrCat("layers.", l), ub, u_mask, ucos, usin, adaln);
   }
