@@ -10,6 +10,7 @@
 #include "core/models/z_image/z_image_model.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/loaded_model.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/tensor_file.h"
@@ -18,6 +19,8 @@ namespace diffusiond {
 namespace {
 
 using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::load_test_model;
+using ::diffusiond::testing::LoadedModel;
 using ::diffusiond::testing::max_abs_diff;
 using ::diffusiond::testing::TempDir;
 using ::diffusiond::testing::TensorFile;
@@ -48,27 +51,11 @@ std::string reordered_single_file(const TempDir& dir, const std::string& first) 
   return path;
 }
 
-struct Model {
-  std::unique_ptr<Budget> ram = std::make_unique<Budget>(Device::kCpu, int64_t{1} << 30);
-  std::unique_ptr<ModelCache> cache;
-  std::unique_ptr<Checkpoint> checkpoint;
-  Pin pin;
-};
-
-Model load(const std::string& path, torch::ScalarType dtype, bool fp8) {
-  Model m;
-  ModelCacheOptions co;
-  co.ram_budget = m.ram.get();
-  m.cache = std::move(*ModelCache::create(co));
-  m.checkpoint = std::move(*Checkpoint::open(path));
+LoadedModel load(const std::string& path, torch::ScalarType dtype, bool fp8) {
   ModelLoadOptions options;
   options.compute_dtype = dtype;
   if (fp8) options.fp8.format = Fp8Format::kE4M3Fn;
-  absl::StatusOr<Pin> pin =
-      m.cache->get_or_load("z", [&] { return load_model(*m.checkpoint, options, *m.cache); });
-  EXPECT_THAT(pin, IsOk());
-  if (pin.ok()) m.pin = std::move(*pin);
-  return m;
+  return load_test_model(path, options);
 }
 
 void expect_every_parameter_at(const ZImageModel& model, torch::ScalarType dtype) {
@@ -82,9 +69,9 @@ void expect_every_parameter_at(const ZImageModel& model, torch::ScalarType dtype
 TEST(ComputeDtype, FirstStoredParameterIsFp8) {
   TempDir dir;
   const std::string path = reordered_single_file(dir, "layers.0.feed_forward.w1.weight");
-  Model m = load(path, torch::kFloat32, /*fp8=*/true);
-  ASSERT_TRUE(m.pin);
-  const ZImageModel& model = *m.pin.as<ZImageModel>();
+  LoadedModel m = load(path, torch::kFloat32, /*fp8=*/true);
+  ASSERT_NE(m.model, nullptr);
+  const ZImageModel& model = *m.model;
   ASSERT_TRUE(model.weights().is_fp8("layers.0.feed_forward.w1.weight"));
   EXPECT_EQ(compute_dtype(model), torch::kFloat32);
   expect_every_parameter_at(model, torch::kFloat32);
@@ -101,9 +88,9 @@ TEST(ComputeDtype, FirstStoredParameterIsFp8) {
 TEST(ComputeDtype, LinearBeforePadTokensRunsAtBfloat16) {
   TempDir dir;
   const std::string path = reordered_single_file(dir, "x_embedder.weight");
-  Model m = load(path, torch::kBFloat16, /*fp8=*/true);
-  ASSERT_TRUE(m.pin);
-  const ZImageModel& model = *m.pin.as<ZImageModel>();
+  LoadedModel m = load(path, torch::kBFloat16, /*fp8=*/true);
+  ASSERT_NE(m.model, nullptr);
+  const ZImageModel& model = *m.model;
   EXPECT_EQ(compute_dtype(model), torch::kBFloat16);
   expect_every_parameter_at(model, torch::kBFloat16);
   TensorFile io(kFixture + "/io.safetensors");

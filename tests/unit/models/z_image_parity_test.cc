@@ -19,6 +19,7 @@
 #include "core/models/z_image/z_image_predictor.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/loaded_model.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/tensor_file.h"
@@ -27,6 +28,8 @@ namespace diffusiond {
 namespace {
 
 using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::load_test_model;
+using ::diffusiond::testing::LoadedModel;
 using ::diffusiond::testing::max_abs_diff;
 using ::diffusiond::testing::TensorFile;
 
@@ -54,14 +57,6 @@ void PrintTo(Source s, std::ostream* os) {
   *os << (s == Source::kDiffusersFolder ? "diffusers folder" : s == Source::kSingleFile ? "single file" : "scaled fp8");
 }
 
-struct Loaded {
-  std::unique_ptr<Budget> ram;
-  std::unique_ptr<ModelCache> cache;
-  std::unique_ptr<Checkpoint> checkpoint;
-  Pin pin;
-  const ZImageModel* model = nullptr;
-};
-
 class ZImageParity : public ::testing::TestWithParam<Source> {
  protected:
   // The fixture keeps config.json beside transformer/; a diffusers model
@@ -80,25 +75,10 @@ class ZImageParity : public ::testing::TestWithParam<Source> {
     return "";
   }
 
-  Loaded load(Source source, bool fp8_storage) {
-    Loaded l;
-    l.ram = std::make_unique<Budget>(Device::kCpu, int64_t{1} << 30);
-    ModelCacheOptions co;
-    co.ram_budget = l.ram.get();
-    l.cache = std::move(*ModelCache::create(co));
-    absl::StatusOr<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(path_for(source));
-    EXPECT_THAT(ckpt, IsOk());
-    if (!ckpt.ok()) return l;
-    l.checkpoint = std::move(*ckpt);
+  LoadedModel load(Source source, bool fp8_storage) {
     ModelLoadOptions options;
     if (fp8_storage) options.fp8.format = Fp8Format::kE4M3Fn;
-    absl::StatusOr<Pin> pin = l.cache->get_or_load(
-        "z", [&] { return load_model(*l.checkpoint, options, *l.cache); });
-    EXPECT_THAT(pin, IsOk());
-    if (!pin.ok()) return l;
-    l.pin = std::move(*pin);
-    l.model = l.pin.as<ZImageModel>();
-    return l;
+    return load_test_model(path_for(source), options);
   }
 
   testing::TempDir tmp_;
@@ -113,7 +93,7 @@ torch::Tensor single_forward(const ZImageModel& model, const TensorFile& io) {
 }
 
 TEST_P(ZImageParity, SingleForward) {
-  Loaded l = load(GetParam(), /*fp8_storage=*/false);
+  LoadedModel l = load(GetParam(), /*fp8_storage=*/false);
   ASSERT_NE(l.model, nullptr);
   const char* expected = GetParam() == Source::kScaledFp8File ? "fwd.out_fp8_scaled" : "fwd.out";
   const double diff = max_abs_diff(single_forward(*l.model, io_), io_.get(expected));
@@ -122,7 +102,7 @@ TEST_P(ZImageParity, SingleForward) {
 }
 
 TEST_P(ZImageParity, BatchedForwardWithDifferentCaptionLengths) {
-  Loaded l = load(GetParam(), false);
+  LoadedModel l = load(GetParam(), false);
   ASSERT_NE(l.model, nullptr);
   if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "the fixture has no scaled-fp8 batch output";
   const torch::Tensor x = io_.get("batch.x");
@@ -137,7 +117,7 @@ TEST_P(ZImageParity, BatchedForwardWithDifferentCaptionLengths) {
 
 TEST_P(ZImageParity, Fp8StorageForward) {
   if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "already FP8: see SingleForward";
-  Loaded l = load(GetParam(), /*fp8_storage=*/true);
+  LoadedModel l = load(GetParam(), /*fp8_storage=*/true);
   ASSERT_NE(l.model, nullptr);
   const double diff = max_abs_diff(single_forward(*l.model, io_), io_.get("fwd.out_fp8"));
   std::printf("FP8-storage forward vs fwd.out_fp8: max abs diff %.3g\n", diff);
@@ -179,14 +159,14 @@ void expect_loop_parity(const ZImageModel& model, const TensorFile& io, const st
 
 TEST_P(ZImageParity, FourStepLoopWithoutGuidance) {
   if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "the fixture's loops ran the bf16 weights";
-  Loaded l = load(GetParam(), false);
+  LoadedModel l = load(GetParam(), false);
   ASSERT_NE(l.model, nullptr);
   expect_loop_parity(*l.model, io_, "nocfg");
 }
 
 TEST_P(ZImageParity, FourStepLoopWithGuidance) {
   if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "the fixture's loops ran the bf16 weights";
-  Loaded l = load(GetParam(), false);
+  LoadedModel l = load(GetParam(), false);
   ASSERT_NE(l.model, nullptr);
   expect_loop_parity(*l.model, io_, "cfg");
 }
