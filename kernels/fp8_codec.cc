@@ -11,8 +11,11 @@
 namespace diffusiond {
 namespace {
 
-absl::Status check_pair(const torch::Tensor& floats, const torch::Tensor& codes,
-                        absl::string_view op) {
+// Checks the float/codes pair an op works on; returns the float side's kind.
+absl::StatusOr<FloatKind> check_pair(const torch::Tensor& floats, const torch::Tensor& codes,
+                                     absl::string_view op) {
+  absl::StatusOr<FloatKind> kind = float_kind_of(floats.scalar_type());
+  if (!kind.ok()) return absl::InvalidArgumentError(absl::StrCat(op, ": ", kind.status().message()));
   if (!floats.is_contiguous() || !codes.is_contiguous()) {
     return absl::InvalidArgumentError(absl::StrCat(op, ": tensors must be contiguous"));
   }
@@ -36,7 +39,7 @@ absl::Status check_pair(const torch::Tensor& floats, const torch::Tensor& codes,
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": unsupported device ", floats.device().str()));
   }
-  return absl::OkStatus();
+  return kind;
 }
 
 #if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
@@ -67,9 +70,8 @@ absl::StatusOr<FloatKind> float_kind_of(torch::ScalarType dtype) {
 
 absl::Status fp8_encode(const torch::Tensor& src, Fp8Format format, float inv_scale,
                         torch::Tensor& codes, KernelStream stream) {
-  absl::StatusOr<FloatKind> kind = float_kind_of(src.scalar_type());
-  if (!kind.ok()) return absl::InvalidArgumentError(absl::StrCat("fp8_encode: ", kind.status().message()));
-  if (absl::Status s = check_pair(src, codes, "fp8_encode"); !s.ok()) return s;
+  const absl::StatusOr<FloatKind> kind = check_pair(src, codes, "fp8_encode");
+  if (!kind.ok()) return kind.status();
 #if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
   if (src.is_cuda()) {
     return cuda_status(fp8_encode_cuda(src.data_ptr(), *kind, src.numel(), format, inv_scale,
@@ -83,9 +85,8 @@ absl::Status fp8_encode(const torch::Tensor& src, Fp8Format format, float inv_sc
 
 absl::Status fp8_decode(const torch::Tensor& codes, Fp8Format format, float scale,
                         torch::Tensor& dst, KernelStream stream) {
-  absl::StatusOr<FloatKind> kind = float_kind_of(dst.scalar_type());
-  if (!kind.ok()) return absl::InvalidArgumentError(absl::StrCat("fp8_decode: ", kind.status().message()));
-  if (absl::Status s = check_pair(dst, codes, "fp8_decode"); !s.ok()) return s;
+  const absl::StatusOr<FloatKind> kind = check_pair(dst, codes, "fp8_decode");
+  if (!kind.ok()) return kind.status();
 #if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
   if (dst.is_cuda()) {
     return cuda_status(fp8_decode_cuda(codes.data_ptr<uint8_t>(), codes.numel(), format, scale,
