@@ -7,12 +7,17 @@
 //  - events counted as they happen: loads by result, evictions, admission
 //    rejections, unloads (through the CacheObserver seam), cancellations,
 //    and the load / step / denoise latency histograms.
+// MetricsServer serves them over HTTP on their own port.
+//
+// Not here: the collectors themselves (process_collector.h,
+// cache_stats_collector.h).
 #ifndef DIFFUSIOND_SERVER_METRICS_H_
 #define DIFFUSIOND_SERVER_METRICS_H_
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -21,6 +26,7 @@
 #include "core/cache/cache_stats.h"
 
 namespace prometheus {
+class Collectable;
 class Registry;
 }  // namespace prometheus
 
@@ -32,31 +38,43 @@ struct BuildInfo {
   bool cuda = false;          // built with CUDA kernels
 };
 
-// Thread-safe.
+// The daemon's metrics: owns the registry of event counters and histograms
+// and the scrape-time collectors. Thread-safe. As a CacheObserver it must
+// outlive the cache that reports to it.
 class DaemonMetrics final : public CacheObserver {
  public:
-  // `cache_stats` is called at each scrape (from the exposer's thread).
+  // `cache_stats` is called at each scrape, from the exposer's threads (so it
+  // must be thread-safe) and from scrape_text(); it must stay callable until
+  // this object and every MetricsServer over it are gone. An empty function
+  // reports no cache state.
   DaemonMetrics(const BuildInfo& build, std::function<CacheStats()> cache_stats);
   ~DaemonMetrics() override;
 
-  // Loads by result (ok | error | rejected | cancelled), their seconds,
-  // evictions, unloads and admission rejections.
+  // Counts loads by result (ok | error | rejected | cancelled, from the
+  // status code of a kLoadFailed), observes the seconds of successful loads,
+  // and counts evictions, unloads and admission rejections.
   void on_cache_event(const CacheEvent& event) override;
 
-  // One model forward (a Step call or one denoise step).
+  // Observes one model forward (a Step call or one denoise step).
   void observe_step(absl::string_view model, absl::Duration took);
-  // A whole Denoise call, by result (ok | cancelled | error).
+  // Observes a whole Denoise call, by result (ok | cancelled | error).
   void observe_denoise(absl::string_view model, absl::string_view result, absl::Duration took);
-  // Work stopped by a client cancel, a deadline or a drain; `operation` is
-  // load | denoise | step.
+  // Counts work stopped by a client cancel, a deadline or a drain;
+  // `operation` is load | denoise | step.
   void count_cancellation(absl::string_view operation);
-  // Requests refused because a work queue was full; `queue` is load | compute.
+  // Counts a request refused because a work queue was full; `queue` is
+  // load | compute.
   void count_queue_rejection(absl::string_view queue);
 
-  // The registry to expose (and for tests, to serialise).
+  // Returns the registry of event counters and histograms. It does not hold
+  // the scrape-time series; collectables() has everything.
   std::shared_ptr<prometheus::Registry> registry() const;
 
-  // The text exposition format of everything, as a scrape returns it.
+  // Returns everything a scrape serialises, in order: the registry, the
+  // process_* collector and the cache-state collector.
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables() const;
+
+  // Returns the text exposition format of collectables(), as a scrape does.
   std::string scrape_text() const;
 
  private:
@@ -64,14 +82,17 @@ class DaemonMetrics final : public CacheObserver {
   std::unique_ptr<Impl> impl_;
 };
 
-// Serves `metrics` at http://<address>/metrics until destroyed.
+// Serves `metrics` at http://<address>/metrics (prometheus::Exposer, two
+// threads) until destroyed. It holds the collectables weakly, so destroying
+// `metrics` first only empties the page.
 class MetricsServer {
  public:
-  // UNAVAILABLE naming the address when it cannot be bound.
+  // Binds `address` ("host:port"; port 0 picks a free one) and starts
+  // serving. Returns UNAVAILABLE naming the address when it cannot be bound.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> start(const std::string& address,
                                                               const DaemonMetrics& metrics);
   virtual ~MetricsServer() = default;
-  // The port actually bound (useful with port 0).
+  // Returns the port actually bound (useful with port 0).
   virtual int port() const = 0;
 };
 

@@ -54,7 +54,7 @@ absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const Denois
     if (guided) pred = pred + g * (pred - p.negative.to(torch::kFloat32));
     // The model predicts (x0 − noise); the Euler step wants its negation.
     latents = latents + (s.sigmas[i + 1] - s.sigmas[i]) * (-pred);
-    result.history.push_back(latents);
+    if (options.keep_history) result.history.push_back(latents);
     if (options.on_step) options.on_step({i + 1, s.steps(), s.sigmas[i], clock->now() - start});
   }
   result.latents = latents;

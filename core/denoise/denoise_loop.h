@@ -53,11 +53,12 @@ struct DenoiseOptions {
   std::function<void(const StepEvent&)> on_step;  // optional
   const std::atomic<bool>* cancelled = nullptr;   // checked between steps
   Clock* clock = nullptr;                         // default real_clock()
+  bool keep_history = false;  // fill DenoiseResult::history (for tests)
 };
 
 struct DenoiseResult {
   torch::Tensor latents;               // [C, H, W] float32
-  std::vector<torch::Tensor> history;  // latents after each step
+  std::vector<torch::Tensor> history;  // latents after each step, if kept
   Schedule schedule;
 };
 

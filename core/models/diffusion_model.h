@@ -6,14 +6,20 @@
 
 #include <torch/torch.h>
 
+#include <map>
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/cache/cache_value.h"
+#include "core/denoise/denoise_loop.h"
 #include "core/precision/weight_store.h"
 
 namespace diffusiond {
+
+// Tensors by the name an architecture gives them (docs/api.md lists them).
+using NamedTensors = std::map<std::string, torch::Tensor>;
 
 // Immutable after construction; forwards may run concurrently.
 class DiffusionModel : public CacheValue {
@@ -22,6 +28,25 @@ class DiffusionModel : public CacheValue {
 
   virtual absl::string_view architecture() const = 0;
   const WeightStore& weights() const { return *weights_; }
+
+  // One forward over the architecture's named inputs, returning its named
+  // outputs at the compute dtype. INVALID_ARGUMENT naming any missing,
+  // unexpected or misshapen input and what was expected.
+  virtual absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const = 0;
+
+  // What the denoise loop calls: the model over `caption` features (and
+  // `negative` ones for guidance; may be undefined), both [L, feature_dim].
+  // INVALID_ARGUMENT for features of the wrong shape. The predictor holds a
+  // reference to this model: keep it pinned while the predictor lives.
+  virtual absl::StatusOr<FlowPredictor> flow_predictor(const torch::Tensor& caption,
+                                                       const torch::Tensor& negative) const = 0;
+
+  // Channels of the latents the model denoises ([C, H, W]); H and W must be
+  // multiples of latent_multiple().
+  virtual int64_t latent_channels() const = 0;
+  virtual int64_t latent_multiple() const = 0;
+  // The flow-match shift its scheduler uses by default.
+  virtual double default_shift() const = 0;
 
  protected:
   // The weight named `name` at the compute dtype (FP8 decoded into a fresh

@@ -32,6 +32,16 @@ class ZImageModel final : public DiffusionModel {
   absl::string_view architecture() const override { return kZImageArchitecture; }
   const ZImageConfig& config() const { return config_; }
 
+  // Named inputs (docs/api.md): "x" [B, C, F, H, W]; "t" [B]; captions as
+  // "cap_feats" [B, L, cap_feat_dim] or "cap_feats_0" … "cap_feats_<B-1>"
+  // [L_i, cap_feat_dim] (lengths may differ). Output "out" [B, C, F, H, W].
+  absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const override;
+  absl::StatusOr<FlowPredictor> flow_predictor(const torch::Tensor& caption,
+                                               const torch::Tensor& negative) const override;
+  int64_t latent_channels() const override { return config_.in_channels; }
+  int64_t latent_multiple() const override { return config_.patch_size; }
+  double default_shift() const override { return 3.0; }  // Z-Image-Turbo's scheduler
+
   // One forward, upstream's call convention: x[i] is [C, F, H, W], t is [B]
   // model-space time in [0, 1], cap_feats[i] is [L_i, cap_feat_dim]. Inputs
   // of any float dtype are converted to compute_dtype(*this). Returns one

@@ -139,6 +139,7 @@ void expect_loop_parity(const ZImageModel& model, const TensorFile& io, const st
       model, io.get(prefix + ".cap_feats"), cfg ? io.get("cfg.neg_cap_feats") : torch::Tensor());
   int events = 0;
   DenoiseOptions options;
+  options.keep_history = true;
   options.on_step = [&](const StepEvent& e) { EXPECT_EQ(e.step, ++events); };
   absl::StatusOr<DenoiseResult> r = denoise(predict, request, options);
   ASSERT_THAT(r, IsOk());

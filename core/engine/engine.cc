@@ -1,0 +1,312 @@
+#include "core/engine/engine.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/loader/torch_dtype.h"
+#include "core/models/model_loader.h"
+#include "core/util/confined_path.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+constexpr absl::string_view kShuttingDown = "the daemon is shutting down; retry on another replica";
+
+std::string fp8_name(const std::optional<Fp8Format>& f) {
+  if (!f.has_value()) return "off";
+  return *f == Fp8Format::kE4M3Fn ? "e4m3fn" : "e5m2";
+}
+
+// Cache operations that fail because an entry is being unloaded say ABORTED
+// (retry later); for a remote caller that is the model not being there.
+absl::Status not_loaded(const std::string& model_id, const absl::Status& status) {
+  if (absl::IsNotFound(status) || absl::IsAborted(status)) {
+    return absl::NotFoundError(absl::StrCat("model \"", model_id, "\" is not loaded (", status.message(),
+                                            "); load it first"));
+  }
+  return status;
+}
+
+}  // namespace
+
+// One unit of work the lifecycle tracks: registered while it runs so that
+// wait_idle() can wait for it and cancel_all() can stop it.
+class Engine::Job {
+ public:
+  explicit Job(Engine* engine) : engine_(engine) {}
+  ~Job() {
+    if (!admitted_) return;
+    MutexLock lock(&engine_->mu_);
+    engine_->jobs_.erase(this);
+    if (engine_->jobs_.empty()) engine_->idle_.signal_all();
+  }
+  bool cancelled() const { return cancelled_.load(); }
+
+ private:
+  friend class Engine;
+  Engine* const engine_;
+  bool admitted_ = false;
+  std::atomic<bool> cancelled_{false};
+};
+
+Engine::Engine(const EngineOptions& options) : options_(options) {}
+
+Engine::~Engine() = default;
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(options.models_dir, ec)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("models directory \"", options.models_dir, "\" does not exist or is not a directory"));
+  }
+  std::unique_ptr<Engine> engine(new Engine(options));
+  ModelCacheOptions co;
+  co.ram_budget = options.ram_budget;
+  co.vram_budget = options.vram_budget;
+  co.clock = options.clock;
+  co.observer = options.observer;
+  DIFFUSIOND_ASSIGN_OR_RETURN(engine->cache_, ModelCache::create(co));
+  return engine;
+}
+
+absl::Status Engine::admit(Job& job) {
+  MutexLock lock(&mu_);
+  if (!accepting_) return absl::UnavailableError(kShuttingDown);
+  jobs_.insert(&job);
+  job.admitted_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Pin> Engine::pin(const std::string& model_id) {
+  absl::StatusOr<Pin> pin = cache_->get(model_id);
+  if (!pin.ok()) return not_loaded(model_id, pin.status());
+  return pin;
+}
+
+absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const LoadWatcher& watcher) {
+  Job job(this);
+  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  if (request.path.empty()) return absl::InvalidArgumentError("a load needs a path");
+  DIFFUSIOND_ASSIGN_OR_RETURN(const std::string path,
+                              resolve_confined_path(options_.models_dir, request.path));
+  const std::string model_id = request.model_id.empty() ? request.path : request.model_id;
+  const Fp8Options fp8 = request.fp8.value_or(options_.fp8);
+  const torch::ScalarType dtype = request.compute_dtype.value_or(options_.compute_dtype);
+
+  // A caller that joins after the loader gave up (everyone before it left)
+  // shares that cancelled load; it then loads afresh, once.
+  absl::StatusOr<Pin> pinned = absl::UnknownError("unreachable");
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    LoadBoard::Ticket ticket = load_board_.join(model_id, watcher);
+    LoadBoard::Load& shared = ticket.load();
+    pinned = cache_->get_or_load(model_id, [&]() -> absl::StatusOr<LoadedValue> {
+      ModelLoadRequest resolved = request;
+      resolved.fp8 = fp8;
+      resolved.compute_dtype = dtype;
+      return run_load(resolved, path, model_id, shared);
+    });
+    const bool mine_cancelled = watcher.cancelled && watcher.cancelled();
+    if (!absl::IsCancelled(pinned.status()) || mine_cancelled || job.cancelled()) break;
+  }
+  if (!pinned.ok()) {
+    if (absl::IsCancelled(pinned.status()) && job.cancelled()) return absl::UnavailableError(kShuttingDown);
+    if (absl::IsAborted(pinned.status())) {
+      return absl::AbortedError(absl::StrCat("model \"", model_id, "\" is being unloaded; retry after it is gone"));
+    }
+    return pinned.status();
+  }
+  ModelInfo info = describe(model_id);
+  DIFFUSIOND_RETURN_IF_ERROR(check_same_model(info, path, fp8, dtype));
+  return info;
+}
+
+absl::StatusOr<LoadedValue> Engine::run_load(const ModelLoadRequest& request, const std::string& path,
+                                             const std::string& model_id, LoadBoard::Load& shared) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(path));
+  ModelLoadOptions lo;
+  lo.compute_dtype = *request.compute_dtype;
+  lo.fp8 = *request.fp8;
+  DIFFUSIOND_ASSIGN_OR_RETURN(ModelPlan plan, plan_model(*checkpoint, lo));
+  StreamOptions stream;
+  stream.on_progress = [&shared](const LoadProgress& p) { shared.publish(p); };
+  stream.cancelled = shared.cancelled();
+  shared.publish(LoadProgress{0, plan.plan.source_bytes, 0,
+                              static_cast<int64_t>(plan.plan.tensors.size())});
+  DIFFUSIOND_ASSIGN_OR_RETURN(LoadedValue loaded, load_planned_model(*checkpoint, plan, *cache_, stream));
+  const auto& model = static_cast<const DiffusionModel&>(*loaded.value);
+  ModelInfo info;
+  info.model_id = model_id;
+  info.path = path;
+  info.architecture = std::string(model.architecture());
+  info.description = plan.recipe->describe();
+  info.compute_dtype = compute_dtype(model);
+  info.fp8 = lo.fp8.format;
+  info.tensors = static_cast<int64_t>(model.weights().size());
+  info.fp8_tensors = model.weights().fp8_count();
+  // Recorded before the cache publishes the entry, so a listing never sees
+  // a ready model without its description.
+  MutexLock lock(&mu_);
+  described_[model_id] = std::move(info);
+  return loaded;
+}
+
+ModelInfo Engine::describe(const std::string& model_id) const {
+  ModelInfo info;
+  {
+    MutexLock lock(&mu_);
+    if (const auto it = described_.find(model_id); it != described_.end()) info = it->second;
+  }
+  info.model_id = model_id;
+  for (const CacheEntryStats& e : cache_->stats().entries) {
+    if (e.key != model_id) continue;
+    info.bytes = e.bytes;
+    info.pins = e.pins;
+    info.leases = e.leases;
+    info.idle = e.idle_age;
+  }
+  return info;
+}
+
+absl::Status Engine::check_same_model(const ModelInfo& loaded, const std::string& path, const Fp8Options& fp8,
+                                      torch::ScalarType compute_dtype) const {
+  std::string differs;
+  if (loaded.path != path) absl::StrAppend(&differs, " from ", loaded.path, " (asked: ", path, ")");
+  if (loaded.fp8 != fp8.format) {
+    absl::StrAppend(&differs, " with FP8 ", fp8_name(loaded.fp8), " (asked: ", fp8_name(fp8.format), ")");
+  }
+  if (loaded.compute_dtype != compute_dtype) {
+    absl::StrAppend(&differs, " at ", scalar_type_name(loaded.compute_dtype),
+                    " (asked: ", scalar_type_name(compute_dtype), ")");
+  }
+  if (differs.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("model \"", loaded.model_id, "\" is already loaded", differs,
+                                                    "; unload it first or load under another model_id"));
+}
+
+absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const UnloadOptions& options) {
+  Job job(this);
+  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  if (!options.wait) return cache_->unload(model_id, options);
+  // Waits in slices so that a drain can stop it; between slices the entry
+  // briefly accepts users again, which only delays the unload.
+  const absl::Time deadline = options.timeout == absl::InfiniteDuration()
+                                  ? absl::InfiniteFuture()
+                                  : absl::Now() + options.timeout;
+  for (;;) {
+    if (job.cancelled()) return absl::UnavailableError(kShuttingDown);
+    UnloadOptions slice;
+    slice.timeout = std::min(absl::Milliseconds(100), std::max(absl::ZeroDuration(), deadline - absl::Now()));
+    absl::StatusOr<UnloadResult> r = cache_->unload(model_id, slice);
+    if (!absl::IsDeadlineExceeded(r.status()) || absl::Now() >= deadline) return r;
+  }
+}
+
+std::vector<ModelInfo> Engine::list() const {
+  std::vector<ModelInfo> out;
+  MutexLock lock(&mu_);
+  const CacheStats stats = cache_->stats();
+  std::map<std::string, ModelInfo> kept;
+  for (const CacheEntryStats& e : stats.entries) {
+    const auto it = described_.find(e.key);
+    if (it == described_.end()) continue;
+    kept.insert(*it);
+    if (e.loading) continue;
+    ModelInfo info = it->second;
+    info.bytes = e.bytes;
+    info.pins = e.pins;
+    info.leases = e.leases;
+    info.idle = e.idle_age;
+    out.push_back(std::move(info));
+  }
+  described_.swap(kept);  // forget models the cache no longer holds
+  return out;
+}
+
+absl::StatusOr<LeaseId> Engine::acquire_lease(const std::string& model_id, absl::Duration ttl) {
+  Job job(this);
+  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  absl::StatusOr<LeaseId> lease = cache_->acquire_lease(model_id, ttl);
+  if (!lease.ok()) return not_loaded(model_id, lease.status());
+  return lease;
+}
+
+absl::Status Engine::release_lease(LeaseId lease) { return cache_->release_lease(lease); }
+
+absl::StatusOr<Reservation> Engine::make_room(int64_t bytes, Device device) {
+  Job job(this);
+  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("cannot make room for ", bytes, " bytes"));
+  return cache_->make_room(bytes, device);
+}
+
+absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const NamedTensors& inputs) {
+  Job job(this);
+  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(model_id));
+  return pinned.as<DiffusionModel>()->step(inputs);
+}
+
+absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options) {
+  Job job(this);
+  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(request.model_id));
+  const DiffusionModel& model = *pinned.as<DiffusionModel>();
+
+  DenoiseRequest loop = request.loop;
+  if (loop.schedule.shift == 0) loop.schedule.shift = model.default_shift();
+  const std::vector<int64_t> shape =
+      loop.initial_latents.defined() ? loop.initial_latents.sizes().vec() : loop.latent_shape;
+  const int64_t multiple = model.latent_multiple();
+  if (shape.size() != 3 || shape[0] != model.latent_channels() || shape[1] < multiple || shape[2] < multiple ||
+      shape[1] % multiple != 0 || shape[2] % multiple != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "latents must be [", model.latent_channels(), ", H, W] with H and W positive multiples of ", multiple,
+        " for model \"", request.model_id, "\", got [", absl::StrJoin(shape, ", "), "]"));
+  }
+  loop.has_negative = request.negative.defined();
+  DIFFUSIOND_ASSIGN_OR_RETURN(FlowPredictor predict, model.flow_predictor(request.caption, request.negative));
+  // The drain stops the loop before its next model call.
+  FlowPredictor guarded = [&](const torch::Tensor& latents, float t, bool with_negative)
+      -> absl::StatusOr<FlowPrediction> {
+    if (job.cancelled()) return absl::UnavailableError(kShuttingDown);
+    return predict(latents, t, with_negative);
+  };
+  DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseResult result, diffusiond::denoise(guarded, loop, options));
+  return std::move(result.latents);
+}
+
+void Engine::stop_accepting() {
+  MutexLock lock(&mu_);
+  accepting_ = false;
+}
+
+bool Engine::wait_idle(absl::Time deadline) {
+  MutexLock lock(&mu_);
+  while (!jobs_.empty()) {
+    if (idle_.wait_until(&mu_, deadline) && !jobs_.empty()) return false;
+  }
+  return true;
+}
+
+void Engine::cancel_all() {
+  load_board_.cancel_all();
+  MutexLock lock(&mu_);
+  cancelled_all_ = true;
+  for (Job* job : jobs_) job->cancelled_.store(true);
+}
+
+int64_t Engine::unload_all(absl::Duration timeout) {
+  int64_t freed = 0;
+  UnloadOptions options;
+  options.timeout = timeout;
+  for (const CacheEntryStats& e : cache_->stats().entries) {
+    absl::StatusOr<UnloadResult> r = cache_->unload(e.key, options);
+    if (r.ok()) freed += r->freed_bytes[static_cast<int>(Device::kCpu)];
+  }
+  return freed;
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,153 @@
+// Engine: what the daemon does, without the wire. It owns the model cache
+// and answers the API's operations — load (confined to the models
+// directory, single flight with progress shared by every waiter), unload,
+// list, leases, one Step, a whole Denoise — and the lifecycle a graceful
+// shutdown needs: stop accepting work, wait for it to drain, cancel what is
+// left. server/ maps protos and gRPC calls onto it one to one.
+#ifndef DIFFUSIOND_CORE_ENGINE_ENGINE_H_
+#define DIFFUSIOND_CORE_ENGINE_ENGINE_H_
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/cache/model_cache.h"
+#include "core/denoise/denoise_loop.h"
+#include "core/engine/load_board.h"
+#include "core/loader/load_plan.h"
+#include "core/models/diffusion_model.h"
+#include "core/util/mutex.h"
+
+namespace diffusiond {
+
+struct EngineOptions {
+  std::string models_dir;         // every load is confined to it
+  Budget* ram_budget = nullptr;   // required; not owned
+  Budget* vram_budget = nullptr;  // optional; not owned
+  CacheObserver* observer = nullptr;  // optional (logs, metrics); not owned
+  Clock* clock = nullptr;             // default real_clock()
+  // Defaults for loads that do not say.
+  torch::ScalarType compute_dtype = torch::kFloat32;
+  Fp8Options fp8 = {Fp8Format::kE4M3Fn, Fp8Scaling::kNone};
+};
+
+struct ModelLoadRequest {
+  std::string path;      // relative to models_dir, or absolute inside it
+  std::string model_id;  // empty: the path as given
+  std::optional<Fp8Options> fp8;              // empty: the engine's default
+  std::optional<torch::ScalarType> compute_dtype;  // empty: the engine's default
+};
+
+// A loaded model as the API describes it.
+struct ModelInfo {
+  std::string model_id;
+  std::string path;  // canonical, inside models_dir
+  std::string architecture;
+  std::string description;
+  torch::ScalarType compute_dtype = torch::kFloat32;
+  std::optional<Fp8Format> fp8;  // storage asked for; empty: off
+  int64_t tensors = 0;
+  int64_t fp8_tensors = 0;
+  std::array<int64_t, kNumDevices> bytes{};
+  int pins = 0;
+  int leases = 0;
+  absl::Duration idle;
+};
+
+// Someone waiting for a load. Each waiter gets every progress event; the
+// shared load is cancelled once every waiter has given up.
+using LoadWatcher = LoadBoard::Watcher;
+
+struct EngineDenoiseRequest {
+  std::string model_id;
+  DenoiseRequest loop;       // shift 0 means the model's default
+  torch::Tensor caption;     // [L, feature_dim]
+  torch::Tensor negative;    // optional
+};
+
+// Thread-safe. Every method but stats/list refuses with UNAVAILABLE once
+// stop_accepting() was called.
+class Engine {
+ public:
+  // INVALID_ARGUMENT for a missing budget; FAILED_PRECONDITION if models_dir
+  // does not exist.
+  static absl::StatusOr<std::unique_ptr<Engine>> create(const EngineOptions& options);
+  ~Engine();
+
+  // Loads (or finds) a model. A model already cached under the id answers at
+  // once; if it was loaded from another path or with other options the
+  // answer is FAILED_PRECONDITION saying what differs. PERMISSION_DENIED for
+  // paths outside models_dir, NOT_FOUND for missing ones, RESOURCE_EXHAUSTED
+  // when the budget cannot admit it (nothing evicted), CANCELLED when every
+  // waiter gave up, the checkpoint's own errors otherwise.
+  absl::StatusOr<ModelInfo> load(const ModelLoadRequest& request, const LoadWatcher& watcher = {});
+
+  // Returns after the model's memory is released. See UnloadOptions.
+  absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options);
+
+  // Ready models, most recently used first.
+  std::vector<ModelInfo> list() const;
+  CacheStats stats() const { return cache_->stats(); }
+
+  absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration ttl);
+  absl::Status release_lease(LeaseId lease);
+  absl::StatusOr<Reservation> make_room(int64_t bytes, Device device);
+
+  // One forward of `model_id`. NOT_FOUND if it is not loaded.
+  absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs);
+
+  // The whole loop; `options.cancelled` is honoured, and so is cancel_all().
+  // Returns the final latents [C, H, W] float32. A loop stopped by
+  // cancel_all() fails with UNAVAILABLE.
+  absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options);
+
+  // Lifecycle. After stop_accepting() new work fails with UNAVAILABLE;
+  // wait_idle() returns true once no work runs (false at the deadline);
+  // cancel_all() stops loads before their next tensor and loops before their
+  // next step.
+  void stop_accepting();
+  bool wait_idle(absl::Time deadline);
+  void cancel_all();
+  // Unloads every model (waiting up to `timeout` for pins); returns the
+  // bytes freed on the CPU.
+  int64_t unload_all(absl::Duration timeout);
+
+  ModelCache& cache() { return *cache_; }
+
+ private:
+  class Job;
+  explicit Engine(const EngineOptions& options);
+  absl::Status admit(Job& job);
+  absl::StatusOr<Pin> pin(const std::string& model_id);
+  absl::StatusOr<LoadedValue> run_load(const ModelLoadRequest& request, const std::string& path,
+                                       const std::string& model_id, LoadBoard::Load& shared);
+  ModelInfo describe(const std::string& model_id) const;
+  absl::Status check_same_model(const ModelInfo& loaded, const std::string& path, const Fp8Options& fp8,
+                                torch::ScalarType compute_dtype) const;
+
+  const EngineOptions options_;
+  std::unique_ptr<ModelCache> cache_;
+  LoadBoard load_board_;
+
+  mutable Mutex mu_;
+  CondVar idle_;
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;
+  bool cancelled_all_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<Job*> jobs_ ABSL_GUARDED_BY(mu_);
+  // Descriptions recorded at load; entries whose key the cache no longer
+  // holds are pruned when listed.
+  mutable std::map<std::string, ModelInfo> described_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_ENGINE_ENGINE_H_

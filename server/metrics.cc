@@ -1,0 +1,258 @@
+#include "server/metrics.h"
+
+#include <exception>
+#include <sstream>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "prometheus/collectable.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
+#include "server/cache_stats_collector.h"
+#include "server/process_collector.h"
+
+namespace diffusiond {
+namespace {
+
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Histogram;
+
+// Roughly 1-2.5-5 steps, wide enough that the slowest case a person would
+// wait for still lands in a finite bucket.
+const Histogram::BucketBoundaries& load_buckets() {
+  static const auto* const kBuckets =
+      new Histogram::BucketBoundaries{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 600};
+  return *kBuckets;
+}
+const Histogram::BucketBoundaries& step_buckets() {
+  static const auto* const kBuckets = new Histogram::BucketBoundaries{
+      0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+  return *kBuckets;
+}
+const Histogram::BucketBoundaries& denoise_buckets() {
+  static const auto* const kBuckets =
+      new Histogram::BucketBoundaries{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 600, 1800};
+  return *kBuckets;
+}
+
+// Label values pre-created so dashboards see 0 rather than no series.
+constexpr const char* kCancellableOperations[] = {"load", "denoise", "step"};
+constexpr const char* kQueues[] = {"load", "compute"};
+
+class ExposerMetricsServer final : public MetricsServer {
+ public:
+  explicit ExposerMetricsServer(std::unique_ptr<prometheus::Exposer> exposer)
+      : exposer_(std::move(exposer)) {}
+
+  int port() const override {
+    const std::vector<int> ports = exposer_->GetListeningPorts();
+    return ports.empty() ? 0 : ports.front();
+  }
+
+ private:
+  const std::unique_ptr<prometheus::Exposer> exposer_;
+};
+
+}  // namespace
+
+struct DaemonMetrics::Impl {
+  explicit Impl(std::function<CacheStats()> cache_stats)
+      : registry(std::make_shared<prometheus::Registry>()),
+        process(std::make_shared<ProcessCollector>()),
+        cache(std::make_shared<CacheStatsCollector>(std::move(cache_stats))) {}
+
+  const std::shared_ptr<prometheus::Registry> registry;
+  const std::shared_ptr<ProcessCollector> process;
+  const std::shared_ptr<CacheStatsCollector> cache;
+
+  // Owned by `registry`; families and their children never move once added.
+  Counter* loads_ok = nullptr;
+  Counter* loads_error = nullptr;
+  Counter* loads_rejected = nullptr;
+  Counter* loads_cancelled = nullptr;
+  Counter* evictions = nullptr;
+  Counter* unloads = nullptr;
+  Counter* admission_rejections = nullptr;
+  Histogram* load_seconds = nullptr;
+  Family<Counter>* cancellations = nullptr;
+  Family<Counter>* queue_rejections = nullptr;
+  Family<Histogram>* step_seconds = nullptr;
+  Family<Histogram>* denoise_seconds = nullptr;
+};
+
+DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()> cache_stats)
+    : impl_(std::make_unique<Impl>(std::move(cache_stats))) {
+  prometheus::Registry& r = *impl_->registry;
+
+  prometheus::BuildGauge()
+      .Name("diffusiond_build_info")
+      .Help("Always 1; the labels say which diffusiond build is running.")
+      .Register(r)
+      .Add({{"version", build.version},
+            {"torch_version", build.torch_version},
+            {"cuda", build.cuda ? "true" : "false"}})
+      .Set(1);
+
+  Family<Counter>& loads =
+      prometheus::BuildCounter()
+          .Name("diffusiond_model_loads_total")
+          .Help(
+              "Model loads that finished, by result: ok, error, rejected (no room in the "
+              "memory budget) or cancelled.")
+          .Register(r);
+  impl_->loads_ok = &loads.Add({{"result", "ok"}});
+  impl_->loads_error = &loads.Add({{"result", "error"}});
+  impl_->loads_rejected = &loads.Add({{"result", "rejected"}});
+  impl_->loads_cancelled = &loads.Add({{"result", "cancelled"}});
+
+  impl_->load_seconds = &prometheus::BuildHistogram()
+                             .Name("diffusiond_model_load_seconds")
+                             .Help("Seconds the loader ran, for model loads that succeeded.")
+                             .Register(r)
+                             .Add({}, load_buckets());
+  impl_->evictions = &prometheus::BuildCounter()
+                          .Name("diffusiond_model_evictions_total")
+                          .Help("Unpinned models removed from the cache to make room in a budget.")
+                          .Register(r)
+                          .Add({});
+  impl_->unloads = &prometheus::BuildCounter()
+                        .Name("diffusiond_model_unloads_total")
+                        .Help("Models removed from the cache by an explicit unload request.")
+                        .Register(r)
+                        .Add({});
+  impl_->admission_rejections =
+      &prometheus::BuildCounter()
+           .Name("diffusiond_admission_rejections_total")
+           .Help(
+               "Requests for memory refused because even evicting every unpinned model "
+               "would not free enough of the budget.")
+           .Register(r)
+           .Add({});
+
+  impl_->cancellations = &prometheus::BuildCounter()
+                              .Name("diffusiond_cancellations_total")
+                              .Help(
+                                  "Operations stopped early by a client cancel, a deadline "
+                                  "or a drain, by operation.")
+                              .Register(r);
+  for (const char* operation : kCancellableOperations) {
+    impl_->cancellations->Add({{"operation", operation}});
+  }
+  impl_->queue_rejections = &prometheus::BuildCounter()
+                                 .Name("diffusiond_queue_rejections_total")
+                                 .Help(
+                                     "Requests refused because a work queue was full, by "
+                                     "queue.")
+                                 .Register(r);
+  for (const char* queue : kQueues) impl_->queue_rejections->Add({{"queue", queue}});
+
+  impl_->step_seconds = &prometheus::BuildHistogram()
+                             .Name("diffusiond_denoise_step_seconds")
+                             .Help(
+                                 "Seconds one model forward took (a Step call or one step "
+                                 "of a Denoise call), by model.")
+                             .Register(r);
+  impl_->denoise_seconds = &prometheus::BuildHistogram()
+                                .Name("diffusiond_denoise_seconds")
+                                .Help(
+                                    "Seconds a whole Denoise call took, by model and result "
+                                    "(ok, cancelled or error).")
+                                .Register(r);
+}
+
+DaemonMetrics::~DaemonMetrics() = default;
+
+void DaemonMetrics::on_cache_event(const CacheEvent& event) {
+  switch (event.kind) {
+    case CacheEvent::Kind::kLoaded:
+      impl_->loads_ok->Increment();
+      impl_->load_seconds->Observe(absl::ToDoubleSeconds(event.duration));
+      return;
+    case CacheEvent::Kind::kLoadFailed:
+      switch (event.status.code()) {
+        case absl::StatusCode::kResourceExhausted:
+          impl_->loads_rejected->Increment();
+          return;
+        case absl::StatusCode::kCancelled:
+          impl_->loads_cancelled->Increment();
+          return;
+        default:
+          impl_->loads_error->Increment();
+          return;
+      }
+    case CacheEvent::Kind::kEvicted:
+      impl_->evictions->Increment();
+      return;
+    case CacheEvent::Kind::kUnloaded:
+      impl_->unloads->Increment();
+      return;
+    case CacheEvent::Kind::kRejected:
+      impl_->admission_rejections->Increment();
+      return;
+  }
+}
+
+void DaemonMetrics::observe_step(absl::string_view model, absl::Duration took) {
+  impl_->step_seconds->Add({{"model", std::string(model)}}, step_buckets())
+      .Observe(absl::ToDoubleSeconds(took));
+}
+
+void DaemonMetrics::observe_denoise(absl::string_view model, absl::string_view result,
+                                    absl::Duration took) {
+  impl_->denoise_seconds
+      ->Add({{"model", std::string(model)}, {"result", std::string(result)}}, denoise_buckets())
+      .Observe(absl::ToDoubleSeconds(took));
+}
+
+void DaemonMetrics::count_cancellation(absl::string_view operation) {
+  impl_->cancellations->Add({{"operation", std::string(operation)}}).Increment();
+}
+
+void DaemonMetrics::count_queue_rejection(absl::string_view queue) {
+  impl_->queue_rejections->Add({{"queue", std::string(queue)}}).Increment();
+}
+
+std::shared_ptr<prometheus::Registry> DaemonMetrics::registry() const { return impl_->registry; }
+
+std::vector<std::shared_ptr<prometheus::Collectable>> DaemonMetrics::collectables() const {
+  return {impl_->registry, impl_->process, impl_->cache};
+}
+
+std::string DaemonMetrics::scrape_text() const {
+  std::vector<prometheus::MetricFamily> families;
+  for (const std::shared_ptr<prometheus::Collectable>& c : collectables()) {
+    std::vector<prometheus::MetricFamily> more = c->Collect();
+    families.insert(families.end(), std::make_move_iterator(more.begin()),
+                    std::make_move_iterator(more.end()));
+  }
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
+}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& address,
+                                                                    const DaemonMetrics& metrics) {
+  std::unique_ptr<prometheus::Exposer> exposer;
+  // civetweb reports a failed bind by throwing from the constructor; no
+  // exception may leave server/'s modules.
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(address, /*num_threads=*/2);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on '", address, "': ", e.what()));
+  }
+  for (const std::shared_ptr<prometheus::Collectable>& c : metrics.collectables()) {
+    exposer->RegisterCollectable(c, "/metrics");
+  }
+  return std::make_unique<ExposerMetricsServer>(std::move(exposer));
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,335 @@
+#include "server/metrics.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "core/util/mutex.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+
+namespace diffusiond {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::StatusIs;
+using ::testing::Contains;
+using ::testing::Gt;
+using ::testing::HasSubstr;
+using ::testing::Key;
+using ::testing::Not;
+using ::testing::Pair;
+using ::testing::StartsWith;
+
+// The samples of a text exposition, keyed by series ("name{labels}"), so a
+// test can ask for one exact series and see that others are absent.
+std::map<std::string, double> parse_samples(const std::string& text) {
+  std::map<std::string, double> samples;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (line.front() == '#') continue;
+    const size_t space = line.rfind(' ');
+    double value = 0;
+    EXPECT_NE(space, absl::string_view::npos) << line;
+    EXPECT_TRUE(absl::SimpleAtod(line.substr(space + 1), &value)) << line;
+    samples[std::string(line.substr(0, space))] = value;
+  }
+  return samples;
+}
+
+// A CacheStats source the test changes between scrapes, as the cache would.
+class FakeCacheStats {
+ public:
+  void set(CacheStats stats) {
+    MutexLock lock(&mu_);
+    stats_ = std::move(stats);
+  }
+  std::function<CacheStats()> source() {
+    return [this] {
+      MutexLock lock(&mu_);
+      return stats_;
+    };
+  }
+
+ private:
+  Mutex mu_;
+  CacheStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+BudgetSnapshot budget(Device device, int64_t capacity, int64_t reserved, int64_t committed,
+                      int64_t high_water) {
+  BudgetSnapshot b;
+  b.device = device;
+  b.capacity_bytes = capacity;
+  b.reserved_bytes = reserved;
+  b.committed_bytes = committed;
+  b.high_water_bytes = high_water;
+  return b;
+}
+
+CacheEntryStats entry(std::string key, int64_t cpu_bytes, int64_t cuda_bytes, int pins = 0) {
+  CacheEntryStats e;
+  e.key = std::move(key);
+  e.bytes = {cpu_bytes, cuda_bytes};
+  e.pins = pins;
+  return e;
+}
+
+CacheEvent load_failed(absl::Status status) {
+  CacheEvent event;
+  event.kind = CacheEvent::Kind::kLoadFailed;
+  event.key = "m";
+  event.status = std::move(status);
+  return event;
+}
+
+BuildInfo test_build() { return BuildInfo{"1.2.3", "2.1.0", true}; }
+
+TEST(DaemonMetrics, ReportsBudgetsAndResidentModelsAtScrapeTime) {
+  FakeCacheStats fake;
+  CacheStats stats;
+  stats.budgets = {budget(Device::kCpu, 1000, 100, 600, 800),
+                   budget(Device::kCuda, 4000, 0, 500, 900)};
+  stats.entries = {entry("a", 600, 0, /*pins=*/2), entry("b", 100, 500)};
+  CacheEntryStats loading = entry("c", 100, 0, /*pins=*/1);
+  loading.loading = true;
+  stats.entries.push_back(loading);
+  stats.hits = 7;
+  stats.misses = 3;
+  fake.set(stats);
+  DaemonMetrics metrics(test_build(), fake.source());
+
+  std::map<std::string, double> s = parse_samples(metrics.scrape_text());
+  EXPECT_THAT(s, Contains(Pair("diffusiond_memory_budget_bytes{device=\"cpu\"}", 1000)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_memory_budget_bytes{device=\"cuda\"}", 4000)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_memory_reserved_bytes{device=\"cpu\"}", 100)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_memory_used_bytes{device=\"cpu\"}", 600)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_memory_used_bytes{device=\"cuda\"}", 500)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_memory_high_water_bytes{device=\"cuda\"}", 900)));
+  EXPECT_THAT(s,
+              Contains(Pair("diffusiond_model_resident_bytes{model=\"a\",device=\"cpu\"}", 600)));
+  // A CPU-only model has no cuda series; a split one has both.
+  EXPECT_THAT(s,
+              Not(Contains(Key("diffusiond_model_resident_bytes{model=\"a\",device=\"cuda\"}"))));
+  EXPECT_THAT(s,
+              Contains(Pair("diffusiond_model_resident_bytes{model=\"b\",device=\"cpu\"}", 100)));
+  EXPECT_THAT(s,
+              Contains(Pair("diffusiond_model_resident_bytes{model=\"b\",device=\"cuda\"}", 500)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_pins{model=\"a\"}", 2)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_pins{model=\"b\"}", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_models_loaded", 2)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_cache_hits_total", 7)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_cache_misses_total", 3)));
+  for (const auto& [series, value] : s) {
+    EXPECT_THAT(series, Not(HasSubstr("model=\"c\""))) << "a loading entry has no series";
+  }
+
+  // The source stops listing "a": its series go with it, at the next scrape.
+  stats.entries.erase(stats.entries.begin());
+  stats.budgets[0].committed_bytes = 0;
+  fake.set(stats);
+  s = parse_samples(metrics.scrape_text());
+  for (const auto& [series, value] : s) {
+    EXPECT_THAT(series, Not(HasSubstr("model=\"a\""))) << "an unloaded model has no series";
+  }
+  EXPECT_THAT(s, Contains(Pair("diffusiond_memory_used_bytes{device=\"cpu\"}", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_models_loaded", 1)));
+}
+
+TEST(DaemonMetrics, EmptyCacheSourceReportsNoCacheSeries) {
+  DaemonMetrics metrics(test_build(), nullptr);
+  const std::string text = metrics.scrape_text();
+  EXPECT_THAT(text, Not(HasSubstr("diffusiond_memory_budget_bytes")));
+  EXPECT_THAT(text, HasSubstr("diffusiond_model_loads_total"));
+}
+
+TEST(DaemonMetrics, PreCreatesZeroSeriesForDashboards) {
+  DaemonMetrics metrics(test_build(), nullptr);
+  std::map<std::string, double> s = parse_samples(metrics.scrape_text());
+  for (const char* result : {"ok", "error", "rejected", "cancelled"}) {
+    EXPECT_THAT(s, Contains(Pair(
+                       absl::StrCat("diffusiond_model_loads_total{result=\"", result, "\"}"), 0)));
+  }
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_evictions_total", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_unloads_total", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_admission_rejections_total", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_cancellations_total{operation=\"denoise\"}", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_queue_rejections_total{queue=\"compute\"}", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_load_seconds_count", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_build_info{cuda=\"true\",torch_version=\"2.1.0\","
+                               "version=\"1.2.3\"}",
+                               1)));
+}
+
+TEST(DaemonMetrics, CountsEachCacheEventAndClassifiesFailedLoads) {
+  DaemonMetrics metrics(test_build(), nullptr);
+  CacheEvent loaded;
+  loaded.kind = CacheEvent::Kind::kLoaded;
+  loaded.key = "m";
+  loaded.duration = absl::Seconds(3);
+  metrics.on_cache_event(loaded);
+  metrics.on_cache_event(loaded);
+  metrics.on_cache_event(load_failed(absl::ResourceExhaustedError("no room")));
+  metrics.on_cache_event(load_failed(absl::CancelledError("client went away")));
+  metrics.on_cache_event(load_failed(absl::DataLossError("truncated checkpoint")));
+  metrics.on_cache_event(load_failed(absl::NotFoundError("no such file")));
+  CacheEvent evicted;
+  evicted.kind = CacheEvent::Kind::kEvicted;
+  metrics.on_cache_event(evicted);
+  CacheEvent unloaded;
+  unloaded.kind = CacheEvent::Kind::kUnloaded;
+  metrics.on_cache_event(unloaded);
+  metrics.on_cache_event(unloaded);
+  CacheEvent rejected;
+  rejected.kind = CacheEvent::Kind::kRejected;
+  rejected.status = absl::ResourceExhaustedError("cannot make room");
+  metrics.on_cache_event(rejected);
+
+  std::map<std::string, double> s = parse_samples(metrics.scrape_text());
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_loads_total{result=\"ok\"}", 2)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_loads_total{result=\"rejected\"}", 1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_loads_total{result=\"cancelled\"}", 1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_loads_total{result=\"error\"}", 2)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_evictions_total", 1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_unloads_total", 2)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_admission_rejections_total", 1)));
+  // Only successful loads are timed.
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_load_seconds_count", 2)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_load_seconds_sum", 6)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_load_seconds_bucket{le=\"2.5\"}", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_load_seconds_bucket{le=\"5\"}", 2)));
+}
+
+TEST(DaemonMetrics, HistogramsAndCountersCountObservations) {
+  DaemonMetrics metrics(test_build(), nullptr);
+  metrics.observe_step("m", absl::Milliseconds(20));
+  metrics.observe_step("m", absl::Milliseconds(40));
+  metrics.observe_step("n", absl::Seconds(2));
+  metrics.observe_denoise("m", "ok", absl::Seconds(12));
+  metrics.observe_denoise("m", "cancelled", absl::Seconds(1));
+  metrics.count_cancellation("denoise");
+  metrics.count_cancellation("denoise");
+  metrics.count_queue_rejection("load");
+
+  std::map<std::string, double> s = parse_samples(metrics.scrape_text());
+  EXPECT_THAT(s, Contains(Pair("diffusiond_denoise_step_seconds_count{model=\"m\"}", 2)));
+  EXPECT_THAT(
+      s, Contains(Pair("diffusiond_denoise_step_seconds_bucket{model=\"m\",le=\"0.025\"}", 1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_denoise_step_seconds_count{model=\"n\"}", 1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_denoise_seconds_count{model=\"m\",result=\"ok\"}", 1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_denoise_seconds_sum{model=\"m\",result=\"ok\"}", 12)));
+  EXPECT_THAT(
+      s, Contains(Pair("diffusiond_denoise_seconds_count{model=\"m\",result=\"cancelled\"}", 1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_cancellations_total{operation=\"denoise\"}", 2)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_cancellations_total{operation=\"load\"}", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_queue_rejections_total{queue=\"load\"}", 1)));
+}
+
+TEST(DaemonMetrics, ReportsProcessFiguresFromProc) {
+  DaemonMetrics metrics(test_build(), nullptr);
+  std::map<std::string, double> s = parse_samples(metrics.scrape_text());
+  EXPECT_THAT(s, Contains(Pair("process_resident_memory_bytes", Gt(0))));
+  EXPECT_THAT(s, Contains(Pair("process_virtual_memory_bytes", Gt(0))));
+  EXPECT_THAT(s, Contains(Pair("process_open_fds", Gt(0))));
+  EXPECT_THAT(s, Contains(Pair("process_threads", Gt(0))));
+  EXPECT_THAT(s, Contains(Pair("process_start_time_seconds", Gt(1e9))));
+  EXPECT_THAT(s, Contains(Key("process_cpu_seconds_total")));
+}
+
+// Sends a plain HTTP/1.0 GET to 127.0.0.1:`port` and returns the whole
+// response, headers included; empty on a socket error.
+std::string http_get(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  // A hung server fails the test instead of hanging it.
+  timeval timeout{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: localhost\r\n\r\n");
+    if (::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+      char buffer[4096];
+      ssize_t n = 0;
+      while ((n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0) response.append(buffer, n);
+    }
+  }
+  ::close(fd);
+  return response;
+}
+
+TEST(MetricsServer, ServesMetricsOverHttpOnAPickedPort) {
+  FakeCacheStats fake;
+  CacheStats stats;
+  stats.budgets = {budget(Device::kCpu, 1000, 0, 0, 0)};
+  fake.set(stats);
+  DaemonMetrics metrics(test_build(), fake.source());
+  absl::StatusOr<std::unique_ptr<MetricsServer>> server =
+      MetricsServer::start("127.0.0.1:0", metrics);
+  ASSERT_THAT(server, IsOk());
+  const int port = (*server)->port();
+  ASSERT_GT(port, 0);
+
+  const std::string response = http_get(port, "/metrics");
+  EXPECT_THAT(response, StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(response, HasSubstr("\nprocess_resident_memory_bytes "));
+  EXPECT_THAT(response, HasSubstr("\ndiffusiond_memory_budget_bytes{device=\"cpu\"} 1000"));
+  EXPECT_THAT(response, HasSubstr("\ndiffusiond_model_loads_total{result=\"ok\"} 0"));
+}
+
+TEST(MetricsServer, AddressInUseIsUnavailable) {
+  DaemonMetrics metrics(test_build(), nullptr);
+  absl::StatusOr<std::unique_ptr<MetricsServer>> first =
+      MetricsServer::start("127.0.0.1:0", metrics);
+  ASSERT_THAT(first, IsOk());
+  const std::string address = absl::StrCat("127.0.0.1:", (*first)->port());
+  EXPECT_THAT(MetricsServer::start(address, metrics),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr(address)));
+}
+
+TEST(DaemonMetrics, ScrapeTextPassesPromtoolCheckMetrics) {
+  const testing::CommandOutput which = testing::run_command("command -v promtool");
+  if (which.exit_status != 0 || which.lines.empty()) GTEST_SKIP() << "promtool not installed";
+
+  FakeCacheStats fake;
+  CacheStats stats;
+  stats.budgets = {budget(Device::kCpu, 1000, 100, 600, 800),
+                   budget(Device::kCuda, 4000, 0, 500, 900)};
+  // A key a label value must escape.
+  stats.entries = {entry("models/a \"b\"\\c.safetensors", 100, 500, 1)};
+  fake.set(stats);
+  DaemonMetrics metrics(test_build(), fake.source());
+  CacheEvent loaded;
+  loaded.kind = CacheEvent::Kind::kLoaded;
+  loaded.duration = absl::Seconds(1);
+  metrics.on_cache_event(loaded);
+  metrics.observe_step("m", absl::Milliseconds(20));
+  metrics.observe_denoise("m", "ok", absl::Seconds(12));
+
+  testing::TempDir dir;
+  const std::string path = dir.write("metrics.txt", metrics.scrape_text());
+  const testing::CommandOutput check = testing::run_command(
+      absl::StrCat("'", which.lines[0], "' check metrics < '", path, "' 2>&1"));
+  EXPECT_EQ(check.exit_status, 0);
+  EXPECT_THAT(check.lines, ::testing::IsEmpty());
+}
+
+}  // namespace
+}  // namespace diffusiond
