@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_replace.h"
+#include "server/log.h"
 
 namespace diffusiond {
 namespace {
@@ -10,14 +10,6 @@ namespace {
 constexpr absl::string_view kEventNames[] = {"loaded", "load_failed", "evicted", "unloaded",
                                              "rejected"};
 static_assert(sizeof(kEventNames) / sizeof(kEventNames[0]) == 5, "one name per CacheEvent::Kind");
-
-// logfmt quoting: values with spaces, quotes or '=' are quoted and escaped.
-std::string logfmt_value(absl::string_view value) {
-  if (!value.empty() && value.find_first_of(" \"=\\") == absl::string_view::npos) {
-    return std::string(value);
-  }
-  return absl::StrCat("\"", absl::StrReplaceAll(value, {{"\\", "\\\\"}, {"\"", "\\\""}}), "\"");
-}
 
 }  // namespace
 

@@ -96,6 +96,13 @@ const std::vector<Flag>& flags() {
          o.max_concurrent_denoise = n;
          return absl::OkStatus();
        }},
+      {"max_queued_denoise", "8", "Step and Denoise calls that may wait for a free slot; beyond, RESOURCE_EXHAUSTED",
+       [](DaemonOptions& o, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 0 || n > 65536) return bad(v, "an integer from 0 to 65536");
+         o.max_queued_denoise = n;
+         return absl::OkStatus();
+       }},
       {"drain_grace", "30s", "on SIGTERM, how long in-flight work may finish before it is cancelled",
        [](DaemonOptions& o, const std::string& v) -> absl::Status {
          absl::Duration d;

@@ -28,6 +28,7 @@ struct DaemonOptions {
   std::string fp8 = "e4m3fn";                    // default FP8 storage: e4m3fn | e5m2 | off
   int64_t max_message_bytes = int64_t{256} << 20;
   int max_concurrent_denoise = 1;
+  int max_queued_denoise = 8;  // waiting beyond those running; more are refused
   absl::Duration drain_grace = absl::Seconds(30);
   std::string tls_cert, tls_key;                 // both or neither
   bool reflection = true;

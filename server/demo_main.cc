@@ -6,6 +6,7 @@
 //
 //   diffusiond-demo [--model_dir DIR] [--steps N] [--size PX] [--seed N]
 //                   [--guidance S] [--fp8 e4m3fn|e5m2|off] [--out FILE]
+//   diffusiond-demo --model_dir DIR --generate_only   (write the model, exit)
 #include <unistd.h>
 
 #include <cstdio>
@@ -38,6 +39,7 @@ struct Args {
   uint64_t seed = 42;
   double guidance = 4.0;
   Fp8Options fp8 = {Fp8Format::kE4M3Fn, Fp8Scaling::kNone};
+  bool generate_only = false;  // write the demo model for the daemon and stop
 };
 
 // The built-in demo model: Z-Image's architecture at a size a laptop CPU
@@ -57,6 +59,10 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--generate_only") {
+      a.generate_only = true;
+      continue;
+    }
     if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(flag, " needs a value"));
     const std::string v = argv[++i];
     int64_t n = 0;
@@ -87,6 +93,7 @@ absl::Status run(const Args& args) {
                 args.model_dir.c_str());
     DIFFUSIOND_RETURN_IF_ERROR(write_random_z_image(demo_config(), args.model_dir, 1));
   }
+  if (args.generate_only) return absl::OkStatus();
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::open(args.model_dir));
   DIFFUSIOND_ASSIGN_OR_RETURN(MachineMemory machine, probe_machine_memory());
   Budget ram(Device::kCpu, default_ram_budget_bytes(machine));

@@ -1,6 +1,5 @@
 #include "server/metrics.h"
 
-#include <exception>
 #include <sstream>
 #include <utility>
 
@@ -8,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "prometheus/collectable.h"
 #include "prometheus/counter.h"
-#include "prometheus/exposer.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
@@ -46,20 +44,6 @@ const Histogram::BucketBoundaries& denoise_buckets() {
 // Label values pre-created so dashboards see 0 rather than no series.
 constexpr const char* kCancellableOperations[] = {"load", "denoise", "step"};
 constexpr const char* kQueues[] = {"load", "compute"};
-
-class ExposerMetricsServer final : public MetricsServer {
- public:
-  explicit ExposerMetricsServer(std::unique_ptr<prometheus::Exposer> exposer)
-      : exposer_(std::move(exposer)) {}
-
-  int port() const override {
-    const std::vector<int> ports = exposer_->GetListeningPorts();
-    return ports.empty() ? 0 : ports.front();
-  }
-
- private:
-  const std::unique_ptr<prometheus::Exposer> exposer_;
-};
 
 }  // namespace
 
@@ -236,23 +220,6 @@ std::string DaemonMetrics::scrape_text() const {
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);
   return out.str();
-}
-
-absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& address,
-                                                                    const DaemonMetrics& metrics) {
-  std::unique_ptr<prometheus::Exposer> exposer;
-  // civetweb reports a failed bind by throwing from the constructor; no
-  // exception may leave server/'s modules.
-  try {
-    exposer = std::make_unique<prometheus::Exposer>(address, /*num_threads=*/2);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on '", address, "': ", e.what()));
-  }
-  for (const std::shared_ptr<prometheus::Collectable>& c : metrics.collectables()) {
-    exposer->RegisterCollectable(c, "/metrics");
-  }
-  return std::make_unique<ExposerMetricsServer>(std::move(exposer));
 }
 
 }  // namespace diffusiond

@@ -82,9 +82,10 @@ class DaemonMetrics final : public CacheObserver {
   std::unique_ptr<Impl> impl_;
 };
 
-// Serves `metrics` at http://<address>/metrics (prometheus::Exposer, two
-// threads) until destroyed. It holds the collectables weakly, so destroying
-// `metrics` first only empties the page.
+// Serves `metrics` at http://<address>/metrics (GET or HEAD; one thread,
+// one connection at a time, 5 s per client) until destroyed, which it must
+// be before `metrics` (metrics_http_server.cc says why it is not
+// prometheus::Exposer).
 class MetricsServer {
  public:
   // Binds `address` ("host:port"; port 0 picks a free one) and starts

@@ -99,7 +99,11 @@ absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const Lo
   // A caller that joins after the loader gave up (everyone before it left)
   // shares that cancelled load; it then loads afresh, once.
   absl::StatusOr<Pin> pinned = absl::UnknownError("unreachable");
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  if (request.only_if_cached) {
+    pinned = cache_->get(model_id);
+    if (!pinned.ok()) return absl::NotFoundError(absl::StrCat("model \"", model_id, "\" is not cached"));
+  }
+  for (int attempt = 0; attempt < 2 && !request.only_if_cached; ++attempt) {
     LoadBoard::Ticket ticket = load_board_.join(model_id, watcher);
     LoadBoard::Load& shared = ticket.load();
     pinned = cache_->get_or_load(model_id, [&]() -> absl::StatusOr<LoadedValue> {
@@ -118,6 +122,7 @@ absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const Lo
     }
     return pinned.status();
   }
+  pinned->reset();  // the caller holds no pin; the info should not count one
   ModelInfo info = describe(model_id);
   DIFFUSIOND_RETURN_IF_ERROR(check_same_model(info, path, fp8, dtype));
   return info;

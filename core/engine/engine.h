@@ -45,6 +45,9 @@ struct ModelLoadRequest {
   std::string model_id;  // empty: the path as given
   std::optional<Fp8Options> fp8;              // empty: the engine's default
   std::optional<torch::ScalarType> compute_dtype;  // empty: the engine's default
+  // Answer only from the cache: NOT_FOUND instead of loading. Lets a server
+  // answer hits on its own thread and queue only real loads.
+  bool only_if_cached = false;
 };
 
 // A loaded model as the API describes it.

@@ -73,7 +73,7 @@ TEST(DaemonOptions, HelpListsEveryFlagAndVariable) {
   const std::string help = daemon_options_help();
   for (const char* flag : {"listen", "metrics_listen", "models_dir", "ram_budget", "vram_budget", "device",
                            "compute_dtype", "fp8", "max_message_bytes", "max_concurrent_denoise",
-                           "drain_grace", "tls_cert", "tls_key", "reflection", "log_level"}) {
+                           "max_queued_denoise", "drain_grace", "tls_cert", "tls_key", "reflection", "log_level"}) {
     EXPECT_THAT(help, HasSubstr(std::string("--") + flag + " (DIFFUSIOND_")) << flag;
   }
   Env env;

@@ -1,0 +1,73 @@
+#include "server/cache_service.h"
+
+#include <set>
+
+#include "core/memory/process_memory.h"
+#include "server/grpc_status.h"
+#include "server/model_info_wire.h"
+#include "server/request_options.h"
+
+namespace diffusiond {
+namespace {
+
+std::set<std::string> cached_keys(const CacheStats& stats) {
+  std::set<std::string> keys;
+  for (const CacheEntryStats& e : stats.entries) keys.insert(e.key);
+  return keys;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* CacheServiceImpl::GetStats(grpc::CallbackServerContext* context,
+                                                     const v1::GetStatsRequest*, v1::GetStatsResponse* response) {
+  const CacheStats stats = deps_.engine->stats();
+  for (const BudgetSnapshot& b : stats.budgets) {
+    v1::DeviceBudget* w = response->add_budgets();
+    w->set_device(std::string(device_name(b.device)));
+    w->set_capacity_bytes(b.capacity_bytes);
+    w->set_reserved_bytes(b.reserved_bytes);
+    w->set_committed_bytes(b.committed_bytes);
+    w->set_high_water_bytes(b.high_water_bytes);
+  }
+  for (const ModelInfo& info : deps_.engine->list()) to_wire(info, response->add_models());
+  response->set_hits(stats.hits);
+  response->set_misses(stats.misses);
+  response->set_evictions(stats.evictions);
+  response->set_rejections(stats.rejections);
+  if (absl::StatusOr<ProcessMemory> m = read_process_memory(); m.ok()) {
+    response->set_process_resident_bytes(m->rss_bytes);
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CacheServiceImpl::MakeRoom(grpc::CallbackServerContext* context,
+                                                     const v1::MakeRoomRequest* request,
+                                                     v1::MakeRoomResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<Device> device = device_from_wire(request->device());
+  if (!device.ok()) {
+    reactor->Finish(to_grpc_status(device.status()));
+    return reactor;
+  }
+  const std::set<std::string> before = cached_keys(deps_.engine->stats());
+  // The reservation only proves the room exists; it is released at once,
+  // leaving the room free for the caller's next load.
+  absl::StatusOr<Reservation> room = deps_.engine->make_room(request->bytes(), *device);
+  if (room.ok()) {
+    *room = Reservation();
+    const CacheStats after = deps_.engine->stats();
+    const std::set<std::string> kept = cached_keys(after);
+    for (const std::string& key : before) {
+      if (kept.count(key) == 0) response->add_evicted_model_ids(key);
+    }
+    for (const BudgetSnapshot& b : after.budgets) {
+      if (b.device == *device) response->set_available_bytes(b.available_bytes());
+    }
+  }
+  reactor->Finish(to_grpc_status(room.status()));
+  return reactor;
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,200 @@
+#include "server/daemon.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/loader/torch_dtype.h"
+#include "core/memory/allocator.h"
+#include "core/memory/default_budget.h"
+#include "core/util/bytes.h"
+#include "core/util/file_text.h"
+#include "core/util/status_macros.h"
+#include "kernels/torch_compat.h"
+
+namespace diffusiond {
+namespace {
+
+// Kubernetes stops routing to a pod some time after its readiness fails;
+// until then new calls still arrive and are served.
+constexpr absl::Duration kMaxAcceptGrace = absl::Seconds(5);
+// After cancel_all(), loops stop within one step and loads within one tensor.
+constexpr absl::Duration kCancelWait = absl::Seconds(60);
+constexpr int kLoadThreads = 2, kAdminThreads = 2, kQueuedPerPool = 32;
+
+absl::StatusOr<int64_t> ram_budget(const DaemonOptions& options, const Log& log) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(MachineMemory machine, probe_machine_memory());
+  const int64_t automatic = default_ram_budget_bytes(machine);
+  if (!options.ram_budget_bytes.has_value()) return automatic;
+  if (*options.ram_budget_bytes > automatic) {
+    log.warning("ram budget above the automatic one; the process may be OOM-killed before the budget refuses",
+                absl::StrCat("ram_budget=", *options.ram_budget_bytes, " auto=", automatic));
+  }
+  return *options.ram_budget_bytes;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials(const DaemonOptions& options) {
+  if (options.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  DIFFUSIOND_ASSIGN_OR_RETURN(pair.cert_chain, read_text_file(options.tls_cert));
+  DIFFUSIOND_ASSIGN_OR_RETURN(pair.private_key, read_text_file(options.tls_key));
+  ssl.pem_key_cert_pairs.push_back(std::move(pair));
+  return grpc::SslServerCredentials(ssl);
+}
+
+std::string host_of(const std::string& address) { return address.substr(0, address.rfind(':')); }
+
+}  // namespace
+
+Daemon::Daemon(const DaemonOptions& options, const Log& log) : options_(options), log_(log) {}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::start(const DaemonOptions& options, const Log& log) {
+  if (options.device != "cpu") {
+    return absl::FailedPreconditionError(
+        "--device cuda: this version runs models on the CPU only (the CUDA FP8 kernels exist, the GPU "
+        "forward does not yet); use --device cpu");
+  }
+  std::unique_ptr<Daemon> d(new Daemon(options, log));
+  DIFFUSIOND_RETURN_IF_ERROR(d->start_serving());
+  return d;
+}
+
+absl::Status Daemon::start_serving() {
+  tune_allocator_for_serving();
+  DIFFUSIOND_ASSIGN_OR_RETURN(const int64_t ram, ram_budget(options_, log_));
+  ram_budget_ = std::make_unique<Budget>(Device::kCpu, ram);
+
+  BuildInfo build;
+  build.version = DIFFUSIOND_VERSION;
+  build.torch_version = TORCH_VERSION;
+  build.cuda = compat::kHaveCuda;
+  // The metrics read the cache through the engine, which exists only later;
+  // until then (and after drain) they report no cache state.
+  metrics_ = std::make_unique<DaemonMetrics>(build, [this]() -> CacheStats {
+    return engine_ != nullptr ? engine_->stats() : CacheStats{};
+  });
+  event_log_ = std::make_unique<CacheEventLog>(ram_budget_.get(),
+                                               [this](absl::string_view line) { log_.info("cache", line); });
+  observers_ = std::make_unique<CacheObserverList>(std::vector<CacheObserver*>{event_log_.get(), metrics_.get()});
+
+  EngineOptions eo;
+  eo.models_dir = options_.models_dir;
+  eo.ram_budget = ram_budget_.get();
+  eo.observer = observers_.get();
+  if (!options_.compute_dtype.empty()) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(eo.compute_dtype, parse_compute_dtype(options_.compute_dtype));
+  }
+  eo.fp8 = Fp8Options{};
+  if (options_.fp8 == "e4m3fn") eo.fp8.format = Fp8Format::kE4M3Fn;
+  if (options_.fp8 == "e5m2") eo.fp8.format = Fp8Format::kE5M2;
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::create(eo);
+  if (!engine.ok()) return absl::Status(engine.status().code(), absl::StrCat("--models_dir: ", engine.status().message()));
+  engine_ = *std::move(engine);
+
+  load_queue_ = std::make_unique<WorkQueue>("load", kLoadThreads, kQueuedPerPool);
+  compute_queue_ = std::make_unique<WorkQueue>("denoise", options_.max_concurrent_denoise, options_.max_queued_denoise);
+  admin_queue_ = std::make_unique<WorkQueue>("unload", kAdminThreads, kQueuedPerPool);
+  ServiceDeps deps{engine_.get(), load_queue_.get(), compute_queue_.get(), admin_queue_.get(), metrics_.get(), &log_};
+  model_service_ = std::make_unique<ModelServiceImpl>(deps);
+  denoise_service_ = std::make_unique<DenoiseServiceImpl>(deps);
+  cache_service_ = std::make_unique<CacheServiceImpl>(deps);
+
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds, credentials(options_));
+  grpc::EnableDefaultHealthCheckService(true);
+  if (options_.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options_.listen, creds, &grpc_port_);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
+  builder.RegisterService(model_service_.get());
+  builder.RegisterService(denoise_service_.get());
+  builder.RegisterService(cache_service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || grpc_port_ == 0) {
+    server_.reset();
+    return absl::UnavailableError(absl::StrCat("--listen ", options_.listen, ": cannot listen there"));
+  }
+  set_ready(false);
+  server_->GetHealthCheckService()->SetServingStatus("liveness", true);
+
+  absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server = MetricsServer::start(options_.metrics_listen, *metrics_);
+  if (!metrics_server.ok()) {
+    drain();
+    return absl::Status(metrics_server.status().code(),
+                        absl::StrCat("--metrics_listen: ", metrics_server.status().message()));
+  }
+  metrics_server_ = *std::move(metrics_server);
+  lease_timer_ = std::thread([this] { expire_leases_until_stopped(); });
+
+  set_ready(true);
+  log_.info("ready", absl::StrCat("listen=", host_of(options_.listen), ":", grpc_port_, " metrics_listen=",
+                                  host_of(options_.metrics_listen), ":", metrics_server_->port(),
+                                  " models_dir=", logfmt_value(options_.models_dir), " ram_budget_bytes=", ram,
+                                  " ram_budget=", logfmt_value(format_bytes(ram)), " fp8=", options_.fp8,
+                                  " compute_dtype=", scalar_type_name(eo.compute_dtype), " tls=",
+                                  options_.tls_cert.empty() ? "off" : "on", " version=", DIFFUSIOND_VERSION));
+  return absl::OkStatus();
+}
+
+void Daemon::set_ready(bool ready) {
+  ready_ = ready;
+  server_->GetHealthCheckService()->SetServingStatus("", ready);
+  server_->GetHealthCheckService()->SetServingStatus("readiness", ready);
+}
+
+int Daemon::metrics_port() const { return metrics_server_ != nullptr ? metrics_server_->port() : 0; }
+
+void Daemon::expire_leases_until_stopped() {
+  MutexLock lock(&mu_);
+  while (!stopping_) {
+    stop_changed_.wait_until(&mu_, absl::Now() + absl::Seconds(1));
+    if (const int expired = engine_->cache().expire_leases(); expired > 0) {
+      log_.info("leases expired", absl::StrCat("count=", expired));
+    }
+  }
+}
+
+void Daemon::drain() {
+  if (drained_) return;
+  drained_ = true;
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + options_.drain_grace;
+  if (ready_) {
+    log_.info("draining", absl::StrCat("grace_seconds=", absl::ToDoubleSeconds(options_.drain_grace)));
+    set_ready(false);
+    absl::SleepFor(std::min(options_.drain_grace / 10, kMaxAcceptGrace));
+  }
+  engine_->stop_accepting();
+  if (!engine_->wait_idle(deadline)) {
+    log_.warning("drain grace over; cancelling in-flight work");
+    engine_->cancel_all();
+    if (!engine_->wait_idle(absl::Now() + kCancelWait)) log_.error("work still running after cancellation");
+  }
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  stop_changed_.signal_all();
+  if (lease_timer_.joinable()) lease_timer_.join();
+  if (server_ != nullptr) {
+    // Calls still open (health watches, calls refused just now) end here.
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    server_->Wait();
+  }
+  load_queue_.reset();
+  compute_queue_.reset();
+  admin_queue_.reset();
+  const int64_t freed = engine_->unload_all(absl::Seconds(5));
+  const BudgetSnapshot b = ram_budget_->snapshot();
+  metrics_server_.reset();
+  log_.info("stopped", absl::StrCat("seconds=", absl::ToDoubleSeconds(absl::Now() - start), " freed_bytes=", freed,
+                                    " reserved_bytes=", b.reserved_bytes, " committed_bytes=", b.committed_bytes));
+}
+
+Daemon::~Daemon() {
+  if (engine_ != nullptr) drain();
+}
+
+}  // namespace diffusiond

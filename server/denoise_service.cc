@@ -1,0 +1,146 @@
+#include "server/denoise_service.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/event_stream.h"
+#include "server/grpc_status.h"
+#include "server/wire_tensor.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+constexpr int kDefaultSteps = 8;
+constexpr int kMaxSteps = 1000;
+
+// Cancelled by the client, its deadline, or the drain.
+bool is_cancellation(const absl::Status& s) { return absl::IsCancelled(s) || absl::IsUnavailable(s); }
+
+}  // namespace
+
+absl::StatusOr<EngineDenoiseRequest> denoise_request(const v1::DenoiseRequest& wire) {
+  EngineDenoiseRequest r;
+  r.model_id = wire.model_id();
+  if (!wire.has_caption_features()) {
+    return absl::InvalidArgumentError("caption_features is required ([L, feature_dim])");
+  }
+  DIFFUSIOND_ASSIGN_OR_RETURN(r.caption, from_wire(wire.caption_features(), "caption_features"));
+  if (wire.has_negative_caption_features()) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(r.negative, from_wire(wire.negative_caption_features(), "negative_caption_features"));
+  }
+  DenoiseRequest& loop = r.loop;
+  if (wire.has_initial_latents()) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(loop.initial_latents, from_wire(wire.initial_latents(), "initial_latents"));
+    if (!loop.initial_latents.is_floating_point()) {
+      return absl::InvalidArgumentError("initial_latents must be a floating-point tensor");
+    }
+  } else if (wire.latent_shape_size() == 0) {
+    return absl::InvalidArgumentError("give initial_latents or latent_shape [C, H, W]");
+  }
+  loop.latent_shape.assign(wire.latent_shape().begin(), wire.latent_shape().end());
+  loop.seed = wire.seed();
+  if (!std::isfinite(wire.guidance_scale()) || wire.guidance_scale() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("guidance_scale must be finite and >= 0, got ", wire.guidance_scale()));
+  }
+  loop.guidance_scale = wire.guidance_scale();
+  if (loop.guidance_scale > 1 && !r.negative.defined()) {
+    return absl::InvalidArgumentError("guidance_scale > 1 needs negative_caption_features");
+  }
+  if (wire.steps() < 0 || wire.steps() > kMaxSteps) {
+    return absl::InvalidArgumentError(absl::StrCat("steps must be in [0, ", kMaxSteps, "] (0: ", kDefaultSteps,
+                                                   "), got ", wire.steps()));
+  }
+  loop.schedule.steps = wire.steps() == 0 ? kDefaultSteps : wire.steps();
+  if (!std::isfinite(wire.shift()) || wire.shift() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("shift must be finite and >= 0, got ", wire.shift()));
+  }
+  loop.schedule.shift = wire.shift();  // 0: the engine uses the model's default
+  loop.schedule.sigmas.assign(wire.sigmas().begin(), wire.sigmas().end());
+  if (loop.schedule.sigmas.size() > kMaxSteps) {
+    return absl::InvalidArgumentError(absl::StrCat("at most ", kMaxSteps, " sigmas"));
+  }
+  return r;
+}
+
+grpc::ServerUnaryReactor* DenoiseServiceImpl::Step(grpc::CallbackServerContext* context,
+                                                   const v1::StepRequest* request, v1::StepResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<NamedTensors> inputs = from_wire(request->inputs());
+  if (!inputs.ok()) {
+    reactor->Finish(to_grpc_status(inputs.status()));
+    return reactor;
+  }
+  const ServiceDeps deps = deps_;
+  absl::Status queued = deps.compute_queue->submit(
+      [deps, context, reactor, response, id = request->model_id(), inputs = *std::move(inputs)] {
+        if (context->IsCancelled()) {
+          deps.metrics->count_cancellation("step");
+          reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled before it ran"));
+          return;
+        }
+        const absl::Time start = absl::Now();
+        absl::StatusOr<NamedTensors> outputs = deps.engine->step(id, inputs);
+        if (outputs.ok()) deps.metrics->observe_step(id, absl::Now() - start);
+        absl::Status status = outputs.status();
+        if (outputs.ok()) {
+          for (const auto& [name, tensor] : *outputs) {
+            v1::NamedTensor* out = response->add_outputs();
+            out->set_name(name);
+            status.Update(to_wire(tensor, out->mutable_tensor()));
+          }
+        }
+        reactor->Finish(to_grpc_status(status));
+      });
+  if (!queued.ok()) {
+    deps.metrics->count_queue_rejection("compute");
+    reactor->Finish(to_grpc_status(queued));
+  }
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::CallbackServerContext*,
+                                                                        const v1::DenoiseRequest* wire) {
+  auto* stream = new EventStream<v1::DenoiseEvent>();
+  absl::StatusOr<EngineDenoiseRequest> request = denoise_request(*wire);
+  if (!request.ok()) {
+    stream->finish(to_grpc_status(request.status()));
+    return stream;
+  }
+  const ServiceDeps deps = deps_;
+  absl::Status queued = deps.compute_queue->submit([deps, stream, request = *std::move(request)] {
+    const absl::Time start = absl::Now();
+    DenoiseOptions options;
+    options.cancelled = stream->cancelled_flag();
+    options.on_step = [&](const StepEvent& e) {
+      deps.metrics->observe_step(request.model_id, e.step_time);
+      v1::DenoiseEvent event;
+      v1::DenoiseStep* step = event.mutable_step();
+      step->set_step(e.step);
+      step->set_steps(e.steps);
+      step->set_sigma(e.sigma);
+      step->set_step_seconds(absl::ToDoubleSeconds(e.step_time));
+      stream->send(std::move(event));
+    };
+    absl::StatusOr<torch::Tensor> latents = deps.engine->denoise(request, options);
+    absl::Status status = latents.status();
+    if (latents.ok()) {
+      v1::DenoiseEvent event;
+      status = to_wire(*latents, event.mutable_latents());
+      if (status.ok()) stream->send(std::move(event));
+    }
+    const bool cancelled = is_cancellation(status) || stream->cancelled();
+    if (cancelled) deps.metrics->count_cancellation("denoise");
+    deps.metrics->observe_denoise(request.model_id, status.ok() ? "ok" : cancelled ? "cancelled" : "error",
+                                  absl::Now() - start);
+    stream->finish(to_grpc_status(status));
+  });
+  if (!queued.ok()) {
+    deps.metrics->count_queue_rejection("compute");
+    stream->finish(to_grpc_status(queued));
+  }
+  return stream;
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,66 @@
+// stats, make-room: the CacheService commands; and health.
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "diffusiond/v1/cache_service.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "server/diffusionctl/commands.h"
+#include "server/diffusionctl/format.h"
+
+namespace diffusiond::ctl {
+
+using internal::from_grpc;
+using internal::new_context;
+
+absl::Status run_command(const CommandEnv& env, const StatsOptions&) {
+  v1::GetStatsResponse response;
+  std::unique_ptr<grpc::ClientContext> context = new_context(env);
+  CallCanceller::Scope scope(env.canceller, context.get());
+  const grpc::Status status = v1::CacheService::NewStub(env.channel)
+                                  ->GetStats(context.get(), v1::GetStatsRequest(), &response);
+  if (!status.ok()) return from_grpc(env, status);
+  *env.out << (env.json ? to_json(response) : format_stats(response));
+  return absl::OkStatus();
+}
+
+absl::Status run_command(const CommandEnv& env, const MakeRoomOptions& options) {
+  v1::MakeRoomRequest request;
+  request.set_bytes(options.bytes);
+  request.set_device(options.device);
+  v1::MakeRoomResponse response;
+  std::unique_ptr<grpc::ClientContext> context = new_context(env);
+  CallCanceller::Scope scope(env.canceller, context.get());
+  const grpc::Status status =
+      v1::CacheService::NewStub(env.channel)->MakeRoom(context.get(), request, &response);
+  if (!status.ok()) return from_grpc(env, status);
+  if (env.json) {
+    *env.out << to_json(response);
+    return absl::OkStatus();
+  }
+  *env.out << "available: " << short_bytes(response.available_bytes()) << " on " << options.device
+           << "\nevicted: "
+           << (response.evicted_model_ids().empty()
+                   ? std::string("nothing")
+                   : absl::StrJoin(response.evicted_model_ids(), ", "))
+           << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status run_command(const CommandEnv& env, const HealthOptions& options) {
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(options.service);
+  grpc::health::v1::HealthCheckResponse response;
+  std::unique_ptr<grpc::ClientContext> context = new_context(env);
+  CallCanceller::Scope scope(env.canceller, context.get());
+  const grpc::Status status =
+      grpc::health::v1::Health::NewStub(env.channel)->Check(context.get(), request, &response);
+  if (!status.ok()) return from_grpc(env, status);
+  const std::string name =
+      grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
+  *env.out << (env.json ? to_json(response) : name + "\n");
+  if (response.status() == grpc::health::v1::HealthCheckResponse::SERVING) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      options.service.empty() ? "the daemon" : absl::StrCat("service \"", options.service, "\""),
+      " is ", name.empty() ? absl::StrCat(static_cast<int>(response.status())) : name));
+}
+
+}  // namespace diffusiond::ctl

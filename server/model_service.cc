@@ -1,0 +1,129 @@
+#include "server/model_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/event_stream.h"
+#include "server/grpc_status.h"
+#include "server/model_info_wire.h"
+#include "server/request_options.h"
+
+namespace diffusiond {
+namespace {
+
+grpc::ServerUnaryReactor* finish_now(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(to_grpc_status(status));
+  return reactor;
+}
+
+absl::StatusOr<ModelLoadRequest> load_request(const v1::LoadModelRequest& wire) {
+  ModelLoadRequest r;
+  r.path = wire.path();
+  r.model_id = wire.model_id();
+  absl::StatusOr<std::optional<Fp8Options>> fp8 = fp8_from_wire(wire.fp8());
+  if (!fp8.ok()) return fp8.status();
+  r.fp8 = *fp8;
+  absl::StatusOr<std::optional<torch::ScalarType>> dtype = compute_dtype_from_wire(wire.compute_dtype());
+  if (!dtype.ok()) return dtype.status();
+  r.compute_dtype = *dtype;
+  return r;
+}
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::LoadModelEvent>* ModelServiceImpl::LoadModel(grpc::CallbackServerContext*,
+                                                                          const v1::LoadModelRequest* wire) {
+  auto* stream = new EventStream<v1::LoadModelEvent>();
+  absl::StatusOr<ModelLoadRequest> request = load_request(*wire);
+  if (!request.ok()) {
+    stream->finish(to_grpc_status(request.status()));
+    return stream;
+  }
+  // A model already cached answers at once, without queueing behind loads.
+  ModelLoadRequest cached = *request;
+  cached.only_if_cached = true;
+  if (absl::StatusOr<ModelInfo> hit = deps_.engine->load(cached); !absl::IsNotFound(hit.status())) {
+    if (hit.ok()) {
+      v1::LoadModelEvent event;
+      to_wire(*hit, event.mutable_loaded());
+      stream->send(std::move(event));
+    }
+    stream->finish(to_grpc_status(hit.status()));
+    return stream;
+  }
+  const ServiceDeps deps = deps_;
+  absl::Status queued = deps.load_queue->submit([deps, stream, request = *std::move(request)] {
+    LoadWatcher watcher;
+    watcher.on_progress = [stream](const LoadProgress& p) {
+      v1::LoadModelEvent event;
+      v1::LoadProgress* w = event.mutable_progress();
+      w->set_bytes_read(p.bytes_read);
+      w->set_total_bytes(p.total_bytes);
+      w->set_tensors_done(p.tensors_done);
+      w->set_total_tensors(p.total_tensors);
+      stream->send(std::move(event), /*replaceable=*/true);
+    };
+    watcher.cancelled = [stream] { return stream->cancelled(); };
+    absl::StatusOr<ModelInfo> info = deps.engine->load(request, watcher);
+    if (info.ok()) {
+      v1::LoadModelEvent event;
+      to_wire(*info, event.mutable_loaded());
+      stream->send(std::move(event));
+    } else if (absl::IsCancelled(info.status()) || stream->cancelled()) {
+      deps.metrics->count_cancellation("load");
+    }
+    stream->finish(to_grpc_status(info.status()));
+  });
+  if (!queued.ok()) {
+    deps.metrics->count_queue_rejection("load");
+    stream->finish(to_grpc_status(queued));
+  }
+  return stream;
+}
+
+grpc::ServerUnaryReactor* ModelServiceImpl::UnloadModel(grpc::CallbackServerContext* context,
+                                                        const v1::UnloadModelRequest* request,
+                                                        v1::UnloadModelResponse* response) {
+  UnloadOptions options;
+  options.wait = request->wait();
+  options.timeout = time_left(*context);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const ServiceDeps deps = deps_;
+  absl::Status queued = deps.admin_queue->submit([deps, reactor, response, options, id = request->model_id()] {
+    absl::StatusOr<UnloadResult> r = deps.engine->unload(id, options);
+    if (r.ok()) {
+      response->set_ram_bytes_freed(r->freed_bytes[static_cast<int>(Device::kCpu)]);
+      response->set_vram_bytes_freed(r->freed_bytes[static_cast<int>(Device::kCuda)]);
+    }
+    reactor->Finish(to_grpc_status(r.status()));
+  });
+  if (!queued.ok()) reactor->Finish(to_grpc_status(queued));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ModelServiceImpl::ListModels(grpc::CallbackServerContext* context,
+                                                       const v1::ListModelsRequest*,
+                                                       v1::ListModelsResponse* response) {
+  for (const ModelInfo& info : deps_.engine->list()) to_wire(info, response->add_models());
+  return finish_now(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* ModelServiceImpl::AcquireLease(grpc::CallbackServerContext* context,
+                                                         const v1::AcquireLeaseRequest* request,
+                                                         v1::AcquireLeaseResponse* response) {
+  if (!(request->ttl_seconds() > 0) || request->ttl_seconds() > 7 * 24 * 3600) {
+    return finish_now(context, absl::InvalidArgumentError(absl::StrCat(
+                                   "ttl_seconds must be in (0, 604800], got ", request->ttl_seconds())));
+  }
+  absl::StatusOr<LeaseId> lease =
+      deps_.engine->acquire_lease(request->model_id(), absl::Seconds(request->ttl_seconds()));
+  if (lease.ok()) response->set_lease_id(*lease);
+  return finish_now(context, lease.status());
+}
+
+grpc::ServerUnaryReactor* ModelServiceImpl::ReleaseLease(grpc::CallbackServerContext* context,
+                                                         const v1::ReleaseLeaseRequest* request,
+                                                         v1::ReleaseLeaseResponse*) {
+  return finish_now(context, deps_.engine->release_lease(request->lease_id()));
+}
+
+}  // namespace diffusiond

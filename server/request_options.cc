@@ -1,0 +1,47 @@
+#include "server/request_options.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "core/loader/torch_dtype.h"
+
+namespace diffusiond {
+
+absl::StatusOr<std::optional<Fp8Options>> fp8_from_wire(int mode) {
+  switch (mode) {
+    case v1::FP8_MODE_DEFAULT:
+      return std::nullopt;
+    case v1::FP8_MODE_OFF:
+      return Fp8Options{};
+    case v1::FP8_MODE_E4M3FN:
+      return Fp8Options{Fp8Format::kE4M3Fn, Fp8Scaling::kNone};
+    case v1::FP8_MODE_E5M2:
+      return Fp8Options{Fp8Format::kE5M2, Fp8Scaling::kNone};
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("unknown fp8 mode ", mode));
+  }
+}
+
+absl::StatusOr<std::optional<torch::ScalarType>> compute_dtype_from_wire(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  absl::StatusOr<torch::ScalarType> dtype = parse_compute_dtype(name);
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("compute_dtype '", name, "' is not one of float32, bfloat16, float16"));
+  }
+  return *dtype;
+}
+
+absl::StatusOr<Device> device_from_wire(const std::string& name) {
+  if (name.empty() || name == "cpu") return Device::kCpu;
+  if (name == "cuda") return Device::kCuda;
+  return absl::InvalidArgumentError(absl::StrCat("device '", name, "' is not cpu or cuda"));
+}
+
+absl::Duration time_left(const grpc::CallbackServerContext& context) {
+  const auto deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteDuration();
+  return std::max(absl::ZeroDuration(), absl::FromChrono(deadline - std::chrono::system_clock::now()));
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,32 @@
+// Reading the API's request options into core's types, with the
+// INVALID_ARGUMENT a caller can act on.
+#ifndef DIFFUSIOND_SERVER_REQUEST_OPTIONS_H_
+#define DIFFUSIOND_SERVER_REQUEST_OPTIONS_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <torch/torch.h>
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/memory/device.h"
+#include "core/precision/precision_policy.h"
+#include "diffusiond/v1/model_service.pb.h"
+
+namespace diffusiond {
+
+// Empty for FP8_MODE_DEFAULT (the daemon's --fp8).
+absl::StatusOr<std::optional<Fp8Options>> fp8_from_wire(int mode);
+// Empty for "" (the daemon's --compute_dtype).
+absl::StatusOr<std::optional<torch::ScalarType>> compute_dtype_from_wire(const std::string& name);
+// "" and "cpu" are the CPU; "cuda" the GPU.
+absl::StatusOr<Device> device_from_wire(const std::string& name);
+// Time left before the call's deadline; infinite without one.
+absl::Duration time_left(const grpc::CallbackServerContext& context);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_SERVER_REQUEST_OPTIONS_H_

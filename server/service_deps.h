@@ -1,0 +1,25 @@
+// What the gRPC services share: the engine they adapt, the work queues that
+// keep blocking work off gRPC's threads, metrics and the log.
+#ifndef DIFFUSIOND_SERVER_SERVICE_DEPS_H_
+#define DIFFUSIOND_SERVER_SERVICE_DEPS_H_
+
+#include "core/engine/engine.h"
+#include "core/util/work_queue.h"
+#include "server/log.h"
+#include "server/metrics.h"
+
+namespace diffusiond {
+
+// None owned; all outlive the services.
+struct ServiceDeps {
+  Engine* engine = nullptr;
+  WorkQueue* load_queue = nullptr;     // LoadModel
+  WorkQueue* compute_queue = nullptr;  // Step and Denoise (--max_concurrent_denoise)
+  WorkQueue* admin_queue = nullptr;    // UnloadModel, which may wait for pins
+  DaemonMetrics* metrics = nullptr;
+  const Log* log = nullptr;
+};
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_SERVER_SERVICE_DEPS_H_

@@ -1,0 +1,86 @@
+#include "server/wire_format.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace diffusiond {
+namespace {
+
+struct WireDTypeInfo {
+  const char* name;
+  int size;
+};
+
+// Indexed by the enum's number.
+constexpr WireDTypeInfo kInfo[] = {
+    {"unspecified", 0}, {"float32", 4}, {"float16", 2}, {"bfloat16", 2}, {"float64", 8},
+    {"int64", 8},       {"int32", 4},   {"uint8", 1},   {"bool", 1},
+};
+static_assert(sizeof(kInfo) / sizeof(kInfo[0]) == v1::DType_ARRAYSIZE, "one entry per v1::DType");
+
+bool known(int dtype) { return dtype >= 0 && dtype < v1::DType_ARRAYSIZE; }
+
+std::string shape_text(const v1::Tensor& wire) {
+  return absl::StrCat("[", absl::StrJoin(wire.shape(), ", "), "]");
+}
+
+}  // namespace
+
+int wire_dtype_size(int dtype) { return known(dtype) ? kInfo[dtype].size : 0; }
+
+std::string wire_dtype_name(int dtype) {
+  return known(dtype) ? kInfo[dtype].name : absl::StrCat("unknown dtype ", dtype);
+}
+
+absl::StatusOr<WireTensorLayout> check_wire_tensor(const v1::Tensor& wire, absl::string_view what) {
+  const int itemsize = wire_dtype_size(wire.dtype());
+  if (itemsize == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": dtype is ", wire_dtype_name(wire.dtype()),
+        "; expected float32, float16, bfloat16, float64, int64, int32, uint8 or bool"));
+  }
+  // The count multiplies max(d, 1) so that a shape whose empty dimension
+  // comes last, like [2^40, 2^40, 0], is refused too: its row-major strides
+  // would overflow just the same.
+  int64_t extent = 1;
+  bool empty = false;
+  for (int64_t d : wire.shape()) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": shape ", shape_text(wire), " has a negative dimension"));
+    }
+    if (d == 0) empty = true;
+    if (__builtin_mul_overflow(extent, d == 0 ? int64_t{1} : d, &extent)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", wire_dtype_name(wire.dtype()),
+                                                     " shape ", shape_text(wire),
+                                                     " has more elements than fit in 64 bits"));
+    }
+  }
+  WireTensorLayout layout;
+  layout.dtype = static_cast<v1::DType>(wire.dtype());
+  layout.numel = empty ? 0 : extent;
+  if (__builtin_mul_overflow(extent, int64_t{itemsize}, &layout.nbytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", wire_dtype_name(wire.dtype()),
+                                                   " shape ", shape_text(wire),
+                                                   " has more bytes than fit in 64 bits"));
+  }
+  if (empty) layout.nbytes = 0;
+  const int64_t actual = static_cast<int64_t>(wire.data().size());
+  if (actual != layout.nbytes) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", wire_dtype_name(wire.dtype()),
+                                                   " shape ", shape_text(wire), " needs ",
+                                                   layout.nbytes, " bytes of data, got ", actual));
+  }
+  if (layout.dtype == v1::DTYPE_BOOL) {
+    for (size_t i = 0; i < wire.data().size(); ++i) {
+      const unsigned char byte = static_cast<unsigned char>(wire.data()[i]);
+      if (byte > 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": bool element ", i, " is stored as ", byte, "; expected 0 or 1"));
+      }
+    }
+  }
+  return layout;
+}
+
+}  // namespace diffusiond

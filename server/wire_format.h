@@ -1,0 +1,47 @@
+// The torch-free part of the wire tensor contract (diffusiond.v1.Tensor):
+// element sizes and names of the DType enum, and the validation every
+// received tensor passes before any of its bytes is used. The daemon
+// (wire_tensor.h) and diffusionctl share it, so both sides check alike.
+//
+// Not here: conversion to torch::Tensor (wire_tensor.h) or to safetensors
+// files (diffusionctl/tensor_file.h).
+#ifndef DIFFUSIOND_SERVER_WIRE_FORMAT_H_
+#define DIFFUSIOND_SERVER_WIRE_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "diffusiond/v1/tensor.pb.h"
+
+namespace diffusiond {
+
+// The wire's byte order; the conversions copy bytes as they are, so they
+// are only right on a host with the same order.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "wire tensors are little-endian and are copied without swapping");
+
+// Bytes per element of `dtype`; 0 for DTYPE_UNSPECIFIED and for numbers the
+// enum does not define (proto3 keeps unknown enum values as they came).
+int wire_dtype_size(int dtype);
+
+// "float32", "bfloat16", ...; "unspecified" and "unknown dtype 99" otherwise.
+std::string wire_dtype_name(int dtype);
+
+// What a valid wire tensor holds.
+struct WireTensorLayout {
+  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+  int64_t numel = 0;
+  int64_t nbytes = 0;
+};
+
+// Checks `wire` against the contract: a known dtype, dimensions >= 0, an
+// element and byte count that fit in 64 bits, exactly numel × itemsize data
+// bytes, and bools stored as 0 or 1. Returns INVALID_ARGUMENT starting with
+// `what` (e.g. "input \"x\"") and naming dtype, shape and both byte counts.
+absl::StatusOr<WireTensorLayout> check_wire_tensor(const v1::Tensor& wire, absl::string_view what);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_SERVER_WIRE_FORMAT_H_
