@@ -1,17 +1,63 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the project's main job:
-# diffusiond-demo generates a small Z-Image-architecture model (random
-# weights, real diffusers file format) in build/demo-model if absent, loads
-# it through the cache under the RAM budget with FP8 storage, and denoises a
-# 512x512 latent with guidance, showing per-step progress. Extra arguments
-# go to the demo (see --help in server/demo_main.cc: --steps, --size, --seed,
-# --guidance, --fp8, --model_dir to point at real Z-Image weights).
+# Installs what is missing, builds, and runs the project's main job: the
+# diffusiond daemon serving the built-in demo model, driven by a client.
+#   1. diffusiond-demo writes a small Z-Image-architecture model (random
+#      weights, real diffusers file format) and caption features into
+#      build/models if absent;
+#   2. diffusiond starts on loopback with build/models as its models dir;
+#   3. diffusionctl loads the model (progress bar), denoises a 512x512
+#      latent with guidance (per-step progress), lists the cache and reads
+#      the daemon's statistics;
+#   4. SIGTERM drains the daemon, which exits 0.
+# The final latents are written to build/demo-latents.safetensors. Extra
+# arguments go to `diffusionctl denoise` (e.g. --steps 4 --seed 7).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source deploy/build-env.sh
 
 bash deploy/install-deps.sh
 cmake -S . -B build/release -G Ninja >/dev/null
-cmake --build build/release --target diffusiond-demo
-exec build/release/server/diffusiond-demo --model_dir build/demo-model \
+cmake --build build/release --target diffusiond diffusionctl diffusiond-demo
+
+bin=build/release/server
+mkdir -p build/models
+if [[ ! -f build/models/demo/config.json ]]; then
+  "$bin/diffusiond-demo" --model_dir build/models/demo --generate_only --inputs_dir build/models/demo-inputs
+fi
+
+log=build/diffusiond-demo.log
+echo "== starting diffusiond (log: $log)"
+"$bin/diffusiond" --models_dir build/models --listen 127.0.0.1:0 --metrics_listen 127.0.0.1:0 \
+  --drain_grace 10s 2>"$log" &
+daemon=$!
+trap 'kill -TERM $daemon 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+  grep -q "msg=ready" "$log" && break
+  kill -0 $daemon 2>/dev/null || { cat "$log"; exit 1; }
+  sleep 0.1
+done
+grep "msg=ready" "$log"
+address=$(grep -o ' listen=[^ ]*' "$log" | head -1 | cut -d= -f2)
+ctl=("$bin/diffusionctl" --address "$address")
+
+echo "== diffusionctl health readiness"
+"${ctl[@]}" health readiness
+echo "== diffusionctl load demo"
+"${ctl[@]}" load demo
+echo "== diffusionctl denoise demo (512x512, guidance 4)"
+"${ctl[@]}" denoise demo --caption build/models/demo-inputs/caption.safetensors \
+  --negative build/models/demo-inputs/negative.safetensors --guidance 4 --shape 16,64,64 --seed 42 \
   --out build/demo-latents.safetensors "$@"
+echo "== diffusionctl ls"
+"${ctl[@]}" ls
+echo "== diffusionctl stats"
+"${ctl[@]}" stats
+
+echo "== SIGTERM: drain and exit"
+trap - EXIT
+kill -TERM $daemon
+status=0
+wait $daemon || status=$?
+tail -n 3 "$log"
+echo "diffusiond exited with status $status"
+exit $status

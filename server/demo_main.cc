@@ -6,7 +6,10 @@
 //
 //   diffusiond-demo [--model_dir DIR] [--steps N] [--size PX] [--seed N]
 //                   [--guidance S] [--fp8 e4m3fn|e5m2|off] [--out FILE]
-//   diffusiond-demo --model_dir DIR --generate_only   (write the model, exit)
+//   diffusiond-demo --model_dir DIR --generate_only [--inputs_dir DIR2]
+//     writes the model (and, with --inputs_dir, the demo's caption and
+//     negative features as DIR2/caption.safetensors and
+//     DIR2/negative.safetensors, for clients of the daemon) and exits.
 #include <unistd.h>
 
 #include <cstdio>
@@ -40,6 +43,7 @@ struct Args {
   double guidance = 4.0;
   Fp8Options fp8 = {Fp8Format::kE4M3Fn, Fp8Scaling::kNone};
   bool generate_only = false;  // write the demo model for the daemon and stop
+  std::string inputs_dir;      // with generate_only: also write the caption features
 };
 
 // The built-in demo model: Z-Image's architecture at a size a laptop CPU
@@ -68,6 +72,7 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
     int64_t n = 0;
     double d = 0;
     if (flag == "--model_dir") a.model_dir = v;
+    else if (flag == "--inputs_dir") a.inputs_dir = v;
     else if (flag == "--out") a.out = v;
     else if (flag == "--steps" && absl::SimpleAtoi(v, &n) && n > 0 && n <= 1000) a.steps = static_cast<int>(n);
     else if (flag == "--size" && absl::SimpleAtoi(v, &n) && n >= 16 && n % 16 == 0 && n <= 4096) a.size_px = n;
@@ -79,6 +84,15 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
     else return absl::InvalidArgumentError(absl::StrCat("bad flag or value: ", flag, " ", v));
   }
   return a;
+}
+
+// Writes one float32 tensor as a .safetensors file.
+absl::Status write_tensor(const std::string& path, const std::string& name, const torch::Tensor& tensor) {
+  const torch::Tensor t = tensor.to(torch::kFloat32).contiguous();
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsWriter> writer,
+                              SafetensorsWriter::create(path, {{name, DType::kF32, t.sizes().vec()}}));
+  DIFFUSIOND_RETURN_IF_ERROR(writer->append(t.data_ptr(), static_cast<int64_t>(t.nbytes())));
+  return writer->close();
 }
 
 std::string rss() {
@@ -93,7 +107,15 @@ absl::Status run(const Args& args) {
                 args.model_dir.c_str());
     DIFFUSIOND_RETURN_IF_ERROR(write_random_z_image(demo_config(), args.model_dir, 1));
   }
-  if (args.generate_only) return absl::OkStatus();
+  if (args.generate_only) {
+    if (args.inputs_dir.empty()) return absl::OkStatus();
+    std::filesystem::create_directories(args.inputs_dir);
+    const int64_t cap_dim = demo_config().cap_feat_dim;
+    DIFFUSIOND_RETURN_IF_ERROR(write_tensor(args.inputs_dir + "/caption.safetensors", "caption_features",
+                                            seeded_noise({77, cap_dim}, args.seed + 1)));
+    return write_tensor(args.inputs_dir + "/negative.safetensors", "negative_caption_features",
+                        seeded_noise({11, cap_dim}, args.seed + 2));
+  }
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::open(args.model_dir));
   DIFFUSIOND_ASSIGN_OR_RETURN(MachineMemory machine, probe_machine_memory());
   Budget ram(Device::kCpu, default_ram_budget_bytes(machine));
@@ -159,12 +181,7 @@ absl::Status run(const Args& args) {
               absl::ToDoubleSeconds(absl::Now() - start), out.mean().item<float>(),
               out.std().item<float>(), rss().c_str());
 
-  DIFFUSIOND_ASSIGN_OR_RETURN(
-      std::unique_ptr<SafetensorsWriter> writer,
-      SafetensorsWriter::create(args.out, {{"latents", DType::kF32, out.sizes().vec()}}));
-  const torch::Tensor contiguous = out.contiguous();
-  DIFFUSIOND_RETURN_IF_ERROR(writer->append(contiguous.data_ptr(), static_cast<int64_t>(contiguous.nbytes())));
-  DIFFUSIOND_RETURN_IF_ERROR(writer->close());
+  DIFFUSIOND_RETURN_IF_ERROR(write_tensor(args.out, "latents", out));
   std::printf("wrote %s\n", args.out.c_str());
   return absl::OkStatus();
 }
