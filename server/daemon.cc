@@ -4,6 +4,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.pb.h"
 #include "absl/time/clock.h"
 #include "core/loader/torch_dtype.h"
 #include "core/memory/allocator.h"
@@ -103,6 +104,9 @@ absl::Status Daemon::start_serving() {
 
   DIFFUSIOND_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds, credentials(options_));
   grpc::EnableDefaultHealthCheckService(true);
+  // gRPC's health service does not use the generated health messages; using
+  // them here links their descriptors, so reflection can describe Health.
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
   if (options_.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options_.listen, creds, &grpc_port_);

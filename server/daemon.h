@@ -41,6 +41,8 @@ class Daemon {
   void drain();
 
   int grpc_port() const { return grpc_port_; }
+  // For in-process comparisons (benchmarks) and tests.
+  Engine& engine() { return *engine_; }
   int metrics_port() const;
 
  private:

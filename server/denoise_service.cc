@@ -77,7 +77,7 @@ grpc::ServerUnaryReactor* DenoiseServiceImpl::Step(grpc::CallbackServerContext* 
       [deps, context, reactor, response, id = request->model_id(), inputs = *std::move(inputs)] {
         if (context->IsCancelled()) {
           deps.metrics->count_cancellation("step");
-          reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled before it ran"));
+          reactor->Finish(to_grpc_status(absl::CancelledError("the call was cancelled before it ran")));
           return;
         }
         const absl::Time start = absl::Now();
@@ -132,8 +132,12 @@ grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::Ca
     }
     const bool cancelled = is_cancellation(status) || stream->cancelled();
     if (cancelled) deps.metrics->count_cancellation("denoise");
-    deps.metrics->observe_denoise(request.model_id, status.ok() ? "ok" : cancelled ? "cancelled" : "error",
-                                  absl::Now() - start);
+    // Model labels only for models that exist: a client naming arbitrary
+    // ids must not grow the series without bound.
+    if (!absl::IsNotFound(status)) {
+      deps.metrics->observe_denoise(request.model_id, status.ok() ? "ok" : cancelled ? "cancelled" : "error",
+                                    absl::Now() - start);
+    }
     stream->finish(to_grpc_status(status));
   });
   if (!queued.ok()) {

@@ -63,12 +63,14 @@ grpc::ServerWriteReactor<v1::LoadModelEvent>* ModelServiceImpl::LoadModel(grpc::
       stream->send(std::move(event), /*replaceable=*/true);
     };
     watcher.cancelled = [stream] { return stream->cancelled(); };
-    absl::StatusOr<ModelInfo> info = deps.engine->load(request, watcher);
+    absl::StatusOr<ModelInfo> info = stream->cancelled()
+                                         ? absl::CancelledError("the call was cancelled before the load started")
+                                         : deps.engine->load(request, watcher);
     if (info.ok()) {
       v1::LoadModelEvent event;
       to_wire(*info, event.mutable_loaded());
       stream->send(std::move(event));
-    } else if (absl::IsCancelled(info.status()) || stream->cancelled()) {
+    } else if (absl::IsCancelled(info.status()) || absl::IsUnavailable(info.status()) || stream->cancelled()) {
       deps.metrics->count_cancellation("load");
     }
     stream->finish(to_grpc_status(info.status()));
@@ -118,6 +120,17 @@ grpc::ServerUnaryReactor* ModelServiceImpl::AcquireLease(grpc::CallbackServerCon
       deps_.engine->acquire_lease(request->model_id(), absl::Seconds(request->ttl_seconds()));
   if (lease.ok()) response->set_lease_id(*lease);
   return finish_now(context, lease.status());
+}
+
+grpc::ServerUnaryReactor* ModelServiceImpl::RenewLease(grpc::CallbackServerContext* context,
+                                                       const v1::RenewLeaseRequest* request,
+                                                       v1::RenewLeaseResponse*) {
+  if (!(request->ttl_seconds() > 0) || request->ttl_seconds() > 7 * 24 * 3600) {
+    return finish_now(context, absl::InvalidArgumentError(absl::StrCat(
+                                   "ttl_seconds must be in (0, 604800], got ", request->ttl_seconds())));
+  }
+  return finish_now(context,
+                    deps_.engine->renew_lease(request->lease_id(), absl::Seconds(request->ttl_seconds())));
 }
 
 grpc::ServerUnaryReactor* ModelServiceImpl::ReleaseLease(grpc::CallbackServerContext* context,

@@ -1,5 +1,6 @@
-// diffusiond.v1.ModelService over the Engine. Loads and waiting unloads run
-// on work queues; cache hits, listing and leases answer on gRPC's thread.
+// diffusiond.v1.ModelService over the Engine. Loads and unloads run on work
+// queues (both can take seconds); cache hits, listing and leases answer on
+// gRPC's thread.
 #ifndef DIFFUSIOND_SERVER_MODEL_SERVICE_H_
 #define DIFFUSIOND_SERVER_MODEL_SERVICE_H_
 
@@ -21,6 +22,8 @@ class ModelServiceImpl final : public v1::ModelService::CallbackService {
   grpc::ServerUnaryReactor* AcquireLease(grpc::CallbackServerContext* context,
                                          const v1::AcquireLeaseRequest* request,
                                          v1::AcquireLeaseResponse* response) override;
+  grpc::ServerUnaryReactor* RenewLease(grpc::CallbackServerContext* context, const v1::RenewLeaseRequest* request,
+                                       v1::RenewLeaseResponse* response) override;
   grpc::ServerUnaryReactor* ReleaseLease(grpc::CallbackServerContext* context,
                                          const v1::ReleaseLeaseRequest* request,
                                          v1::ReleaseLeaseResponse* response) override;

@@ -24,13 +24,19 @@ std::string fp8_name(const std::optional<Fp8Format>& f) {
 // (retry later); for a remote caller that is the model not being there.
 absl::Status not_loaded(const std::string& model_id, const absl::Status& status) {
   if (absl::IsNotFound(status) || absl::IsAborted(status)) {
-    return absl::NotFoundError(absl::StrCat("model \"", model_id, "\" is not loaded (", status.message(),
-                                            "); load it first"));
+    return absl::NotFoundError(absl::StrCat("model \"", model_id, "\" is not loaded; load it first"));
   }
   return status;
 }
 
 }  // namespace
+
+std::string Engine::relative_to_models_dir(const std::string& path) const {
+  std::error_code ec;
+  const std::filesystem::path root = std::filesystem::canonical(options_.models_dir, ec);
+  const std::filesystem::path relative = std::filesystem::path(path).lexically_relative(root);
+  return ec || relative.empty() ? path : relative.string();
+}
 
 // One unit of work the lifecycle tracks: registered while it runs so that
 // wait_idle() can wait for it and cancel_all() can stop it.
@@ -77,6 +83,9 @@ absl::Status Engine::admit(Job& job) {
   if (!accepting_) return absl::UnavailableError(kShuttingDown);
   jobs_.insert(&job);
   job.admitted_ = true;
+  // Work admitted after cancel_all() is stopped like the work before it
+  // (its loads are already cancelled on the board).
+  if (cancelled_all_) job.cancelled_.store(true);
   return absl::OkStatus();
 }
 
@@ -92,7 +101,9 @@ absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const Lo
   if (request.path.empty()) return absl::InvalidArgumentError("a load needs a path");
   DIFFUSIOND_ASSIGN_OR_RETURN(const std::string path,
                               resolve_confined_path(options_.models_dir, request.path));
-  const std::string model_id = request.model_id.empty() ? request.path : request.model_id;
+  // Without an id the model is known by its canonical path inside the
+  // models directory, so "demo", "./demo" and "/models/demo" are one model.
+  const std::string model_id = request.model_id.empty() ? relative_to_models_dir(path) : request.model_id;
   const Fp8Options fp8 = request.fp8.value_or(options_.fp8);
   const torch::ScalarType dtype = request.compute_dtype.value_or(options_.compute_dtype);
 
@@ -135,6 +146,9 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ModelLoadRequest& request, co
   lo.compute_dtype = *request.compute_dtype;
   lo.fp8 = *request.fp8;
   DIFFUSIOND_ASSIGN_OR_RETURN(ModelPlan plan, plan_model(*checkpoint, lo));
+  // Everyone may have given up while the load waited for a worker; then it
+  // must not evict anything to make room.
+  if (shared.cancelled()->load()) return absl::CancelledError("every caller cancelled the load");
   StreamOptions stream;
   stream.on_progress = [&shared](const LoadProgress& p) { shared.publish(p); };
   stream.cancelled = shared.cancelled();
@@ -205,7 +219,12 @@ absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const U
     UnloadOptions slice;
     slice.timeout = std::min(absl::Milliseconds(100), std::max(absl::ZeroDuration(), deadline - absl::Now()));
     absl::StatusOr<UnloadResult> r = cache_->unload(model_id, slice);
-    if (!absl::IsDeadlineExceeded(r.status()) || absl::Now() >= deadline) return r;
+    if (!absl::IsDeadlineExceeded(r.status())) return r;
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat("model \"", model_id, "\" is still in use after ",
+                                                      absl::FormatDuration(options.timeout),
+                                                      " (pins or leases); it stays loaded"));
+    }
   }
 }
 
@@ -236,6 +255,12 @@ absl::StatusOr<LeaseId> Engine::acquire_lease(const std::string& model_id, absl:
   absl::StatusOr<LeaseId> lease = cache_->acquire_lease(model_id, ttl);
   if (!lease.ok()) return not_loaded(model_id, lease.status());
   return lease;
+}
+
+absl::Status Engine::renew_lease(LeaseId lease, absl::Duration ttl) {
+  Job job(this);
+  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  return cache_->renew_lease(lease, ttl);
 }
 
 absl::Status Engine::release_lease(LeaseId lease) { return cache_->release_lease(lease); }

@@ -42,7 +42,7 @@ struct EngineOptions {
 
 struct ModelLoadRequest {
   std::string path;      // relative to models_dir, or absolute inside it
-  std::string model_id;  // empty: the path as given
+  std::string model_id;  // empty: the canonical path relative to models_dir
   std::optional<Fp8Options> fp8;              // empty: the engine's default
   std::optional<torch::ScalarType> compute_dtype;  // empty: the engine's default
   // Answer only from the cache: NOT_FOUND instead of loading. Lets a server
@@ -77,8 +77,9 @@ struct EngineDenoiseRequest {
   torch::Tensor negative;    // optional
 };
 
-// Thread-safe. Every method but stats/list refuses with UNAVAILABLE once
-// stop_accepting() was called.
+// Thread-safe. Once stop_accepting() was called, load, unload, leases,
+// make_room, step and denoise refuse with UNAVAILABLE; stats, list and
+// release_lease still answer.
 class Engine {
  public:
   // INVALID_ARGUMENT for a missing budget; FAILED_PRECONDITION if models_dir
@@ -102,6 +103,7 @@ class Engine {
   CacheStats stats() const { return cache_->stats(); }
 
   absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration ttl);
+  absl::Status renew_lease(LeaseId lease, absl::Duration ttl);
   absl::Status release_lease(LeaseId lease);
   absl::StatusOr<Reservation> make_room(int64_t bytes, Device device);
 
@@ -134,6 +136,7 @@ class Engine {
   absl::StatusOr<LoadedValue> run_load(const ModelLoadRequest& request, const std::string& path,
                                        const std::string& model_id, LoadBoard::Load& shared);
   ModelInfo describe(const std::string& model_id) const;
+  std::string relative_to_models_dir(const std::string& path) const;
   absl::Status check_same_model(const ModelInfo& loaded, const std::string& path, const Fp8Options& fp8,
                                 torch::ScalarType compute_dtype) const;
 

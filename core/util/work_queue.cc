@@ -25,7 +25,7 @@ absl::Status WorkQueue::submit(std::function<void()> task) {
     if (static_cast<int>(tasks_.size()) >= capacity_ + std::max(0, idle)) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "the ", name_, " queue is full (", running_, " running, ", tasks_.size(),
-          " waiting); retry later or raise the limit"));
+          " waiting); retry later"));
     }
     tasks_.push_back(std::move(task));
   }
