@@ -2,8 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -28,10 +29,30 @@ absl::StatusOr<LogLevel> parse_log_level(absl::string_view name) {
 }
 
 std::string logfmt_value(absl::string_view value) {
-  if (!value.empty() && value.find_first_of(" \"=\\\n") == absl::string_view::npos) {
-    return std::string(value);
+  // Any byte up to space (tabs and carriage returns included) would split or
+  // break the line for a logfmt reader, and values can come from clients.
+  const auto needs_quotes = [](char c) {
+    return static_cast<unsigned char>(c) <= ' ' || c == '"' || c == '=' || c == '\\' || c == '\x7f';
+  };
+  if (!value.empty() && std::none_of(value.begin(), value.end(), needs_quotes)) return std::string(value);
+  std::string out = "\"";
+  for (const char c : value) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < ' ' || c == '\x7f') {
+          absl::StrAppend(&out, "\\u00", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+        } else {
+          out += c;
+        }
+    }
   }
-  return absl::StrCat("\"", absl::StrReplaceAll(value, {{"\\", "\\\\"}, {"\"", "\\\""}, {"\n", "\\n"}}), "\"");
+  out += '"';
+  return out;
 }
 
 Log::Log(LogLevel min_level, Sink sink)

@@ -17,7 +17,8 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 // "debug", "info", "warning" or "error"; INVALID_ARGUMENT otherwise.
 absl::StatusOr<LogLevel> parse_log_level(absl::string_view name);
 
-// A logfmt value: bare when it can be, otherwise quoted with \ and " escaped.
+// A logfmt value: bare when it can be, otherwise quoted with \ and "
+// escaped and control characters written as \n, \r, \t or \u00XX.
 std::string logfmt_value(absl::string_view value);
 
 // Thread-safe: each line is written with one call of the sink.

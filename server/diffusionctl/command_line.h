@@ -53,6 +53,10 @@ struct LeaseOptions {
   std::string model_id;
   absl::Duration ttl = absl::Seconds(60);
 };
+struct RenewOptions {
+  uint64_t lease_id = 0;
+  absl::Duration ttl = absl::Seconds(60);
+};
 struct ReleaseOptions {
   uint64_t lease_id = 0;
 };
@@ -81,7 +85,7 @@ struct DenoiseOptions {
 
 using CommandOptions =
     std::variant<LoadOptions, UnloadOptions, ListOptions, StatsOptions, MakeRoomOptions,
-                 LeaseOptions, ReleaseOptions, HealthOptions, StepOptions, DenoiseOptions>;
+                 LeaseOptions, RenewOptions, ReleaseOptions, HealthOptions, StepOptions, DenoiseOptions>;
 
 struct Invocation {
   GlobalOptions global;

@@ -43,6 +43,7 @@ absl::Status run_command(const CommandEnv& env, const ListOptions& options);
 absl::Status run_command(const CommandEnv& env, const StatsOptions& options);
 absl::Status run_command(const CommandEnv& env, const MakeRoomOptions& options);
 absl::Status run_command(const CommandEnv& env, const LeaseOptions& options);
+absl::Status run_command(const CommandEnv& env, const RenewOptions& options);
 absl::Status run_command(const CommandEnv& env, const ReleaseOptions& options);
 // Prints the status; UNAVAILABLE unless it is SERVING.
 absl::Status run_command(const CommandEnv& env, const HealthOptions& options);

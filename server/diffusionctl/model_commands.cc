@@ -1,4 +1,4 @@
-// load, unload, ls, lease, release: the ModelService commands.
+// load, unload, ls, lease, renew, release: the ModelService commands.
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "diffusiond/v1/model_service.grpc.pb.h"
@@ -84,6 +84,23 @@ absl::Status run_command(const CommandEnv& env, const LeaseOptions& options) {
   if (!status.ok()) return from_grpc(env, status);
   // Only the id, so that scripts can write `release $(diffusionctl lease m)`.
   *env.out << (env.json ? to_json(response) : absl::StrCat(response.lease_id(), "\n"));
+  return absl::OkStatus();
+}
+
+absl::Status run_command(const CommandEnv& env, const RenewOptions& options) {
+  v1::RenewLeaseRequest request;
+  request.set_lease_id(options.lease_id);
+  request.set_ttl_seconds(absl::ToDoubleSeconds(options.ttl));
+  v1::RenewLeaseResponse response;
+  std::unique_ptr<grpc::ClientContext> context = new_context(env);
+  CallCanceller::Scope scope(env.canceller, context.get());
+  const grpc::Status status =
+      v1::ModelService::NewStub(env.channel)->RenewLease(context.get(), request, &response);
+  if (!status.ok()) return from_grpc(env, status);
+  *env.out << (env.json ? to_json(response)
+                        : absl::StrCat("renewed lease ", options.lease_id, " for ",
+                                       absl::FormatDuration(options.ttl), "
+"));
   return absl::OkStatus();
 }
 

@@ -42,15 +42,23 @@ absl::StatusOr<NamedTensors> ZImageModel::step(const NamedTensors& inputs) const
         absl::StrCat("input \"x\" must be [B, C, F, H, W] with B >= 1, got ", shape_string(x->second)));
   }
   const int64_t batch = x->second.size(0);
+  if (t->second.dim() != 1 || t->second.size(0) != batch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input \"t\" must be [", batch, "], got ", shape_string(t->second)));
+  }
   std::set<std::string> used = {"x", "t"};
   std::vector<torch::Tensor> caps;
+  std::vector<std::string> cap_names;  // how the caller named each item's caption
   if (const auto stacked = inputs.find("cap_feats"); stacked != inputs.end()) {
     const torch::Tensor& c = stacked->second;
     if (c.dim() != 3 || c.size(0) != batch) {
       return absl::InvalidArgumentError(absl::StrCat("input \"cap_feats\" must be [", batch,
                                                      ", L, D], got ", shape_string(c)));
     }
-    for (int64_t i = 0; i < batch; ++i) caps.push_back(c[i]);
+    for (int64_t i = 0; i < batch; ++i) {
+      caps.push_back(c[i]);
+      cap_names.push_back(absl::StrCat("input \"cap_feats\" item ", i));
+    }
     used.insert("cap_feats");
   } else {
     for (int64_t i = 0; i < batch; ++i) {
@@ -61,6 +69,7 @@ absl::StatusOr<NamedTensors> ZImageModel::step(const NamedTensors& inputs) const
             "missing input \"", name, "\": give \"cap_feats\" [B, L, D] or one \"cap_feats_<i>\" per item"));
       }
       caps.push_back(it->second);
+      cap_names.push_back(absl::StrCat("input \"", name, "\""));
       used.insert(name);
     }
   }
@@ -70,8 +79,7 @@ absl::StatusOr<NamedTensors> ZImageModel::step(const NamedTensors& inputs) const
     }
   }
   for (size_t i = 0; i < caps.size(); ++i) {
-    DIFFUSIOND_RETURN_IF_ERROR(
-        check_caption(caps[i], config().cap_feat_dim, absl::StrCat("caption features of item ", i)));
+    DIFFUSIOND_RETURN_IF_ERROR(check_caption(caps[i], config().cap_feat_dim, cap_names[i]));
   }
   if (!x->second.is_floating_point() || !t->second.is_floating_point()) {
     return absl::InvalidArgumentError("inputs \"x\" and \"t\" must be floating-point tensors");

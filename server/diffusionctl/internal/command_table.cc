@@ -79,6 +79,19 @@ absl::StatusOr<CommandOptions> build_lease(const ParsedArgs& p) {
   return o;
 }
 
+absl::StatusOr<CommandOptions> build_renew(const ParsedArgs& p) {
+  RenewOptions o;
+  if (!absl::SimpleAtoi(p.args[0], &o.lease_id)) {
+    return bad_value("LEASE_ID", p.args[0], "a lease id (a number that `lease` printed)");
+  }
+  if (const std::string* ttl = p.flag("ttl")) {
+    absl::StatusOr<absl::Duration> d = positive_duration("--ttl", *ttl);
+    if (!d.ok()) return d.status();
+    o.ttl = *d;
+  }
+  return o;
+}
+
 absl::StatusOr<CommandOptions> build_release(const ParsedArgs& p) {
   ReleaseOptions o;
   if (!absl::SimpleAtoi(p.args[0], &o.lease_id)) {
@@ -232,6 +245,9 @@ const std::vector<CommandSpec>& commands() {
        "Pin a model so it is not evicted, and print the lease id.",
        {{"ttl", "DURATION", "how long the lease lasts, e.g. 60s or 10m (default: 60s)"}},
        build_lease},
+      {"renew", "LEASE_ID", 1, 1, "Extend a lease to end --ttl from now.",
+       {{"ttl", "DURATION", "how long from now the lease lasts (default: 60s)"}},
+       build_renew},
       {"release", "LEASE_ID", 1, 1, "Release a lease.", {}, build_release},
       {"health",
        "[SERVICE]",
