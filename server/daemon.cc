@@ -20,8 +20,10 @@ namespace {
 // Kubernetes stops routing to a pod some time after its readiness fails;
 // until then new calls still arrive and are served.
 constexpr absl::Duration kMaxAcceptGrace = absl::Seconds(5);
-// After cancel_all(), loops stop within one step and loads within one tensor.
-constexpr absl::Duration kCancelWait = absl::Seconds(60);
+// After cancel_all(), loops stop within one step and loads within one
+// tensor; past this the process exits anyway (Kubernetes' grace period, 60 s
+// in deploy/k8s with the default 30 s drain grace, must cover both).
+constexpr absl::Duration kCancelWait = absl::Seconds(15);
 constexpr int kLoadThreads = 2, kAdminThreads = 2, kQueuedPerPool = 32;
 
 absl::StatusOr<int64_t> ram_budget(const DaemonOptions& options, const Log& log) {

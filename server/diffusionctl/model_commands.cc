@@ -99,8 +99,7 @@ absl::Status run_command(const CommandEnv& env, const RenewOptions& options) {
   if (!status.ok()) return from_grpc(env, status);
   *env.out << (env.json ? to_json(response)
                         : absl::StrCat("renewed lease ", options.lease_id, " for ",
-                                       absl::FormatDuration(options.ttl), "
-"));
+                                       absl::FormatDuration(options.ttl), "\n"));
   return absl::OkStatus();
 }
 

@@ -1,0 +1,304 @@
+"""Client: the diffusiond.v1 services and the gRPC health service as Python calls.
+
+One Client holds one gRPC channel and is safe to share between threads; the
+calls block. Every call takes an optional ``timeout`` (seconds) that
+overrides the client's default deadline; ``None`` means no deadline. A
+failed call raises a DiffusiondError subclass (errors.py) naming the gRPC
+code and the daemon's message.
+
+Not here: tensor conversion (tensor.py) and the result types (results.py).
+"""
+
+import grpc
+
+from . import _stubs
+from .errors import DiffusiondError, from_rpc_error
+from .tensor import WireTensor, to_wire_proto
+from .results import (DenoiseStep, LoadProgress, MakeRoomResult, ModelInfo, Stats,
+                    UnloadResult)
+
+_ms = _stubs.model_service_pb2
+_ds = _stubs.denoise_service_pb2
+_cs = _stubs.cache_service_pb2
+_hs = _stubs.health_pb2
+
+_DEFAULT = object()  # "use the client's timeout"
+
+_FP8_MODES = {
+    None: _ms.FP8_MODE_DEFAULT,
+    "default": _ms.FP8_MODE_DEFAULT,
+    "off": _ms.FP8_MODE_OFF,
+    "e4m3fn": _ms.FP8_MODE_E4M3FN,
+    "e5m2": _ms.FP8_MODE_E5M2,
+}
+
+DEFAULT_MAX_MESSAGE_BYTES = 256 << 20  # the daemon's --max_message_bytes default
+
+
+def _fp8_mode(fp8):
+    if fp8 is True:
+        return _ms.FP8_MODE_E4M3FN
+    if fp8 is False:
+        return _ms.FP8_MODE_OFF
+    if fp8 not in _FP8_MODES:
+        raise ValueError(f"fp8 '{fp8}' is not one of default, off, e4m3fn, e5m2 (or None/True/False)")
+    return _FP8_MODES[fp8]
+
+
+class DenoiseCall:
+    """A running Denoise stream.
+
+    Iterate it for DenoiseStep events followed by the final latents (a
+    WireTensor), or call result(). cancel() may be called from any thread;
+    the daemon stops within one step and the iteration then raises
+    CancelledError.
+    """
+
+    def __init__(self, call):
+        self._call = call
+
+    def __iter__(self):
+        try:
+            for event in self._call:
+                kind = event.WhichOneof("event")
+                if kind == "step":
+                    yield DenoiseStep.from_proto(event.step)
+                elif kind == "latents":
+                    yield WireTensor.from_proto(event.latents)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, "Denoise") from e
+
+    def cancel(self):
+        """Cancels the call; returns False if it had already finished."""
+        return self._call.cancel()
+
+    def code(self):
+        """Returns the call's grpc.StatusCode (blocks until it finishes)."""
+        return self._call.code()
+
+    def result(self, on_step=None):
+        """Consumes the stream and returns the final latents.
+
+        ``on_step(DenoiseStep)`` is called per step; if it raises, the call is
+        cancelled and the exception propagates. Raises DiffusiondError if the
+        stream fails or ends without latents.
+        """
+        latents = None
+        for event in self:
+            if isinstance(event, WireTensor):
+                latents = event
+            elif on_step is not None:
+                try:
+                    on_step(event)
+                except BaseException:
+                    self._call.cancel()
+                    raise
+        if latents is None:
+            raise DiffusiondError(grpc.StatusCode.INTERNAL, "the stream ended without latents", "Denoise")
+        return latents
+
+
+class Client:
+    """A connection to one diffusiond daemon.
+
+    ``address`` is HOST:PORT. ``timeout`` is the default deadline of every
+    call in seconds (None: none). ``credentials`` (grpc.ChannelCredentials)
+    selects TLS; plaintext otherwise. ``max_message_bytes`` should match the
+    daemon's --max_message_bytes.
+    """
+
+    def __init__(self, address, timeout=None, *, credentials=None,
+                 max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES, options=()):
+        self.address = address
+        self.timeout = timeout
+        channel_options = [
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_send_message_length", max_message_bytes),
+        ] + list(options)
+        if credentials is not None:
+            self._channel = grpc.secure_channel(address, credentials, channel_options)
+        else:
+            self._channel = grpc.insecure_channel(address, channel_options)
+        self._models = _stubs.model_service_pb2_grpc.ModelServiceStub(self._channel)
+        self._denoise = _stubs.denoise_service_pb2_grpc.DenoiseServiceStub(self._channel)
+        self._cache = _stubs.cache_service_pb2_grpc.CacheServiceStub(self._channel)
+        self._health = _stubs.health_pb2_grpc.HealthStub(self._channel)
+
+    def close(self):
+        """Closes the channel; calls in flight are cancelled."""
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _deadline(self, timeout):
+        return self.timeout if timeout is _DEFAULT else timeout
+
+    def _unary(self, name, method, request, timeout):
+        try:
+            return method(request, timeout=self._deadline(timeout))
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, name) from e
+
+    def wait_for_ready(self, timeout=10.0):
+        """Blocks until the channel connects; UnavailableError after ``timeout`` s."""
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError as e:
+            raise from_rpc_error(_Timeout(self.address, timeout), "connect") from e
+
+    # --- ModelService -----------------------------------------------------
+
+    def load_model(self, path, model_id=None, fp8=None, compute_dtype=None, on_progress=None,
+                   timeout=_DEFAULT):
+        """Loads a model (or finds it loaded) and returns its ModelInfo.
+
+        ``path`` is relative to the daemon's models directory. ``fp8``: None
+        or "default" (the daemon's), "off", "e4m3fn", "e5m2". ``compute_dtype``:
+        None (the daemon's), "float32", "bfloat16", "float16".
+        ``on_progress(LoadProgress)`` is called per progress event; if it
+        raises, the load is cancelled and the exception propagates.
+        """
+        request = _ms.LoadModelRequest(path=path, model_id=model_id or "", fp8=_fp8_mode(fp8),
+                                       compute_dtype=compute_dtype or "")
+        call = self._models.LoadModel(request, timeout=self._deadline(timeout))
+        info = None
+        try:
+            for event in call:
+                kind = event.WhichOneof("event")
+                if kind == "loaded":
+                    info = ModelInfo.from_proto(event.loaded)
+                elif kind == "progress" and on_progress is not None:
+                    try:
+                        on_progress(LoadProgress.from_proto(event.progress))
+                    except BaseException:
+                        call.cancel()
+                        raise
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, "LoadModel") from e
+        if info is None:
+            raise DiffusiondError(grpc.StatusCode.INTERNAL, "the stream ended without a ModelInfo", "LoadModel")
+        return info
+
+    def unload_model(self, model_id, wait=True, timeout=_DEFAULT):
+        """Unloads a model; returns the bytes freed once they are released.
+
+        With ``wait`` the daemon waits for work and leases on the model (up to
+        the deadline); without, a model in use fails with FailedPreconditionError.
+        """
+        r = self._unary("UnloadModel", self._models.UnloadModel,
+                        _ms.UnloadModelRequest(model_id=model_id, wait=wait), timeout)
+        return UnloadResult(r.ram_bytes_freed, r.vram_bytes_freed)
+
+    def list_models(self, timeout=_DEFAULT):
+        """Returns the loaded models (list of ModelInfo), most recently used first."""
+        r = self._unary("ListModels", self._models.ListModels, _ms.ListModelsRequest(), timeout)
+        return [ModelInfo.from_proto(m) for m in r.models]
+
+    def acquire_lease(self, model_id, ttl_seconds=60.0, timeout=_DEFAULT):
+        """Pins a loaded model for ``ttl_seconds``; returns the lease id."""
+        r = self._unary("AcquireLease", self._models.AcquireLease,
+                        _ms.AcquireLeaseRequest(model_id=model_id, ttl_seconds=ttl_seconds), timeout)
+        return r.lease_id
+
+    def renew_lease(self, lease_id, ttl_seconds=60.0, timeout=_DEFAULT):
+        """Extends a lease to end ``ttl_seconds`` from now; NotFoundError if it
+        is unknown or already expired."""
+        self._unary("RenewLease", self._models.RenewLease,
+                    _ms.RenewLeaseRequest(lease_id=lease_id, ttl_seconds=ttl_seconds), timeout)
+
+    def release_lease(self, lease_id, timeout=_DEFAULT):
+        """Releases a lease acquired with acquire_lease."""
+        self._unary("ReleaseLease", self._models.ReleaseLease, _ms.ReleaseLeaseRequest(lease_id=lease_id),
+                    timeout)
+
+    # --- CacheService -----------------------------------------------------
+
+    def stats(self, timeout=_DEFAULT):
+        """Returns the budgets, cached models and counters (Stats)."""
+        return Stats.from_proto(self._unary("GetStats", self._cache.GetStats, _cs.GetStatsRequest(), timeout))
+
+    def make_room(self, num_bytes, device="cpu", timeout=_DEFAULT):
+        """Evicts unpinned models until ``num_bytes`` fit on ``device``.
+
+        Raises ResourceExhaustedError (evicting nothing) if pinned models prevent it.
+        """
+        r = self._unary("MakeRoom", self._cache.MakeRoom, _cs.MakeRoomRequest(bytes=num_bytes, device=device),
+                        timeout)
+        return MakeRoomResult(r.available_bytes, tuple(r.evicted_model_ids))
+
+    # --- DenoiseService ---------------------------------------------------
+
+    def step(self, model_id, inputs, timeout=_DEFAULT):
+        """Runs one forward; ``inputs`` maps names to tensors, returns names to WireTensors.
+
+        A tensor is a WireTensor, a diffusiond.v1.Tensor, a numpy array or a
+        torch tensor (see tensor.to_wire_proto).
+        """
+        request = _ds.StepRequest(model_id=model_id)
+        for name, value in inputs.items():
+            request.inputs.add(name=name, tensor=to_wire_proto(value))
+        r = self._unary("Step", self._denoise.Step, request, timeout)
+        return {o.name: WireTensor.from_proto(o.tensor) for o in r.outputs}
+
+    def denoise_stream(self, model_id, caption, negative=None, latents=None, shape=None, seed=0, steps=None,
+                       guidance_scale=1.0, shift=0.0, sigmas=None, timeout=_DEFAULT):
+        """Starts a Denoise and returns its DenoiseCall (iterable, cancellable).
+
+        ``caption`` [L, cap_feat_dim] and ``negative`` are tensors. Give
+        either initial ``latents`` [C, H, W] or a ``shape`` of noise drawn
+        from ``seed``. ``steps`` defaults to len(sigmas) or 8.
+        ``guidance_scale`` <= 1 is off; ``shift`` 0 is the model's default.
+        """
+        if (latents is None) == (shape is None):
+            raise ValueError("give exactly one of latents= and shape=")
+        if steps is None:
+            steps = len(sigmas) if sigmas else 8
+        request = _ds.DenoiseRequest(model_id=model_id, seed=seed, steps=steps, guidance_scale=guidance_scale,
+                                     shift=shift, caption_features=to_wire_proto(caption))
+        if negative is not None:
+            request.negative_caption_features.CopyFrom(to_wire_proto(negative))
+        if latents is not None:
+            request.initial_latents.CopyFrom(to_wire_proto(latents))
+        else:
+            request.latent_shape.extend(int(s) for s in shape)
+        if sigmas:
+            request.sigmas.extend(sigmas)
+        return DenoiseCall(self._denoise.Denoise(request, timeout=self._deadline(timeout)))
+
+    def denoise(self, model_id, caption, negative=None, latents=None, shape=None, seed=0, steps=None,
+                guidance_scale=1.0, shift=0.0, sigmas=None, on_step=None, timeout=_DEFAULT):
+        """Runs the denoise loop and returns the final latents (a float32 WireTensor).
+
+        Arguments as denoise_stream; ``on_step(DenoiseStep)`` is called per
+        step, and if it raises the call is cancelled and the exception propagates.
+        """
+        return self.denoise_stream(model_id, caption, negative, latents, shape, seed, steps, guidance_scale,
+                                   shift, sigmas, timeout).result(on_step)
+
+    # --- grpc.health.v1 ---------------------------------------------------
+
+    def health(self, service="", timeout=_DEFAULT):
+        """Returns the status name ("SERVING", "NOT_SERVING", ...) of ``service``.
+
+        The daemon answers for "" (the whole server), "liveness" and
+        "readiness"; an unknown service raises NotFoundError.
+        """
+        r = self._unary("Health.Check", self._health.Check, _hs.HealthCheckRequest(service=service), timeout)
+        return _hs.HealthCheckResponse.ServingStatus.Name(r.status)
+
+
+class _Timeout:
+    """An RpcError look-alike for a channel that did not connect in time."""
+
+    def __init__(self, address, seconds):
+        self._details = f"could not connect to {address} within {seconds} s"
+
+    def code(self):
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self):
+        return self._details

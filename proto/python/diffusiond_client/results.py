@@ -1,0 +1,110 @@
+"""Plain results of the client's calls, decoupled from the protobuf classes.
+
+Each type is a frozen dataclass built from its diffusiond.v1 message by
+``from_proto``; field names and meanings follow the .proto files.
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelInfo:
+    """What a loaded model holds (diffusiond.v1.ModelInfo)."""
+
+    model_id: str
+    architecture: str
+    description: str
+    compute_dtype: str
+    tensors: int
+    fp8_tensors: int
+    ram_bytes: int
+    vram_bytes: int
+    pins: int
+    idle_seconds: float
+
+    @classmethod
+    def from_proto(cls, m):
+        return cls(m.model_id, m.architecture, m.description, m.compute_dtype, m.tensors,
+                   m.fp8_tensors, m.ram_bytes, m.vram_bytes, m.pins, m.idle_seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadProgress:
+    """One progress event of a load (diffusiond.v1.LoadProgress)."""
+
+    bytes_read: int
+    total_bytes: int
+    tensors_done: int
+    total_tensors: int
+
+    @classmethod
+    def from_proto(cls, m):
+        return cls(m.bytes_read, m.total_bytes, m.tensors_done, m.total_tensors)
+
+
+@dataclasses.dataclass(frozen=True)
+class DenoiseStep:
+    """One finished denoise step (diffusiond.v1.DenoiseStep); ``step`` is 1-based."""
+
+    step: int
+    steps: int
+    sigma: float
+    step_seconds: float
+
+    @classmethod
+    def from_proto(cls, m):
+        return cls(m.step, m.steps, m.sigma, m.step_seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class UnloadResult:
+    """Bytes an unload released (diffusiond.v1.UnloadModelResponse)."""
+
+    ram_bytes_freed: int
+    vram_bytes_freed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceBudget:
+    """One device's budget (diffusiond.v1.DeviceBudget)."""
+
+    device: str
+    capacity_bytes: int
+    reserved_bytes: int
+    committed_bytes: int
+    high_water_bytes: int
+
+    @classmethod
+    def from_proto(cls, m):
+        return cls(m.device, m.capacity_bytes, m.reserved_bytes, m.committed_bytes, m.high_water_bytes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stats:
+    """Budgets, cached models and cache counters (diffusiond.v1.GetStatsResponse)."""
+
+    budgets: tuple  # of DeviceBudget
+    models: tuple  # of ModelInfo
+    hits: int
+    misses: int
+    evictions: int
+    rejections: int
+    process_resident_bytes: int
+
+    @classmethod
+    def from_proto(cls, m):
+        return cls(tuple(DeviceBudget.from_proto(b) for b in m.budgets),
+                   tuple(ModelInfo.from_proto(x) for x in m.models), m.hits, m.misses, m.evictions,
+                   m.rejections, m.process_resident_bytes)
+
+    def budget(self, device="cpu"):
+        """Returns the DeviceBudget of ``device``, or None."""
+        return next((b for b in self.budgets if b.device == device), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class MakeRoomResult:
+    """What MakeRoom did (diffusiond.v1.MakeRoomResponse)."""
+
+    available_bytes: int
+    evicted_model_ids: tuple

@@ -1,0 +1,300 @@
+"""Tests of diffusiond_client against an in-process fake daemon (no binary needed).
+
+Run: PYTHONPATH=<build>/python:proto/python python3 proto/python/tests/test_client.py
+"""
+
+import array
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+import unittest
+from concurrent import futures
+
+import grpc
+
+import diffusiond_client as dc
+from diffusiond_client import _stubs
+
+_ms, _ds, _cs, _ts = (_stubs.model_service_pb2, _stubs.denoise_service_pb2, _stubs.cache_service_pb2,
+                      _stubs.tensor_pb2)
+_hs = _stubs.health_pb2
+
+
+class FakeModels(_stubs.model_service_pb2_grpc.ModelServiceServicer):
+    def __init__(self):
+        self.requests = []
+
+    def LoadModel(self, request, context):
+        self.requests.append(request)
+        if request.path.startswith(".."):
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, f"path '{request.path}' is outside the models dir")
+        for done in (1, 2, 3):
+            yield _ms.LoadModelEvent(progress=_ms.LoadProgress(bytes_read=done * 100, total_bytes=300,
+                                                               tensors_done=done, total_tensors=3))
+        yield _ms.LoadModelEvent(loaded=_ms.ModelInfo(model_id=request.model_id or request.path,
+                                                      architecture="z-image", compute_dtype="float32",
+                                                      tensors=3, fp8_tensors=2, ram_bytes=300))
+
+    def UnloadModel(self, request, context):
+        if request.model_id != "m":
+            context.abort(grpc.StatusCode.NOT_FOUND, f"model \"{request.model_id}\" is not loaded")
+        return _ms.UnloadModelResponse(ram_bytes_freed=300 if request.wait else 1)
+
+    def ListModels(self, request, context):
+        return _ms.ListModelsResponse(models=[_ms.ModelInfo(model_id="m", tensors=3)])
+
+    def AcquireLease(self, request, context):
+        return _ms.AcquireLeaseResponse(lease_id=int(request.ttl_seconds) + 1000)
+
+    def RenewLease(self, request, context):
+        if request.lease_id != 1060 or request.ttl_seconds <= 0:
+            context.abort(grpc.StatusCode.NOT_FOUND, "lease expired")
+        return _ms.RenewLeaseResponse()
+
+    def ReleaseLease(self, request, context):
+        if request.lease_id != 1060:
+            context.abort(grpc.StatusCode.NOT_FOUND, "no such lease")
+        return _ms.ReleaseLeaseResponse()
+
+
+class FakeDenoise(_stubs.denoise_service_pb2_grpc.DenoiseServiceServicer):
+    def __init__(self):
+        self.requests = []
+        self.cancelled = threading.Event()
+
+    def Step(self, request, context):
+        x = {i.name: i.tensor for i in request.inputs}["x"]
+        if x.dtype != _ts.DTYPE_FLOAT32 or not x.shape or len(x.data) != 4 * math.prod(x.shape):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "bad x")
+        doubled = array.array("f", (2 * v for v in array.array("f", x.data)))
+        return _ds.StepResponse(outputs=[_ts.NamedTensor(
+            name="out", tensor=_ts.Tensor(dtype=x.dtype, shape=x.shape, data=doubled.tobytes()))])
+
+    def Denoise(self, request, context):
+        self.requests.append(request)
+        if request.model_id == "slow":
+            # Runs when the call ends, which for "slow" only a cancellation does.
+            context.add_callback(self.cancelled.set)
+        for i in range(request.steps):
+            if request.model_id == "slow" and i == 1:
+                deadline = time.monotonic() + 10
+                while context.is_active() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                if not context.is_active():
+                    return
+            yield _ds.DenoiseEvent(step=_ds.DenoiseStep(step=i + 1, steps=request.steps, sigma=1.0 - i / 10))
+        shape = list(request.latent_shape) or list(request.initial_latents.shape)
+        n = 1
+        for s in shape:
+            n *= s
+        yield _ds.DenoiseEvent(latents=_ts.Tensor(dtype=_ts.DTYPE_FLOAT32, shape=shape, data=bytes(4 * n)))
+
+
+class FakeCache(_stubs.cache_service_pb2_grpc.CacheServiceServicer):
+    def GetStats(self, request, context):
+        return _cs.GetStatsResponse(budgets=[_cs.DeviceBudget(device="cpu", capacity_bytes=1 << 30)], hits=2)
+
+    def MakeRoom(self, request, context):
+        if request.bytes > 1 << 30:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"needed {request.bytes} bytes")
+        return _cs.MakeRoomResponse(available_bytes=1 << 30, evicted_model_ids=["old"])
+
+
+class FakeHealth(_stubs.health_pb2_grpc.HealthServicer):
+    def Check(self, request, context):
+        if request.service not in ("", "liveness", "readiness"):
+            context.abort(grpc.StatusCode.NOT_FOUND, "unknown service")
+        return _hs.HealthCheckResponse(status=_hs.HealthCheckResponse.SERVING)
+
+
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        cls.models, cls.denoiser = FakeModels(), FakeDenoise()
+        _stubs.model_service_pb2_grpc.add_ModelServiceServicer_to_server(cls.models, cls.server)
+        _stubs.denoise_service_pb2_grpc.add_DenoiseServiceServicer_to_server(cls.denoiser, cls.server)
+        _stubs.cache_service_pb2_grpc.add_CacheServiceServicer_to_server(FakeCache(), cls.server)
+        _stubs.health_pb2_grpc.add_HealthServicer_to_server(FakeHealth(), cls.server)
+        port = cls.server.add_insecure_port("127.0.0.1:0")
+        cls.server.start()
+        cls.client = dc.Client(f"127.0.0.1:{port}", timeout=20)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.server.stop(None)
+
+    def test_load_reports_progress_then_model_info(self):
+        progress = []
+        info = self.client.load_model("demo", model_id="d", fp8="e5m2", compute_dtype="bfloat16",
+                                      on_progress=progress.append)
+        self.assertEqual([p.bytes_read for p in progress], [100, 200, 300])
+        self.assertEqual((info.model_id, info.fp8_tensors, info.compute_dtype), ("d", 2, "float32"))
+        sent = self.models.requests[-1]
+        self.assertEqual((sent.fp8, sent.compute_dtype), (_ms.FP8_MODE_E5M2, "bfloat16"))
+
+    def test_load_error_carries_code_and_details(self):
+        with self.assertRaises(dc.PermissionDeniedError) as cm:
+            self.client.load_model("../x")
+        self.assertEqual(cm.exception.code, grpc.StatusCode.PERMISSION_DENIED)
+        self.assertIn("outside the models dir", cm.exception.details)
+        self.assertIn("LoadModel: PERMISSION_DENIED", str(cm.exception))
+        self.assertIsInstance(cm.exception.__cause__, grpc.RpcError)
+
+    def test_bad_fp8_is_refused_before_the_call(self):
+        with self.assertRaisesRegex(ValueError, "fp8 'fp4'"):
+            self.client.load_model("demo", fp8="fp4")
+
+    def test_unload_list_leases(self):
+        self.assertEqual(self.client.unload_model("m").ram_bytes_freed, 300)
+        self.assertEqual(self.client.unload_model("m", wait=False).ram_bytes_freed, 1)
+        with self.assertRaises(dc.NotFoundError):
+            self.client.unload_model("nope")
+        self.assertEqual([m.model_id for m in self.client.list_models()], ["m"])
+        lease = self.client.acquire_lease("m", ttl_seconds=60)
+        self.assertEqual(lease, 1060)
+        self.client.renew_lease(lease, ttl_seconds=30)
+        with self.assertRaises(dc.NotFoundError):
+            self.client.renew_lease(lease, ttl_seconds=0)
+        self.client.release_lease(lease)
+        with self.assertRaises(dc.NotFoundError):
+            self.client.release_lease(7)
+
+    def test_stats_and_make_room(self):
+        stats = self.client.stats()
+        self.assertEqual(stats.budget("cpu").capacity_bytes, 1 << 30)
+        self.assertIsNone(stats.budget("cuda"))
+        self.assertEqual(stats.hits, 2)
+        self.assertEqual(self.client.make_room(10).evicted_model_ids, ("old",))
+        with self.assertRaisesRegex(dc.ResourceExhaustedError, "needed"):
+            self.client.make_room(2 << 30)
+
+    def test_step_round_trips_tensors(self):
+        out = self.client.step("m", {"x": dc.WireTensor.from_floats([1, 2, 3], (3,))})
+        self.assertEqual(out["out"].to_list(), [2, 4, 6])
+        self.assertEqual(out["out"].shape, (3,))
+
+    def test_denoise_reports_steps_and_returns_latents(self):
+        steps = []
+        latents = self.client.denoise("m", dc.WireTensor.zeros((4, 128)), shape=(16, 8, 8), steps=3, seed=7,
+                                      on_step=steps.append)
+        self.assertEqual([s.step for s in steps], [1, 2, 3])
+        self.assertEqual(latents.shape, (16, 8, 8))
+        sent = self.denoiser.requests[-1]
+        self.assertEqual((list(sent.latent_shape), sent.seed, sent.caption_features.shape), ([16, 8, 8], 7, [4, 128]))
+        self.assertFalse(sent.HasField("negative_caption_features"))
+
+    def test_denoise_steps_default_to_the_sigmas(self):
+        self.client.denoise("m", dc.WireTensor.zeros((1, 128)), latents=dc.WireTensor.zeros((16, 2, 2)),
+                            sigmas=[1.0, 0.5])
+        sent = self.denoiser.requests[-1]
+        self.assertEqual((sent.steps, list(sent.sigmas), list(sent.initial_latents.shape)), (2, [1.0, 0.5], [16, 2, 2]))
+
+    def test_denoise_needs_latents_or_shape(self):
+        with self.assertRaisesRegex(ValueError, "exactly one"):
+            self.client.denoise("m", dc.WireTensor.zeros((1, 128)))
+
+    def test_denoise_stream_cancels(self):
+        self.denoiser.cancelled.clear()
+        call = self.client.denoise_stream("slow", dc.WireTensor.zeros((1, 128)), shape=(16, 2, 2), steps=5)
+        events = iter(call)
+        self.assertEqual(next(events).step, 1)
+        self.assertTrue(call.cancel())
+        with self.assertRaises(dc.CancelledError):
+            next(events)
+        self.assertTrue(self.denoiser.cancelled.wait(10), "the server never saw the cancellation")
+        self.assertEqual(call.code(), grpc.StatusCode.CANCELLED)
+
+    def test_on_step_exception_cancels_the_call(self):
+        self.denoiser.cancelled.clear()
+
+        def stop(step):
+            raise KeyboardInterrupt
+
+        with self.assertRaises(KeyboardInterrupt):
+            self.client.denoise("slow", dc.WireTensor.zeros((1, 128)), shape=(16, 2, 2), steps=5, on_step=stop)
+        self.assertTrue(self.denoiser.cancelled.wait(10))
+
+    def test_malformed_proto_tensor_is_forwarded_unchanged(self):
+        bad = _ts.Tensor(dtype=_ts.DTYPE_FLOAT32, shape=[], data=b"")
+        with self.assertRaises(dc.InvalidArgumentError):
+            self.client.step("m", {"x": bad})
+
+    def test_health(self):
+        self.assertEqual(self.client.health(), "SERVING")
+        self.assertEqual(self.client.health("readiness"), "SERVING")
+        with self.assertRaises(dc.NotFoundError):
+            self.client.health("nope")
+
+    def test_unreachable_daemon_is_unavailable(self):
+        with dc.Client("127.0.0.1:1", timeout=5) as c:
+            with self.assertRaises(dc.UnavailableError):
+                c.list_models()
+            with self.assertRaises(dc.UnavailableError):
+                c.wait_for_ready(timeout=0.2)
+
+
+class WireTensorTest(unittest.TestCase):
+    def test_checks_byte_count(self):
+        with self.assertRaisesRegex(ValueError, "needs 24 bytes, got 20"):
+            dc.WireTensor("float32", (2, 3), bytes(20))
+        with self.assertRaisesRegex(ValueError, "dtype 'float8'"):
+            dc.WireTensor("float8", (1,), bytes(1))
+        with self.assertRaisesRegex(ValueError, "negative"):
+            dc.WireTensor("uint8", (-1,), b"")
+
+    def test_array_round_trip_per_dtype(self):
+        for typecode, dtype in (("f", "float32"), ("d", "float64"), ("q", "int64"), ("i", "int32"), ("B", "uint8")):
+            values = array.array(typecode, [1, 2, 3, 4])
+            t = dc.WireTensor.from_array(values, (2, 2))
+            self.assertEqual(t.dtype, dtype)
+            self.assertEqual(t.to_array(), values)
+            self.assertEqual(dc.WireTensor.from_proto(t.to_proto()), t)
+
+    def test_little_endian_bytes(self):
+        self.assertEqual(dc.WireTensor.from_floats([1.0]).data, b"\x00\x00\x80\x3f")
+
+    def test_half_precision_to_list(self):
+        self.assertEqual(dc.WireTensor("bfloat16", (2,), b"\x80\x3f\x00\xc0").to_list(), [1.0, -2.0])
+        self.assertEqual(dc.WireTensor("float16", (1,), b"\x00\x3c").to_list(), [1.0])
+        with self.assertRaisesRegex(ValueError, "to_list"):
+            dc.WireTensor("float16", (1,), b"\x00\x3c").to_array()
+
+    def test_unknown_proto_dtype(self):
+        with self.assertRaisesRegex(ValueError, "enum 42"):
+            dc.WireTensor.from_proto(_ts.Tensor(dtype=42, shape=[1], data=b"\0"))
+
+    def test_to_wire_proto_rejects_non_tensors(self):
+        with self.assertRaisesRegex(TypeError, "list is not a tensor"):
+            dc.to_wire_proto([1, 2])
+
+    @unittest.skipUnless(__import__("importlib").util.find_spec("numpy"), "numpy is not installed")
+    def test_numpy_round_trip(self):
+        import numpy as np
+
+        a = np.arange(6, dtype=np.float32).reshape(2, 3).T  # not contiguous
+        t = dc.WireTensor.from_numpy(a)
+        self.assertEqual(t.shape, (3, 2))
+        np.testing.assert_array_equal(t.to_numpy(), a)
+        self.assertEqual(dc.to_wire_proto(a).shape, [3, 2])
+        b = dc.WireTensor.from_numpy(np.array([1, 2], dtype=">i8"))  # big-endian input
+        self.assertEqual(b.to_list(), [1, 2])
+        np.testing.assert_array_equal(dc.WireTensor("bfloat16", (1,), b"\x80\x3f").to_numpy(), [1.0])
+
+    def test_core_works_without_numpy(self):
+        code = ("import sys; sys.modules['numpy'] = None\n"
+                "import diffusiond_client as dc\n"
+                "t = dc.WireTensor.from_floats([1, 2], (2,))\n"
+                "assert t.to_list() == [1.0, 2.0]\n"
+                "try:\n    t.to_numpy()\nexcept ImportError:\n    print('no numpy ok')\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("no numpy ok", out.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,261 @@
+"""Shared fixtures of the integration tests: the demo model and a real daemon.
+
+The binaries come from the environment, as ctest sets it
+(tests/integration/CMakeLists.txt):
+
+  DIFFUSIOND_BIN        the daemon (required)
+  DIFFUSIOND_DEMO_BIN   diffusiond-demo, which generates the demo model (required)
+  DIFFUSIONCTL_BIN      the CLI (its tests skip without it)
+
+Unset, each falls back to build/release/server/<name> in this checkout; a test
+that needs a binary found neither way is skipped, and one named by a variable
+but missing fails. The client's stubs must be importable:
+PYTHONPATH=<build>/python:proto/python.
+
+The demo model is generated once per process into a temporary models
+directory (``<tmp>/models/demo``), which every daemon of the process serves.
+"""
+
+import atexit
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+from pathlib import Path
+
+import diffusiond_client as dc
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEMO_MODEL = "demo"  # the demo model's folder inside the models directory
+READY_TIMEOUT_S = 60
+CAPTION_DIM = 128  # the demo model's cap_feat_dim
+LATENT_SHAPE = (16, 32, 32)  # small, so a step takes milliseconds
+
+_READY = re.compile(r"msg=ready\b.*?(?:^|\s)listen=(\S+).*?\smetrics_listen=(\S+)")
+
+
+def binary(variable, name, required=True):
+    """Returns the path of a binary from $variable or build/release/server/name.
+
+    Skips the test when neither is set/built (or returns None if not
+    ``required``); fails when $variable names a file that does not exist.
+    """
+    path = os.environ.get(variable)
+    if path:
+        if not os.access(path, os.X_OK):
+            raise AssertionError(f"${variable}={path} is not an executable file")
+        return path
+    fallback = REPO_ROOT / "build" / "release" / "server" / name
+    if fallback.is_file() and os.access(fallback, os.X_OK):
+        return str(fallback)
+    if not required:
+        return None
+    raise unittest.SkipTest(f"{name} not found: set ${variable} or build it in build/release")
+
+
+_work_dir = None
+_work_lock = threading.Lock()
+
+
+def work_dir():
+    """Returns this process's temporary folder, removed at exit."""
+    global _work_dir
+    with _work_lock:
+        if _work_dir is None:
+            _work_dir = Path(tempfile.mkdtemp(prefix="diffusiond-it-"))
+            atexit.register(shutil.rmtree, _work_dir, True)
+        return _work_dir
+
+
+def models_dir():
+    """Returns a models directory holding the demo model (generated on first use)."""
+    models = work_dir() / "models"
+    demo = models / DEMO_MODEL
+    if not (demo / "config.json").exists():
+        demo_bin = binary("DIFFUSIOND_DEMO_BIN", "diffusiond-demo")
+        models.mkdir(exist_ok=True)
+        out = subprocess.run([demo_bin, "--model_dir", str(demo), "--generate_only"], stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=300)
+        if out.returncode != 0 or not (demo / "config.json").exists():
+            raise AssertionError(f"{demo_bin} --model_dir {demo} --generate_only exited {out.returncode} "
+                                 f"without a model:\n{out.stdout}\n{out.stderr}")
+    return models
+
+
+def daemon_env():
+    """The environment for child binaries: ours without DIFFUSIOND_* settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("DIFFUSIOND_")}
+
+
+class Daemon:
+    """One diffusiond process on 127.0.0.1 with ephemeral ports.
+
+    start() returns once the ready line was logged; stop() sends SIGTERM and
+    returns the exit status. stderr is collected for failure messages.
+    """
+
+    def __init__(self, models, ram_budget="512MiB", drain_grace="10s", extra_args=()):
+        self.args = [binary("DIFFUSIOND_BIN", "diffusiond"), "--listen", "127.0.0.1:0", "--metrics_listen",
+                     "127.0.0.1:0", "--models_dir", str(models), "--ram_budget", ram_budget, "--drain_grace",
+                     drain_grace, "--log_level", "debug", *extra_args]
+        self.proc = None
+        self.address = self.metrics_address = None
+        self._lines = []
+        self._cond = threading.Condition()
+        self._readers = []
+        self._terminated = False
+
+    def start(self):
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, errors="replace", env=daemon_env())
+        for stream in (self.proc.stderr, self.proc.stdout):
+            t = threading.Thread(target=self._read, args=(stream,), daemon=True)
+            t.start()
+            self._readers.append(t)
+        match = self.wait_for_line(_READY, READY_TIMEOUT_S)
+        if match is None:
+            code = self.proc.poll()
+            self.kill()
+            state = f"exited with {code}" if code is not None else f"not ready after {READY_TIMEOUT_S} s"
+            raise AssertionError(f"diffusiond {state}: {' '.join(self.args)}\n--- stderr ---\n{self.output()}")
+        self.address, self.metrics_address = match.group(1), match.group(2)
+        return self
+
+    def _read(self, stream):
+        for line in stream:
+            with self._cond:
+                self._lines.append(line.rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait_for_line(self, pattern, timeout_s):
+        """Returns the first match of ``pattern`` in the output, or None at the
+        timeout or once the process has exited without it."""
+        pattern = re.compile(pattern)
+        deadline = time.monotonic() + timeout_s
+        seen = 0
+        with self._cond:
+            while True:
+                for line in self._lines[seen:]:
+                    m = pattern.search(line)
+                    if m:
+                        return m
+                seen = len(self._lines)
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.proc.poll() is not None and not any(t.is_alive() for t in self._readers)):
+                    return None
+                self._cond.wait(min(left, 0.2))
+
+    def output(self):
+        """Returns everything the daemon wrote so far."""
+        with self._cond:
+            return "\n".join(self._lines)
+
+    def client(self, timeout=120):
+        return dc.Client(self.address, timeout=timeout)
+
+    def scrape(self):
+        """Returns the text of GET /metrics."""
+        with urllib.request.urlopen(f"http://{self.metrics_address}/metrics", timeout=10) as r:
+            return r.read().decode()
+
+    def terminate(self):
+        """Sends SIGTERM (once: Kubernetes sends one, then SIGKILL)."""
+        if not self._terminated:
+            self._terminated = True
+            self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self, timeout_s=60):
+        """Sends SIGTERM and returns the exit status; kills it after ``timeout_s``
+        and raises AssertionError with its output."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.terminate()  # unless the test already did
+        try:
+            code = self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"diffusiond did not exit within {timeout_s} s of SIGTERM\n{self.output()}")
+        self._close()
+        return code
+
+    def kill(self):
+        """Kills the process if it still runs (cleanup after a failure)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._close()
+
+    def _close(self):
+        for t in self._readers:
+            t.join(5)
+        if self.proc is not None:
+            for stream in (self.proc.stdout, self.proc.stderr):
+                if stream is not None and not stream.closed and not any(t.is_alive() for t in self._readers):
+                    stream.close()
+
+    def assert_stops_cleanly(self, timeout_s=60):
+        code = self.stop(timeout_s)
+        if code != 0:
+            raise AssertionError(f"diffusiond exited with {code} after SIGTERM, expected 0\n{self.output()}")
+
+
+class DaemonTestCase(unittest.TestCase):
+    """A test class sharing one daemon; the class attribute ``daemon_options``
+    (keyword arguments of Daemon) configures it. tearDownClass asserts that
+    SIGTERM stops it with exit status 0."""
+
+    daemon_options = {}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.models_dir = models_dir()
+        cls.daemon = Daemon(cls.models_dir, **cls.daemon_options).start()
+        cls.addClassCleanup(cls.daemon.kill)
+        cls.client = cls.daemon.client()
+        cls.addClassCleanup(cls.client.close)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.daemon.assert_stops_cleanly()
+
+    def fail_with_log(self, message):
+        self.fail(f"{message}\n--- daemon output ---\n{self.daemon.output()}")
+
+
+def caption(length=8, dim=CAPTION_DIM, seed=1):
+    """Returns deterministic caption features [length, dim] (float32 WireTensor)."""
+    rng = random.Random(seed)
+    return dc.WireTensor.from_floats([rng.gauss(0, 1) for _ in range(length * dim)], (length, dim))
+
+
+def parse_metrics(text):
+    """Returns the samples of a Prometheus text exposition as (name, labels, value)."""
+    samples = []
+    label = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+    line_re = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = line_re.match(line)
+        if m:
+            samples.append((m.group(1), dict(label.findall(m.group(2) or "")), float(m.group(3))))
+    return samples
+
+
+def metric(samples, name, **labels):
+    """Returns the value of the first sample ``name`` whose labels include ``labels``, or None."""
+    for n, l, v in samples:
+        if n == name and all(l.get(k) == want for k, want in labels.items()):
+            return v
+    return None
