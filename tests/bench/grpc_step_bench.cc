@@ -100,7 +100,9 @@ absl::Status prepare(benchmark::State& state, int64_t* cap_dim) {
   absl::StatusOr<ModelInfo> info = fixture.daemon->engine().load(load);
   if (!info.ok()) return info.status();
   *cap_dim = state.range(0) == 0 ? Fixture::small().cap_feat_dim : Fixture::mid().cap_feat_dim;
-  return absl::OkStatus();
+  // One untimed step first: the first forward pays for allocations and
+  // page faults that later ones reuse, and would favour whichever runs second.
+  return fixture.daemon->engine().step(model_name(state.range(0)), step_inputs(*cap_dim)).status();
 }
 
 void BM_StepInProcess(benchmark::State& state) {
@@ -159,11 +161,13 @@ void BM_LoopbackTensorUpload(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * bytes);
 }
 
-BENCHMARK(BM_StepInProcess)->Arg(0)->Unit(benchmark::kMillisecond)->MinTime(2);
-BENCHMARK(BM_StepOverGrpc)->Arg(0)->Unit(benchmark::kMillisecond)->MinTime(2);
-BENCHMARK(BM_StepInProcess)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK(BM_StepOverGrpc)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK(BM_LoopbackTensorUpload)->Arg(1 << 20)->Arg(16 << 20)->Arg(128 << 20)->Unit(benchmark::kMillisecond);
+// Wall time throughout: over gRPC the work happens on the daemon's threads.
+BENCHMARK(BM_StepInProcess)->Arg(0)->Unit(benchmark::kMillisecond)->MinTime(3)->UseRealTime();
+BENCHMARK(BM_StepOverGrpc)->Arg(0)->Unit(benchmark::kMillisecond)->MinTime(3)->UseRealTime();
+BENCHMARK(BM_StepInProcess)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(4)->UseRealTime();
+BENCHMARK(BM_StepOverGrpc)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(4)->UseRealTime();
+BENCHMARK(BM_LoopbackTensorUpload)
+    ->Arg(1 << 20)->Arg(16 << 20)->Arg(128 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace diffusiond
