@@ -46,19 +46,6 @@ struct Args {
   std::string inputs_dir;      // with generate_only: also write the caption features
 };
 
-// The built-in demo model: Z-Image's architecture at a size a laptop CPU
-// denoises in seconds.
-ZImageConfig demo_config() {
-  ZImageConfig c;
-  c.dim = 256;
-  c.n_heads = 4;  // head_dim 64 = 16 + 24 + 24
-  c.axes_dims = {16, 24, 24};
-  c.n_layers = 4;
-  c.n_refiner_layers = 2;
-  c.cap_feat_dim = 128;
-  return c;
-}
-
 absl::StatusOr<Args> parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
@@ -105,12 +92,12 @@ absl::Status run(const Args& args) {
   if (!std::filesystem::exists(std::filesystem::path(args.model_dir) / "config.json")) {
     std::printf("generating the demo model (random weights, diffusers format) in %s\n",
                 args.model_dir.c_str());
-    DIFFUSIOND_RETURN_IF_ERROR(write_random_z_image(demo_config(), args.model_dir, 1));
+    DIFFUSIOND_RETURN_IF_ERROR(write_random_z_image(demo_z_image_config(), args.model_dir, 1));
   }
   if (args.generate_only) {
     if (args.inputs_dir.empty()) return absl::OkStatus();
     std::filesystem::create_directories(args.inputs_dir);
-    const int64_t cap_dim = demo_config().cap_feat_dim;
+    const int64_t cap_dim = demo_z_image_config().cap_feat_dim;
     DIFFUSIOND_RETURN_IF_ERROR(write_tensor(args.inputs_dir + "/caption.safetensors", "caption_features",
                                             seeded_noise({77, cap_dim}, args.seed + 1)));
     return write_tensor(args.inputs_dir + "/negative.safetensors", "negative_caption_features",

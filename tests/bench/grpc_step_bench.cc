@@ -36,7 +36,8 @@ struct Fixture {
   // Starts the daemon once, with both models on disk.
   absl::Status start() {
     if (daemon != nullptr) return absl::OkStatus();
-    for (const auto& [name, config] : {std::pair{"small", small()}, std::pair{"mid", mid()}}) {
+    for (const auto& [name, config] :
+         {std::pair{"small", demo_z_image_config()}, std::pair{"mid", mid_size_z_image_config()}}) {
       const std::string path = dir + "/" + name;
       if (!std::filesystem::exists(path + "/config.json")) {
         if (absl::Status s = write_random_z_image(config, path, 7); !s.ok()) return s;
@@ -63,24 +64,6 @@ struct Fixture {
     args.SetMaxSendMessageSize(256 << 20);
     return args;
   }
-  static ZImageConfig small() {
-    ZImageConfig c;  // the demo model's size
-    c.dim = 256;
-    c.n_heads = 4;
-    c.axes_dims = {16, 24, 24};
-    c.n_layers = 4;
-    c.n_refiner_layers = 2;
-    c.cap_feat_dim = 128;
-    return c;
-  }
-  static ZImageConfig mid() {
-    ZImageConfig c;
-    c.dim = 1536;
-    c.n_heads = 12;
-    c.n_layers = 8;
-    c.n_refiner_layers = 2;
-    return c;
-  }
 } fixture;
 
 const char* model_name(int64_t arg) { return arg == 0 ? "small" : "mid"; }
@@ -99,7 +82,7 @@ absl::Status prepare(benchmark::State& state, int64_t* cap_dim) {
   load.path = load.model_id = model_name(state.range(0));
   absl::StatusOr<ModelInfo> info = fixture.daemon->engine().load(load);
   if (!info.ok()) return info.status();
-  *cap_dim = state.range(0) == 0 ? Fixture::small().cap_feat_dim : Fixture::mid().cap_feat_dim;
+  *cap_dim = state.range(0) == 0 ? demo_z_image_config().cap_feat_dim : mid_size_z_image_config().cap_feat_dim;
   // One untimed step first: the first forward pays for allocations and
   // page faults that later ones reuse, and would favour whichever runs second.
   return fixture.daemon->engine().step(model_name(state.range(0)), step_inputs(*cap_dim)).status();

@@ -22,19 +22,10 @@ struct GeneratedModel {
   ~GeneratedModel() { std::filesystem::remove_all(dir); }
 } generated;
 
-ZImageConfig mid_size() {
-  ZImageConfig c;
-  c.dim = 1536;
-  c.n_heads = 12;
-  c.n_layers = 8;
-  c.n_refiner_layers = 2;
-  return c;
-}
-
 void BM_ZImageStep(benchmark::State& state) {
   tune_allocator_for_serving();
   if (!std::filesystem::exists(generated.dir + "/config.json")) {
-    if (!write_random_z_image(mid_size(), generated.dir, 7).ok()) {
+    if (!write_random_z_image(mid_size_z_image_config(), generated.dir, 7).ok()) {
       state.SkipWithError("cannot write the model");
       return;
     }

@@ -3,12 +3,13 @@ cancellation, concurrent clients, Step, and malformed tensors."""
 
 import math
 import threading
+import time
 import unittest
 
 import grpc
 
 import diffusiond_client as dc
-from daemon_fixture import DEMO_MODEL, LATENT_SHAPE, DaemonTestCase, caption
+from daemon_fixture import DEMO_MODEL, LATENT_SHAPE, DaemonTestCase, caption, metric, parse_metrics
 from diffusiond_client import _stubs
 
 MODEL = "denoise-demo"
@@ -158,6 +159,34 @@ class DenoiseTest(DaemonTestCase):
                 with self.assertRaises(dc.InvalidArgumentError):
                     self.client.denoise(MODEL, steps=1, **kwargs)
         self.assert_serving()
+
+
+class FullQueueTest(DaemonTestCase):
+    """One denoise slot and no waiting room: a second call is refused at once."""
+
+    daemon_options = {"ram_budget": "512MiB", "extra_args": ("--max_concurrent_denoise", "1",
+                                                             "--max_queued_denoise", "0")}
+
+    def test_a_full_queue_answers_resource_exhausted(self):
+        self.client.load_model(DEMO_MODEL, model_id=MODEL)
+        running = self.client.denoise_stream(MODEL, caption(), shape=LATENT_SHAPE, steps=1000)
+        self.assertIsInstance(next(iter(running)), dc.DenoiseStep)  # it holds the only slot
+        with self.assertRaises(dc.ResourceExhaustedError) as cm:
+            self.client.denoise(MODEL, caption(), shape=LATENT_SHAPE, steps=1)
+        self.assertIn("queue is full", cm.exception.details)
+        samples = parse_metrics(self.daemon.scrape())
+        self.assertEqual(metric(samples, "diffusiond_queue_rejections_total", queue="compute"), 1.0)
+        running.cancel()
+        # The slot frees once the loop sees the cancel (within one step).
+        for _ in range(100):
+            try:
+                latents = self.client.denoise(MODEL, caption(), shape=LATENT_SHAPE, steps=1)
+                break
+            except dc.ResourceExhaustedError:
+                time.sleep(0.1)
+        else:
+            self.fail("the slot never freed after the running denoise was cancelled")
+        assert_finite_latents(self, latents)
 
 
 if __name__ == "__main__":

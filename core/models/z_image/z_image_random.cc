@@ -17,6 +17,26 @@
 
 namespace diffusiond {
 
+ZImageConfig demo_z_image_config() {
+  ZImageConfig c;
+  c.dim = 256;
+  c.n_heads = 4;  // head_dim 64 = 16 + 24 + 24
+  c.axes_dims = {16, 24, 24};
+  c.n_layers = 4;
+  c.n_refiner_layers = 2;
+  c.cap_feat_dim = 128;
+  return c;
+}
+
+ZImageConfig mid_size_z_image_config() {
+  ZImageConfig c;
+  c.dim = 1536;
+  c.n_heads = 12;
+  c.n_layers = 8;
+  c.n_refiner_layers = 2;
+  return c;
+}
+
 std::string z_image_config_json(const ZImageConfig& c) {
   nlohmann::ordered_json j;
   j["_class_name"] = "ZImageTransformer2DModel";

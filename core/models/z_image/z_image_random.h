@@ -12,6 +12,13 @@
 
 namespace diffusiond {
 
+// The built-in demo model: Z-Image's architecture at a size a laptop CPU
+// denoises in seconds (dim 256, 4 + 2 layers, cap_feat_dim 128).
+ZImageConfig demo_z_image_config();
+// The benchmarks' mid-size configuration: dim 1536, 8 + 2 layers, 12 heads,
+// Z-Image's caption width (~0.8 GB of bf16 weights).
+ZImageConfig mid_size_z_image_config();
+
 // Serialises `config` as a diffusers config.json.
 std::string z_image_config_json(const ZImageConfig& config);
 
