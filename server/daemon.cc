@@ -21,8 +21,9 @@ namespace {
 // until then new calls still arrive and are served.
 constexpr absl::Duration kMaxAcceptGrace = absl::Seconds(5);
 // After cancel_all(), loops stop within one step and loads within one
-// tensor; past this the process exits anyway (Kubernetes' grace period, 60 s
-// in deploy/k8s with the default 30 s drain grace, must cover both).
+// tensor. Past this the drain goes on, but a forward already running cannot
+// be interrupted: exit waits for it (Kubernetes' grace period, 60 s in
+// deploy/k8s with the default 30 s drain grace, must cover grace + one step).
 constexpr absl::Duration kCancelWait = absl::Seconds(15);
 constexpr int kLoadThreads = 2, kAdminThreads = 2, kQueuedPerPool = 32;
 

@@ -134,7 +134,7 @@ grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::Ca
     if (cancelled) deps.metrics->count_cancellation("denoise");
     // Model labels only for models that exist: a client naming arbitrary
     // ids must not grow the series without bound.
-    if (!absl::IsNotFound(status)) {
+    if (!absl::IsNotFound(status) && !absl::IsUnavailable(status)) {
       deps.metrics->observe_denoise(request.model_id, status.ok() ? "ok" : cancelled ? "cancelled" : "error",
                                     absl::Now() - start);
     }

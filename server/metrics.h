@@ -83,7 +83,7 @@ class DaemonMetrics final : public CacheObserver {
 };
 
 // Serves `metrics` at http://<address>/metrics (GET or HEAD; one thread,
-// one connection at a time, 5 s per client) until destroyed, which it must
+// one connection at a time, 5 s to send a request) until destroyed, which it must
 // be before `metrics` (metrics_http_server.cc says why it is not
 // prometheus::Exposer).
 class MetricsServer {

@@ -21,6 +21,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "server/metrics.h"
 
 namespace diffusiond {
@@ -90,13 +92,21 @@ class HttpMetricsServer final : public MetricsServer {
     }
   }
 
+  // One deadline for the whole request, so a client trickling bytes cannot
+  // hold the only responder thread (or the shutdown) for longer.
   void handle(int client) {
-    const timeval timeout{kClientTimeoutMs / 1000, 0};
-    ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    ::setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+    const timeval send_timeout{kClientTimeoutMs / 1000, 0};
+    ::setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
+    const absl::Time deadline = absl::Now() + absl::Milliseconds(kClientTimeoutMs);
     std::string request;
     char buffer[1024];
     while (request.find("\r\n\r\n") == std::string::npos && request.size() < kMaxRequestBytes) {
+      const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+      pollfd fds[2] = {{client, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+      if (left_ms <= 0 || ::poll(fds, wake_[0] >= 0 ? 2 : 1, static_cast<int>(left_ms)) <= 0 ||
+          fds[1].revents != 0) {
+        return;
+      }
       const ssize_t n = ::recv(client, buffer, sizeof(buffer), 0);
       if (n <= 0) return;
       request.append(buffer, static_cast<size_t>(n));

@@ -70,7 +70,8 @@ grpc::ServerWriteReactor<v1::LoadModelEvent>* ModelServiceImpl::LoadModel(grpc::
       v1::LoadModelEvent event;
       to_wire(*info, event.mutable_loaded());
       stream->send(std::move(event));
-    } else if (absl::IsCancelled(info.status()) || absl::IsUnavailable(info.status()) || stream->cancelled()) {
+    } else if (absl::IsCancelled(info.status()) || stream->cancelled() ||
+               (absl::IsUnavailable(info.status()) && deps.engine->draining())) {
       deps.metrics->count_cancellation("load");
     }
     stream->finish(to_grpc_status(info.status()));
@@ -90,8 +91,10 @@ grpc::ServerUnaryReactor* ModelServiceImpl::UnloadModel(grpc::CallbackServerCont
   options.timeout = time_left(*context);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const ServiceDeps deps = deps_;
-  absl::Status queued = deps.admin_queue->submit([deps, reactor, response, options, id = request->model_id()] {
-    absl::StatusOr<UnloadResult> r = deps.engine->unload(id, options);
+  absl::Status queued = deps.admin_queue->submit([deps, context, reactor, response, options,
+                                                  id = request->model_id()] {
+    absl::StatusOr<UnloadResult> r =
+        deps.engine->unload(id, options, [context] { return context->IsCancelled(); });
     if (r.ok()) {
       response->set_ram_bytes_freed(r->freed_bytes[static_cast<int>(Device::kCpu)]);
       response->set_vram_bytes_freed(r->freed_bytes[static_cast<int>(Device::kCuda)]);

@@ -205,7 +205,8 @@ absl::Status Engine::check_same_model(const ModelInfo& loaded, const std::string
                                                     "; unload it first or load under another model_id"));
 }
 
-absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const UnloadOptions& options) {
+absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const UnloadOptions& options,
+                                            const std::function<bool()>& cancelled) {
   Job job(this);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   if (!options.wait) return cache_->unload(model_id, options);
@@ -216,6 +217,7 @@ absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const U
                                   : absl::Now() + options.timeout;
   for (;;) {
     if (job.cancelled()) return absl::UnavailableError(kShuttingDown);
+    if (cancelled && cancelled()) return absl::CancelledError("the unload was cancelled; the model stays loaded");
     UnloadOptions slice;
     slice.timeout = std::min(absl::Milliseconds(100), std::max(absl::ZeroDuration(), deadline - absl::Now()));
     absl::StatusOr<UnloadResult> r = cache_->unload(model_id, slice);
@@ -276,7 +278,13 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
   Job job(this);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(model_id));
-  return pinned.as<DiffusionModel>()->step(inputs);
+  try {
+    return pinned.as<DiffusionModel>()->step(inputs);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory during the step");
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("step failed: ", e.what()));
+  }
 }
 
 absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options) {
@@ -289,12 +297,15 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   if (loop.schedule.shift == 0) loop.schedule.shift = model.default_shift();
   const std::vector<int64_t> shape =
       loop.initial_latents.defined() ? loop.initial_latents.sizes().vec() : loop.latent_shape;
-  const int64_t multiple = model.latent_multiple();
+  const int64_t multiple = model.latent_multiple(), most = model.max_latent_side();
+  // Checked before the noise is drawn: a client must not make the daemon
+  // allocate a latent the model could never denoise.
   if (shape.size() != 3 || shape[0] != model.latent_channels() || shape[1] < multiple || shape[2] < multiple ||
-      shape[1] % multiple != 0 || shape[2] % multiple != 0) {
+      shape[1] % multiple != 0 || shape[2] % multiple != 0 || shape[1] > most || shape[2] > most) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "latents must be [", model.latent_channels(), ", H, W] with H and W positive multiples of ", multiple,
-        " for model \"", request.model_id, "\", got [", absl::StrJoin(shape, ", "), "]"));
+        "latents must be [", model.latent_channels(), ", H, W] with H and W multiples of ", multiple,
+        " from ", multiple, " to ", most, " for model \"", request.model_id, "\", got [",
+        absl::StrJoin(shape, ", "), "]"));
   }
   loop.has_negative = request.negative.defined();
   DIFFUSIOND_ASSIGN_OR_RETURN(FlowPredictor predict, model.flow_predictor(request.caption, request.negative));
@@ -304,13 +315,26 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
     if (job.cancelled()) return absl::UnavailableError(kShuttingDown);
     return predict(latents, t, with_negative);
   };
-  DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseResult result, diffusiond::denoise(guarded, loop, options));
-  return std::move(result.latents);
+  // libtorch reports failures (an allocation above all) by throwing; no
+  // exception may leave core/ into a worker thread.
+  try {
+    DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseResult result, diffusiond::denoise(guarded, loop, options));
+    return std::move(result.latents);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory while denoising");
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("denoise failed: ", e.what()));
+  }
 }
 
 void Engine::stop_accepting() {
   MutexLock lock(&mu_);
   accepting_ = false;
+}
+
+bool Engine::draining() const {
+  MutexLock lock(&mu_);
+  return !accepting_;
 }
 
 bool Engine::wait_idle(absl::Time deadline) {

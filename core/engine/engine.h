@@ -95,8 +95,10 @@ class Engine {
   // waiter gave up, the checkpoint's own errors otherwise.
   absl::StatusOr<ModelInfo> load(const ModelLoadRequest& request, const LoadWatcher& watcher = {});
 
-  // Returns after the model's memory is released. See UnloadOptions.
-  absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options);
+  // Returns after the model's memory is released. See UnloadOptions; a
+  // waiting unload also stops with CANCELLED once `cancelled` reads true.
+  absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options,
+                                      const std::function<bool()>& cancelled = nullptr);
 
   // Ready models, most recently used first.
   std::vector<ModelInfo> list() const;
@@ -120,6 +122,8 @@ class Engine {
   // cancel_all() stops loads before their next tensor and loops before their
   // next step.
   void stop_accepting();
+  // True once stop_accepting() was called: UNAVAILABLE then means the drain.
+  bool draining() const;
   bool wait_idle(absl::Time deadline);
   void cancel_all();
   // Unloads every model (waiting up to `timeout` for pins); returns the

@@ -26,7 +26,9 @@ LoadBoard::Ticket LoadBoard::join(const std::string& key, Watcher watcher) {
   {
     MutexLock lock(&mu_);
     std::shared_ptr<Load>& slot = loads_[key];
-    if (slot == nullptr) slot = std::make_shared<Load>();
+    // A load everyone gave up on is not joined: its callers may not have
+    // left yet, but a newcomer wants a live load.
+    if (slot == nullptr || (slot->cancelled_.load() && !cancelled_all_)) slot = std::make_shared<Load>();
     load = slot;
     if (cancelled_all_) load->cancel();
   }

@@ -45,6 +45,8 @@ class DiffusionModel : public CacheValue {
   // multiples of latent_multiple().
   virtual int64_t latent_channels() const = 0;
   virtual int64_t latent_multiple() const = 0;
+  // The largest latent H and W the model has positions for.
+  virtual int64_t max_latent_side() const = 0;
   // The flow-match shift its scheduler uses by default.
   virtual double default_shift() const = 0;
 

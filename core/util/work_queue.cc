@@ -21,6 +21,7 @@ WorkQueue::~WorkQueue() {
 absl::Status WorkQueue::submit(std::function<void()> task) {
   {
     MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError(absl::StrCat("the ", name_, " queue is shutting down"));
     const int idle = static_cast<int>(workers_.size()) - running_;
     if (static_cast<int>(tasks_.size()) >= capacity_ + std::max(0, idle)) {
       return absl::ResourceExhaustedError(absl::StrCat(

@@ -40,6 +40,9 @@ class ZImageModel final : public DiffusionModel {
                                                const torch::Tensor& negative) const override;
   int64_t latent_channels() const override { return config_.in_channels; }
   int64_t latent_multiple() const override { return config_.patch_size; }
+  int64_t max_latent_side() const override {
+    return std::min(config_.axes_lens[1], config_.axes_lens[2]) * config_.patch_size;
+  }
   double default_shift() const override { return 3.0; }  // Z-Image-Turbo's scheduler
 
   // One forward, upstream's call convention: x[i] is [C, F, H, W], t is [B]

@@ -459,6 +459,13 @@ TEST_F(EngineTest, ListShowsReadyModelsAndUnloadFreesThem) {
   ASSERT_THAT(back, IsOk());
   EXPECT_EQ(back->fp8_tensors, 0);
 
+  // A waiting unload of a leased model stops when its caller cancels.
+  absl::StatusOr<LeaseId> lease = engine_->acquire_lease("b", absl::Hours(1));
+  ASSERT_THAT(lease, IsOk());
+  EXPECT_THAT(engine_->unload("b", UnloadOptions{}, [] { return true; }),
+              StatusIs(absl::StatusCode::kCancelled, HasSubstr("stays loaded")));
+  EXPECT_THAT(engine_->release_lease(*lease), IsOk());
+
   EXPECT_EQ(engine_->unload_all(absl::Seconds(10)), b->bytes[kCpu] + back->bytes[kCpu]);
   EXPECT_EQ(ram().committed_bytes, 0);
   EXPECT_THAT(engine_->list(), IsEmpty());
@@ -518,6 +525,11 @@ TEST_F(EngineTest, DenoiseRejectsBadRequests) {
   EXPECT_THAT(engine_->denoise(odd, {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("multiples of 2"), HasSubstr("got [16, 5, 4]"))));
+  // Beyond the model's RoPE positions: refused before 64 TiB of noise is drawn.
+  EngineDenoiseRequest huge = denoise_request("tiny", 1);
+  huge.loop.latent_shape = {16, int64_t{1} << 20, int64_t{1} << 20};
+  EXPECT_THAT(engine_->denoise(huge, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("from 2 to 1024")));
   EngineDenoiseRequest given = denoise_request("tiny", 1);
   given.loop.initial_latents = torch::zeros({16, 4, 6});
   given.loop.latent_shape = {16, 4, 4};  // ignored: the given latents decide

@@ -102,6 +102,12 @@ TEST(LoadBoard, CancelledOnlyWhenEveryWatcherGaveUp) {
   EXPECT_TRUE(cancelled(tb));
   // Giving up does not stop the events.
   EXPECT_THAT(b.seen, ElementsAre(1, 2));
+  // A newcomer gets a live load even while the cancelled one's callers are
+  // still on the board.
+  Caller c;
+  LoadBoard::Ticket tc = board.join("m", c.watcher());
+  EXPECT_NE(&tc.load(), &ta.load());
+  EXPECT_FALSE(cancelled(tc));
 }
 
 TEST(LoadBoard, LeavingStopsEventsAndTheLeaverNoLongerVotes) {
