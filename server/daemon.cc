@@ -2,6 +2,10 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.pb.h"
@@ -49,6 +53,19 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials(const Daemo
 }
 
 std::string host_of(const std::string& address) { return address.substr(0, address.rfind(':')); }
+
+// Linking grpc++_reflection registers its plugin with every ServerBuilder
+// from a static initialiser, so not asking for it is not enough: with
+// --reflection=false this option takes it out again.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const auto& p) { return p->name() == "proto_server_reflection"; }),
+                   plugins->end());
+  }
+};
 
 }  // namespace
 
@@ -112,6 +129,7 @@ absl::Status Daemon::start_serving() {
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   if (options_.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  if (!options_.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
   builder.AddListeningPort(options_.listen, creds, &grpc_port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));

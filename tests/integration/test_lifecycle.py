@@ -8,6 +8,8 @@ import time
 import unittest
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 import diffusiond_client as dc
 from daemon_fixture import (DEMO_MODEL, LATENT_SHAPE, Daemon, DaemonTestCase, caption, metric, models_dir,
@@ -23,6 +25,24 @@ class HealthAndMetricsTest(DaemonTestCase):
                 self.assertEqual(self.client.health(service), "SERVING")
         with self.assertRaises(dc.NotFoundError):
             self.client.health("no-such-service")
+
+    def test_health_watch_streams_the_status(self):
+        with grpc.insecure_channel(self.daemon.address) as channel:
+            watch = health_pb2_grpc.HealthStub(channel).Watch(
+                health_pb2.HealthCheckRequest(service="readiness"), timeout=10)
+            self.assertEqual(next(iter(watch)).status, health_pb2.HealthCheckResponse.SERVING)
+            watch.cancel()
+
+    def test_reflection_lists_and_describes_every_service(self):
+        services = reflect(self.daemon.address, list_services="")
+        names = {s.name for s in services.list_services_response.service}
+        self.assertLessEqual({"diffusiond.v1.ModelService", "diffusiond.v1.DenoiseService",
+                              "diffusiond.v1.CacheService", "grpc.health.v1.Health"}, names)
+        for symbol in ("diffusiond.v1.DenoiseService", "grpc.health.v1.Health"):
+            with self.subTest(symbol=symbol):
+                described = reflect(self.daemon.address, file_containing_symbol=symbol)
+                self.assertFalse(described.HasField("error_response"), described.error_response.error_message)
+                self.assertGreater(len(described.file_descriptor_response.file_descriptor_proto), 0)
 
     def test_metrics_pass_promtool(self):
         promtool = shutil.which("promtool")
@@ -107,6 +127,25 @@ class HealthAndMetricsTest(DaemonTestCase):
                   "diffusiond_model_loads_total and the high-water mark")
         for info in infos:
             self.client.unload_model(info.model_id)
+
+
+class ReflectionOffTest(unittest.TestCase):
+    def test_reflection_flag_turns_it_off(self):
+        daemon = Daemon(models_dir(), extra_args=("--reflection", "false")).start()
+        self.addCleanup(daemon.kill)
+        with self.assertRaises(grpc.RpcError) as cm:
+            reflect(daemon.address, list_services="")
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        daemon.assert_stops_cleanly()
+
+
+def reflect(address, **request):
+    """One request of the server reflection protocol; returns its response."""
+    with grpc.insecure_channel(address) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        responses = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(**request)]),
+                                              timeout=10)
+        return next(iter(responses))
 
 
 class DrainTest(unittest.TestCase):
