@@ -117,7 +117,7 @@ absl::Status Daemon::start_serving() {
   load_queue_ = std::make_unique<WorkQueue>("load", kLoadThreads, kQueuedPerPool);
   compute_queue_ = std::make_unique<WorkQueue>("denoise", options_.max_concurrent_denoise, options_.max_queued_denoise);
   admin_queue_ = std::make_unique<WorkQueue>("unload", kAdminThreads, kQueuedPerPool);
-  ServiceDeps deps{engine_.get(), load_queue_.get(), compute_queue_.get(), admin_queue_.get(), metrics_.get(), &log_};
+  ServiceDeps deps{engine_.get(), load_queue_.get(), compute_queue_.get(), admin_queue_.get(), metrics_.get()};
   model_service_ = std::make_unique<ModelServiceImpl>(deps);
   denoise_service_ = std::make_unique<DenoiseServiceImpl>(deps);
   cache_service_ = std::make_unique<CacheServiceImpl>(deps);

@@ -82,9 +82,9 @@ grpc::ServerUnaryReactor* DenoiseServiceImpl::Step(grpc::CallbackServerContext* 
         }
         const absl::Time start = absl::Now();
         absl::StatusOr<NamedTensors> outputs = deps.engine->step(id, inputs);
-        if (outputs.ok()) deps.metrics->observe_step(id, absl::Now() - start);
         absl::Status status = outputs.status();
         if (outputs.ok()) {
+          deps.metrics->observe_step(id, absl::Now() - start);
           for (const auto& [name, tensor] : *outputs) {
             v1::NamedTensor* out = response->add_outputs();
             out->set_name(name);

@@ -1,6 +1,6 @@
 #include "server/model_service.h"
 
-#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
 #include "server/event_stream.h"
 #include "server/grpc_status.h"
 #include "server/model_info_wire.h"
@@ -19,12 +19,8 @@ absl::StatusOr<ModelLoadRequest> load_request(const v1::LoadModelRequest& wire) 
   ModelLoadRequest r;
   r.path = wire.path();
   r.model_id = wire.model_id();
-  absl::StatusOr<std::optional<Fp8Options>> fp8 = fp8_from_wire(wire.fp8());
-  if (!fp8.ok()) return fp8.status();
-  r.fp8 = *fp8;
-  absl::StatusOr<std::optional<torch::ScalarType>> dtype = compute_dtype_from_wire(wire.compute_dtype());
-  if (!dtype.ok()) return dtype.status();
-  r.compute_dtype = *dtype;
+  DIFFUSIOND_ASSIGN_OR_RETURN(r.fp8, fp8_from_wire(wire.fp8()));
+  DIFFUSIOND_ASSIGN_OR_RETURN(r.compute_dtype, compute_dtype_from_wire(wire.compute_dtype()));
   return r;
 }
 
@@ -115,12 +111,9 @@ grpc::ServerUnaryReactor* ModelServiceImpl::ListModels(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ModelServiceImpl::AcquireLease(grpc::CallbackServerContext* context,
                                                          const v1::AcquireLeaseRequest* request,
                                                          v1::AcquireLeaseResponse* response) {
-  if (!(request->ttl_seconds() > 0) || request->ttl_seconds() > 7 * 24 * 3600) {
-    return finish_now(context, absl::InvalidArgumentError(absl::StrCat(
-                                   "ttl_seconds must be in (0, 604800], got ", request->ttl_seconds())));
-  }
-  absl::StatusOr<LeaseId> lease =
-      deps_.engine->acquire_lease(request->model_id(), absl::Seconds(request->ttl_seconds()));
+  absl::StatusOr<absl::Duration> ttl = lease_ttl_from_wire(request->ttl_seconds());
+  if (!ttl.ok()) return finish_now(context, ttl.status());
+  absl::StatusOr<LeaseId> lease = deps_.engine->acquire_lease(request->model_id(), *ttl);
   if (lease.ok()) response->set_lease_id(*lease);
   return finish_now(context, lease.status());
 }
@@ -128,12 +121,9 @@ grpc::ServerUnaryReactor* ModelServiceImpl::AcquireLease(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* ModelServiceImpl::RenewLease(grpc::CallbackServerContext* context,
                                                        const v1::RenewLeaseRequest* request,
                                                        v1::RenewLeaseResponse*) {
-  if (!(request->ttl_seconds() > 0) || request->ttl_seconds() > 7 * 24 * 3600) {
-    return finish_now(context, absl::InvalidArgumentError(absl::StrCat(
-                                   "ttl_seconds must be in (0, 604800], got ", request->ttl_seconds())));
-  }
-  return finish_now(context,
-                    deps_.engine->renew_lease(request->lease_id(), absl::Seconds(request->ttl_seconds())));
+  absl::StatusOr<absl::Duration> ttl = lease_ttl_from_wire(request->ttl_seconds());
+  if (!ttl.ok()) return finish_now(context, ttl.status());
+  return finish_now(context, deps_.engine->renew_lease(request->lease_id(), *ttl));
 }
 
 grpc::ServerUnaryReactor* ModelServiceImpl::ReleaseLease(grpc::CallbackServerContext* context,

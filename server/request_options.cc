@@ -38,6 +38,13 @@ absl::StatusOr<Device> device_from_wire(const std::string& name) {
   return absl::InvalidArgumentError(absl::StrCat("device '", name, "' is not cpu or cuda"));
 }
 
+absl::StatusOr<absl::Duration> lease_ttl_from_wire(double ttl_seconds) {
+  if (!(ttl_seconds > 0) || ttl_seconds > 7 * 24 * 3600) {
+    return absl::InvalidArgumentError(absl::StrCat("ttl_seconds must be in (0, 604800], got ", ttl_seconds));
+  }
+  return absl::Seconds(ttl_seconds);
+}
+
 absl::Duration time_left(const grpc::CallbackServerContext& context) {
   const auto deadline = context.deadline();
   if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteDuration();

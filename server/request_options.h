@@ -24,6 +24,9 @@ absl::StatusOr<std::optional<Fp8Options>> fp8_from_wire(int mode);
 absl::StatusOr<std::optional<torch::ScalarType>> compute_dtype_from_wire(const std::string& name);
 // "" and "cpu" are the CPU; "cuda" the GPU.
 absl::StatusOr<Device> device_from_wire(const std::string& name);
+// A lease's ttl_seconds as a duration; INVALID_ARGUMENT outside (0, 604800]
+// (one week), NaN included.
+absl::StatusOr<absl::Duration> lease_ttl_from_wire(double ttl_seconds);
 // Time left before the call's deadline; infinite without one.
 absl::Duration time_left(const grpc::CallbackServerContext& context);
 

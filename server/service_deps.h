@@ -1,11 +1,10 @@
 // What the gRPC services share: the engine they adapt, the work queues that
-// keep blocking work off gRPC's threads, metrics and the log.
+// keep blocking work off gRPC's threads, and metrics.
 #ifndef DIFFUSIOND_SERVER_SERVICE_DEPS_H_
 #define DIFFUSIOND_SERVER_SERVICE_DEPS_H_
 
 #include "core/engine/engine.h"
 #include "core/util/work_queue.h"
-#include "server/log.h"
 #include "server/metrics.h"
 
 namespace diffusiond {
@@ -17,7 +16,6 @@ struct ServiceDeps {
   WorkQueue* compute_queue = nullptr;  // Step and Denoise (--max_concurrent_denoise)
   WorkQueue* admin_queue = nullptr;    // UnloadModel, which may wait for pins
   DaemonMetrics* metrics = nullptr;
-  const Log* log = nullptr;
 };
 
 }  // namespace diffusiond

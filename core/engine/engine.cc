@@ -29,6 +29,14 @@ absl::Status not_loaded(const std::string& model_id, const absl::Status& status)
   return status;
 }
 
+// Copies the cache's usage figures for one entry into `info`.
+void set_usage(const CacheEntryStats& e, ModelInfo* info) {
+  info->bytes = e.bytes;
+  info->pins = e.pins;
+  info->leases = e.leases;
+  info->idle = e.idle_age;
+}
+
 }  // namespace
 
 std::string Engine::relative_to_models_dir(const std::string& path) const {
@@ -180,11 +188,7 @@ ModelInfo Engine::describe(const std::string& model_id) const {
   }
   info.model_id = model_id;
   for (const CacheEntryStats& e : cache_->stats().entries) {
-    if (e.key != model_id) continue;
-    info.bytes = e.bytes;
-    info.pins = e.pins;
-    info.leases = e.leases;
-    info.idle = e.idle_age;
+    if (e.key == model_id) set_usage(e, &info);
   }
   return info;
 }
@@ -241,10 +245,7 @@ std::vector<ModelInfo> Engine::list() const {
     kept.insert(*it);
     if (e.loading) continue;
     ModelInfo info = it->second;
-    info.bytes = e.bytes;
-    info.pins = e.pins;
-    info.leases = e.leases;
-    info.idle = e.idle_age;
+    set_usage(e, &info);
     out.push_back(std::move(info));
   }
   described_.swap(kept);  // forget models the cache no longer holds

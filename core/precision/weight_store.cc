@@ -8,17 +8,13 @@ namespace diffusiond {
 
 void WeightStore::add(const std::string& name, torch::Tensor dense) {
   nbytes_ += static_cast<int64_t>(dense.nbytes());
-  const bool inserted = weights_.emplace(name, std::move(dense)).second;
-  assert(inserted);
-  (void)inserted;
+  add_view(name, std::move(dense));
 }
 
 void WeightStore::add(const std::string& name, Fp8Weight fp8) {
   nbytes_ += fp8.nbytes();
   ++fp8_count_;
-  const bool inserted = weights_.emplace(name, std::move(fp8)).second;
-  assert(inserted);
-  (void)inserted;
+  add_view(name, std::move(fp8));
 }
 
 void WeightStore::add_view(const std::string& name, Stored stored) {

@@ -7,6 +7,14 @@
 #include "absl/strings/str_cat.h"
 
 namespace diffusiond {
+namespace {
+
+// Whether `path` lies at or below `base`, component by component.
+bool is_within(const std::filesystem::path& base, const std::filesystem::path& path) {
+  return std::mismatch(base.begin(), base.end(), path.begin(), path.end()).first == base.end();
+}
+
+}  // namespace
 
 absl::StatusOr<std::string> resolve_confined_path(absl::string_view root,
                                                   absl::string_view requested) {
@@ -22,9 +30,7 @@ absl::StatusOr<std::string> resolve_confined_path(absl::string_view root,
   const fs::path joined = asked.is_absolute() ? asked : base / asked;
   if (!fs::exists(joined, ec)) {
     // Refuse escapes before saying whether something exists out there.
-    const fs::path lexical = joined.lexically_normal();
-    const auto [root_end, unused] = std::mismatch(base.begin(), base.end(), lexical.begin(), lexical.end());
-    if (root_end != base.end()) {
+    if (!is_within(base, joined.lexically_normal())) {
       return absl::PermissionDeniedError(
           absl::StrCat("'", requested, "' is outside the models directory ", base.string()));
     }
@@ -32,8 +38,7 @@ absl::StatusOr<std::string> resolve_confined_path(absl::string_view root,
   }
   const fs::path resolved = fs::canonical(joined, ec);
   if (ec) return absl::NotFoundError(absl::StrCat("'", requested, "': ", ec.message()));
-  const auto [root_end, unused] = std::mismatch(base.begin(), base.end(), resolved.begin(), resolved.end());
-  if (root_end != base.end()) {
+  if (!is_within(base, resolved)) {
     return absl::PermissionDeniedError(absl::StrCat(
         "'", requested, "' resolves to ", resolved.string(), ", outside the models directory ",
         base.string()));

@@ -8,16 +8,13 @@
 
 namespace diffusiond::ctl {
 
-using internal::from_grpc;
-using internal::new_context;
+using internal::unary_call;
 
 absl::Status run_command(const CommandEnv& env, const StatsOptions&) {
   v1::GetStatsResponse response;
-  std::unique_ptr<grpc::ClientContext> context = new_context(env);
-  CallCanceller::Scope scope(env.canceller, context.get());
-  const grpc::Status status = v1::CacheService::NewStub(env.channel)
-                                  ->GetStats(context.get(), v1::GetStatsRequest(), &response);
-  if (!status.ok()) return from_grpc(env, status);
+  const absl::Status status =
+      unary_call(env, &v1::CacheService::Stub::GetStats, v1::GetStatsRequest(), &response);
+  if (!status.ok()) return status;
   *env.out << (env.json ? to_json(response) : format_stats(response));
   return absl::OkStatus();
 }
@@ -27,11 +24,9 @@ absl::Status run_command(const CommandEnv& env, const MakeRoomOptions& options) 
   request.set_bytes(options.bytes);
   request.set_device(options.device);
   v1::MakeRoomResponse response;
-  std::unique_ptr<grpc::ClientContext> context = new_context(env);
-  CallCanceller::Scope scope(env.canceller, context.get());
-  const grpc::Status status =
-      v1::CacheService::NewStub(env.channel)->MakeRoom(context.get(), request, &response);
-  if (!status.ok()) return from_grpc(env, status);
+  const absl::Status status =
+      unary_call(env, &v1::CacheService::Stub::MakeRoom, request, &response);
+  if (!status.ok()) return status;
   if (env.json) {
     *env.out << to_json(response);
     return absl::OkStatus();
@@ -49,11 +44,9 @@ absl::Status run_command(const CommandEnv& env, const HealthOptions& options) {
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(options.service);
   grpc::health::v1::HealthCheckResponse response;
-  std::unique_ptr<grpc::ClientContext> context = new_context(env);
-  CallCanceller::Scope scope(env.canceller, context.get());
-  const grpc::Status status =
-      grpc::health::v1::Health::NewStub(env.channel)->Check(context.get(), request, &response);
-  if (!status.ok()) return from_grpc(env, status);
+  const absl::Status status =
+      unary_call(env, &grpc::health::v1::Health::Stub::Check, request, &response);
+  if (!status.ok()) return status;
   const std::string name =
       grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
   *env.out << (env.json ? to_json(response) : name + "\n");

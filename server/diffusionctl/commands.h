@@ -64,6 +64,20 @@ std::unique_ptr<grpc::ClientContext> new_context(const CommandEnv& env);
 // address when the daemon cannot be reached.
 absl::Status from_grpc(const CommandEnv& env, const grpc::Status& status);
 
+// Makes the unary call `method` (e.g. &v1::ModelService::Stub::UnloadModel)
+// on a new stub over env.channel, with a context from new_context that
+// env.canceller can cancel; returns from_grpc of its status.
+template <typename Stub, typename Request, typename Response>
+absl::Status unary_call(const CommandEnv& env,
+                        grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                                     Response*),
+                        const Request& request, Response* response) {
+  Stub stub(env.channel);
+  std::unique_ptr<grpc::ClientContext> context = new_context(env);
+  CallCanceller::Scope scope(env.canceller, context.get());
+  return from_grpc(env, (stub.*method)(context.get(), request, response));
+}
+
 }  // namespace internal
 }  // namespace diffusiond::ctl
 

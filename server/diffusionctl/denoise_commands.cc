@@ -15,6 +15,7 @@ namespace {
 
 using internal::from_grpc;
 using internal::new_context;
+using internal::unary_call;
 
 // Says what was written to `path`: a line per tensor, or one JSON object.
 void print_written(const CommandEnv& env, const std::string& path, const NamedTensors& tensors) {
@@ -45,11 +46,8 @@ absl::Status run_command(const CommandEnv& env, const StepOptions& options) {
   if (!inputs.ok()) return inputs.status();
   request.mutable_inputs()->Swap(&*inputs);
   v1::StepResponse response;
-  std::unique_ptr<grpc::ClientContext> context = new_context(env);
-  CallCanceller::Scope scope(env.canceller, context.get());
-  const grpc::Status status =
-      v1::DenoiseService::NewStub(env.channel)->Step(context.get(), request, &response);
-  if (!status.ok()) return from_grpc(env, status);
+  const absl::Status status = unary_call(env, &v1::DenoiseService::Stub::Step, request, &response);
+  if (!status.ok()) return status;
   if (absl::Status s = write_tensor_file(options.outputs_path, response.outputs()); !s.ok()) {
     return s;
   }

@@ -10,6 +10,7 @@ namespace diffusiond::ctl {
 
 using internal::from_grpc;
 using internal::new_context;
+using internal::unary_call;
 
 absl::Status run_command(const CommandEnv& env, const LoadOptions& options) {
   v1::LoadModelRequest request;
@@ -44,11 +45,9 @@ absl::Status run_command(const CommandEnv& env, const UnloadOptions& options) {
   request.set_model_id(options.model_id);
   request.set_wait(options.wait);
   v1::UnloadModelResponse response;
-  std::unique_ptr<grpc::ClientContext> context = new_context(env);
-  CallCanceller::Scope scope(env.canceller, context.get());
-  const grpc::Status status =
-      v1::ModelService::NewStub(env.channel)->UnloadModel(context.get(), request, &response);
-  if (!status.ok()) return from_grpc(env, status);
+  const absl::Status status =
+      unary_call(env, &v1::ModelService::Stub::UnloadModel, request, &response);
+  if (!status.ok()) return status;
   if (env.json) {
     *env.out << to_json(response);
   } else {
@@ -63,11 +62,9 @@ absl::Status run_command(const CommandEnv& env, const UnloadOptions& options) {
 
 absl::Status run_command(const CommandEnv& env, const ListOptions&) {
   v1::ListModelsResponse response;
-  std::unique_ptr<grpc::ClientContext> context = new_context(env);
-  CallCanceller::Scope scope(env.canceller, context.get());
-  const grpc::Status status = v1::ModelService::NewStub(env.channel)
-                                  ->ListModels(context.get(), v1::ListModelsRequest(), &response);
-  if (!status.ok()) return from_grpc(env, status);
+  const absl::Status status =
+      unary_call(env, &v1::ModelService::Stub::ListModels, v1::ListModelsRequest(), &response);
+  if (!status.ok()) return status;
   *env.out << (env.json ? to_json(response) : format_models(response.models()));
   return absl::OkStatus();
 }
@@ -77,11 +74,9 @@ absl::Status run_command(const CommandEnv& env, const LeaseOptions& options) {
   request.set_model_id(options.model_id);
   request.set_ttl_seconds(absl::ToDoubleSeconds(options.ttl));
   v1::AcquireLeaseResponse response;
-  std::unique_ptr<grpc::ClientContext> context = new_context(env);
-  CallCanceller::Scope scope(env.canceller, context.get());
-  const grpc::Status status =
-      v1::ModelService::NewStub(env.channel)->AcquireLease(context.get(), request, &response);
-  if (!status.ok()) return from_grpc(env, status);
+  const absl::Status status =
+      unary_call(env, &v1::ModelService::Stub::AcquireLease, request, &response);
+  if (!status.ok()) return status;
   // Only the id, so that scripts can write `release $(diffusionctl lease m)`.
   *env.out << (env.json ? to_json(response) : absl::StrCat(response.lease_id(), "\n"));
   return absl::OkStatus();
@@ -92,11 +87,9 @@ absl::Status run_command(const CommandEnv& env, const RenewOptions& options) {
   request.set_lease_id(options.lease_id);
   request.set_ttl_seconds(absl::ToDoubleSeconds(options.ttl));
   v1::RenewLeaseResponse response;
-  std::unique_ptr<grpc::ClientContext> context = new_context(env);
-  CallCanceller::Scope scope(env.canceller, context.get());
-  const grpc::Status status =
-      v1::ModelService::NewStub(env.channel)->RenewLease(context.get(), request, &response);
-  if (!status.ok()) return from_grpc(env, status);
+  const absl::Status status =
+      unary_call(env, &v1::ModelService::Stub::RenewLease, request, &response);
+  if (!status.ok()) return status;
   *env.out << (env.json ? to_json(response)
                         : absl::StrCat("renewed lease ", options.lease_id, " for ",
                                        absl::FormatDuration(options.ttl), "\n"));
@@ -107,11 +100,9 @@ absl::Status run_command(const CommandEnv& env, const ReleaseOptions& options) {
   v1::ReleaseLeaseRequest request;
   request.set_lease_id(options.lease_id);
   v1::ReleaseLeaseResponse response;
-  std::unique_ptr<grpc::ClientContext> context = new_context(env);
-  CallCanceller::Scope scope(env.canceller, context.get());
-  const grpc::Status status =
-      v1::ModelService::NewStub(env.channel)->ReleaseLease(context.get(), request, &response);
-  if (!status.ok()) return from_grpc(env, status);
+  const absl::Status status =
+      unary_call(env, &v1::ModelService::Stub::ReleaseLease, request, &response);
+  if (!status.ok()) return status;
   *env.out << (env.json ? to_json(response)
                         : absl::StrCat("released lease ", options.lease_id, "\n"));
   return absl::OkStatus();

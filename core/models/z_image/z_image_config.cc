@@ -1,6 +1,7 @@
 #include "core/models/z_image/z_image_config.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -19,19 +20,17 @@ absl::Status field_error(absl::string_view what, absl::string_view field, const 
                                                  ", expected ", expected));
 }
 
-absl::Status read_int(const json& root, const char* field, absl::string_view what, int64_t* out) {
+// Reads an optional integer (T integral) or number field; absent or null
+// leaves `*out` unchanged.
+template <typename T>
+absl::Status read_number(const json& root, const char* field, absl::string_view what, T* out) {
   if (!root.contains(field) || root.at(field).is_null()) return absl::OkStatus();
   const json& v = root.at(field);
-  if (!v.is_number_integer()) return field_error(what, field, v, "an integer");
-  *out = v.get<int64_t>();
-  return absl::OkStatus();
-}
-
-absl::Status read_double(const json& root, const char* field, absl::string_view what, double* out) {
-  if (!root.contains(field) || root.at(field).is_null()) return absl::OkStatus();
-  const json& v = root.at(field);
-  if (!v.is_number()) return field_error(what, field, v, "a number");
-  *out = v.get<double>();
+  constexpr bool kInteger = std::is_integral_v<T>;
+  if (kInteger ? !v.is_number_integer() : !v.is_number()) {
+    return field_error(what, field, v, kInteger ? "an integer" : "a number");
+  }
+  *out = v.get<T>();
   return absl::OkStatus();
 }
 
@@ -115,15 +114,15 @@ absl::StatusOr<ZImageConfig> parse_z_image_config(absl::string_view text, absl::
   ZImageConfig c;
   DIFFUSIOND_RETURN_IF_ERROR(read_single_int_list(root, "all_patch_size", what, &c.patch_size));
   DIFFUSIOND_RETURN_IF_ERROR(read_single_int_list(root, "all_f_patch_size", what, &c.f_patch_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "in_channels", what, &c.in_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "dim", what, &c.dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "n_layers", what, &c.n_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "n_refiner_layers", what, &c.n_refiner_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "n_heads", what, &c.n_heads));
-  DIFFUSIOND_RETURN_IF_ERROR(read_double(root, "norm_eps", what, &c.norm_eps));
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "cap_feat_dim", what, &c.cap_feat_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_double(root, "rope_theta", what, &c.rope_theta));
-  DIFFUSIOND_RETURN_IF_ERROR(read_double(root, "t_scale", what, &c.t_scale));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "in_channels", what, &c.in_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "dim", what, &c.dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "n_layers", what, &c.n_layers));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "n_refiner_layers", what, &c.n_refiner_layers));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "n_heads", what, &c.n_heads));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "norm_eps", what, &c.norm_eps));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "cap_feat_dim", what, &c.cap_feat_dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "rope_theta", what, &c.rope_theta));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "t_scale", what, &c.t_scale));
   DIFFUSIOND_RETURN_IF_ERROR(read_triple(root, "axes_dims", what, &c.axes_dims));
   DIFFUSIOND_RETURN_IF_ERROR(read_triple(root, "axes_lens", what, &c.axes_lens));
   if (root.contains("qk_norm")) {

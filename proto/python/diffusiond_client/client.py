@@ -191,7 +191,7 @@ class Client:
         """
         r = self._unary("UnloadModel", self._models.UnloadModel,
                         _ms.UnloadModelRequest(model_id=model_id, wait=wait), timeout)
-        return UnloadResult(r.ram_bytes_freed, r.vram_bytes_freed)
+        return UnloadResult.from_proto(r)
 
     def list_models(self, timeout=_DEFAULT):
         """Returns the loaded models (list of ModelInfo), most recently used first."""

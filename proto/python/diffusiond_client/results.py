@@ -7,8 +7,17 @@ Each type is a frozen dataclass built from its diffusiond.v1 message by
 import dataclasses
 
 
+class _FromProto:
+    """Gives a dataclass whose fields are scalars named as in its message a
+    ``from_proto`` that copies them."""
+
+    @classmethod
+    def from_proto(cls, m):
+        return cls(*(getattr(m, f.name) for f in dataclasses.fields(cls)))
+
+
 @dataclasses.dataclass(frozen=True)
-class ModelInfo:
+class ModelInfo(_FromProto):
     """What a loaded model holds (diffusiond.v1.ModelInfo)."""
 
     model_id: str
@@ -22,14 +31,9 @@ class ModelInfo:
     pins: int
     idle_seconds: float
 
-    @classmethod
-    def from_proto(cls, m):
-        return cls(m.model_id, m.architecture, m.description, m.compute_dtype, m.tensors,
-                   m.fp8_tensors, m.ram_bytes, m.vram_bytes, m.pins, m.idle_seconds)
-
 
 @dataclasses.dataclass(frozen=True)
-class LoadProgress:
+class LoadProgress(_FromProto):
     """One progress event of a load (diffusiond.v1.LoadProgress)."""
 
     bytes_read: int
@@ -37,13 +41,9 @@ class LoadProgress:
     tensors_done: int
     total_tensors: int
 
-    @classmethod
-    def from_proto(cls, m):
-        return cls(m.bytes_read, m.total_bytes, m.tensors_done, m.total_tensors)
-
 
 @dataclasses.dataclass(frozen=True)
-class DenoiseStep:
+class DenoiseStep(_FromProto):
     """One finished denoise step (diffusiond.v1.DenoiseStep); ``step`` is 1-based."""
 
     step: int
@@ -51,13 +51,9 @@ class DenoiseStep:
     sigma: float
     step_seconds: float
 
-    @classmethod
-    def from_proto(cls, m):
-        return cls(m.step, m.steps, m.sigma, m.step_seconds)
-
 
 @dataclasses.dataclass(frozen=True)
-class UnloadResult:
+class UnloadResult(_FromProto):
     """Bytes an unload released (diffusiond.v1.UnloadModelResponse)."""
 
     ram_bytes_freed: int
@@ -65,7 +61,7 @@ class UnloadResult:
 
 
 @dataclasses.dataclass(frozen=True)
-class DeviceBudget:
+class DeviceBudget(_FromProto):
     """One device's budget (diffusiond.v1.DeviceBudget)."""
 
     device: str
@@ -73,10 +69,6 @@ class DeviceBudget:
     reserved_bytes: int
     committed_bytes: int
     high_water_bytes: int
-
-    @classmethod
-    def from_proto(cls, m):
-        return cls(m.device, m.capacity_bytes, m.reserved_bytes, m.committed_bytes, m.high_water_bytes)
 
 
 @dataclasses.dataclass(frozen=True)
