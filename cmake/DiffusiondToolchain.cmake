@@ -4,15 +4,23 @@
 set(CMAKE_CXX_STANDARD 17)
 set(CMAKE_CXX_STANDARD_REQUIRED ON)
 set(CMAKE_CXX_EXTENSIONS OFF)
-set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+# -fPIC for libraries and executables alike (executables still link as
+# PIE): one libtorch precompiled header serves both only when they agree,
+# and CMake's per-type flags would give executables -fPIE.
+# -pthread likewise: GoogleTest's targets add it (it defines _REENTRANT),
+# and a precompiled header is refused where such a macro differs.
+add_compile_options(-fPIC -pthread)
 set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
 if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
   set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "Build type" FORCE)
 endif()
 # Invariants are asserted (STYLE: a broken invariant is a bug); the checks
-# are cheap next to tensor work, so optimised builds keep them.
-set(CMAKE_CXX_FLAGS_RELWITHDEBINFO "-O2 -g")
-set(CMAKE_C_FLAGS_RELWITHDEBINFO "-O2 -g")
+# are cheap next to tensor work, so optimised builds keep them. -g1 keeps
+# function names and line tables (backtraces, perf) without the type
+# information of every libtorch template, which made a third of each
+# libtorch translation unit's compile time (docs/building.md).
+set(CMAKE_CXX_FLAGS_RELWITHDEBINFO "-O2 -g1")
+set(CMAKE_C_FLAGS_RELWITHDEBINFO "-O2 -g1")
 
 find_program(CCACHE_PROGRAM ccache)
 if(CCACHE_PROGRAM)

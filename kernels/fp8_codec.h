@@ -5,7 +5,7 @@
 #ifndef DIFFUSIOND_KERNELS_FP8_CODEC_H_
 #define DIFFUSIOND_KERNELS_FP8_CODEC_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

@@ -6,7 +6,10 @@
 #ifndef DIFFUSIOND_KERNELS_TORCH_COMPAT_H_
 #define DIFFUSIOND_KERNELS_TORCH_COMPAT_H_
 
-#include <torch/torch.h>
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+#include <torch/types.h>
+#include <torch/version.h>
 
 #include <optional>
 
@@ -39,6 +42,19 @@ inline std::optional<torch::Tensor> native_sdpa(const torch::Tensor& q, const to
   (void)q, (void)k, (void)v, (void)mask;
   return std::nullopt;
 #endif
+}
+
+// Sets the threads one forward may use: libtorch's intra-op pool and, where
+// libtorch calls a BLAS that keeps a pool of its own (Debian's libtorch and
+// OpenBLAS), that pool too. Without the second, `--threads 1` still ran
+// every matmul on all cores. Looked up at run time: which BLAS libtorch
+// reaches is the distribution's choice, not this build's.
+inline void set_compute_threads(int threads) {
+  at::set_num_threads(threads);
+  using SetThreads = void (*)(int);
+  for (const char* symbol : {"openblas_set_num_threads", "mkl_set_num_threads"}) {
+    if (void* f = dlsym(RTLD_DEFAULT, symbol)) reinterpret_cast<SetThreads>(f)(threads);
+  }
 }
 
 #if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA

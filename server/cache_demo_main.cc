@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"

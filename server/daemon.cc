@@ -13,6 +13,7 @@
 #include "core/loader/torch_dtype.h"
 #include "core/memory/allocator.h"
 #include "core/memory/default_budget.h"
+#include "core/memory/default_threads.h"
 #include "core/util/bytes.h"
 #include "core/util/file_text.h"
 #include "core/util/status_macros.h"
@@ -40,6 +41,20 @@ absl::StatusOr<int64_t> ram_budget(const DaemonOptions& options, const Log& log)
                 absl::StrCat("ram_budget=", *options.ram_budget_bytes, " auto=", automatic));
   }
   return *options.ram_budget_bytes;
+}
+
+// Applies --threads (or the machine's default) to libtorch's intra-op pool,
+// which every forward's matmuls and element-wise loops share.
+absl::StatusOr<int> apply_compute_threads(const DaemonOptions& options) {
+  int threads = 0;
+  if (options.threads.has_value()) {
+    threads = *options.threads;
+  } else {
+    DIFFUSIOND_ASSIGN_OR_RETURN(MachineCpus machine, probe_machine_cpus());
+    threads = default_compute_threads(machine);
+  }
+  compat::set_compute_threads(threads);
+  return threads;
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials(const DaemonOptions& options) {
@@ -86,11 +101,13 @@ absl::Status Daemon::start_serving() {
   tune_allocator_for_serving();
   DIFFUSIOND_ASSIGN_OR_RETURN(const int64_t ram, ram_budget(options_, log_));
   ram_budget_ = std::make_unique<Budget>(Device::kCpu, ram);
+  DIFFUSIOND_ASSIGN_OR_RETURN(const int threads, apply_compute_threads(options_));
 
   BuildInfo build;
   build.version = DIFFUSIOND_VERSION;
   build.torch_version = TORCH_VERSION;
   build.cuda = compat::kHaveCuda;
+  build.compute_threads = threads;
   // The metrics read the cache through the engine, which exists only later;
   // until then (and after drain) they report no cache state.
   metrics_ = std::make_unique<DaemonMetrics>(build, [this]() -> CacheStats {
@@ -158,7 +175,7 @@ absl::Status Daemon::start_serving() {
                                   host_of(options_.metrics_listen), ":", metrics_server_->port(),
                                   " models_dir=", logfmt_value(options_.models_dir), " ram_budget_bytes=", ram,
                                   " ram_budget=", logfmt_value(format_bytes(ram)), " fp8=", options_.fp8,
-                                  " compute_dtype=", scalar_type_name(eo.compute_dtype), " tls=",
+                                  " compute_dtype=", scalar_type_name(eo.compute_dtype), " threads=", threads, " tls=",
                                   options_.tls_cert.empty() ? "off" : "on", " version=", DIFFUSIOND_VERSION));
   return absl::OkStatus();
 }

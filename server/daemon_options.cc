@@ -89,6 +89,18 @@ const std::vector<Flag>& flags() {
          o.max_message_bytes = *b;
          return absl::OkStatus();
        }},
+      {"threads", "auto", "threads one forward may use; auto = the cgroup CPU quota, else the usable cores",
+       [](DaemonOptions& o, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (v == "auto") {
+           o.threads.reset();
+         } else if (!absl::SimpleAtoi(v, &n) || n < 1 || n > 1024) {
+           return bad(v, "'auto' or an integer from 1 to 1024");
+         } else {
+           o.threads = n;
+         }
+         return absl::OkStatus();
+       }},
       {"max_concurrent_denoise", "1", "denoise jobs that run at once; more wait in a bounded queue",
        [](DaemonOptions& o, const std::string& v) -> absl::Status {
          int n = 0;

@@ -27,6 +27,7 @@ struct DaemonOptions {
   std::string compute_dtype;                     // empty: float32 on cpu, bfloat16 on cuda
   std::string fp8 = "e4m3fn";                    // default FP8 storage: e4m3fn | e5m2 | off
   int64_t max_message_bytes = int64_t{256} << 20;
+  std::optional<int> threads;                    // empty: auto (cgroup CPU quota or cores)
   int max_concurrent_denoise = 1;
   int max_queued_denoise = 8;  // waiting beyond those running; more are refused
   absl::Duration drain_grace = absl::Seconds(30);

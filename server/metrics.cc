@@ -84,6 +84,12 @@ DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()>
             {"torch_version", build.torch_version},
             {"cuda", build.cuda ? "true" : "false"}})
       .Set(1);
+  prometheus::BuildGauge()
+      .Name("diffusiond_compute_threads")
+      .Help("Threads one forward may use (--threads; default: the cgroup CPU quota or the usable cores).")
+      .Register(r)
+      .Add({})
+      .Set(build.compute_threads);
 
   Family<Counter>& loads =
       prometheus::BuildCounter()

@@ -36,6 +36,7 @@ struct BuildInfo {
   std::string version;        // diffusiond version
   std::string torch_version;  // libtorch it was built against
   bool cuda = false;          // built with CUDA kernels
+  int compute_threads = 1;    // intra-op threads every forward may use
 };
 
 // The daemon's metrics: owns the registry of event counters and histograms

@@ -5,7 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <optional>
 #include <string>

@@ -5,7 +5,7 @@
 #ifndef DIFFUSIOND_SERVER_WIRE_TENSOR_H_
 #define DIFFUSIOND_SERVER_WIRE_TENSOR_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <map>
 #include <string>

@@ -4,7 +4,7 @@
 #ifndef DIFFUSIOND_CORE_DENOISE_DENOISE_LOOP_H_
 #define DIFFUSIOND_CORE_DENOISE_DENOISE_LOOP_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <atomic>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "core/denoise/flow_match_schedule.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 

@@ -7,7 +7,7 @@
 #ifndef DIFFUSIOND_CORE_ENGINE_ENGINE_H_
 #define DIFFUSIOND_CORE_ENGINE_ENGINE_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <atomic>
 #include <functional>

@@ -5,7 +5,7 @@
 #ifndef DIFFUSIOND_CORE_LOADER_LOAD_PLAN_H_
 #define DIFFUSIOND_CORE_LOADER_LOAD_PLAN_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <functional>

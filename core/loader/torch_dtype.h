@@ -2,7 +2,7 @@
 #ifndef DIFFUSIOND_CORE_LOADER_TORCH_DTYPE_H_
 #define DIFFUSIOND_CORE_LOADER_TORCH_DTYPE_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <optional>
 

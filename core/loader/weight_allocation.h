@@ -6,7 +6,7 @@
 #ifndef DIFFUSIOND_CORE_LOADER_WEIGHT_ALLOCATION_H_
 #define DIFFUSIOND_CORE_LOADER_WEIGHT_ALLOCATION_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <vector>
 

@@ -4,7 +4,7 @@
 #ifndef DIFFUSIOND_CORE_MODELS_DIFFUSION_MODEL_H_
 #define DIFFUSIOND_CORE_MODELS_DIFFUSION_MODEL_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <map>
 #include <memory>

@@ -5,7 +5,7 @@
 #ifndef DIFFUSIOND_CORE_MODELS_MODEL_LOADER_H_
 #define DIFFUSIOND_CORE_MODELS_MODEL_LOADER_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <memory>
 #include <string>

@@ -3,7 +3,7 @@
 #ifndef DIFFUSIOND_CORE_PRECISION_FP8_WEIGHT_H_
 #define DIFFUSIOND_CORE_PRECISION_FP8_WEIGHT_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "absl/status/statusor.h"
 #include "kernels/fp8_format.h"

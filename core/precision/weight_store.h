@@ -7,7 +7,7 @@
 #ifndef DIFFUSIOND_CORE_PRECISION_WEIGHT_STORE_H_
 #define DIFFUSIOND_CORE_PRECISION_WEIGHT_STORE_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <map>
 #include <string>

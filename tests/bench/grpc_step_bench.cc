@@ -7,6 +7,7 @@
 //
 // The models are generated once in the temp folder and removed at exit.
 #include <grpcpp/grpcpp.h>
+#include <torch/utils.h>
 
 #include <filesystem>
 #include <memory>

@@ -3,6 +3,8 @@
 // latent = 1024 image tokens, 128 caption tokens), FP8 storage off and on,
 // with the peak RSS the step adds. The random-weight model is generated once
 // in the temp folder (bf16 diffusers format, ~0.8 GB) and removed at exit.
+#include <torch/utils.h>
+
 #include <filesystem>
 #include <memory>
 #include <string>

@@ -2,7 +2,7 @@
 #ifndef DIFFUSIOND_TESTS_TESTING_TENSOR_FILE_H_
 #define DIFFUSIOND_TESTS_TESTING_TENSOR_FILE_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <memory>
 #include <string>

@@ -8,14 +8,64 @@
 
 namespace diffusiond {
 
+namespace {
+
+// One head at a time, its queries in chunks whose scores stay in cache:
+// scale folded into the first product (BLAS alpha), the mask as the
+// product's initial value, softmax in place, the second product written
+// straight into the output. Every operand is a contiguous 2-D slice.
+torch::Tensor attention_float32_cpu(const torch::Tensor& q_in, const torch::Tensor& k_in,
+                                    const torch::Tensor& v_in, const torch::Tensor& key_mask,
+                                    double scale, const AttentionOptions& options) {
+  const torch::Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
+  const int64_t batch = q.size(0), heads = q.size(1), seq = q.size(2), keys = k.size(2);
+  const int64_t row_bytes = keys * static_cast<int64_t>(sizeof(float));
+  const int64_t budget = std::min(options.max_scores_bytes, options.cache_scores_bytes);
+  const int64_t chunk = std::max<int64_t>(1, std::min(seq, budget / std::max<int64_t>(row_bytes, 1)));
+  torch::Tensor out = torch::empty({batch, heads, seq, v.size(3)}, q.options());
+  torch::Tensor scores = torch::empty({chunk, keys}, q.options());
+  for (int64_t b = 0; b < batch; ++b) {
+    torch::Tensor bias;
+    if (key_mask.defined()) {
+      bias = torch::zeros({1, keys}, q.options())
+                 .masked_fill(key_mask[b].logical_not().view({1, keys}), -std::numeric_limits<double>::infinity());
+    }
+    for (int64_t h = 0; h < heads; ++h) {
+      const torch::Tensor qh = q[b][h], kt = k[b][h].t(), vh = v[b][h], oh = out[b][h];
+      for (int64_t first = 0; first < seq; first += chunk) {
+        const int64_t n = std::min(chunk, seq - first);
+        torch::Tensor s = scores.narrow(0, 0, n);
+        if (bias.defined()) {
+          torch::addmm_out(s, bias.expand({n, keys}), qh.narrow(0, first, n), kt, /*beta=*/1, /*alpha=*/scale);
+        } else {
+          torch::addmm_out(s, s, qh.narrow(0, first, n), kt, /*beta=*/0, /*alpha=*/scale);
+        }
+        at::_softmax_out(s, s, -1, /*half_to_float=*/false);
+        torch::Tensor o = oh.narrow(0, first, n);
+        torch::mm_out(o, s, vh);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        const torch::Tensor& key_mask, const AttentionOptions& options) {
+                        const torch::Tensor& key_mask_in, const AttentionOptions& options) {
   const int64_t batch = q.size(0), heads = q.size(1), seq = q.size(2), keys = k.size(2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+  // A mask that admits every key is no mask (a batch of one, equal lengths).
+  const torch::Tensor key_mask =
+      key_mask_in.defined() && !key_mask_in.all().item<bool>() ? key_mask_in : torch::Tensor();
   // [batch, 1, 1, keys], broadcast over heads and queries.
   const torch::Tensor mask = key_mask.defined() ? key_mask.view({batch, 1, 1, keys}) : torch::Tensor();
   if (options.prefer_native) {
     if (std::optional<torch::Tensor> out = compat::native_sdpa(q, k, v, mask)) return *out;
+  }
+  if (q.device().is_cpu() && q.scalar_type() == torch::kFloat32 && k.scalar_type() == torch::kFloat32 &&
+      v.scalar_type() == torch::kFloat32) {
+    return attention_float32_cpu(q, k, v, key_mask, scale, options);
   }
   const bool reduced = q.scalar_type() != torch::kFloat32 && q.scalar_type() != torch::kFloat64;
   const int64_t score_bytes = batch * heads * keys * (reduced ? 4 : q.element_size());

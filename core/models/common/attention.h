@@ -5,7 +5,7 @@
 #ifndef DIFFUSIOND_CORE_MODELS_COMMON_ATTENTION_H_
 #define DIFFUSIOND_CORE_MODELS_COMMON_ATTENTION_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 
@@ -15,6 +15,9 @@ struct AttentionOptions {
   // Upper bound for one chunk's scores (batch × heads × chunk × keys ×
   // element size). Default 64 MiB.
   int64_t max_scores_bytes = int64_t{64} << 20;
+  // The float32 CPU path's chunk target: scores this size stay in the
+  // cache between the two products and the softmax. Default 2 MiB.
+  int64_t cache_scores_bytes = int64_t{2} << 20;
   // Use the native kernel when the libtorch build has it. Default true.
   bool prefer_native = true;
 };

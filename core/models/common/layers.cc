@@ -2,12 +2,91 @@
 
 #include <cmath>
 
+#include "kernels/norm_rope_cpu.h"
+
 namespace diffusiond {
+namespace {
+
+// The fused CPU loops apply to float32 CPU tensors; everything else (CUDA,
+// reduced precision) takes the composed libtorch ops.
+bool fused_cpu(std::initializer_list<const torch::Tensor*> tensors) {
+  for (const torch::Tensor* t : tensors) {
+    if (t->defined() && (!t->device().is_cpu() || t->scalar_type() != torch::kFloat32)) return false;
+  }
+  return true;
+}
+
+// A per-item [batch, 1, dim] vector as [batch, dim] rows, or null.
+const float* per_item(const torch::Tensor& t, const torch::Tensor& x, torch::Tensor* keep) {
+  if (!t.defined()) return nullptr;
+  *keep = t.expand({x.size(0), 1, x.size(-1)}).contiguous();
+  return keep->data_ptr<float>();
+}
+
+torch::Tensor rms_norm_fused(const torch::Tensor& h, const torch::Tensor& weight, double eps,
+                             const torch::Tensor& scale, const torch::Tensor& gate,
+                             const torch::Tensor& residual) {
+  const torch::Tensor x = h.contiguous(), w = weight.contiguous();
+  torch::Tensor out = torch::empty_like(x), scale_rows, gate_rows, res;
+  RmsNormRowsArgs a;
+  a.x = x.data_ptr<float>();
+  a.dim = x.size(-1);
+  a.rows = x.numel() / std::max<int64_t>(a.dim, 1);
+  a.weight = w.data_ptr<float>();
+  a.eps = static_cast<float>(eps);
+  // scale and gate are per batch item: the rows of one item share them.
+  a.rows_per_group = x.dim() == 3 ? x.size(1) : a.rows;
+  a.scale = per_item(scale, x, &scale_rows);
+  a.gate = per_item(gate, x, &gate_rows);
+  if (residual.defined()) {
+    res = residual.contiguous();
+    a.residual = res.data_ptr<float>();
+  }
+  a.out = out.data_ptr<float>();
+  if (a.rows > 0) rms_norm_rows_cpu(a);
+  return out;
+}
+
+// The fused paths need x [batch, seq, dim] and per-item [batch, 1, dim]
+// vectors; other shapes take the composed ops.
+bool per_item_shapes(const torch::Tensor& x, const torch::Tensor& weight,
+                     std::initializer_list<const torch::Tensor*> vectors) {
+  if (x.dim() != 3 || weight.numel() != x.size(2)) return false;
+  for (const torch::Tensor* v : vectors) {
+    if (v->defined() && (v->dim() != 3 || v->size(0) != x.size(0) || v->size(1) != 1 || v->size(2) != x.size(2))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+  if (fused_cpu({&x, &weight}) && x.dim() >= 1 && weight.numel() == x.size(-1)) {
+    return rms_norm_fused(x, weight, eps, {}, {}, {});
+  }
   const torch::Tensor x32 = x.to(torch::kFloat32);
   const torch::Tensor variance = x32.pow(2).mean(-1, /*keepdim=*/true);
   return (x32 * torch::rsqrt(variance + eps)).to(x.scalar_type()) * weight;
+}
+
+torch::Tensor rms_norm_scaled(const torch::Tensor& x, const torch::Tensor& weight, double eps,
+                              const torch::Tensor& scale) {
+  if (fused_cpu({&x, &weight, &scale}) && per_item_shapes(x, weight, {&scale})) {
+    return rms_norm_fused(x, weight, eps, scale, {}, {});
+  }
+  return rms_norm(x, weight, eps) * scale;
+}
+
+torch::Tensor add_gated_rms_norm(const torch::Tensor& residual, const torch::Tensor& h,
+                                 const torch::Tensor& weight, double eps, const torch::Tensor& gate) {
+  if (fused_cpu({&residual, &h, &weight, &gate}) && per_item_shapes(h, weight, {&gate}) &&
+      residual.sizes() == h.sizes()) {
+    return rms_norm_fused(h, weight, eps, {}, gate, residual);
+  }
+  const torch::Tensor normed = rms_norm(h, weight, eps);
+  return residual + (gate.defined() ? gate * normed : normed);
 }
 
 torch::Tensor timestep_features(const torch::Tensor& t, int64_t dim, double max_period) {
@@ -51,6 +130,28 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
   const torch::Tensor c = cos.unsqueeze(2), s = sin.unsqueeze(2);  // over heads
   const torch::Tensor out = torch::stack({even * c - odd * s, even * s + odd * c}, -1);
   return out.flatten(3).to(x.scalar_type());
+}
+
+torch::Tensor norm_rope_heads(const torch::Tensor& x, const torch::Tensor& norm_weight, double eps,
+                              const torch::Tensor& cos, const torch::Tensor& sin) {
+  if (fused_cpu({&x, &norm_weight, &cos, &sin}) && x.dim() == 4 && x.size(3) % 2 == 0 &&
+      (!norm_weight.defined() || norm_weight.numel() == x.size(3))) {
+    const torch::Tensor in = x.contiguous(), c = cos.contiguous(), s = sin.contiguous();
+    const torch::Tensor w = norm_weight.defined() ? norm_weight.contiguous() : torch::Tensor();
+    torch::Tensor out = torch::empty({x.size(0), x.size(2), x.size(1), x.size(3)}, x.options());
+    RopeHeadsArgs a;
+    a.x = in.data_ptr<float>();
+    a.batch = x.size(0), a.seq = x.size(1), a.heads = x.size(2), a.dim = x.size(3);
+    a.norm_weight = w.defined() ? w.data_ptr<float>() : nullptr;
+    a.eps = static_cast<float>(eps);
+    a.cos = c.data_ptr<float>();
+    a.sin = s.data_ptr<float>();
+    a.out = out.data_ptr<float>();
+    if (out.numel() > 0) rope_heads_cpu(a);
+    return out;
+  }
+  const torch::Tensor normed = norm_weight.defined() ? rms_norm(x, norm_weight, eps) : x;
+  return apply_rope(normed, cos, sin).transpose(1, 2).contiguous();
 }
 
 }  // namespace diffusiond

@@ -5,7 +5,7 @@
 #ifndef DIFFUSIOND_CORE_MODELS_COMMON_LAYERS_H_
 #define DIFFUSIOND_CORE_MODELS_COMMON_LAYERS_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <vector>
@@ -15,6 +15,16 @@ namespace diffusiond {
 // x * rsqrt(mean(x², -1) + eps) * weight, the variance in float32 (as
 // upstream's RMSNorm), the result in x's dtype.
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
+// rms_norm(x, weight, eps) * scale, with scale [batch, 1, dim] broadcast
+// over x [batch, seq, dim]: adaLN's modulated norm, in one pass on the CPU.
+torch::Tensor rms_norm_scaled(const torch::Tensor& x, const torch::Tensor& weight, double eps,
+                              const torch::Tensor& scale);
+
+// residual + gate * rms_norm(h, weight, eps), gate [batch, 1, dim] or
+// undefined (then residual + rms_norm(h)): a block's gated residual.
+torch::Tensor add_gated_rms_norm(const torch::Tensor& residual, const torch::Tensor& h,
+                                 const torch::Tensor& weight, double eps, const torch::Tensor& gate);
 
 // Sinusoidal features [cos(a), sin(a)] of `t` (shape [batch]), a_j =
 // float32(t) * exp(float32(-ln max_period) * j / (dim/2)), all in float32
@@ -41,6 +51,13 @@ class MultiAxisRope {
 // Rotates interleaved pairs (2j, 2j+1) of x [batch, seq, heads, head_dim] by
 // cos/sin [batch, seq, head_dim/2], in float32; returns x's dtype.
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+// What attention takes from a q or k projection x [batch, seq, heads,
+// head_dim]: the per-head RMSNorm (when norm_weight is defined), the rotary
+// embedding, and the transpose to [batch, heads, seq, head_dim], contiguous.
+// One pass on the CPU at float32.
+torch::Tensor norm_rope_heads(const torch::Tensor& x, const torch::Tensor& norm_weight, double eps,
+                              const torch::Tensor& cos, const torch::Tensor& sin);
 
 }  // namespace diffusiond
 

@@ -1,6 +1,7 @@
 #include "core/models/z_image/z_image_model.h"
 
 #include <torch/nn/utils/rnn.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <new>
@@ -259,24 +260,30 @@ torch::Tensor ZImageModel::block(const std::string& prefix, torch::Tensor x, con
                                  const torch::Tensor& cos, const torch::Tensor& sin,
                                  const torch::Tensor& adaln) const {
   const double eps = config_.norm_eps;
-  const auto norm = [&](const torch::Tensor& h, const char* name) {
-    return rms_norm(h, param(absl::StrCat(prefix, ".", name, ".weight")), eps);
-  };
+  const auto weight = [&](const char* name) { return param(absl::StrCat(prefix, ".", name, ".weight")); };
   const auto ffn = [&](const torch::Tensor& h) {
     const std::string ff = prefix + ".feed_forward";
-    return linear(torch::silu(linear(h, ff + ".w1", false)) * linear(h, ff + ".w3", false), ff + ".w2", false);
+    // silu(w1 h) * w3 h, in place: the hidden activations are the block's
+    // largest, so no third buffer of their size.
+    torch::Tensor hidden = linear(h, ff + ".w1", false);
+    torch::silu_(hidden).mul_(linear(h, ff + ".w3", false));
+    return linear(hidden, ff + ".w2", false);
   };
-  if (!adaln.defined()) {
-    x = x + norm(attention_block(prefix, norm(x, "attention_norm1"), mask, cos, sin), "attention_norm2");
-    return x + norm(ffn(norm(x, "ffn_norm1")), "ffn_norm2");
+  // Upstream: x + gate * norm2(f(norm1(x) * scale)); without adaLN (the
+  // context refiner) scale and gate are absent.
+  torch::Tensor scale_msa, gate_msa, scale_mlp, gate_mlp;
+  if (adaln.defined()) {
+    const std::vector<torch::Tensor> mod =
+        linear(adaln, prefix + ".adaLN_modulation.0", true).unsqueeze(1).chunk(4, 2);
+    scale_msa = 1.0 + mod[0], gate_msa = mod[1].tanh();
+    scale_mlp = 1.0 + mod[2], gate_mlp = mod[3].tanh();
   }
-  const std::vector<torch::Tensor> mod =
-      linear(adaln, prefix + ".adaLN_modulation.0", true).unsqueeze(1).chunk(4, 2);
-  const torch::Tensor scale_msa = 1.0 + mod[0], gate_msa = mod[1].tanh();
-  const torch::Tensor scale_mlp = 1.0 + mod[2], gate_mlp = mod[3].tanh();
-  const torch::Tensor attn = attention_block(prefix, norm(x, "attention_norm1") * scale_msa, mask, cos, sin);
-  x = x + gate_msa * norm(attn, "attention_norm2");
-  return x + gate_mlp * norm(ffn(norm(x, "ffn_norm1") * scale_mlp), "ffn_norm2");
+  const auto pre_norm = [&](const torch::Tensor& h, const char* name, const torch::Tensor& scale) {
+    return scale.defined() ? rms_norm_scaled(h, weight(name), eps, scale) : rms_norm(h, weight(name), eps);
+  };
+  const torch::Tensor attn = attention_block(prefix, pre_norm(x, "attention_norm1", scale_msa), mask, cos, sin);
+  x = add_gated_rms_norm(x, attn, weight("attention_norm2"), eps, gate_msa);
+  return add_gated_rms_norm(x, ffn(pre_norm(x, "ffn_norm1", scale_mlp)), weight("ffn_norm2"), eps, gate_mlp);
 }
 
 torch::Tensor ZImageModel::attention_block(const std::string& prefix, const torch::Tensor& h,
@@ -284,17 +291,14 @@ torch::Tensor ZImageModel::attention_block(const std::string& prefix, const torc
                                            const torch::Tensor& sin) const {
   const int64_t b = h.size(0), s = h.size(1), heads = config_.n_heads, hd = config_.head_dim();
   const std::string a = prefix + ".attention";
-  torch::Tensor q = linear(h, a + ".to_q", false).view({b, s, heads, hd});
-  torch::Tensor k = linear(h, a + ".to_k", false).view({b, s, heads, hd});
-  const torch::Tensor v = linear(h, a + ".to_v", false).view({b, s, heads, hd});
-  if (config_.qk_norm) {
-    q = rms_norm(q, param(a + ".norm_q.weight"), kQkNormEps);
-    k = rms_norm(k, param(a + ".norm_k.weight"), kQkNormEps);
-  }
-  q = apply_rope(q, cos, sin);
-  k = apply_rope(k, cos, sin);
-  const torch::Tensor out = attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), mask,
-                                      attention_options_);
+  const auto heads_of = [&](const char* proj, const char* norm) {
+    return norm_rope_heads(linear(h, absl::StrCat(a, ".", proj), false).view({b, s, heads, hd}),
+                           config_.qk_norm ? param(absl::StrCat(a, ".", norm, ".weight")) : torch::Tensor(),
+                           kQkNormEps, cos, sin);
+  };
+  const torch::Tensor q = heads_of("to_q", "norm_q"), k = heads_of("to_k", "norm_k");
+  const torch::Tensor v = linear(h, a + ".to_v", false).view({b, s, heads, hd}).transpose(1, 2).contiguous();
+  const torch::Tensor out = attention(q, k, v, mask, attention_options_);
   return linear(out.transpose(1, 2).reshape({b, s, heads * hd}), a + ".to_out.0", false);
 }
 

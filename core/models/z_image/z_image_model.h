@@ -5,7 +5,7 @@
 #ifndef DIFFUSIOND_CORE_MODELS_Z_IMAGE_Z_IMAGE_MODEL_H_
 #define DIFFUSIOND_CORE_MODELS_Z_IMAGE_Z_IMAGE_MODEL_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <memory>
 #include <vector>

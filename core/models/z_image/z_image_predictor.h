@@ -4,7 +4,7 @@
 #ifndef DIFFUSIOND_CORE_MODELS_Z_IMAGE_Z_IMAGE_PREDICTOR_H_
 #define DIFFUSIOND_CORE_MODELS_Z_IMAGE_Z_IMAGE_PREDICTOR_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "core/denoise/denoise_loop.h"
 #include "core/models/z_image/z_image_model.h"

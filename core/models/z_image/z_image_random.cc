@@ -1,6 +1,6 @@
 #include "core/models/z_image/z_image_random.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cmath>

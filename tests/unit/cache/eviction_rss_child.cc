@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "core/cache/model_cache.h"
 #include "core/memory/allocator.h"

@@ -1,5 +1,7 @@
 #include "core/denoise/denoise_loop.h"
 
+#include <torch/utils.h>
+
 #include <atomic>
 
 #include "gmock/gmock.h"

@@ -3,7 +3,8 @@
 // refusals, list/unload, Step, Denoise and the drain lifecycle.
 #include "core/engine/engine.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <filesystem>
 #include <memory>

@@ -124,8 +124,62 @@ TEST_F(CgroupTest, UnparsableLimitFileIsAnErrorNamingTheFile) {
                                HasSubstr("memory.max: expected a byte count")));
 }
 
+TEST(ParseCgroupCpuMax, QuotaOverPeriodMaxAndDefaultPeriod) {
+  absl::StatusOr<std::optional<double>> q = parse_cgroup_cpu_max("250000 100000\n");
+  ASSERT_THAT(q, IsOk());
+  EXPECT_DOUBLE_EQ(q->value(), 2.5);
+  absl::StatusOr<std::optional<double>> lone = parse_cgroup_cpu_max("50000");
+  ASSERT_THAT(lone, IsOk());
+  EXPECT_DOUBLE_EQ(lone->value(), 0.5);
+  absl::StatusOr<std::optional<double>> max = parse_cgroup_cpu_max("max 100000\n");
+  ASSERT_THAT(max, IsOk());
+  EXPECT_FALSE(max->has_value());
+}
+
+TEST(ParseCgroupCpuMax, RejectsGarbage) {
+  for (const char* bad : {"", "lots", "0 100000", "200000 0", "1 2 3", "-5 100000"}) {
+    EXPECT_THAT(parse_cgroup_cpu_max(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected")))
+        << bad;
+  }
+}
+
+TEST_F(CgroupTest, V2CpuQuotaTakesTheTightestAncestor) {
+  write("proc/self/cgroup", "0::/kubepods/pod1/ctr\n");
+  write("sys/fs/cgroup/kubepods/cpu.max", "max 100000\n");
+  write("sys/fs/cgroup/kubepods/pod1/cpu.max", "300000 100000\n");
+  write("sys/fs/cgroup/kubepods/pod1/ctr/cpu.max", "150000 100000\n");
+  absl::StatusOr<CgroupCpuLimit> limit = read_cgroup_cpu_limit(root_.string());
+  ASSERT_THAT(limit, IsOk());
+  EXPECT_EQ(limit->version, CgroupVersion::kV2);
+  EXPECT_DOUBLE_EQ(limit->cpus.value(), 1.5);
+  EXPECT_THAT(limit->source, HasSubstr("ctr/cpu.max"));
+}
+
+TEST_F(CgroupTest, V1CpuQuotaOverPeriodInTheCoMountedController) {
+  write("proc/self/cgroup", "12:cpu,cpuacct:/docker/abc\n9:memory:/docker/abc\n");
+  write("sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us", "100000\n");
+  write("sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "400000\n");
+  write("sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+  write("sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
+  absl::StatusOr<CgroupCpuLimit> limit = read_cgroup_cpu_limit(root_.string());
+  ASSERT_THAT(limit, IsOk());
+  EXPECT_EQ(limit->version, CgroupVersion::kV1);
+  EXPECT_DOUBLE_EQ(limit->cpus.value(), 4.0);
+}
+
+TEST_F(CgroupTest, NoCpuQuotaAndBadQuotaNamesTheFile) {
+  write("proc/self/cgroup", "0::/\n");
+  absl::StatusOr<CgroupCpuLimit> none = read_cgroup_cpu_limit(root_.string());
+  ASSERT_THAT(none, IsOk());
+  EXPECT_FALSE(none->cpus.has_value());
+  write("sys/fs/cgroup/cpu.max", "plenty\n");
+  EXPECT_THAT(read_cgroup_cpu_limit(root_.string()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cpu.max: expected")));
+}
+
 TEST(CgroupLive, ReadsThisMachineWithoutError) {
   EXPECT_THAT(read_cgroup_memory_limit(), IsOk());
+  EXPECT_THAT(read_cgroup_cpu_limit(), IsOk());
 }
 
 }  // namespace

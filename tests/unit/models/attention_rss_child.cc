@@ -1,6 +1,8 @@
 // Child process for attention_rss_test: one attention over a sequence the
 // size of a 1024x1024 Z-Image step (4096 image + 128 caption tokens), run
 // with a 4 MiB score budget, printing "peak_rss_delta_bytes=<n>".
+#include <torch/utils.h>
+
 #include <cstdio>
 #include <cstdlib>
 

@@ -1,5 +1,7 @@
 #include "core/models/common/attention.h"
 
+#include <torch/utils.h>
+
 #include <cmath>
 #include <limits>
 
@@ -29,6 +31,25 @@ TEST(Attention, ChunkedMatchesNaiveWithAKeyMask) {
   tiny.max_scores_bytes = 2 * 3 * 70 * 8 * 9;  // nine query rows per chunk
   const torch::Tensor got = attention(q, k, v, mask, tiny);
   EXPECT_LT((got - naive(q, k, v, mask)).abs().max().item<double>(), 1e-12);
+}
+
+TEST(Attention, Float32CpuChunksMatchNaiveWithAndWithoutAMask) {
+  torch::manual_seed(5);
+  const auto q = torch::randn({2, 3, 70, 16}), k = torch::randn({2, 3, 60, 16}), v = torch::randn({2, 3, 60, 16});
+  torch::Tensor mask = torch::ones({2, 60}, torch::kBool);
+  mask[0].narrow(0, 41, 19).fill_(false);
+  AttentionOptions options;
+  options.prefer_native = false;
+  options.cache_scores_bytes = 60 * 4 * 13;  // thirteen query rows per chunk: 70 = 5 x 13 + 5
+  const auto q64 = q.to(torch::kFloat64), k64 = k.to(torch::kFloat64), v64 = v.to(torch::kFloat64);
+  const torch::Tensor masked = attention(q, k, v, mask, options);
+  EXPECT_EQ(masked.scalar_type(), torch::kFloat32);
+  EXPECT_LT((masked.to(torch::kFloat64) - naive(q64, k64, v64, mask)).abs().max().item<double>(), 1e-5);
+  // An all-true mask is no mask.
+  const torch::Tensor all = torch::ones({2, 60}, torch::kBool);
+  const torch::Tensor unmasked = attention(q, k, v, all, options);
+  EXPECT_LT((unmasked.to(torch::kFloat64) - naive(q64, k64, v64, all)).abs().max().item<double>(), 1e-5);
+  EXPECT_TRUE(unmasked.equal(attention(q, k, v, torch::Tensor(), options)));
 }
 
 TEST(Attention, ReducedPrecisionSoftmaxRunsInFloat32) {

@@ -1,6 +1,7 @@
 // ZImageModel::step (named inputs) and flow_predictor: the same numbers as
 // forward(), and input errors that name the input at fault.
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <string>
 #include <vector>

@@ -34,6 +34,20 @@ TEST(DaemonOptions, DefaultsWithNothingSet) {
   EXPECT_EQ(o->max_message_bytes, 256 << 20);
   EXPECT_EQ(o->drain_grace, absl::Seconds(30));
   EXPECT_TRUE(o->reflection);
+  EXPECT_FALSE(o->threads.has_value());
+}
+
+TEST(DaemonOptions, ThreadsIsAutoOrABoundedCount) {
+  Env env;
+  absl::StatusOr<DaemonOptions> o = parse_daemon_options({"--threads", "6"}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->threads, 6);
+  env.vars["DIFFUSIOND_THREADS"] = "3";
+  o = parse_daemon_options({"--threads=auto"}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_FALSE(o->threads.has_value());
+  EXPECT_THAT(parse_daemon_options({"--threads", "0"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--threads: '0'")));
 }
 
 TEST(DaemonOptions, EnvironmentAppliesAndTheCommandLineWins) {
@@ -72,7 +86,7 @@ TEST(DaemonOptions, BadValuesNameTheFlagOrVariable) {
 TEST(DaemonOptions, HelpListsEveryFlagAndVariable) {
   const std::string help = daemon_options_help();
   for (const char* flag : {"listen", "metrics_listen", "models_dir", "ram_budget", "vram_budget", "device",
-                           "compute_dtype", "fp8", "max_message_bytes", "max_concurrent_denoise",
+                           "compute_dtype", "fp8", "max_message_bytes", "threads", "max_concurrent_denoise",
                            "max_queued_denoise", "drain_grace", "tls_cert", "tls_key", "reflection", "log_level"}) {
     EXPECT_THAT(help, HasSubstr(std::string("--") + flag + " (DIFFUSIOND_")) << flag;
   }

@@ -1,0 +1,70 @@
+// The fused float32 CPU paths of layers.h against the same formulas
+// composed from libtorch ops, which is what upstream runs. Sums of squares
+// are added in another order, so results agree to float32 rounding.
+#include "core/models/common/layers.h"
+
+#include <torch/utils.h>
+
+#include "gtest/gtest.h"
+
+namespace diffusiond {
+namespace {
+
+torch::Tensor reference_rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
+  const torch::Tensor x32 = x.to(torch::kFloat32);
+  return (x32 * torch::rsqrt(x32.pow(2).mean(-1, true) + eps)).to(x.scalar_type()) * w;
+}
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+
+class FusedLayers : public ::testing::Test {
+ protected:
+  void SetUp() override { torch::manual_seed(21); }
+  // Activations of several magnitudes, as a block's input and output are.
+  const torch::Tensor x = torch::randn({2, 37, 96}) * 3;
+  const torch::Tensor h = torch::randn({2, 37, 96});
+  const torch::Tensor w = torch::randn({96}) * 0.2 + 1;
+  const torch::Tensor scale = torch::randn({2, 1, 96}) * 0.1 + 1;
+  const torch::Tensor gate = torch::randn({2, 1, 96}).tanh();
+};
+
+TEST_F(FusedLayers, RmsNormMatchesTheComposedOps) {
+  EXPECT_LT(max_diff(rms_norm(x, w, 1e-5), reference_rms_norm(x, w, 1e-5)), 2e-6);
+}
+
+TEST_F(FusedLayers, ScaledRmsNormMatchesTheComposedOps) {
+  EXPECT_LT(max_diff(rms_norm_scaled(x, w, 1e-5, scale), reference_rms_norm(x, w, 1e-5) * scale), 2e-6);
+}
+
+TEST_F(FusedLayers, GatedResidualMatchesTheComposedOps) {
+  EXPECT_LT(max_diff(add_gated_rms_norm(x, h, w, 1e-5, gate), x + gate * reference_rms_norm(h, w, 1e-5)), 4e-6);
+  EXPECT_LT(max_diff(add_gated_rms_norm(x, h, w, 1e-5, torch::Tensor()), x + reference_rms_norm(h, w, 1e-5)),
+            4e-6);
+}
+
+TEST_F(FusedLayers, ReducedPrecisionTakesTheComposedOps) {
+  const torch::Tensor xb = x.to(torch::kBFloat16), wb = w.to(torch::kBFloat16);
+  EXPECT_TRUE(rms_norm(xb, wb, 1e-5).equal(reference_rms_norm(xb, wb, 1e-5)));
+  EXPECT_EQ(add_gated_rms_norm(xb, h.to(torch::kBFloat16), wb, 1e-5, gate.to(torch::kBFloat16)).scalar_type(),
+            torch::kBFloat16);
+}
+
+TEST(NormRopeHeads, MatchesNormThenRopeThenTranspose) {
+  torch::manual_seed(22);
+  const int64_t batch = 2, seq = 11, heads = 3, dim = 8;
+  const torch::Tensor x = torch::randn({batch, seq, heads, dim});
+  const torch::Tensor angles = torch::rand({batch, seq, dim / 2}) * 6;
+  const torch::Tensor cos = angles.cos(), sin = angles.sin(), w = torch::rand({dim}) + 0.5;
+  const torch::Tensor got = norm_rope_heads(x, w, 1e-5, cos, sin);
+  EXPECT_EQ(got.sizes(), torch::IntArrayRef({batch, heads, seq, dim}));
+  EXPECT_TRUE(got.is_contiguous());
+  const torch::Tensor want = apply_rope(reference_rms_norm(x, w, 1e-5), cos, sin).transpose(1, 2);
+  EXPECT_LT(max_diff(got, want), 2e-6);
+  // Without a norm weight the rotation alone, exactly.
+  EXPECT_TRUE(norm_rope_heads(x, torch::Tensor(), 1e-5, cos, sin).equal(apply_rope(x, cos, sin).transpose(1, 2)));
+}
+
+}  // namespace
+}  // namespace diffusiond
