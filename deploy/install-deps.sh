@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   clang libclang-rt-14-dev
-  libtorch-dev libopenblas0-pthread
+  libtorch-dev libopenblas0-openmp
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   libabsl-dev prometheus-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -21,7 +21,10 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
+select_blas() { bash "$(dirname "$0")/select-openmp-blas.sh"; }
+
 if ((${#missing[@]} == 0)); then
+  select_blas
   exit 0
 fi
 
@@ -34,3 +37,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+select_blas

@@ -57,6 +57,22 @@ inline void set_compute_threads(int threads) {
   }
 }
 
+// Whose threads run the matmuls of the BLAS libtorch calls: "openmp"
+// (libtorch's own pool), "pthreads" (a pool of its own, which contends with
+// libtorch's between a matmul and the element-wise work around it),
+// "sequential", or "unknown" for a BLAS that does not say (MKL, cuBLAS).
+inline const char* blas_threading() {
+  using GetParallel = int (*)();
+  if (void* f = dlsym(RTLD_DEFAULT, "openblas_get_parallel")) {
+    switch (reinterpret_cast<GetParallel>(f)()) {
+      case 0: return "sequential";
+      case 1: return "pthreads";
+      case 2: return "openmp";
+    }
+  }
+  return "unknown";
+}
+
 #if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
 // Returns the stream kernels should use on `device` when none is given.
 inline void* current_cuda_stream(const c10::Device& device) {

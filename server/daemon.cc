@@ -57,6 +57,13 @@ absl::StatusOr<int> apply_compute_threads(const DaemonOptions& options) {
   return threads;
 }
 
+void warn_about_blas(const Log& log) {
+  if (std::string(compat::blas_threading()) == "pthreads") {
+    log.warning("OpenBLAS runs its own thread pool beside libtorch's; steps can be much slower on few cores",
+                "fix=\"bash deploy/select-openmp-blas.sh (libopenblas0-openmp)\"");
+  }
+}
+
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials(const DaemonOptions& options) {
   if (options.tls_cert.empty()) return grpc::InsecureServerCredentials();
   grpc::SslServerCredentialsOptions ssl;
@@ -102,6 +109,7 @@ absl::Status Daemon::start_serving() {
   DIFFUSIOND_ASSIGN_OR_RETURN(const int64_t ram, ram_budget(options_, log_));
   ram_budget_ = std::make_unique<Budget>(Device::kCpu, ram);
   DIFFUSIOND_ASSIGN_OR_RETURN(const int threads, apply_compute_threads(options_));
+  warn_about_blas(log_);
 
   BuildInfo build;
   build.version = DIFFUSIOND_VERSION;
@@ -175,7 +183,8 @@ absl::Status Daemon::start_serving() {
                                   host_of(options_.metrics_listen), ":", metrics_server_->port(),
                                   " models_dir=", logfmt_value(options_.models_dir), " ram_budget_bytes=", ram,
                                   " ram_budget=", logfmt_value(format_bytes(ram)), " fp8=", options_.fp8,
-                                  " compute_dtype=", scalar_type_name(eo.compute_dtype), " threads=", threads, " tls=",
+                                  " compute_dtype=", scalar_type_name(eo.compute_dtype), " threads=", threads,
+                                  " blas_threads=", compat::blas_threading(), " tls=",
                                   options_.tls_cert.empty() ? "off" : "on", " version=", DIFFUSIOND_VERSION));
   return absl::OkStatus();
 }
