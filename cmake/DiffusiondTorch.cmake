@@ -54,6 +54,11 @@ target_link_libraries(diffusiond_torch_pch PUBLIC torch)
 if(DIFFUSIOND_TORCH_PCH)
   target_precompile_headers(diffusiond_torch_pch PRIVATE <torch/types.h> <torch/utils.h>)
   add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-Winvalid-pch>")
+  if(CCACHE_PROGRAM AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # Lets ccache cache translation units that use the header (it then
+    # hashes the .gch; deploy/build-env.sh sets the sloppiness it needs).
+    add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-fpch-preprocess>")
+  endif()
 endif()
 
 function(diffusiond_use_torch_pch)

@@ -6,4 +6,7 @@
 export CCACHE_BASEDIR="$PWD"
 export CCACHE_NOHASHDIR=1
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
+# The precompiled libtorch header (cmake/DiffusiondTorch.cmake): ccache hashes
+# the .gch itself, so its timestamps and the macros it defines need not be.
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"

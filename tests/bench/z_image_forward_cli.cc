@@ -9,7 +9,9 @@
 //       loads DIR at float32 (FP8 storage with --fp8), runs one untimed forward
 //       and K timed ones on INPUTS' `x` [C,F,H,W], `t` [1], `cap_feats` [L,D],
 //       and prints one JSON line: impl, threads, seconds per forward,
-//       peak_rss_bytes (VmHWM), weights_bytes; --profile FILE records the
+//       peak_rss_bytes (VmHWM), weights_bytes, and where the peak comes
+//       from: start_rss_bytes (libraries, before the load), loaded_rss_bytes
+//       (after it) and load_peak_rss_bytes; --profile FILE records the
 //       last forward with libtorch's profiler as a Chrome trace (per-op
 //       self times: tests/bench/profile_summary.py FILE)
 //
@@ -76,6 +78,8 @@ int run(const std::vector<std::string>& args) {
   compat::set_compute_threads(threads);
   tune_allocator_for_serving();
 
+  const auto rss = [] { return read_process_memory().value_or(ProcessMemory{}); };
+  const int64_t start_rss = rss().rss_bytes;
   Budget ram(Device::kCpu, int64_t{64} << 30);
   ModelCacheOptions co;
   co.ram_budget = &ram;
@@ -89,6 +93,7 @@ int run(const std::vector<std::string>& args) {
   const auto* model = pin->as<ZImageModel>();
   if (model == nullptr) fail("not a Z-Image model");
 
+  const ProcessMemory loaded = rss();
   absl::StatusOr<std::unique_ptr<Checkpoint>> inputs = Checkpoint::open(args[1]);
   if (!inputs.ok()) fail(inputs.status().ToString());
   const torch::Tensor x = read_tensor(**inputs, "x"), t = read_tensor(**inputs, "t"),
@@ -119,11 +124,12 @@ int run(const std::vector<std::string>& args) {
     }
     if (absl::Status s = (*writer)->close(); !s.ok()) fail(s.ToString());
   }
-  absl::StatusOr<ProcessMemory> memory = read_process_memory();
-  std::printf("{\"impl\":\"port\",\"threads\":%d,\"seconds\":[%s],\"peak_rss_bytes\":%lld,\"weights_bytes\":%lld}\n",
-              threads, absl::StrJoin(seconds, ",").c_str(),
-              static_cast<long long>(memory.ok() ? memory->peak_rss_bytes : 0),
-              static_cast<long long>(model->weights().nbytes()));
+  std::printf(
+      "{\"impl\":\"port\",\"threads\":%d,\"seconds\":[%s],\"peak_rss_bytes\":%lld,\"weights_bytes\":%lld,"
+      "\"start_rss_bytes\":%lld,\"loaded_rss_bytes\":%lld,\"load_peak_rss_bytes\":%lld}\n",
+      threads, absl::StrJoin(seconds, ",").c_str(), static_cast<long long>(rss().peak_rss_bytes),
+      static_cast<long long>(model->weights().nbytes()), static_cast<long long>(start_rss),
+      static_cast<long long>(loaded.rss_bytes), static_cast<long long>(loaded.peak_rss_bytes));
   return 0;
 }
 
