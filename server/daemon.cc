@@ -201,7 +201,7 @@ void Daemon::expire_leases_until_stopped() {
   MutexLock lock(&mu_);
   while (!stopping_) {
     stop_changed_.wait_until(&mu_, absl::Now() + absl::Seconds(1));
-    if (const int expired = engine_->cache().expire_leases(); expired > 0) {
+    if (const int expired = engine_->expire_leases(); expired > 0) {
       log_.info("leases expired", absl::StrCat("count=", expired));
     }
   }

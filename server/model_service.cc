@@ -35,9 +35,7 @@ grpc::ServerWriteReactor<v1::LoadModelEvent>* ModelServiceImpl::LoadModel(grpc::
     return stream;
   }
   // A model already cached answers at once, without queueing behind loads.
-  ModelLoadRequest cached = *request;
-  cached.only_if_cached = true;
-  if (absl::StatusOr<ModelInfo> hit = deps_.engine->load(cached); !absl::IsNotFound(hit.status())) {
+  if (absl::StatusOr<ModelInfo> hit = deps_.engine->find(*request); !absl::IsNotFound(hit.status())) {
     if (hit.ok()) {
       v1::LoadModelEvent event;
       to_wire(*hit, event.mutable_loaded());

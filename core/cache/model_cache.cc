@@ -164,6 +164,17 @@ absl::StatusOr<Pin> ModelCache::get(absl::string_view key) {
   return pin_locked(*entry);
 }
 
+bool ModelCache::peek(absl::string_view key, const std::function<void(const CacheValue&)>& read) const {
+  MutexLock lock(&mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end() || it->second->value == nullptr ||
+      (it->second->state != EntryState::kReady && it->second->state != EntryState::kDraining)) {
+    return false;
+  }
+  read(*it->second->value);
+  return true;
+}
+
 absl::StatusOr<std::shared_ptr<cache_internal::Entry>> ModelCache::ready_entry_locked(
     absl::string_view key) {
   auto it = entries_.find(key);

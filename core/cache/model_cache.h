@@ -95,6 +95,12 @@ class ModelCache {
   // Returns `key` pinned if it is loaded and not draining, NOT_FOUND if not.
   absl::StatusOr<Pin> get(absl::string_view key);
 
+  // Calls `read` with `key`'s value if it is loaded (draining included),
+  // under the cache's lock, without pinning it or counting a use, so a
+  // listing does not reorder eviction. Returns whether it was called.
+  // REQUIRES: `read` is quick and does not call the cache.
+  bool peek(absl::string_view key, const std::function<void(const CacheValue&)>& read) const;
+
   // Removes `key` once its pins drain (see UnloadOptions) and returns the
   // bytes freed. NOT_FOUND if it is not loaded.
   absl::StatusOr<UnloadResult> unload(absl::string_view key,

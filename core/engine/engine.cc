@@ -103,56 +103,57 @@ absl::StatusOr<Pin> Engine::pin(const std::string& model_id) {
   return pin;
 }
 
+absl::StatusOr<Engine::ResolvedLoad> Engine::resolve(const ModelLoadRequest& request) const {
+  if (request.path.empty()) return absl::InvalidArgumentError("a load needs a path");
+  ResolvedLoad load;
+  DIFFUSIOND_ASSIGN_OR_RETURN(load.path, resolve_confined_path(options_.models_dir, request.path));
+  // Without an id the model is known by its canonical path inside the
+  // models directory, so "demo", "./demo" and "/models/demo" are one model.
+  load.model_id = request.model_id.empty() ? relative_to_models_dir(load.path) : request.model_id;
+  load.fp8 = request.fp8.value_or(options_.fp8);
+  load.compute_dtype = request.compute_dtype.value_or(options_.compute_dtype);
+  return load;
+}
+
+absl::StatusOr<ModelInfo> Engine::find(const ModelLoadRequest& request) {
+  Job job(this);
+  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, resolve(request));
+  absl::StatusOr<Pin> pinned = cache_->get(load.model_id);
+  if (!pinned.ok()) return absl::NotFoundError(absl::StrCat("model \"", load.model_id, "\" is not cached"));
+  return answer(load, *std::move(pinned));
+}
+
 absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const LoadWatcher& watcher) {
   Job job(this);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
-  if (request.path.empty()) return absl::InvalidArgumentError("a load needs a path");
-  DIFFUSIOND_ASSIGN_OR_RETURN(const std::string path,
-                              resolve_confined_path(options_.models_dir, request.path));
-  // Without an id the model is known by its canonical path inside the
-  // models directory, so "demo", "./demo" and "/models/demo" are one model.
-  const std::string model_id = request.model_id.empty() ? relative_to_models_dir(path) : request.model_id;
-  const Fp8Options fp8 = request.fp8.value_or(options_.fp8);
-  const torch::ScalarType dtype = request.compute_dtype.value_or(options_.compute_dtype);
-
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, resolve(request));
   // A caller that joins after the loader gave up (everyone before it left)
   // shares that cancelled load; it then loads afresh, once.
   absl::StatusOr<Pin> pinned = absl::UnknownError("unreachable");
-  if (request.only_if_cached) {
-    pinned = cache_->get(model_id);
-    if (!pinned.ok()) return absl::NotFoundError(absl::StrCat("model \"", model_id, "\" is not cached"));
-  }
-  for (int attempt = 0; attempt < 2 && !request.only_if_cached; ++attempt) {
-    LoadBoard::Ticket ticket = load_board_.join(model_id, watcher);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    LoadBoard::Ticket ticket = load_board_.join(load.model_id, watcher);
     LoadBoard::Load& shared = ticket.load();
-    pinned = cache_->get_or_load(model_id, [&]() -> absl::StatusOr<LoadedValue> {
-      ModelLoadRequest resolved = request;
-      resolved.fp8 = fp8;
-      resolved.compute_dtype = dtype;
-      return run_load(resolved, path, model_id, shared);
-    });
+    pinned = cache_->get_or_load(load.model_id, [&] { return run_load(load, shared); });
     const bool mine_cancelled = watcher.cancelled && watcher.cancelled();
     if (!absl::IsCancelled(pinned.status()) || mine_cancelled || job.cancelled()) break;
   }
   if (!pinned.ok()) {
     if (absl::IsCancelled(pinned.status()) && job.cancelled()) return absl::UnavailableError(kShuttingDown);
     if (absl::IsAborted(pinned.status())) {
-      return absl::AbortedError(absl::StrCat("model \"", model_id, "\" is being unloaded; retry after it is gone"));
+      return absl::AbortedError(
+          absl::StrCat("model \"", load.model_id, "\" is being unloaded; retry after it is gone"));
     }
     return pinned.status();
   }
-  pinned->reset();  // the caller holds no pin; the info should not count one
-  ModelInfo info = describe(model_id);
-  DIFFUSIOND_RETURN_IF_ERROR(check_same_model(info, path, fp8, dtype));
-  return info;
+  return answer(load, *std::move(pinned));
 }
 
-absl::StatusOr<LoadedValue> Engine::run_load(const ModelLoadRequest& request, const std::string& path,
-                                             const std::string& model_id, LoadBoard::Load& shared) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(path));
+absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard::Load& shared) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(load.path));
   ModelLoadOptions lo;
-  lo.compute_dtype = *request.compute_dtype;
-  lo.fp8 = *request.fp8;
+  lo.compute_dtype = load.compute_dtype;
+  lo.fp8 = load.fp8;
   DIFFUSIOND_ASSIGN_OR_RETURN(ModelPlan plan, plan_model(*checkpoint, lo));
   // Everyone may have given up while the load waited for a worker; then it
   // must not evict anything to make room.
@@ -163,49 +164,38 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ModelLoadRequest& request, co
   shared.publish(LoadProgress{0, plan.plan.source_bytes, 0,
                               static_cast<int64_t>(plan.plan.tensors.size())});
   DIFFUSIOND_ASSIGN_OR_RETURN(LoadedValue loaded, load_planned_model(*checkpoint, plan, *cache_, stream));
-  const auto& model = static_cast<const DiffusionModel&>(*loaded.value);
-  ModelInfo info;
-  info.model_id = model_id;
-  info.path = path;
-  info.architecture = std::string(model.architecture());
-  info.description = plan.recipe->describe();
-  info.compute_dtype = compute_dtype(model);
-  info.fp8 = lo.fp8.format;
-  info.tensors = static_cast<int64_t>(model.weights().size());
-  info.fp8_tensors = model.weights().fp8_count();
-  // Recorded before the cache publishes the entry, so a listing never sees
-  // a ready model without its description.
-  MutexLock lock(&mu_);
-  described_[model_id] = std::move(info);
+  std::unique_ptr<DiffusionModel> model(static_cast<DiffusionModel*>(loaded.value.release()));
+  ModelDescription d;
+  d.path = load.path;
+  d.architecture = std::string(model->architecture());
+  d.description = plan.recipe->describe();
+  d.compute_dtype = compute_dtype(*model);
+  d.fp8 = load.fp8.format;
+  d.tensors = static_cast<int64_t>(model->weights().size());
+  d.fp8_tensors = model->weights().fp8_count();
+  loaded.value = std::make_unique<LoadedModel>(std::move(d), std::move(model));
   return loaded;
 }
 
-ModelInfo Engine::describe(const std::string& model_id) const {
+absl::StatusOr<ModelInfo> Engine::answer(const ResolvedLoad& load, Pin pinned) const {
   ModelInfo info;
-  {
-    MutexLock lock(&mu_);
-    if (const auto it = described_.find(model_id); it != described_.end()) info = it->second;
-  }
-  info.model_id = model_id;
+  static_cast<ModelDescription&>(info) = pinned.as<LoadedModel>()->description();
+  info.model_id = load.model_id;
+  pinned.reset();  // the caller holds no pin; the usage should not count one
   for (const CacheEntryStats& e : cache_->stats().entries) {
-    if (e.key == model_id) set_usage(e, &info);
+    if (e.key == load.model_id) set_usage(e, &info);
   }
-  return info;
-}
-
-absl::Status Engine::check_same_model(const ModelInfo& loaded, const std::string& path, const Fp8Options& fp8,
-                                      torch::ScalarType compute_dtype) const {
   std::string differs;
-  if (loaded.path != path) absl::StrAppend(&differs, " from ", loaded.path, " (asked: ", path, ")");
-  if (loaded.fp8 != fp8.format) {
-    absl::StrAppend(&differs, " with FP8 ", fp8_name(loaded.fp8), " (asked: ", fp8_name(fp8.format), ")");
+  if (info.path != load.path) absl::StrAppend(&differs, " from ", info.path, " (asked: ", load.path, ")");
+  if (info.fp8 != load.fp8.format) {
+    absl::StrAppend(&differs, " with FP8 ", fp8_name(info.fp8), " (asked: ", fp8_name(load.fp8.format), ")");
   }
-  if (loaded.compute_dtype != compute_dtype) {
-    absl::StrAppend(&differs, " at ", scalar_type_name(loaded.compute_dtype),
-                    " (asked: ", scalar_type_name(compute_dtype), ")");
+  if (info.compute_dtype != load.compute_dtype) {
+    absl::StrAppend(&differs, " at ", scalar_type_name(info.compute_dtype),
+                    " (asked: ", scalar_type_name(load.compute_dtype), ")");
   }
-  if (differs.empty()) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat("model \"", loaded.model_id, "\" is already loaded", differs,
+  if (differs.empty()) return info;
+  return absl::FailedPreconditionError(absl::StrCat("model \"", load.model_id, "\" is already loaded", differs,
                                                     "; unload it first or load under another model_id"));
 }
 
@@ -236,19 +226,17 @@ absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const U
 
 std::vector<ModelInfo> Engine::list() const {
   std::vector<ModelInfo> out;
-  MutexLock lock(&mu_);
-  const CacheStats stats = cache_->stats();
-  std::map<std::string, ModelInfo> kept;
-  for (const CacheEntryStats& e : stats.entries) {
-    const auto it = described_.find(e.key);
-    if (it == described_.end()) continue;
-    kept.insert(*it);
+  for (const CacheEntryStats& e : cache_->stats().entries) {
     if (e.loading) continue;
-    ModelInfo info = it->second;
+    ModelInfo info;
+    const bool present = cache_->peek(e.key, [&info](const CacheValue& value) {
+      static_cast<ModelDescription&>(info) = static_cast<const LoadedModel&>(value).description();
+    });
+    if (!present) continue;  // unloaded since the snapshot
+    info.model_id = e.key;
     set_usage(e, &info);
     out.push_back(std::move(info));
   }
-  described_.swap(kept);  // forget models the cache no longer holds
   return out;
 }
 
@@ -280,7 +268,7 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(model_id));
   try {
-    return pinned.as<DiffusionModel>()->step(inputs);
+    return pinned.as<LoadedModel>()->model().step(inputs);
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError("out of memory during the step");
   } catch (const std::exception& e) {
@@ -292,7 +280,7 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   Job job(this);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(request.model_id));
-  const DiffusionModel& model = *pinned.as<DiffusionModel>();
+  const DiffusionModel& model = pinned.as<LoadedModel>()->model();
 
   DenoiseRequest loop = request.loop;
   if (loop.schedule.shift == 0) loop.schedule.shift = model.default_shift();

@@ -23,6 +23,7 @@
 #include "core/cache/model_cache.h"
 #include "core/denoise/denoise_loop.h"
 #include "core/engine/load_board.h"
+#include "core/engine/loaded_model.h"
 #include "core/loader/load_plan.h"
 #include "core/models/diffusion_model.h"
 #include "core/util/mutex.h"
@@ -45,21 +46,11 @@ struct ModelLoadRequest {
   std::string model_id;  // empty: the canonical path relative to models_dir
   std::optional<Fp8Options> fp8;              // empty: the engine's default
   std::optional<torch::ScalarType> compute_dtype;  // empty: the engine's default
-  // Answer only from the cache: NOT_FOUND instead of loading. Lets a server
-  // answer hits on its own thread and queue only real loads.
-  bool only_if_cached = false;
 };
 
-// A loaded model as the API describes it.
-struct ModelInfo {
+// A loaded model as the API describes it: how it was loaded, and its use now.
+struct ModelInfo : ModelDescription {
   std::string model_id;
-  std::string path;  // canonical, inside models_dir
-  std::string architecture;
-  std::string description;
-  torch::ScalarType compute_dtype = torch::kFloat32;
-  std::optional<Fp8Format> fp8;  // storage asked for; empty: off
-  int64_t tensors = 0;
-  int64_t fp8_tensors = 0;
   std::array<int64_t, kNumDevices> bytes{};
   int pins = 0;
   int leases = 0;
@@ -95,6 +86,12 @@ class Engine {
   // waiter gave up, the checkpoint's own errors otherwise.
   absl::StatusOr<ModelInfo> load(const ModelLoadRequest& request, const LoadWatcher& watcher = {});
 
+  // The model `request` names if it is cached, answered as load() would
+  // answer it (FAILED_PRECONDITION if it was loaded otherwise); NOT_FOUND
+  // if it is not cached. Never loads, so a server answers hits on its own
+  // thread and queues only real loads.
+  absl::StatusOr<ModelInfo> find(const ModelLoadRequest& request);
+
   // Returns after the model's memory is released. See UnloadOptions; a
   // waiting unload also stops with CANCELLED once `cancelled` reads true.
   absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options,
@@ -129,21 +126,27 @@ class Engine {
   // Unloads every model (waiting up to `timeout` for pins); returns the
   // bytes freed on the CPU.
   int64_t unload_all(absl::Duration timeout);
-
-  ModelCache& cache() { return *cache_; }
+  // Ends expired leases now (the daemon calls it from a timer); returns how
+  // many.
+  int expire_leases() { return cache_->expire_leases(); }
 
  private:
   class Job;
+  // A load request with its path resolved and its defaults applied.
+  struct ResolvedLoad {
+    std::string path;
+    std::string model_id;
+    Fp8Options fp8;
+    torch::ScalarType compute_dtype;
+  };
   explicit Engine(const EngineOptions& options);
   absl::Status admit(Job& job);
+  absl::StatusOr<ResolvedLoad> resolve(const ModelLoadRequest& request) const;
   absl::StatusOr<Pin> pin(const std::string& model_id);
-  absl::StatusOr<LoadedValue> run_load(const ModelLoadRequest& request, const std::string& path,
-                                       const std::string& model_id, LoadBoard::Load& shared);
-  ModelInfo describe(const std::string& model_id) const;
+  absl::StatusOr<LoadedValue> run_load(const ResolvedLoad& load, LoadBoard::Load& shared);
+  // The answer to a load of `load` that found or made `pinned`.
+  absl::StatusOr<ModelInfo> answer(const ResolvedLoad& load, Pin pinned) const;
   std::string relative_to_models_dir(const std::string& path) const;
-  absl::Status check_same_model(const ModelInfo& loaded, const std::string& path, const Fp8Options& fp8,
-                                torch::ScalarType compute_dtype) const;
-
   const EngineOptions options_;
   std::unique_ptr<ModelCache> cache_;
   LoadBoard load_board_;
@@ -153,9 +156,6 @@ class Engine {
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;
   bool cancelled_all_ ABSL_GUARDED_BY(mu_) = false;
   std::set<Job*> jobs_ ABSL_GUARDED_BY(mu_);
-  // Descriptions recorded at load; entries whose key the cache no longer
-  // holds are pruned when listed.
-  mutable std::map<std::string, ModelInfo> described_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace diffusiond

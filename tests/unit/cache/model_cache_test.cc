@@ -130,6 +130,23 @@ TEST_F(ModelCacheTest, EvictsLeastRecentlyUsedFirst) {
   EXPECT_EQ(ram_.snapshot().committed_bytes, 900);
 }
 
+TEST_F(ModelCacheTest, PeekReadsWithoutPinningOrReorderingEviction) {
+  load("a", 300);
+  load("b", 300);
+  int reads = 0;
+  EXPECT_TRUE(cache_->peek("a", [&](const CacheValue& v) {
+    EXPECT_NE(dynamic_cast<const FakeModel*>(&v), nullptr);
+    ++reads;
+  }));
+  EXPECT_EQ(reads, 1);
+  EXPECT_FALSE(cache_->peek("missing", [&](const CacheValue&) { ++reads; }));
+  EXPECT_EQ(reads, 1);
+  EXPECT_EQ(cache_->stats().entries[1].pins, 0);
+  EXPECT_EQ(cache_->stats().hits, 0);
+  load("c", 600);  // "a" is still the least recently used, so it goes first
+  EXPECT_THAT(keys(), ElementsAre("c", "b"));
+}
+
 TEST_F(ModelCacheTest, PinnedEntriesAreNotEvicted) {
   absl::StatusOr<Pin> a = cache_->get_or_load("a", loader_of(400));
   ASSERT_THAT(a, IsOk());

@@ -263,9 +263,7 @@ TEST_F(EngineTest, CacheHitAnswersWithTheSameInfo) {
   ASSERT_THAT(first, IsOk());
   absl::StatusOr<ModelInfo> again = engine_->load(request("tiny"));
   ASSERT_THAT(again, IsOk());
-  ModelLoadRequest cached = request("tiny");
-  cached.only_if_cached = true;
-  absl::StatusOr<ModelInfo> hit = engine_->load(cached);
+  absl::StatusOr<ModelInfo> hit = engine_->find(request("tiny"));
   ASSERT_THAT(hit, IsOk());
   for (const ModelInfo* m : {&*again, &*hit}) {
     EXPECT_EQ(m->model_id, first->model_id);
@@ -294,11 +292,9 @@ TEST_F(EngineTest, DefaultIdIsThePathInsideTheModelsDirectory) {
   EXPECT_THAT(ids(engine_->list()), ElementsAre("tiny"));
 }
 
-TEST_F(EngineTest, OnlyIfCachedDoesNotLoad) {
+TEST_F(EngineTest, FindDoesNotLoad) {
   start();
-  ModelLoadRequest r = request("tiny");
-  r.only_if_cached = true;
-  EXPECT_THAT(engine_->load(r), StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"tiny\" is not cached")));
+  EXPECT_THAT(engine_->find(request("tiny")), StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"tiny\" is not cached")));
   EXPECT_EQ(engine_->stats().misses, 0);
   EXPECT_THAT(engine_->list(), IsEmpty());
   EXPECT_EQ(ram().committed_bytes, 0);
@@ -325,9 +321,7 @@ TEST_F(EngineTest, SecondLoadWithOtherOptionsSaysWhatDiffers) {
   const std::string other = std::filesystem::canonical(models_dir_ + "/other").string();
   EXPECT_THAT(engine_->load(request("other", "m")),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("(asked: " + other + ")")));
-  ModelLoadRequest only_cached = no_fp8;
-  only_cached.only_if_cached = true;
-  EXPECT_THAT(engine_->load(only_cached), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("FP8")));
+  EXPECT_THAT(engine_->find(no_fp8), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("FP8")));
 
   // Saying the defaults out loud is the same model.
   ModelLoadRequest explicit_defaults = request("./tiny", "m");
@@ -449,9 +443,7 @@ TEST_F(EngineTest, ListShowsReadyModelsAndUnloadFreesThem) {
   EXPECT_EQ(ram().committed_bytes, b->bytes[kCpu]);
   EXPECT_THAT(engine_->unload("a", UnloadOptions{}),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("'a' is not loaded")));
-  ModelLoadRequest cached = request("tiny", "a");
-  cached.only_if_cached = true;
-  EXPECT_THAT(engine_->load(cached), StatusIs(absl::StatusCode::kNotFound, ::testing::_));
+  EXPECT_THAT(engine_->find(request("tiny", "a")), StatusIs(absl::StatusCode::kNotFound, ::testing::_));
 
   // Forgotten, so it may come back with other options.
   ModelLoadRequest again = request("tiny", "a");

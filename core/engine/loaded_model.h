@@ -1,0 +1,47 @@
+// LoadedModel: what the engine's cache holds for one model — the model and
+// the description of how it was loaded. Keeping both in the one cached value
+// means a listing or a load's answer can never pair a model with another
+// load's description, and nothing needs pruning when the model goes.
+#ifndef DIFFUSIOND_CORE_ENGINE_LOADED_MODEL_H_
+#define DIFFUSIOND_CORE_ENGINE_LOADED_MODEL_H_
+
+#include <torch/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "core/cache/cache_value.h"
+#include "core/models/diffusion_model.h"
+#include "kernels/fp8_format.h"
+
+namespace diffusiond {
+
+// Fixed at load.
+struct ModelDescription {
+  std::string path;  // canonical, inside models_dir
+  std::string architecture;
+  std::string description;  // the recipe's: layout, config, key map
+  torch::ScalarType compute_dtype = torch::kFloat32;
+  std::optional<Fp8Format> fp8;  // storage asked for; empty: off
+  int64_t tensors = 0;
+  int64_t fp8_tensors = 0;
+};
+
+class LoadedModel final : public CacheValue {
+ public:
+  LoadedModel(ModelDescription description, std::unique_ptr<DiffusionModel> model)
+      : description_(std::move(description)), model_(std::move(model)) {}
+
+  const ModelDescription& description() const { return description_; }
+  const DiffusionModel& model() const { return *model_; }
+
+ private:
+  const ModelDescription description_;
+  const std::unique_ptr<DiffusionModel> model_;
+};
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_ENGINE_LOADED_MODEL_H_
