@@ -29,8 +29,9 @@ if(CCACHE_PROGRAM)
 endif()
 
 # Debian's Abseil 20220623 marks Status [[nodiscard]]; an ignored Status is a
-# dropped error, so it is an error here.
-add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-Wall;-Wextra;-Wno-unused-parameter;-Werror=unused-result>")
+# dropped error, so it is an error here. A switch over an enum that misses
+# an enumerator is one too: the name tables and dtype mappings rely on it.
+add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-Wall;-Wextra;-Wno-unused-parameter;-Werror=unused-result;-Werror=switch>")
 if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-Wthread-safety;-Werror=thread-safety-analysis>")
 endif()

@@ -24,10 +24,34 @@
 #define DIFFUSIOND_KERNELS_FP8_FORMAT_H_
 
 #include <cstdint>
+#include <cstring>
 
 namespace diffusiond {
 
 enum class Fp8Format : int { kE4M3Fn = 0, kE5M2 = 1 };
+inline constexpr int kNumFp8Formats = 2;  // keep next to the enum
+
+// How flags, configs, logs and tools spell each format, in enum order: the
+// one table of these names.
+inline constexpr const char* kFp8FormatNames[] = {"e4m3fn", "e5m2"};
+static_assert(sizeof(kFp8FormatNames) / sizeof(kFp8FormatNames[0]) == kNumFp8Formats,
+              "every Fp8Format needs its name in kFp8FormatNames");
+
+inline constexpr const char* fp8_format_name(Fp8Format format) {
+  return kFp8FormatNames[static_cast<int>(format)];
+}
+
+// Sets *format to the format spelled `name` (exactly as in
+// kFp8FormatNames); false if it spells none.
+inline bool parse_fp8_format(const char* name, Fp8Format* format) {
+  for (int i = 0; i < kNumFp8Formats; ++i) {
+    if (std::strcmp(name, kFp8FormatNames[i]) == 0) {
+      *format = static_cast<Fp8Format>(i);
+      return true;
+    }
+  }
+  return false;
+}
 
 // Bit-level parameters of a format, for the encoders.
 struct Fp8Params {

@@ -70,8 +70,7 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
     if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(flag, " needs a value"));
     const std::string value = argv[++i];
     if (flag == "--fp8") {
-      if (value == "e4m3fn") a.plan.fp8.format = Fp8Format::kE4M3Fn;
-      else if (value == "e5m2") a.plan.fp8.format = Fp8Format::kE5M2;
+      if (Fp8Format f; parse_fp8_format(value.c_str(), &f)) a.plan.fp8.format = f;
       else if (value != "off") return absl::InvalidArgumentError(absl::StrCat("--fp8 ", value, ": expected e4m3fn, e5m2 or off"));
     } else if (flag == "--fp8_scaling") {
       if (value == "max") a.plan.fp8.scaling = Fp8Scaling::kPerTensorMax;
@@ -102,8 +101,7 @@ nlohmann::json plan_json(const LoadPlan& plan) {
 
 void print_plan(const LoadPlan& plan) {
   std::printf("compute dtype %s; FP8 storage %s\n\n", scalar_type_name(plan.compute_dtype).c_str(),
-              !plan.fp8.format ? "off"
-              : *plan.fp8.format == Fp8Format::kE4M3Fn ? "e4m3fn" : "e5m2");
+              !plan.fp8.format ? "off" : fp8_format_name(*plan.fp8.format));
   std::printf("  %-12s %8s  %s\n", "storage", "tensors", "bytes");
   const auto counts = plan.count_by_storage();
   for (const auto& [storage, bytes] : plan.bytes_by_storage()) {

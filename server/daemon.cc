@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.pb.h"
 #include "absl/time/clock.h"
-#include "core/loader/torch_dtype.h"
+#include "core/precision/compute_dtype.h"
 #include "core/memory/allocator.h"
 #include "core/memory/default_budget.h"
 #include "core/memory/default_threads.h"
@@ -130,11 +130,11 @@ absl::Status Daemon::start_serving() {
   eo.ram_budget = ram_budget_.get();
   eo.observer = observers_.get();
   if (!options_.compute_dtype.empty()) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(eo.compute_dtype, parse_compute_dtype(options_.compute_dtype));
+    // daemon_options checked the spelling against the same table.
+    eo.compute_dtype = parse_compute_dtype_name(options_.compute_dtype).value_or(ComputeDtype::kFloat32);
   }
   eo.fp8 = Fp8Options{};
-  if (options_.fp8 == "e4m3fn") eo.fp8.format = Fp8Format::kE4M3Fn;
-  if (options_.fp8 == "e5m2") eo.fp8.format = Fp8Format::kE5M2;
+  if (Fp8Format f; parse_fp8_format(options_.fp8.c_str(), &f)) eo.fp8.format = f;
   absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::create(eo);
   if (!engine.ok()) return absl::Status(engine.status().code(), absl::StrCat("--models_dir: ", engine.status().message()));
   engine_ = *std::move(engine);
@@ -183,7 +183,7 @@ absl::Status Daemon::start_serving() {
                                   host_of(options_.metrics_listen), ":", metrics_server_->port(),
                                   " models_dir=", logfmt_value(options_.models_dir), " ram_budget_bytes=", ram,
                                   " ram_budget=", logfmt_value(format_bytes(ram)), " fp8=", options_.fp8,
-                                  " compute_dtype=", scalar_type_name(eo.compute_dtype), " threads=", threads,
+                                  " compute_dtype=", compute_dtype_name(eo.compute_dtype), " threads=", threads,
                                   " blas_threads=", compat::blas_threading(), " tls=",
                                   options_.tls_cert.empty() ? "off" : "on", " version=", DIFFUSIOND_VERSION));
   return absl::OkStatus();
@@ -208,8 +208,7 @@ void Daemon::expire_leases_until_stopped() {
 }
 
 void Daemon::drain() {
-  if (drained_) return;
-  drained_ = true;
+  if (drained_.exchange(true)) return;
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + options_.drain_grace;
   if (ready_) {

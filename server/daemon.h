@@ -9,6 +9,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <memory>
 #include <thread>
 
@@ -53,6 +54,20 @@ class Daemon {
 
   const DaemonOptions options_;
   const Log& log_;
+  // Teardown order matters: members are destroyed bottom-up, and each one
+  // below uses the ones above it, so nothing outlives what it calls.
+  //   ram_budget_      every charge of the cache is against it: last to go
+  //   metrics_, event_log_, observers_
+  //                    the engine's cache reports to them until it is gone
+  //   engine_          the cache and its models
+  //   *_queue_         their workers run engine calls
+  //   *_service_       gRPC handlers over the engine, queues and metrics
+  //   server_          calls the services
+  //   metrics_server_  scrapes read metrics_, which reads the engine
+  //   lease_timer_     calls the engine; joined by drain() before any of it
+  // drain() (which the destructor runs if nobody did) stops them in the
+  // order of use instead: readiness, new work, in-flight work, the lease
+  // timer, gRPC, the queues, the models, the metrics endpoint.
   std::unique_ptr<Budget> ram_budget_;
   std::unique_ptr<DaemonMetrics> metrics_;
   std::unique_ptr<CacheEventLog> event_log_;
@@ -69,8 +84,11 @@ class Daemon {
   Mutex mu_;
   CondVar stop_changed_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool ready_ = false;  // health says SERVING
-  bool drained_ = false;
+  // Set by start() and drain() on the thread that owns the Daemon; atomic
+  // so that a drain() from another thread (a test, a signal watcher) reads
+  // them safely and runs once.
+  std::atomic<bool> ready_{false};  // health says SERVING
+  std::atomic<bool> drained_{false};
   std::thread lease_timer_;
 };
 

@@ -7,7 +7,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "core/precision/compute_dtype.h"
 #include "core/util/bytes.h"
+#include "kernels/fp8_format.h"
 
 namespace diffusiond {
 namespace {
@@ -46,6 +48,18 @@ Setter one_of(std::string DaemonOptions::*field, std::vector<std::string> allowe
   };
 }
 
+// The names of the tables next to the enums (compute_dtype.h, fp8_format.h).
+std::vector<std::string> compute_dtype_names() {
+  std::vector<std::string> out;
+  for (const ComputeDtypeSpelling& s : kComputeDtypeSpellings) out.push_back(s.name);
+  return out;
+}
+std::vector<std::string> fp8_format_names() { return {std::begin(kFp8FormatNames), std::end(kFp8FormatNames)}; }
+std::vector<std::string> with_names(std::vector<std::string> first, const std::vector<std::string>& then) {
+  first.insert(first.end(), then.begin(), then.end());
+  return first;
+}
+
 Setter text(std::string DaemonOptions::*field) {
   return [field](DaemonOptions& o, const std::string& v) {
     o.*field = v;
@@ -79,9 +93,9 @@ const std::vector<Flag>& flags() {
        budget(&DaemonOptions::vram_budget_bytes)},
       {"device", "cpu", "where models run: cpu or cuda", one_of(&DaemonOptions::device, {"cpu", "cuda"})},
       {"compute_dtype", "", "dtype of every forward: float32, bfloat16 or float16 (default by device)",
-       one_of(&DaemonOptions::compute_dtype, {"", "float32", "bfloat16", "float16"})},
+       one_of(&DaemonOptions::compute_dtype, with_names({""}, compute_dtype_names()))},
       {"fp8", "e4m3fn", "default FP8 storage of layer weights: e4m3fn, e5m2 or off",
-       one_of(&DaemonOptions::fp8, {"e4m3fn", "e5m2", "off"})},
+       one_of(&DaemonOptions::fp8, with_names(fp8_format_names(), {"off"}))},
       {"max_message_bytes", "256MiB", "largest gRPC message accepted or sent",
        [](DaemonOptions& o, const std::string& v) -> absl::Status {
          absl::StatusOr<int64_t> b = parse_bytes(v);

@@ -66,8 +66,7 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
     else if (flag == "--seed" && absl::SimpleAtoi(v, &n) && n >= 0) a.seed = static_cast<uint64_t>(n);
     else if (flag == "--guidance" && absl::SimpleAtod(v, &d) && d >= 0) a.guidance = d;
     else if (flag == "--fp8" && v == "off") a.fp8.format.reset();
-    else if (flag == "--fp8" && v == "e4m3fn") a.fp8.format = Fp8Format::kE4M3Fn;
-    else if (flag == "--fp8" && v == "e5m2") a.fp8.format = Fp8Format::kE5M2;
+    else if (Fp8Format f; flag == "--fp8" && parse_fp8_format(v.c_str(), &f)) a.fp8.format = f;
     else return absl::InvalidArgumentError(absl::StrCat("bad flag or value: ", flag, " ", v));
   }
   return a;

@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
-#include "core/loader/torch_dtype.h"
+#include "core/precision/compute_dtype.h"
 
 namespace diffusiond {
 
@@ -22,14 +22,14 @@ absl::StatusOr<std::optional<Fp8Options>> fp8_from_wire(int mode) {
   }
 }
 
-absl::StatusOr<std::optional<torch::ScalarType>> compute_dtype_from_wire(const std::string& name) {
+absl::StatusOr<std::optional<ComputeDtype>> compute_dtype_from_wire(const std::string& name) {
   if (name.empty()) return std::nullopt;
-  absl::StatusOr<torch::ScalarType> dtype = parse_compute_dtype(name);
-  if (!dtype.ok()) {
+  std::optional<ComputeDtype> dtype = parse_compute_dtype_name(name);
+  if (!dtype.has_value()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("compute_dtype '", name, "' is not one of float32, bfloat16, float16"));
+        absl::StrCat("compute_dtype '", name, "' is not one of ", compute_dtype_choices()));
   }
-  return *dtype;
+  return dtype;
 }
 
 absl::StatusOr<Device> device_from_wire(const std::string& name) {

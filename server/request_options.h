@@ -5,14 +5,13 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <torch/types.h>
-
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/memory/device.h"
+#include "core/precision/compute_dtype.h"
 #include "core/precision/precision_policy.h"
 #include "diffusiond/v1/model_service.pb.h"
 
@@ -21,7 +20,7 @@ namespace diffusiond {
 // Empty for FP8_MODE_DEFAULT (the daemon's --fp8).
 absl::StatusOr<std::optional<Fp8Options>> fp8_from_wire(int mode);
 // Empty for "" (the daemon's --compute_dtype).
-absl::StatusOr<std::optional<torch::ScalarType>> compute_dtype_from_wire(const std::string& name);
+absl::StatusOr<std::optional<ComputeDtype>> compute_dtype_from_wire(const std::string& name);
 // "" and "cpu" are the CPU; "cuda" the GPU.
 absl::StatusOr<Device> device_from_wire(const std::string& name);
 // A lease's ttl_seconds as a duration; INVALID_ARGUMENT outside (0, 604800]

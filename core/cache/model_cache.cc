@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cassert>
-#include <exception>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/memory/allocator.h"
 #include "core/util/bytes.h"
+#include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -40,13 +40,7 @@ absl::Status unknown_lease(LeaseId lease) {
 absl::StatusOr<LoadedValue> run_loader(const Loader& loader, absl::string_view key) {
   // No exception may cross into the cache: a throwing loader must still
   // leave its entry removed and its reservation released.
-  try {
-    return loader();
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("loader for '", key, "' threw: ", e.what()));
-  } catch (...) {
-    return absl::InternalError(absl::StrCat("loader for '", key, "' threw"));
-  }
+  return status_of(absl::StrCat("the loader for '", key, "'"), loader);
 }
 
 }  // namespace

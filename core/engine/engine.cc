@@ -8,6 +8,7 @@
 #include "core/loader/torch_dtype.h"
 #include "core/models/model_loader.h"
 #include "core/util/confined_path.h"
+#include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -15,10 +16,7 @@ namespace {
 
 constexpr absl::string_view kShuttingDown = "the daemon is shutting down; retry on another replica";
 
-std::string fp8_name(const std::optional<Fp8Format>& f) {
-  if (!f.has_value()) return "off";
-  return *f == Fp8Format::kE4M3Fn ? "e4m3fn" : "e5m2";
-}
+std::string fp8_name(const std::optional<Fp8Format>& f) { return f.has_value() ? fp8_format_name(*f) : "off"; }
 
 // Cache operations that fail because an entry is being unloaded say ABORTED
 // (retry later); for a remote caller that is the model not being there.
@@ -152,7 +150,7 @@ absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const Lo
 absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard::Load& shared) {
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(load.path));
   ModelLoadOptions lo;
-  lo.compute_dtype = load.compute_dtype;
+  lo.compute_dtype = to_scalar_type(load.compute_dtype);
   lo.fp8 = load.fp8;
   DIFFUSIOND_ASSIGN_OR_RETURN(ModelPlan plan, plan_model(*checkpoint, lo));
   // Everyone may have given up while the load waited for a worker; then it
@@ -169,7 +167,8 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard
   d.path = load.path;
   d.architecture = std::string(model->architecture());
   d.description = plan.recipe->describe();
-  d.compute_dtype = compute_dtype(*model);
+  // The model runs at what the load asked for; compute_dtype(model) says so.
+  d.compute_dtype = compute_dtype_of(compute_dtype(*model)).value_or(load.compute_dtype);
   d.fp8 = load.fp8.format;
   d.tensors = static_cast<int64_t>(model->weights().size());
   d.fp8_tensors = model->weights().fp8_count();
@@ -191,8 +190,8 @@ absl::StatusOr<ModelInfo> Engine::answer(const ResolvedLoad& load, Pin pinned) c
     absl::StrAppend(&differs, " with FP8 ", fp8_name(info.fp8), " (asked: ", fp8_name(load.fp8.format), ")");
   }
   if (info.compute_dtype != load.compute_dtype) {
-    absl::StrAppend(&differs, " at ", scalar_type_name(info.compute_dtype),
-                    " (asked: ", scalar_type_name(load.compute_dtype), ")");
+    absl::StrAppend(&differs, " at ", compute_dtype_name(info.compute_dtype),
+                    " (asked: ", compute_dtype_name(load.compute_dtype), ")");
   }
   if (differs.empty()) return info;
   return absl::FailedPreconditionError(absl::StrCat("model \"", load.model_id, "\" is already loaded", differs,
@@ -267,13 +266,7 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
   Job job(this);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(model_id));
-  try {
-    return pinned.as<LoadedModel>()->model().step(inputs);
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError("out of memory during the step");
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("step failed: ", e.what()));
-  }
+  return status_of("the step", [&] { return pinned.as<LoadedModel>()->model().step(inputs); });
 }
 
 absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options) {
@@ -304,16 +297,10 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
     if (job.cancelled()) return absl::UnavailableError(kShuttingDown);
     return predict(latents, t, with_negative);
   };
-  // libtorch reports failures (an allocation above all) by throwing; no
-  // exception may leave core/ into a worker thread.
-  try {
+  return status_of("the denoise loop", [&]() -> absl::StatusOr<torch::Tensor> {
     DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseResult result, diffusiond::denoise(guarded, loop, options));
     return std::move(result.latents);
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError("out of memory while denoising");
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("denoise failed: ", e.what()));
-  }
+  });
 }
 
 void Engine::stop_accepting() {

@@ -37,7 +37,7 @@ struct EngineOptions {
   CacheObserver* observer = nullptr;  // optional (logs, metrics); not owned
   Clock* clock = nullptr;             // default real_clock()
   // Defaults for loads that do not say.
-  torch::ScalarType compute_dtype = torch::kFloat32;
+  ComputeDtype compute_dtype = ComputeDtype::kFloat32;
   Fp8Options fp8 = {Fp8Format::kE4M3Fn, Fp8Scaling::kNone};
 };
 
@@ -45,7 +45,7 @@ struct ModelLoadRequest {
   std::string path;      // relative to models_dir, or absolute inside it
   std::string model_id;  // empty: the canonical path relative to models_dir
   std::optional<Fp8Options> fp8;              // empty: the engine's default
-  std::optional<torch::ScalarType> compute_dtype;  // empty: the engine's default
+  std::optional<ComputeDtype> compute_dtype;  // empty: the engine's default
 };
 
 // A loaded model as the API describes it: how it was loaded, and its use now.
@@ -137,7 +137,7 @@ class Engine {
     std::string path;
     std::string model_id;
     Fp8Options fp8;
-    torch::ScalarType compute_dtype;
+    ComputeDtype compute_dtype;
   };
   explicit Engine(const EngineOptions& options);
   absl::Status admit(Job& job);

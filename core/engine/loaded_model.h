@@ -5,8 +5,6 @@
 #ifndef DIFFUSIOND_CORE_ENGINE_LOADED_MODEL_H_
 #define DIFFUSIOND_CORE_ENGINE_LOADED_MODEL_H_
 
-#include <torch/types.h>
-
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +12,7 @@
 
 #include "core/cache/cache_value.h"
 #include "core/models/diffusion_model.h"
+#include "core/precision/compute_dtype.h"
 #include "kernels/fp8_format.h"
 
 namespace diffusiond {
@@ -23,7 +22,7 @@ struct ModelDescription {
   std::string path;  // canonical, inside models_dir
   std::string architecture;
   std::string description;  // the recipe's: layout, config, key map
-  torch::ScalarType compute_dtype = torch::kFloat32;
+  ComputeDtype compute_dtype = ComputeDtype::kFloat32;
   std::optional<Fp8Format> fp8;  // storage asked for; empty: off
   int64_t tensors = 0;
   int64_t fp8_tensors = 0;

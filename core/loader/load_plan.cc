@@ -49,7 +49,7 @@ int64_t LoadPlan::fp8_tensors() const {
 std::string storage_name(const PlannedTensor& t) {
   if (t.action == PlannedTensor::Action::kFp8Encode ||
       t.action == PlannedTensor::Action::kFp8Keep) {
-    return t.fp8_format == Fp8Format::kE4M3Fn ? "fp8-e4m3fn" : "fp8-e5m2";
+    return std::string("fp8-") + fp8_format_name(t.fp8_format);
   }
   return scalar_type_name(t.storage_dtype);
 }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/loader/torch_dtype.h"
+#include "core/util/exception_status.h"
 #include "core/loader/weight_allocation.h"
 #include "core/util/status_macros.h"
 #include "kernels/fp8_codec.h"
@@ -180,16 +181,9 @@ absl::StatusOr<std::unique_ptr<WeightStore>> stream_weights(const Checkpoint& ch
         " bytes, has ", reservation.uncharged_bytes()));
   }
   const int64_t charged_before = reservation.charged_bytes();
-  absl::StatusOr<std::unique_ptr<WeightStore>> store;
-  // libtorch reports failures as exceptions; none may leave core/.
-  try {
-    store = stream_all(checkpoint, plan, reservation, options);
-  } catch (const std::bad_alloc&) {
-    store = absl::ResourceExhaustedError(
-        absl::StrCat("out of memory loading ", checkpoint.path()));
-  } catch (const std::exception& e) {
-    store = absl::InternalError(absl::StrCat("loading ", checkpoint.path(), ": ", e.what()));
-  }
+  absl::StatusOr<std::unique_ptr<WeightStore>> store =
+      status_of(absl::StrCat("loading ", checkpoint.path()),
+                [&] { return stream_all(checkpoint, plan, reservation, options); });
   if (!store.ok()) {
     // The partial store is gone; give its charge back with it.
     reservation.uncharge(reservation.charged_bytes() - charged_before);

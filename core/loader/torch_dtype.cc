@@ -29,20 +29,32 @@ std::optional<Fp8Format> fp8_format_of(DType dtype) {
   return std::nullopt;
 }
 
+torch::ScalarType to_scalar_type(ComputeDtype dtype) {
+  // No default: -Werror=switch makes a new ComputeDtype fail to compile here.
+  switch (dtype) {
+    case ComputeDtype::kFloat32: return torch::kFloat32;
+    case ComputeDtype::kBFloat16: return torch::kBFloat16;
+    case ComputeDtype::kFloat16: return torch::kFloat16;
+  }
+  return torch::kFloat32;  // unreachable
+}
+
+std::optional<ComputeDtype> compute_dtype_of(torch::ScalarType dtype) {
+  for (int i = 0; i < kNumComputeDtypes; ++i) {
+    if (to_scalar_type(static_cast<ComputeDtype>(i)) == dtype) return static_cast<ComputeDtype>(i);
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<torch::ScalarType> parse_compute_dtype(absl::string_view name) {
-  const std::string n = absl::AsciiStrToLower(name);
-  if (n == "float32" || n == "f32" || n == "fp32") return torch::kFloat32;
-  if (n == "bfloat16" || n == "bf16") return torch::kBFloat16;
-  if (n == "float16" || n == "f16" || n == "fp16") return torch::kFloat16;
+  if (std::optional<ComputeDtype> d = parse_compute_dtype_name(name)) return to_scalar_type(*d);
   return absl::InvalidArgumentError(
-      absl::StrCat("compute dtype '", name, "' is not one of float32, bfloat16, float16"));
+      absl::StrCat("compute dtype '", name, "' is not one of ", compute_dtype_choices()));
 }
 
 std::string scalar_type_name(torch::ScalarType dtype) {
+  if (std::optional<ComputeDtype> d = compute_dtype_of(dtype)) return compute_dtype_name(*d);
   switch (dtype) {
-    case torch::kFloat32: return "float32";
-    case torch::kBFloat16: return "bfloat16";
-    case torch::kFloat16: return "float16";
     case torch::kFloat64: return "float64";
     case torch::kUInt8: return "uint8";
     default: return c10::toString(dtype);

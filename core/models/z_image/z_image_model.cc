@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/models/z_image/z_image_params.h"
+#include "core/util/exception_status.h"
 
 namespace diffusiond {
 namespace {
@@ -132,15 +133,10 @@ absl::StatusOr<std::vector<torch::Tensor>> ZImageModel::forward(
     const std::vector<torch::Tensor>& x, const torch::Tensor& t,
     const std::vector<torch::Tensor>& cap_feats) const {
   if (absl::Status s = check_inputs(x, t, cap_feats); !s.ok()) return s;
-  // libtorch reports failures as exceptions; none may leave core/.
-  try {
+  return status_of("the Z-Image forward", [&]() -> absl::StatusOr<std::vector<torch::Tensor>> {
     torch::NoGradGuard no_grad;
     return run(x, t, cap_feats);
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError("out of memory in the Z-Image forward");
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("Z-Image forward failed: ", e.what()));
-  }
+  });
 }
 
 torch::Tensor ZImageModel::linear(const torch::Tensor& x, const std::string& prefix, bool bias) const {

@@ -6,7 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/precision/compute_dtype.h"
 #include "core/util/bytes.h"
+#include "kernels/fp8_format.h"
 
 namespace diffusiond::ctl::internal {
 namespace {
@@ -23,8 +25,8 @@ absl::StatusOr<double> finite_number(absl::string_view flag, const std::string& 
 }
 
 absl::StatusOr<std::string> one_of(absl::string_view flag, const std::string& text,
-                                   std::initializer_list<absl::string_view> allowed) {
-  for (absl::string_view a : allowed) {
+                                   const std::vector<std::string>& allowed) {
+  for (const std::string& a : allowed) {
     if (text == a) return text;
   }
   return bad_value(flag, text, absl::StrCat("one of ", absl::StrJoin(allowed, ", ")));
@@ -35,16 +37,20 @@ absl::StatusOr<CommandOptions> build_load(const ParsedArgs& p) {
   o.path = p.args[0];
   if (const std::string* id = p.flag("id")) o.model_id = *id;
   if (const std::string* fp8 = p.flag("fp8")) {
-    absl::StatusOr<std::string> mode = one_of("--fp8", *fp8, {"default", "off", "e4m3fn", "e5m2"});
+    std::vector<std::string> modes = {"default", "off"};
+    modes.insert(modes.end(), std::begin(kFp8FormatNames), std::end(kFp8FormatNames));
+    absl::StatusOr<std::string> mode = one_of("--fp8", *fp8, modes);
     if (!mode.ok()) return mode.status();
-    o.fp8 = *mode == "off"      ? v1::FP8_MODE_OFF
-            : *mode == "e4m3fn" ? v1::FP8_MODE_E4M3FN
-            : *mode == "e5m2"   ? v1::FP8_MODE_E5M2
-                                : v1::FP8_MODE_DEFAULT;
+    Fp8Format format;
+    o.fp8 = *mode == "off" ? v1::FP8_MODE_OFF
+            : !parse_fp8_format(mode->c_str(), &format) ? v1::FP8_MODE_DEFAULT
+            : format == Fp8Format::kE4M3Fn ? v1::FP8_MODE_E4M3FN
+                                           : v1::FP8_MODE_E5M2;
   }
   if (const std::string* dtype = p.flag("compute_dtype")) {
-    absl::StatusOr<std::string> d =
-        one_of("--compute_dtype", *dtype, {"float32", "bfloat16", "float16"});
+    std::vector<std::string> names;
+    for (const ComputeDtypeSpelling& s : kComputeDtypeSpellings) names.push_back(s.name);
+    absl::StatusOr<std::string> d = one_of("--compute_dtype", *dtype, names);
     if (!d.ok()) return d.status();
     o.compute_dtype = *d;
   }

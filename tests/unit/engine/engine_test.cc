@@ -230,7 +230,7 @@ TEST_F(EngineTest, LoadDescribesTheModel) {
   EXPECT_EQ(fp8->path, std::filesystem::canonical(models_dir_ + "/tiny").string());
   EXPECT_EQ(fp8->architecture, "z-image");
   EXPECT_FALSE(fp8->description.empty());
-  EXPECT_EQ(fp8->compute_dtype, torch::kFloat32);
+  EXPECT_EQ(fp8->compute_dtype, ComputeDtype::kFloat32);
   EXPECT_EQ(fp8->fp8, Fp8Format::kE4M3Fn);  // the engine's default
   EXPECT_GT(fp8->fp8_tensors, 0);
   EXPECT_LT(fp8->fp8_tensors, fp8->tensors);  // norms and biases stay
@@ -251,10 +251,10 @@ TEST_F(EngineTest, LoadDescribesTheModel) {
   EXPECT_EQ(ram().committed_bytes, fp8->bytes[kCpu] + plain->bytes[kCpu]);
 
   ModelLoadRequest bf16 = request("tiny", "tiny-bf16");
-  bf16.compute_dtype = torch::kBFloat16;
+  bf16.compute_dtype = ComputeDtype::kBFloat16;
   absl::StatusOr<ModelInfo> half = engine_->load(bf16);
   ASSERT_THAT(half, IsOk());
-  EXPECT_EQ(half->compute_dtype, torch::kBFloat16);
+  EXPECT_EQ(half->compute_dtype, ComputeDtype::kBFloat16);
 }
 
 TEST_F(EngineTest, CacheHitAnswersWithTheSameInfo) {
@@ -315,7 +315,7 @@ TEST_F(EngineTest, SecondLoadWithOtherOptionsSaysWhatDiffers) {
   EXPECT_THAT(engine_->load(e5m2),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("FP8 e4m3fn (asked: e5m2)")));
   ModelLoadRequest bf16 = request("tiny", "m");
-  bf16.compute_dtype = torch::kBFloat16;
+  bf16.compute_dtype = ComputeDtype::kBFloat16;
   EXPECT_THAT(engine_->load(bf16),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("at float32 (asked: bfloat16)")));
   const std::string other = std::filesystem::canonical(models_dir_ + "/other").string();
@@ -326,7 +326,7 @@ TEST_F(EngineTest, SecondLoadWithOtherOptionsSaysWhatDiffers) {
   // Saying the defaults out loud is the same model.
   ModelLoadRequest explicit_defaults = request("./tiny", "m");
   explicit_defaults.fp8 = Fp8Options{Fp8Format::kE4M3Fn, Fp8Scaling::kNone};
-  explicit_defaults.compute_dtype = torch::kFloat32;
+  explicit_defaults.compute_dtype = ComputeDtype::kFloat32;
   EXPECT_THAT(engine_->load(explicit_defaults), IsOk());
   EXPECT_EQ(engine_->stats().misses, 1);
   EXPECT_THAT(ids(engine_->list()), ElementsAre("m"));
