@@ -32,6 +32,7 @@
 #include "core/memory/allocator.h"
 #include "core/memory/default_budget.h"
 #include "core/memory/process_memory.h"
+#include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
 #include "core/models/z_image/z_image_params.h"
 #include "core/util/file_text.h"
@@ -219,8 +220,8 @@ absl::Status run(const Args& args) {
   if (tty) std::fprintf(stderr, "\n");
   if (!pin.ok()) return pin.status();
   DIFFUSIOND_ASSIGN_OR_RETURN(ProcessMemory after, read_process_memory());
-  const WeightStore* store = model_plan.has_value() ? &pin->as<DiffusionModel>()->weights()
-                                                    : pin->as<WeightStore>();
+  const WeightStore* store = model_plan.has_value() ? &pin->as<LoadedModel>()->model().weights()
+                                                    : &pin->as<CachedWeights>()->store();
   const BudgetSnapshot budget = ram.snapshot();
 
   std::printf("loaded %s in %.2f s: %lld tensors (%lld FP8), %s accounted, reservation %s\n",

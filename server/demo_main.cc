@@ -25,6 +25,7 @@
 #include "core/memory/allocator.h"
 #include "core/memory/default_budget.h"
 #include "core/memory/process_memory.h"
+#include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
 #include "core/models/z_image/z_image_predictor.h"
 #include "core/models/z_image/z_image_random.h"
@@ -130,7 +131,7 @@ absl::Status run(const Args& args) {
   DIFFUSIOND_ASSIGN_OR_RETURN(Pin pin, cache->get_or_load(ckpt->path(), [&] {
     return load_planned_model(*ckpt, mp, *cache, lo.stream);
   }));
-  const ZImageModel& model = *pin.as<ZImageModel>();
+  const auto& model = dynamic_cast<const ZImageModel&>(pin.as<LoadedModel>()->model());
   std::printf("%s  loaded in %.2f s: %lld tensors, %lld FP8, %s held, compute dtype %s, RSS %s\n",
               tty ? "\n" : "", absl::ToDoubleSeconds(absl::Now() - load_start),
               static_cast<long long>(model.weights().size()),

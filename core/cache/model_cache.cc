@@ -37,12 +37,6 @@ absl::Status unknown_lease(LeaseId lease) {
   return absl::NotFoundError(absl::StrCat("lease ", lease, " is unknown or expired"));
 }
 
-absl::StatusOr<LoadedValue> run_loader(const Loader& loader, absl::string_view key) {
-  // No exception may cross into the cache: a throwing loader must still
-  // leave its entry removed and its reservation released.
-  return status_of(absl::StrCat("the loader for '", key, "'"), loader);
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ModelCache>> ModelCache::create(
@@ -183,57 +177,44 @@ void ModelCache::touch_locked(Entry& entry) {
   entry.last_use_time = clock_->now();
 }
 
-absl::StatusOr<Pin> ModelCache::get_or_load(absl::string_view key,
-                                            const Loader& loader) {
-  std::shared_ptr<Entry> entry;
-  std::optional<absl::StatusOr<Pin>> answered;
-  {
-    MutexLock lock(&mu_);
-    expire_leases_locked();
-    while (entry == nullptr && !answered.has_value()) {
-      auto it = entries_.find(key);
-      if (it == entries_.end()) {
-        ++counters_.misses;
-        entry = std::make_shared<Entry>(std::string(key));
-        entries_.emplace(entry->key, entry);
-        break;
-      }
-      std::shared_ptr<Entry> found = it->second;
-      if (found->state == EntryState::kReady) {
-        ++counters_.hits;
-        answered = pin_locked(found);
-        break;
-      }
-      if (found->state == EntryState::kDraining) {
-        // Waiting here could deadlock: the unload waits for pins that this
-        // caller (or its lease) may hold. Refuse; the client can retry.
-        answered = absl::AbortedError(absl::StrCat(
-            "model '", key, "' is being unloaded; retry once the unload is done"));
-        break;
-      }
-      // Loading: share its result (the loop looks again once it is ready).
-      while (found->state == EntryState::kLoading) changed_.wait(&mu_);
-      // A failed load answers all its waiters; a load that succeeded and was
-      // evicted before this thread woke is simply looked up again.
-      if (found->state == EntryState::kRemoved && !found->load_status.ok()) {
-        answered = unshared_copy(found->load_status);
-      }
+absl::StatusOr<Claim> ModelCache::claim(absl::string_view key) {
+  MutexLock lock(&mu_);
+  expire_leases_locked();
+  for (;;) {
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      ++counters_.misses;
+      auto entry = std::make_shared<Entry>(std::string(key));
+      entries_.emplace(entry->key, entry);
+      return Claim(LoadSlot(this, std::move(entry), clock_->now()));
+    }
+    std::shared_ptr<Entry> found = it->second;
+    if (found->state == EntryState::kReady) {
+      ++counters_.hits;
+      return Claim(pin_locked(found));
+    }
+    if (found->state == EntryState::kDraining) {
+      // Waiting here could deadlock: the unload waits for pins that this
+      // caller (or its lease) may hold. Refuse; the client can retry.
+      return absl::AbortedError(
+          absl::StrCat("model '", key, "' is being unloaded; retry once the unload is done"));
+    }
+    // Loading: share its result (the loop looks again once it is ready).
+    while (found->state == EntryState::kLoading) changed_.wait(&mu_);
+    // A failed load answers all its waiters; a load that succeeded and was
+    // evicted before this thread woke is simply looked up again.
+    if (found->state == EntryState::kRemoved && !found->load_status.ok()) {
+      return unshared_copy(found->load_status);
     }
   }
-  if (answered.has_value()) return std::move(*answered);
+}
 
-  const absl::Time start = clock_->now();
-  absl::StatusOr<LoadedValue> loaded = run_loader(loader, key);
-  const absl::Duration took = clock_->now() - start;
-
-  std::vector<CacheEvent> events;
-  absl::StatusOr<Pin> result;
-  {
-    MutexLock lock(&mu_);
-    result = finish_load(entry, std::move(loaded), took, &events);
-  }
-  publish(events);
-  return result;
+absl::StatusOr<Pin> ModelCache::get_or_load(absl::string_view key, const Loader& loader) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(Claim claimed, claim(key));
+  if (Pin* pin = std::get_if<Pin>(&claimed)) return std::move(*pin);
+  // No exception may cross into the cache: a throwing loader must still
+  // leave its entry removed and its reservation released.
+  return std::get<LoadSlot>(claimed).finish(status_of(absl::StrCat("the loader for '", key, "'"), loader));
 }
 
 absl::StatusOr<Pin> ModelCache::finish_load(const std::shared_ptr<Entry>& entry,

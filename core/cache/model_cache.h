@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -23,22 +24,19 @@
 #include "core/cache/cache_stats.h"
 #include "core/cache/cache_value.h"
 #include "core/cache/internal/entry.h"
+#include "core/cache/load_slot.h"
 #include "core/cache/pin.h"
 #include "core/memory/budget.h"
 #include "core/util/clock.h"
 
 namespace diffusiond {
 
-// What a loader hands back: the value and the reservations it charged its
-// allocations to. The cache commits each reservation into the entry's charge.
-struct LoadedValue {
-  std::unique_ptr<CacheValue> value;
-  std::vector<Reservation> reservations;
-};
-
 // Runs outside the cache lock. It normally calls make_room() on the same
 // cache, allocates against the returned Reservation, and returns both.
 using Loader = std::function<absl::StatusOr<LoadedValue>()>;
+
+// What claim() hands out: the key's value pinned, or the duty to load it.
+using Claim = std::variant<Pin, LoadSlot>;
 
 using LeaseId = uint64_t;
 
@@ -84,12 +82,15 @@ class ModelCache {
   // FAILED_PRECONDITION if no budget is configured for `device`.
   absl::StatusOr<Reservation> make_room(int64_t bytes, Device device);
 
-  // Returns `key` pinned. On a miss runs `loader` exactly once however many
-  // threads ask at the same time; the others wait and share its result,
-  // error included. The returned Pin is taken before the entry becomes
-  // visible as ready, so it cannot be evicted in between. Returns ABORTED if
-  // `key` is being unloaded. REQUIRES: `loader` does not call get_or_load
-  // for the same key.
+  // Returns `key` pinned if it is loaded; otherwise makes the caller its
+  // loader by returning a LoadSlot, exactly once however many threads ask
+  // at the same time: the others wait here and share the slot's result,
+  // error included. Returns ABORTED if `key` is being unloaded.
+  absl::StatusOr<Claim> claim(absl::string_view key);
+
+  // claim(), running `loader` for a slot and finishing it with the result
+  // (an exception from the loader becomes INTERNAL). REQUIRES: `loader` does
+  // not ask for the same key.
   absl::StatusOr<Pin> get_or_load(absl::string_view key, const Loader& loader);
 
   // Returns `key` pinned if it is loaded and not draining, NOT_FOUND if not.
@@ -129,6 +130,7 @@ class ModelCache {
 
   explicit ModelCache(const ModelCacheOptions& options);
   friend class Pin;
+  friend class LoadSlot;
   void unpin(Entry& entry);
 
   Budget* budget_for(Device device) const;

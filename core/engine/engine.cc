@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/loader/torch_dtype.h"
+#include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
 #include "core/util/confined_path.h"
 #include "core/util/exception_status.h"
@@ -131,8 +132,7 @@ absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const Lo
   absl::StatusOr<Pin> pinned = absl::UnknownError("unreachable");
   for (int attempt = 0; attempt < 2; ++attempt) {
     LoadBoard::Ticket ticket = load_board_.join(load.model_id, watcher);
-    LoadBoard::Load& shared = ticket.load();
-    pinned = cache_->get_or_load(load.model_id, [&] { return run_load(load, shared); });
+    pinned = load_once(load, ticket.load());
     const bool mine_cancelled = watcher.cancelled && watcher.cancelled();
     if (!absl::IsCancelled(pinned.status()) || mine_cancelled || job.cancelled()) break;
   }
@@ -145,6 +145,14 @@ absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const Lo
     return pinned.status();
   }
   return answer(load, *std::move(pinned));
+}
+
+absl::StatusOr<Pin> Engine::load_once(const ResolvedLoad& load, LoadBoard::Load& shared) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(Claim claimed, cache_->claim(load.model_id));
+  if (Pin* hit = std::get_if<Pin>(&claimed)) return std::move(*hit);
+  // This caller loads; concurrent callers wait in claim() for finish().
+  return std::get<LoadSlot>(claimed).finish(
+      status_of(absl::StrCat("the load of \"", load.model_id, "\""), [&] { return run_load(load, shared); }));
 }
 
 absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard::Load& shared) {
@@ -161,19 +169,7 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard
   stream.cancelled = shared.cancelled();
   shared.publish(LoadProgress{0, plan.plan.source_bytes, 0,
                               static_cast<int64_t>(plan.plan.tensors.size())});
-  DIFFUSIOND_ASSIGN_OR_RETURN(LoadedValue loaded, load_planned_model(*checkpoint, plan, *cache_, stream));
-  std::unique_ptr<DiffusionModel> model(static_cast<DiffusionModel*>(loaded.value.release()));
-  ModelDescription d;
-  d.path = load.path;
-  d.architecture = std::string(model->architecture());
-  d.description = plan.recipe->describe();
-  // The model runs at what the load asked for; compute_dtype(model) says so.
-  d.compute_dtype = compute_dtype_of(compute_dtype(*model)).value_or(load.compute_dtype);
-  d.fp8 = load.fp8.format;
-  d.tensors = static_cast<int64_t>(model->weights().size());
-  d.fp8_tensors = model->weights().fp8_count();
-  loaded.value = std::make_unique<LoadedModel>(std::move(d), std::move(model));
-  return loaded;
+  return load_planned_model(*checkpoint, plan, *cache_, stream);
 }
 
 absl::StatusOr<ModelInfo> Engine::answer(const ResolvedLoad& load, Pin pinned) const {

@@ -143,6 +143,9 @@ class Engine {
   absl::Status admit(Job& job);
   absl::StatusOr<ResolvedLoad> resolve(const ModelLoadRequest& request) const;
   absl::StatusOr<Pin> pin(const std::string& model_id);
+  // Claims the model's key: a hit answers, else this caller runs the load
+  // and finishes the slot (Engine -> cache -> loader -> model, one way).
+  absl::StatusOr<Pin> load_once(const ResolvedLoad& load, LoadBoard::Load& shared);
   absl::StatusOr<LoadedValue> run_load(const ResolvedLoad& load, LoadBoard::Load& shared);
   // The answer to a load of `load` that found or made `pinned`.
   absl::StatusOr<ModelInfo> answer(const ResolvedLoad& load, Pin pinned) const;

@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/loader/torch_dtype.h"
-#include "core/util/exception_status.h"
 #include "core/loader/weight_allocation.h"
+#include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
 #include "kernels/fp8_codec.h"
 #include "kernels/fp8_cpu.h"
@@ -192,26 +192,6 @@ absl::StatusOr<std::unique_ptr<WeightStore>> stream_weights(const Checkpoint& ch
   assert(reservation.charged_bytes() - charged_before == plan.final_bytes);
   assert((*store)->nbytes() == plan.final_bytes);
   return store;
-}
-
-absl::StatusOr<AdmittedWeights> admit_and_stream(const Checkpoint& checkpoint, const LoadPlan& plan,
-                                                 ModelCache& cache, const StreamOptions& options) {
-  AdmittedWeights admitted;
-  DIFFUSIOND_ASSIGN_OR_RETURN(admitted.reservation,
-                              cache.make_room(plan.reservation_bytes(), Device::kCpu));
-  DIFFUSIOND_ASSIGN_OR_RETURN(admitted.store,
-                              stream_weights(checkpoint, plan, admitted.reservation, options));
-  return admitted;
-}
-
-absl::StatusOr<LoadedValue> load_weights(const Checkpoint& checkpoint, const LoadPlan& plan,
-                                         ModelCache& cache, const StreamOptions& options) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(AdmittedWeights admitted,
-                              admit_and_stream(checkpoint, plan, cache, options));
-  LoadedValue loaded;
-  loaded.value = std::move(admitted.store);
-  loaded.reservations.push_back(std::move(admitted.reservation));
-  return loaded;
 }
 
 }  // namespace diffusiond

@@ -1,5 +1,6 @@
 // The streaming loader: reads a planned checkpoint tensor by tensor into its
-// final storage under an admitted reservation. Each tensor goes straight
+// final storage under an admitted reservation (the caller's: the loader
+// never asks for memory itself, and knows nothing of the cache). Each tensor goes straight
 // into its final tensor or through one reusable staging buffer a chunk at a
 // time, so the source bytes of a tensor are gone before the next is read and
 // peak memory tracks the reservation.
@@ -12,7 +13,6 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "core/cache/model_cache.h"
 #include "core/checkpoint/checkpoint.h"
 #include "core/loader/load_plan.h"
 #include "core/memory/budget.h"
@@ -45,23 +45,6 @@ absl::StatusOr<std::unique_ptr<WeightStore>> stream_weights(const Checkpoint& ch
                                                             const LoadPlan& plan,
                                                             Reservation& reservation,
                                                             const StreamOptions& options = {});
-
-// Weights streamed under the reservation that admitted them.
-struct AdmittedWeights {
-  std::unique_ptr<WeightStore> store;
-  Reservation reservation;
-};
-
-// Asks `cache` to make room for the plan's reservation on the CPU, then
-// streams. RESOURCE_EXHAUSTED when the budget cannot admit it; on any error
-// the reservation is released.
-absl::StatusOr<AdmittedWeights> admit_and_stream(const Checkpoint& checkpoint, const LoadPlan& plan,
-                                                 ModelCache& cache, const StreamOptions& options = {});
-
-// The usual loader body for ModelCache::get_or_load when the weights are the
-// value: admit_and_stream, handing back the store with its reservation.
-absl::StatusOr<LoadedValue> load_weights(const Checkpoint& checkpoint, const LoadPlan& plan,
-                                         ModelCache& cache, const StreamOptions& options = {});
 
 }  // namespace diffusiond
 

@@ -1,6 +1,6 @@
-// DiffusionModel: what the cache holds for a loaded model — its weights,
-// its compute dtype (set at load, the only dtype source), and its
-// architecture's name. Architectures add their forward.
+// DiffusionModel: a loaded model — its weights, its compute dtype (set at
+// load, the only dtype source), and its architecture's name. Architectures
+// add their forward. (The cache holds it inside core/engine's LoadedModel.)
 #ifndef DIFFUSIOND_CORE_MODELS_DIFFUSION_MODEL_H_
 #define DIFFUSIOND_CORE_MODELS_DIFFUSION_MODEL_H_
 
@@ -12,7 +12,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/cache/cache_value.h"
 #include "core/denoise/denoise_loop.h"
 #include "core/precision/weight_store.h"
 
@@ -22,9 +21,10 @@ namespace diffusiond {
 using NamedTensors = std::map<std::string, torch::Tensor>;
 
 // Immutable after construction; forwards may run concurrently.
-class DiffusionModel : public CacheValue {
+class DiffusionModel {
  public:
   explicit DiffusionModel(std::unique_ptr<WeightStore> weights) : weights_(std::move(weights)) {}
+  virtual ~DiffusionModel() = default;
 
   virtual absl::string_view architecture() const = 0;
   const WeightStore& weights() const { return *weights_; }

@@ -26,22 +26,4 @@ absl::StatusOr<ModelPlan> plan_model(const Checkpoint& checkpoint, const ModelLo
   return mp;
 }
 
-absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, const ModelPlan& plan,
-                                               ModelCache& cache, const StreamOptions& stream) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(AdmittedWeights admitted,
-                              admit_and_stream(checkpoint, plan.plan, cache, stream));
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<DiffusionModel> model,
-                              plan.recipe->build(std::move(admitted.store)));
-  LoadedValue loaded;
-  loaded.value = std::move(model);
-  loaded.reservations.push_back(std::move(admitted.reservation));
-  return loaded;
-}
-
-absl::StatusOr<LoadedValue> load_model(const Checkpoint& checkpoint, const ModelLoadOptions& options,
-                                       ModelCache& cache) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(ModelPlan plan, plan_model(checkpoint, options));
-  return load_planned_model(checkpoint, plan, cache, options.stream);
-}
-
 }  // namespace diffusiond

@@ -1,7 +1,7 @@
-// Loading a model: recognise the architecture, plan from headers with the
-// model's parameter table and precision declaration, admit the reservation
-// through the cache, stream, and build the model. The result is what
-// ModelCache::get_or_load expects from a loader.
+// Planning a model's load: recognise the architecture, then plan from the
+// headers with the model's parameter table and precision declaration. The
+// engine admits the plan (core/engine/model_admission.h), streams it and
+// builds the model with plan.recipe->build().
 #ifndef DIFFUSIOND_CORE_MODELS_MODEL_LOADER_H_
 #define DIFFUSIOND_CORE_MODELS_MODEL_LOADER_H_
 
@@ -11,7 +11,6 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/cache/model_cache.h"
 #include "core/checkpoint/checkpoint.h"
 #include "core/loader/load_plan.h"
 #include "core/loader/streaming_loader.h"
@@ -36,16 +35,6 @@ struct ModelPlan {
 // Plans the load of `checkpoint` as a model. FAILED_PRECONDITION if no
 // supported architecture recognises it; INVALID_ARGUMENT for a bad config.
 absl::StatusOr<ModelPlan> plan_model(const Checkpoint& checkpoint, const ModelLoadOptions& options);
-
-// Admits (make_room on the CPU), streams and builds a planned model. On any
-// error the reservation is released and nothing stays allocated. `plan`
-// must come from plan_model for `checkpoint`.
-absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, const ModelPlan& plan,
-                                               ModelCache& cache, const StreamOptions& stream = {});
-
-// plan_model, then load_planned_model with options.stream.
-absl::StatusOr<LoadedValue> load_model(const Checkpoint& checkpoint, const ModelLoadOptions& options,
-                                       ModelCache& cache);
 
 }  // namespace diffusiond
 

@@ -16,13 +16,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/cache/cache_value.h"
 #include "core/precision/fp8_weight.h"
 
 namespace diffusiond {
 
 // Filled by one loader, then read-only: concurrent reads are safe.
-class WeightStore : public CacheValue {
+class WeightStore {
  public:
   explicit WeightStore(torch::ScalarType compute_dtype) : compute_dtype_(compute_dtype) {}
 

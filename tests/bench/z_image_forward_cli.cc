@@ -33,6 +33,7 @@
 #include "core/loader/torch_dtype.h"
 #include "core/memory/allocator.h"
 #include "core/memory/process_memory.h"
+#include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/models/z_image/z_image_random.h"
@@ -90,7 +91,7 @@ int run(const std::vector<std::string>& args) {
   if (fp8) options.fp8.format = Fp8Format::kE4M3Fn;
   absl::StatusOr<Pin> pin = cache->get_or_load("m", [&] { return load_model(**ckpt, options, *cache); });
   if (!pin.ok()) fail(pin.status().ToString());
-  const auto* model = pin->as<ZImageModel>();
+  const auto* model = dynamic_cast<const ZImageModel*>(&pin->as<LoadedModel>()->model());
   if (model == nullptr) fail("not a Z-Image model");
 
   const ProcessMemory loaded = rss();

@@ -12,6 +12,7 @@
 #include "benchmark/benchmark.h"
 #include "core/memory/allocator.h"
 #include "core/memory/process_memory.h"
+#include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/models/z_image/z_image_random.h"
@@ -49,7 +50,7 @@ void BM_ZImageStep(benchmark::State& state) {
     state.SkipWithError(std::string(pin.status().message()).c_str());
     return;
   }
-  const auto& model = *pin->as<ZImageModel>();
+  const auto& model = dynamic_cast<const ZImageModel&>(pin->as<LoadedModel>()->model());
   torch::manual_seed(0);
   const torch::Tensor x = torch::randn({16, 1, 64, 64}), cap = torch::randn({128, 2560});
   const torch::Tensor t = torch::full({1}, 0.5f);

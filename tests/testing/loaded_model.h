@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
 #include "core/models/z_image/z_image_model.h"
 #include "gtest/gtest.h"
@@ -39,7 +40,7 @@ inline LoadedModel load_test_model(const std::string& path, const ModelLoadOptio
   EXPECT_TRUE(pin.ok()) << pin.status();
   if (!pin.ok()) return l;
   l.pin = std::move(*pin);
-  l.model = dynamic_cast<const ZImageModel*>(l.pin.value());
+  l.model = dynamic_cast<const ZImageModel*>(&l.pin.as<diffusiond::LoadedModel>()->model());
   return l;
 }
 

@@ -147,6 +147,50 @@ TEST_F(ModelCacheTest, PeekReadsWithoutPinningOrReorderingEviction) {
   EXPECT_THAT(keys(), ElementsAre("c", "b"));
 }
 
+TEST_F(ModelCacheTest, ClaimHandsOneSlotAndWaitersShareItsResult) {
+  absl::StatusOr<Claim> first = cache_->claim("a");
+  ASSERT_THAT(first, IsOk());
+  ASSERT_TRUE(std::holds_alternative<LoadSlot>(*first));
+  std::thread waiter([&] {
+    absl::StatusOr<Claim> second = cache_->claim("a");  // blocks until the slot is finished
+    ASSERT_THAT(second, IsOk());
+    EXPECT_TRUE(std::holds_alternative<Pin>(*second));
+  });
+  // The load runs with no cache call on the stack: reserve, charge, finish.
+  absl::StatusOr<Reservation> r = cache_->make_room(300, Device::kCpu);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_THAT(r->charge(300), IsOk());
+  LoadedValue loaded;
+  loaded.value = std::make_unique<FakeModel>(&live_);
+  loaded.reservations.push_back(*std::move(r));
+  absl::StatusOr<Pin> pin = std::get<LoadSlot>(*first).finish(std::move(loaded));
+  ASSERT_THAT(pin, IsOk());
+  waiter.join();
+  EXPECT_EQ(ram_.snapshot().committed_bytes, 300);
+  EXPECT_EQ(cache_->stats().misses, 1);
+}
+
+TEST_F(ModelCacheTest, AnAbandonedSlotCancelsItsWaitersAndLeavesNothing) {
+  std::optional<absl::StatusOr<Claim>> first = cache_->claim("a");
+  ASSERT_THAT(*first, IsOk());
+  std::thread waiter([&] {
+    // Blocked on the loading entry, it shares the abandonment; a waiter that
+    // arrives after it gets the duty to load instead (and drops it too).
+    absl::StatusOr<Claim> second = cache_->claim("a");
+    if (!second.ok()) {
+      EXPECT_THAT(second, StatusIs(absl::StatusCode::kCancelled, HasSubstr("abandoned")));
+    } else {
+      EXPECT_TRUE(std::holds_alternative<LoadSlot>(*second));
+    }
+  });
+  first.reset();  // the slot dies unfinished
+  waiter.join();
+  EXPECT_GE(cache_->stats().failed_loads, 1);
+  EXPECT_TRUE(keys().empty());
+  EXPECT_EQ(ram_.snapshot().reserved_bytes, 0);
+  load("a", 100);  // the key can be loaded again
+}
+
 TEST_F(ModelCacheTest, PinnedEntriesAreNotEvicted) {
   absl::StatusOr<Pin> a = cache_->get_or_load("a", loader_of(400));
   ASSERT_THAT(a, IsOk());

@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "core/engine/model_admission.h"
 #include "tests/testing/checkpoint_builder.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
@@ -112,7 +113,7 @@ TEST_F(StreamingLoaderTest, Fp8LoadMatchesTheReferenceCodecAndAccountsExactly) {
   std::unique_ptr<ModelCache> cache = make_cache(&ram);
   absl::StatusOr<Pin> pin = cache->get_or_load("m", [&] { return load_weights(*c, p, *cache); });
   ASSERT_THAT(pin, IsOk());
-  const WeightStore* store = pin->as<WeightStore>();
+  const WeightStore* store = &pin->as<CachedWeights>()->store();
   EXPECT_EQ(store->fp8_count(), 2);
   EXPECT_EQ(store->nbytes(), 96 * 64 + 96 * 4 + 64 * 96);
   EXPECT_EQ(ram.snapshot().committed_bytes, store->nbytes());
@@ -143,7 +144,7 @@ TEST_F(StreamingLoaderTest, PerTensorMaxScalingUsesTheFullRange) {
   std::unique_ptr<ModelCache> cache = make_cache(&ram);
   absl::StatusOr<Pin> pin = cache->get_or_load("m", [&] { return load_weights(*c, *p, *cache); });
   ASSERT_THAT(pin, IsOk());
-  const Fp8Weight* w = pin->as<WeightStore>()->fp8("blocks.0.w1.weight");
+  const Fp8Weight* w = pin->as<CachedWeights>()->store().fp8("blocks.0.w1.weight");
   float max_abs = 0;
   for (float v : w1_) max_abs = std::max(max_abs, std::fabs(v));
   EXPECT_FLOAT_EQ(w->scale, max_abs / 448.0f);
@@ -216,7 +217,7 @@ TEST(ScaledFp8Fixture, WeightsKeepCodesAndApplyTheirScale) {
   absl::StatusOr<Pin> pin =
       (*cache)->get_or_load("f", [&] { return load_weights(**c, *p, **cache); });
   ASSERT_THAT(pin, IsOk());
-  const WeightStore* store = pin->as<WeightStore>();
+  const WeightStore* store = &pin->as<CachedWeights>()->store();
 
   const std::string name = "layers.1.feed_forward.w2.weight";
   const TensorRecord* codes_record = (*c)->find(name);

@@ -1,0 +1,54 @@
+#include "core/engine/model_admission.h"
+
+#include "core/loader/torch_dtype.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+// Reserves the plan's bytes (evicting as needed) and streams into them.
+absl::StatusOr<std::pair<std::unique_ptr<WeightStore>, Reservation>> admit_and_stream(
+    const Checkpoint& checkpoint, const LoadPlan& plan, ModelCache& cache, const StreamOptions& stream) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation, cache.make_room(plan.reservation_bytes(), Device::kCpu));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store,
+                              stream_weights(checkpoint, plan, reservation, stream));
+  return std::make_pair(std::move(store), std::move(reservation));
+}
+
+}  // namespace
+
+absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, const ModelPlan& plan,
+                                               ModelCache& cache, const StreamOptions& stream) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(auto admitted, admit_and_stream(checkpoint, plan.plan, cache, stream));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<DiffusionModel> model,
+                              plan.recipe->build(std::move(admitted.first)));
+  ModelDescription d;
+  d.path = checkpoint.path();
+  d.architecture = std::string(model->architecture());
+  d.description = plan.recipe->describe();
+  d.compute_dtype = compute_dtype_of(compute_dtype(*model)).value_or(ComputeDtype::kFloat32);
+  d.fp8 = plan.plan.fp8.format;
+  d.tensors = model->weights().size();
+  d.fp8_tensors = model->weights().fp8_count();
+  LoadedValue loaded;
+  loaded.value = std::make_unique<LoadedModel>(std::move(d), std::move(model));
+  loaded.reservations.push_back(std::move(admitted.second));
+  return loaded;
+}
+
+absl::StatusOr<LoadedValue> load_model(const Checkpoint& checkpoint, const ModelLoadOptions& options,
+                                       ModelCache& cache) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(ModelPlan plan, plan_model(checkpoint, options));
+  return load_planned_model(checkpoint, plan, cache, options.stream);
+}
+
+absl::StatusOr<LoadedValue> load_weights(const Checkpoint& checkpoint, const LoadPlan& plan,
+                                         ModelCache& cache, const StreamOptions& stream) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(auto admitted, admit_and_stream(checkpoint, plan, cache, stream));
+  LoadedValue loaded;
+  loaded.value = std::make_unique<CachedWeights>(std::move(admitted.first));
+  loaded.reservations.push_back(std::move(admitted.second));
+  return loaded;
+}
+
+}  // namespace diffusiond
