@@ -151,6 +151,23 @@ absl::Status run_plan_config(const Args& args) {
   return absl::OkStatus();
 }
 
+void print_checkpoint_plan(const Checkpoint& ckpt, const LoadPlan& plan, const std::string& architecture,
+                           bool json) {
+  if (json) {
+    nlohmann::json j = plan_json(plan);
+    j["path"] = ckpt.path();
+    j["layout"] = std::string(layout_name(ckpt.layout()));
+    j["architecture"] = architecture;
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  std::printf("checkpoint  %s\n  layout %s, %zu file(s), %zu tensors, %s of tensor data\n",
+              ckpt.path().c_str(), std::string(layout_name(ckpt.layout())).c_str(), ckpt.files().size(),
+              ckpt.tensors().size(), format_bytes(plan.source_bytes).c_str());
+  std::printf("architecture  %s\n", architecture.c_str());
+  print_plan(plan);
+}
+
 absl::Status run(const Args& args) {
   if (args.command == "plan-config") return run_plan_config(args);
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::open(args.path));
@@ -167,19 +184,7 @@ absl::Status run(const Args& args) {
   const LoadPlan& plan = model_plan ? model_plan->plan : generic_plan;
   const std::string architecture = model_plan ? model_plan->recipe->describe() : "unknown (weights only)";
   if (args.command == "plan") {
-    if (args.json) {
-      nlohmann::json j = plan_json(plan);
-      j["path"] = ckpt->path();
-      j["layout"] = std::string(layout_name(ckpt->layout()));
-      j["architecture"] = architecture;
-      std::printf("%s\n", j.dump().c_str());
-    } else {
-      std::printf("checkpoint  %s\n  layout %s, %zu file(s), %zu tensors, %s of tensor data\n",
-                  ckpt->path().c_str(), std::string(layout_name(ckpt->layout())).c_str(),
-                  ckpt->files().size(), ckpt->tensors().size(), format_bytes(plan.source_bytes).c_str());
-      std::printf("architecture  %s\n", architecture.c_str());
-      print_plan(plan);
-    }
+    print_checkpoint_plan(*ckpt, plan, architecture, args.json);
     return absl::OkStatus();
   }
 

@@ -147,6 +147,28 @@ absl::Status Daemon::start_serving() {
   denoise_service_ = std::make_unique<DenoiseServiceImpl>(deps);
   cache_service_ = std::make_unique<CacheServiceImpl>(deps);
 
+  DIFFUSIOND_RETURN_IF_ERROR(start_grpc());
+  absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server = MetricsServer::start(options_.metrics_listen, *metrics_);
+  if (!metrics_server.ok()) {
+    drain();
+    return absl::Status(metrics_server.status().code(),
+                        absl::StrCat("--metrics_listen: ", metrics_server.status().message()));
+  }
+  metrics_server_ = *std::move(metrics_server);
+  lease_timer_ = std::thread([this] { expire_leases_until_stopped(); });
+
+  set_ready(true);
+  log_.info("ready", absl::StrCat("listen=", host_of(options_.listen), ":", grpc_port_, " metrics_listen=",
+                                  host_of(options_.metrics_listen), ":", metrics_server_->port(),
+                                  " models_dir=", logfmt_value(options_.models_dir), " ram_budget_bytes=", ram,
+                                  " ram_budget=", logfmt_value(format_bytes(ram)), " fp8=", options_.fp8,
+                                  " compute_dtype=", compute_dtype_name(eo.compute_dtype), " threads=", threads,
+                                  " blas_threads=", compat::blas_threading(), " tls=",
+                                  options_.tls_cert.empty() ? "off" : "on", " version=", DIFFUSIOND_VERSION));
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::start_grpc() {
   DIFFUSIOND_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds, credentials(options_));
   grpc::EnableDefaultHealthCheckService(true);
   // gRPC's health service does not use the generated health messages; using
@@ -168,24 +190,6 @@ absl::Status Daemon::start_serving() {
   }
   set_ready(false);
   server_->GetHealthCheckService()->SetServingStatus("liveness", true);
-
-  absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server = MetricsServer::start(options_.metrics_listen, *metrics_);
-  if (!metrics_server.ok()) {
-    drain();
-    return absl::Status(metrics_server.status().code(),
-                        absl::StrCat("--metrics_listen: ", metrics_server.status().message()));
-  }
-  metrics_server_ = *std::move(metrics_server);
-  lease_timer_ = std::thread([this] { expire_leases_until_stopped(); });
-
-  set_ready(true);
-  log_.info("ready", absl::StrCat("listen=", host_of(options_.listen), ":", grpc_port_, " metrics_listen=",
-                                  host_of(options_.metrics_listen), ":", metrics_server_->port(),
-                                  " models_dir=", logfmt_value(options_.models_dir), " ram_budget_bytes=", ram,
-                                  " ram_budget=", logfmt_value(format_bytes(ram)), " fp8=", options_.fp8,
-                                  " compute_dtype=", compute_dtype_name(eo.compute_dtype), " threads=", threads,
-                                  " blas_threads=", compat::blas_threading(), " tls=",
-                                  options_.tls_cert.empty() ? "off" : "on", " version=", DIFFUSIOND_VERSION));
   return absl::OkStatus();
 }
 

@@ -49,6 +49,9 @@ class Daemon {
  private:
   Daemon(const DaemonOptions& options, const Log& log);
   absl::Status start_serving();
+  // Builds and starts the gRPC server (services, health, reflection, TLS),
+  // health NOT_SERVING. UNAVAILABLE if --listen cannot be bound.
+  absl::Status start_grpc();
   void set_ready(bool ready);
   void expire_leases_until_stopped();
 

@@ -87,22 +87,27 @@ std::string rss() {
   return m.ok() ? format_bytes(m->rss_bytes) : "?";
 }
 
-absl::Status run(const Args& args) {
-  tune_allocator_for_serving();
+// Writes the demo model if absent and, with --generate_only, the caption
+// features the daemon demo sends.
+absl::Status generate(const Args& args) {
   if (!std::filesystem::exists(std::filesystem::path(args.model_dir) / "config.json")) {
     std::printf("generating the demo model (random weights, diffusers format) in %s\n",
                 args.model_dir.c_str());
     DIFFUSIOND_RETURN_IF_ERROR(write_random_z_image(demo_z_image_config(), args.model_dir, 1));
   }
-  if (args.generate_only) {
-    if (args.inputs_dir.empty()) return absl::OkStatus();
-    std::filesystem::create_directories(args.inputs_dir);
-    const int64_t cap_dim = demo_z_image_config().cap_feat_dim;
-    DIFFUSIOND_RETURN_IF_ERROR(write_tensor(args.inputs_dir + "/caption.safetensors", "caption_features",
-                                            seeded_noise({77, cap_dim}, args.seed + 1)));
-    return write_tensor(args.inputs_dir + "/negative.safetensors", "negative_caption_features",
-                        seeded_noise({11, cap_dim}, args.seed + 2));
-  }
+  if (!args.generate_only || args.inputs_dir.empty()) return absl::OkStatus();
+  std::filesystem::create_directories(args.inputs_dir);
+  const int64_t cap_dim = demo_z_image_config().cap_feat_dim;
+  DIFFUSIOND_RETURN_IF_ERROR(write_tensor(args.inputs_dir + "/caption.safetensors", "caption_features",
+                                          seeded_noise({77, cap_dim}, args.seed + 1)));
+  return write_tensor(args.inputs_dir + "/negative.safetensors", "negative_caption_features",
+                      seeded_noise({11, cap_dim}, args.seed + 2));
+}
+
+absl::Status run(const Args& args) {
+  tune_allocator_for_serving();
+  DIFFUSIOND_RETURN_IF_ERROR(generate(args));
+  if (args.generate_only) return absl::OkStatus();
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::open(args.model_dir));
   DIFFUSIOND_ASSIGN_OR_RETURN(MachineMemory machine, probe_machine_memory());
   Budget ram(Device::kCpu, default_ram_budget_bytes(machine));

@@ -202,8 +202,12 @@ absl::StatusOr<absl::Duration> positive_duration(absl::string_view flag, const s
   return d;
 }
 
-const std::vector<CommandSpec>& commands() {
-  static const auto* const table = new std::vector<CommandSpec>{
+namespace {
+
+// The table, in three groups (models; cache and leases; health and
+// compute), in the order `diffusionctl --help` lists them.
+std::vector<CommandSpec> model_commands() {
+  return {
       {"load",
        "PATH",
        1,
@@ -221,6 +225,11 @@ const std::vector<CommandSpec>& commands() {
        "Unload a model and print the bytes freed.",
        {{"wait", nullptr, "wait for work and leases on it to finish (default: fail if in use)"}},
        build_unload},
+  };
+}
+
+std::vector<CommandSpec> cache_commands() {
+  return {
       {"ls",
        "",
        0,
@@ -255,6 +264,11 @@ const std::vector<CommandSpec>& commands() {
        {{"ttl", "DURATION", "how long from now the lease lasts (default: 60s)"}},
        build_renew},
       {"release", "LEASE_ID", 1, 1, "Release a lease.", {}, build_release},
+  };
+}
+
+std::vector<CommandSpec> compute_commands() {
+  return {
       {"health",
        "[SERVICE]",
        0,
@@ -294,6 +308,16 @@ const std::vector<CommandSpec>& commands() {
         {"out", "FILE", "where to write the latents as .safetensors (required)"}},
        build_denoise},
   };
+}
+
+}  // namespace
+
+const std::vector<CommandSpec>& commands() {
+  static const auto* const table = [] {
+    auto* all = new std::vector<CommandSpec>(model_commands());
+    for (auto group : {cache_commands(), compute_commands()}) all->insert(all->end(), group.begin(), group.end());
+    return all;
+  }();
   return *table;
 }
 
