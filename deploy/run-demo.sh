@@ -20,9 +20,11 @@ cmake -S . -B build/release -G Ninja >/dev/null
 cmake --build build/release --target diffusiond diffusionctl diffusiond-demo
 
 bin=build/release/server
+tools=build/release/tools
+clients=build/release/clients
 mkdir -p build/models
 if [[ ! -f build/models/demo/config.json ]]; then
-  "$bin/diffusiond-demo" --model_dir build/models/demo --generate_only --inputs_dir build/models/demo-inputs
+  "$tools/diffusiond-demo" --model_dir build/models/demo --generate_only --inputs_dir build/models/demo-inputs
 fi
 
 log=build/diffusiond-demo.log
@@ -38,7 +40,7 @@ for _ in $(seq 100); do
 done
 grep "msg=ready" "$log"
 address=$(grep -o ' listen=[^ ]*' "$log" | head -1 | cut -d= -f2)
-ctl=("$bin/diffusionctl" --address "$address")
+ctl=("$clients/diffusionctl" --address "$address")
 
 echo "== diffusionctl health readiness"
 "${ctl[@]}" health readiness

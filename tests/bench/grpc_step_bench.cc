@@ -14,7 +14,7 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
-#include "core/models/z_image/z_image_random.h"
+#include "tools/random_models/z_image_random.h"
 #include "diffusiond/v1/denoise_service.grpc.pb.h"
 #include "diffusiond/v1/model_service.grpc.pb.h"
 #include "server/daemon.h"

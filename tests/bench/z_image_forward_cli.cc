@@ -36,7 +36,7 @@
 #include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
 #include "core/models/z_image/z_image_model.h"
-#include "core/models/z_image/z_image_random.h"
+#include "tools/random_models/z_image_random.h"
 #include "kernels/torch_compat.h"
 
 namespace diffusiond {

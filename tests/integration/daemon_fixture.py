@@ -7,7 +7,7 @@ The binaries come from the environment, as ctest sets it
   DIFFUSIOND_DEMO_BIN   diffusiond-demo, which generates the demo model (required)
   DIFFUSIONCTL_BIN      the CLI (its tests skip without it)
 
-Unset, each falls back to build/release/server/<name> in this checkout; a test
+Unset, each falls back to build/release/{server,clients,tools}/<name> in this checkout; a test
 that needs a binary found neither way is skipped, and one named by a variable
 but missing fails. The client's stubs must be importable:
 PYTHONPATH=<build>/python:proto/python.
@@ -42,7 +42,7 @@ _READY = re.compile(r"msg=ready\b.*?(?:^|\s)listen=(\S+).*?\smetrics_listen=(\S+
 
 
 def binary(variable, name, required=True):
-    """Returns the path of a binary from $variable or build/release/server/name.
+    """Returns the path of a binary from $variable or build/release/{server,clients,tools}/name.
 
     Skips the test when neither is set/built (or returns None if not
     ``required``); fails when $variable names a file that does not exist.
@@ -52,9 +52,10 @@ def binary(variable, name, required=True):
         if not os.access(path, os.X_OK):
             raise AssertionError(f"${variable}={path} is not an executable file")
         return path
-    fallback = REPO_ROOT / "build" / "release" / "server" / name
-    if fallback.is_file() and os.access(fallback, os.X_OK):
-        return str(fallback)
+    for folder in ("server", "clients", "tools"):
+        fallback = REPO_ROOT / "build" / "release" / folder / name
+        if fallback.is_file() and os.access(fallback, os.X_OK):
+            return str(fallback)
     if not required:
         return None
     raise unittest.SkipTest(f"{name} not found: set ${variable} or build it in build/release")

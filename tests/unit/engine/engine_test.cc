@@ -14,7 +14,7 @@
 
 #include "core/checkpoint/checkpoint.h"
 #include "core/models/model_loader.h"
-#include "core/models/z_image/z_image_random.h"
+#include "tools/random_models/z_image_random.h"
 #include "core/util/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

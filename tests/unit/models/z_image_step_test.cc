@@ -8,7 +8,7 @@
 
 #include "core/models/model_loader.h"
 #include "core/models/z_image/z_image_model.h"
-#include "core/models/z_image/z_image_random.h"
+#include "tools/random_models/z_image_random.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/loaded_model.h"

@@ -1,0 +1,114 @@
+// diffusionctl's command line: global flags, the subcommands and their
+// flags, parsed into typed options before any call is made (so a usage
+// error never reaches the daemon), and the --help text generated from the
+// same table.
+//
+// Not here: running the commands (commands.h).
+#ifndef DIFFUSIOND_CLIENTS_DIFFUSIONCTL_COMMAND_LINE_H_
+#define DIFFUSIOND_CLIENTS_DIFFUSIONCTL_COMMAND_LINE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "diffusiond/v1/model_service.pb.h"
+
+namespace diffusiond::ctl {
+
+inline constexpr char kDefaultAddress[] = "localhost:50051";
+
+struct GlobalOptions {
+  // --address HOST:PORT. Default: $DIFFUSIOND_ADDRESS, else kDefaultAddress.
+  std::string address = kDefaultAddress;
+  // --timeout: deadline of each call. Default: none.
+  std::optional<absl::Duration> timeout;
+  // --json: results as JSON on stdout. Default: text for people.
+  bool json = false;
+  // --tls_ca FILE: PEM root certificates; TLS when set. Default: plaintext.
+  std::string tls_ca;
+};
+
+struct LoadOptions {
+  std::string path;
+  std::string model_id;  // empty: the daemon uses `path`
+  v1::Fp8Mode fp8 = v1::FP8_MODE_DEFAULT;
+  std::string compute_dtype;  // empty: the daemon's default
+};
+struct UnloadOptions {
+  std::string model_id;
+  bool wait = false;
+};
+struct ListOptions {};
+struct StatsOptions {};
+struct MakeRoomOptions {
+  int64_t bytes = 0;
+  std::string device = "cpu";
+};
+struct LeaseOptions {
+  std::string model_id;
+  absl::Duration ttl = absl::Seconds(60);
+};
+struct RenewOptions {
+  uint64_t lease_id = 0;
+  absl::Duration ttl = absl::Seconds(60);
+};
+struct ReleaseOptions {
+  uint64_t lease_id = 0;
+};
+struct HealthOptions {
+  std::string service;  // empty: the whole server
+};
+struct StepOptions {
+  std::string model_id;
+  std::string inputs_path;
+  std::string outputs_path;
+};
+struct DenoiseOptions {
+  std::string model_id;
+  std::string caption_path;
+  std::string negative_path;  // empty: none
+  // Exactly one of: initial latents from a file, or noise of a shape.
+  std::string latents_path;
+  std::vector<int64_t> latent_shape;
+  uint64_t seed = 0;
+  int steps = 8;
+  double guidance_scale = 1.0;  // <= 1 is off
+  double shift = 0.0;           // 0: the model's default
+  std::vector<float> sigmas;    // empty: the schedule's
+  std::string out_path;
+};
+
+using CommandOptions =
+    std::variant<LoadOptions, UnloadOptions, ListOptions, StatsOptions, MakeRoomOptions,
+                 LeaseOptions, RenewOptions, ReleaseOptions, HealthOptions, StepOptions, DenoiseOptions>;
+
+struct Invocation {
+  GlobalOptions global;
+  // --help (or no command): print help_text(help_command) and exit 0.
+  bool help = false;
+  std::string help_command;  // the command --help was given with, or empty
+  CommandOptions command;
+};
+
+// Parses `args` (argv without the program name). `env_address` is
+// $DIFFUSIOND_ADDRESS, or null. Returns INVALID_ARGUMENT naming the unknown
+// command or flag, or the flag and its bad value; the caller prints it with
+// the usage and exits 2.
+absl::StatusOr<Invocation> parse_command_line(const std::vector<std::string>& args,
+                                              const char* env_address);
+
+// Whether `name` is one of the commands.
+bool is_command(absl::string_view name);
+
+// The help text: every command and flag when `command` is empty, otherwise
+// that command's usage and flags.
+std::string help_text(absl::string_view command);
+
+}  // namespace diffusiond::ctl
+
+#endif  // DIFFUSIOND_CLIENTS_DIFFUSIONCTL_COMMAND_LINE_H_

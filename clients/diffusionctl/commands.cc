@@ -1,0 +1,40 @@
+#include "clients/diffusionctl/commands.h"
+
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace diffusiond::ctl {
+
+absl::Status run_command(const CommandEnv& env, const CommandOptions& options) {
+  return std::visit([&env](const auto& o) { return run_command(env, o); }, options);
+}
+
+namespace internal {
+
+std::unique_ptr<grpc::ClientContext> new_context(const CommandEnv& env) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  if (env.timeout.has_value()) {
+    context->set_deadline(absl::ToChronoTime(absl::Now() + *env.timeout));
+  }
+  return context;
+}
+
+absl::Status from_grpc(const CommandEnv& env, const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  const auto code = static_cast<absl::StatusCode>(status.error_code());
+  std::string message = status.error_message();
+  if (code == absl::StatusCode::kUnavailable) {
+    message = absl::StrCat(env.address, ": ", message);
+  } else if (code == absl::StatusCode::kDeadlineExceeded && env.timeout.has_value()) {
+    message = absl::StrCat(message, " (--timeout ", absl::FormatDuration(*env.timeout), ")");
+  } else if (code == absl::StatusCode::kCancelled && env.canceller != nullptr &&
+             env.canceller->cancelled()) {
+    message = "cancelled by Ctrl-C";
+  }
+  return absl::Status(code, message);
+}
+
+}  // namespace internal
+}  // namespace diffusiond::ctl

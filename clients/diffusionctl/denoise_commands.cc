@@ -1,0 +1,116 @@
+// step, denoise: the DenoiseService commands, with tensors read from and
+// written to .safetensors files.
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "diffusiond/v1/denoise_service.grpc.pb.h"
+#include "clients/diffusionctl/commands.h"
+#include "clients/diffusionctl/progress.h"
+#include "clients/diffusionctl/tensor_file.h"
+#include "server/wire_format.h"
+
+namespace diffusiond::ctl {
+namespace {
+
+using internal::from_grpc;
+using internal::new_context;
+using internal::unary_call;
+
+// Says what was written to `path`: a line per tensor, or one JSON object.
+void print_written(const CommandEnv& env, const std::string& path, const NamedTensors& tensors) {
+  if (env.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const v1::NamedTensor& t : tensors) {
+      list.push_back(
+          {{"name", t.name()},
+           {"dtype", wire_dtype_name(t.tensor().dtype())},
+           {"shape", std::vector<int64_t>(t.tensor().shape().begin(), t.tensor().shape().end())}});
+    }
+    *env.out << nlohmann::json{{"path", path}, {"tensors", list}}.dump() << "\n";
+    return;
+  }
+  *env.out << "wrote " << path << ":\n";
+  for (const v1::NamedTensor& t : tensors) {
+    *env.out << "  " << t.name() << " " << wire_dtype_name(t.tensor().dtype()) << " ["
+             << absl::StrJoin(t.tensor().shape(), ", ") << "]\n";
+  }
+}
+
+}  // namespace
+
+absl::Status run_command(const CommandEnv& env, const StepOptions& options) {
+  v1::StepRequest request;
+  request.set_model_id(options.model_id);
+  absl::StatusOr<NamedTensors> inputs = read_tensor_file(options.inputs_path);
+  if (!inputs.ok()) return inputs.status();
+  request.mutable_inputs()->Swap(&*inputs);
+  v1::StepResponse response;
+  const absl::Status status = unary_call(env, &v1::DenoiseService::Stub::Step, request, &response);
+  if (!status.ok()) return status;
+  if (absl::Status s = write_tensor_file(options.outputs_path, response.outputs()); !s.ok()) {
+    return s;
+  }
+  print_written(env, options.outputs_path, response.outputs());
+  return absl::OkStatus();
+}
+
+absl::Status run_command(const CommandEnv& env, const DenoiseOptions& options) {
+  v1::DenoiseRequest request;
+  request.set_model_id(options.model_id);
+  absl::StatusOr<v1::Tensor> caption = read_single_tensor(options.caption_path, "caption_features");
+  if (!caption.ok()) return caption.status();
+  request.mutable_caption_features()->Swap(&*caption);
+  if (!options.negative_path.empty()) {
+    absl::StatusOr<v1::Tensor> negative =
+        read_single_tensor(options.negative_path, "negative_caption_features");
+    if (!negative.ok()) return negative.status();
+    request.mutable_negative_caption_features()->Swap(&*negative);
+  }
+  if (!options.latents_path.empty()) {
+    absl::StatusOr<v1::Tensor> latents = read_single_tensor(options.latents_path, "latents");
+    if (!latents.ok()) return latents.status();
+    request.mutable_initial_latents()->Swap(&*latents);
+  }
+  for (int64_t d : options.latent_shape) request.add_latent_shape(d);
+  request.set_seed(options.seed);
+  request.set_guidance_scale(options.guidance_scale);
+  request.set_steps(options.steps);
+  request.set_shift(options.shift);
+  for (float s : options.sigmas) request.add_sigmas(s);
+
+  auto stub = v1::DenoiseService::NewStub(env.channel);
+  std::unique_ptr<grpc::ClientContext> context = new_context(env);
+  CallCanceller::Scope scope(env.canceller, context.get());
+  std::unique_ptr<grpc::ClientReader<v1::DenoiseEvent>> reader =
+      stub->Denoise(context.get(), request);
+  v1::DenoiseEvent event;
+  v1::DenoiseStep last_step;
+  NamedTensors latents;
+  while (reader->Read(&event)) {
+    if (event.has_step()) {
+      last_step = event.step();
+      *env.err << format_denoise_step(last_step) << std::endl;
+    }
+    if (event.has_latents()) {
+      latents.Clear();
+      v1::NamedTensor* named = latents.Add();
+      named->set_name("latents");
+      named->mutable_tensor()->Swap(event.mutable_latents());
+    }
+  }
+  const grpc::Status status = reader->Finish();
+  if (!status.ok()) {
+    absl::Status s = from_grpc(env, status);
+    if (s.code() != absl::StatusCode::kCancelled) return s;
+    return absl::CancelledError(absl::StrCat(
+        "denoise cancelled after step ", last_step.step(), "/",
+        last_step.steps() != 0 ? last_step.steps() : options.steps, " (", s.message(), ")"));
+  }
+  if (latents.empty()) return absl::InternalError("the daemon ended Denoise without latents");
+  if (absl::Status s = write_tensor_file(options.out_path, latents); !s.ok()) return s;
+  print_written(env, options.out_path, latents);
+  return absl::OkStatus();
+}
+
+}  // namespace diffusiond::ctl

@@ -1,0 +1,348 @@
+#include "clients/diffusionctl/internal/command_table.h"
+
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/precision/compute_dtype.h"
+#include "core/util/bytes.h"
+#include "kernels/fp8_format.h"
+
+namespace diffusiond::ctl::internal {
+namespace {
+
+absl::Status bad_value(absl::string_view flag, absl::string_view value,
+                       absl::string_view expected) {
+  return absl::InvalidArgumentError(absl::StrCat(flag, ": '", value, "' is not ", expected));
+}
+
+absl::StatusOr<double> finite_number(absl::string_view flag, const std::string& text) {
+  double v = 0;
+  if (!absl::SimpleAtod(text, &v) || !std::isfinite(v)) return bad_value(flag, text, "a number");
+  return v;
+}
+
+absl::StatusOr<std::string> one_of(absl::string_view flag, const std::string& text,
+                                   const std::vector<std::string>& allowed) {
+  for (const std::string& a : allowed) {
+    if (text == a) return text;
+  }
+  return bad_value(flag, text, absl::StrCat("one of ", absl::StrJoin(allowed, ", ")));
+}
+
+absl::StatusOr<CommandOptions> build_load(const ParsedArgs& p) {
+  LoadOptions o;
+  o.path = p.args[0];
+  if (const std::string* id = p.flag("id")) o.model_id = *id;
+  if (const std::string* fp8 = p.flag("fp8")) {
+    std::vector<std::string> modes = {"default", "off"};
+    modes.insert(modes.end(), std::begin(kFp8FormatNames), std::end(kFp8FormatNames));
+    absl::StatusOr<std::string> mode = one_of("--fp8", *fp8, modes);
+    if (!mode.ok()) return mode.status();
+    Fp8Format format;
+    o.fp8 = *mode == "off" ? v1::FP8_MODE_OFF
+            : !parse_fp8_format(mode->c_str(), &format) ? v1::FP8_MODE_DEFAULT
+            : format == Fp8Format::kE4M3Fn ? v1::FP8_MODE_E4M3FN
+                                           : v1::FP8_MODE_E5M2;
+  }
+  if (const std::string* dtype = p.flag("compute_dtype")) {
+    std::vector<std::string> names;
+    for (const ComputeDtypeSpelling& s : kComputeDtypeSpellings) names.push_back(s.name);
+    absl::StatusOr<std::string> d = one_of("--compute_dtype", *dtype, names);
+    if (!d.ok()) return d.status();
+    o.compute_dtype = *d;
+  }
+  return o;
+}
+
+absl::StatusOr<CommandOptions> build_unload(const ParsedArgs& p) {
+  return UnloadOptions{p.args[0], p.has("wait")};
+}
+
+absl::StatusOr<CommandOptions> build_make_room(const ParsedArgs& p) {
+  MakeRoomOptions o;
+  absl::StatusOr<int64_t> bytes = parse_bytes(p.args[0]);
+  if (!bytes.ok()) return bad_value("BYTES", p.args[0], "a size such as 4GiB or 800MB");
+  o.bytes = *bytes;
+  if (const std::string* device = p.flag("device")) {
+    absl::StatusOr<std::string> d = one_of("--device", *device, {"cpu", "cuda"});
+    if (!d.ok()) return d.status();
+    o.device = *d;
+  }
+  return o;
+}
+
+absl::StatusOr<CommandOptions> build_lease(const ParsedArgs& p) {
+  LeaseOptions o;
+  o.model_id = p.args[0];
+  if (const std::string* ttl = p.flag("ttl")) {
+    absl::StatusOr<absl::Duration> d = positive_duration("--ttl", *ttl);
+    if (!d.ok()) return d.status();
+    o.ttl = *d;
+  }
+  return o;
+}
+
+absl::StatusOr<CommandOptions> build_renew(const ParsedArgs& p) {
+  RenewOptions o;
+  if (!absl::SimpleAtoi(p.args[0], &o.lease_id)) {
+    return bad_value("LEASE_ID", p.args[0], "a lease id (a number that `lease` printed)");
+  }
+  if (const std::string* ttl = p.flag("ttl")) {
+    absl::StatusOr<absl::Duration> d = positive_duration("--ttl", *ttl);
+    if (!d.ok()) return d.status();
+    o.ttl = *d;
+  }
+  return o;
+}
+
+absl::StatusOr<CommandOptions> build_release(const ParsedArgs& p) {
+  ReleaseOptions o;
+  if (!absl::SimpleAtoi(p.args[0], &o.lease_id)) {
+    return bad_value("LEASE_ID", p.args[0], "a lease id (a number that `lease` printed)");
+  }
+  return o;
+}
+
+absl::StatusOr<CommandOptions> build_step(const ParsedArgs& p) {
+  StepOptions o;
+  o.model_id = p.args[0];
+  const std::string* in = p.flag("in");
+  const std::string* out = p.flag("out");
+  if (in == nullptr || out == nullptr) {
+    return absl::InvalidArgumentError("step needs --in FILE and --out FILE");
+  }
+  o.inputs_path = *in;
+  o.outputs_path = *out;
+  return o;
+}
+
+absl::StatusOr<CommandOptions> build_denoise(const ParsedArgs& p) {
+  DenoiseOptions o;
+  o.model_id = p.args[0];
+  const std::string* caption = p.flag("caption");
+  const std::string* out = p.flag("out");
+  if (caption == nullptr || out == nullptr) {
+    return absl::InvalidArgumentError("denoise needs --caption FILE and --out FILE");
+  }
+  o.caption_path = *caption;
+  o.out_path = *out;
+  if (const std::string* negative = p.flag("negative")) o.negative_path = *negative;
+  if (p.has("latents") == p.has("shape")) {
+    return absl::InvalidArgumentError("denoise needs either --latents FILE or --shape C,H,W");
+  }
+  if (const std::string* latents = p.flag("latents")) {
+    if (p.has("seed"))
+      return absl::InvalidArgumentError("--seed draws noise for --shape; --latents needs none");
+    o.latents_path = *latents;
+  }
+  if (const std::string* shape = p.flag("shape")) {
+    for (absl::string_view part : absl::StrSplit(*shape, ',')) {
+      int64_t d = 0;
+      if (!absl::SimpleAtoi(part, &d) || d <= 0) {
+        return bad_value("--shape", *shape,
+                         "positive integers separated by commas, such as 16,128,128");
+      }
+      o.latent_shape.push_back(d);
+    }
+  }
+  if (const std::string* seed = p.flag("seed");
+      seed != nullptr && !absl::SimpleAtoi(*seed, &o.seed)) {
+    return bad_value("--seed", *seed, "an integer from 0 to 2^64-1");
+  }
+  if (const std::string* sigmas = p.flag("sigmas")) {
+    for (absl::string_view part : absl::StrSplit(*sigmas, ',')) {
+      float s = 0;
+      if (!absl::SimpleAtof(part, &s) || !std::isfinite(s)) {
+        return bad_value("--sigmas", *sigmas,
+                         "numbers separated by commas, such as 1,0.75,0.5,0.25");
+      }
+      o.sigmas.push_back(s);
+    }
+    o.steps = static_cast<int>(o.sigmas.size());
+  }
+  if (const std::string* steps = p.flag("steps")) {
+    int n = 0;
+    if (!absl::SimpleAtoi(*steps, &n) || n < 1 || n > 10000) {
+      return bad_value("--steps", *steps, "an integer from 1 to 10000");
+    }
+    if (!o.sigmas.empty() && n != o.steps) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--steps ", n, " disagrees with the ", o.steps, " values of --sigmas"));
+    }
+    o.steps = n;
+  }
+  if (const std::string* v = p.flag("guidance")) {
+    absl::StatusOr<double> x = finite_number("--guidance", *v);
+    if (!x.ok()) return x.status();
+    o.guidance_scale = *x;
+  }
+  if (const std::string* v = p.flag("shift")) {
+    absl::StatusOr<double> x = finite_number("--shift", *v);
+    if (!x.ok()) return x.status();
+    o.shift = *x;
+  }
+  return o;
+}
+}  // namespace
+
+absl::StatusOr<absl::Duration> positive_duration(absl::string_view flag, const std::string& text) {
+  absl::Duration d;
+  double seconds = 0;
+  if (absl::SimpleAtod(text, &seconds) && std::isfinite(seconds)) {
+    d = absl::Seconds(seconds);
+  } else if (!absl::ParseDuration(text, &d)) {
+    return bad_value(flag, text, "a duration such as 30s, 5m or 1h30m");
+  }
+  if (d <= absl::ZeroDuration() || d == absl::InfiniteDuration()) {
+    return bad_value(flag, text, "a positive, finite duration");
+  }
+  return d;
+}
+
+namespace {
+
+// The table, in three groups (models; cache and leases; health and
+// compute), in the order `diffusionctl --help` lists them.
+std::vector<CommandSpec> model_commands() {
+  return {
+      {"load",
+       "PATH",
+       1,
+       1,
+       "Load a model (a .safetensors file or diffusers folder, relative to the daemon's models "
+       "directory) with a progress bar, then print what it holds.",
+       {{"id", "ID", "key to cache it under (default: PATH)"},
+        {"fp8", "MODE", "layer weight storage: default (the daemon's), off, e4m3fn or e5m2"},
+        {"compute_dtype", "DTYPE", "float32, bfloat16 or float16 (default: the daemon's)"}},
+       build_load},
+      {"unload",
+       "ID",
+       1,
+       1,
+       "Unload a model and print the bytes freed.",
+       {{"wait", nullptr, "wait for work and leases on it to finish (default: fail if in use)"}},
+       build_unload},
+  };
+}
+
+std::vector<CommandSpec> cache_commands() {
+  return {
+      {"ls",
+       "",
+       0,
+       0,
+       "List the loaded models: id, architecture, compute dtype, fp8 tensors/tensors, RAM, pins, "
+       "idle time.",
+       {},
+       [](const ParsedArgs&) -> absl::StatusOr<CommandOptions> { return ListOptions{}; }},
+      {"stats",
+       "",
+       0,
+       0,
+       "Show the memory budgets (capacity, reserved, committed, high water), the cached models, "
+       "hits, misses, evictions, rejections and the daemon's RSS.",
+       {},
+       [](const ParsedArgs&) -> absl::StatusOr<CommandOptions> { return StatsOptions{}; }},
+      {"make-room",
+       "BYTES",
+       1,
+       1,
+       "Evict least-recently-used unpinned models until BYTES (e.g. 4GiB, 800MB) fit.",
+       {{"device", "DEVICE", "cpu or cuda (default: cpu)"}},
+       build_make_room},
+      {"lease",
+       "ID",
+       1,
+       1,
+       "Pin a model so it is not evicted, and print the lease id.",
+       {{"ttl", "DURATION", "how long the lease lasts, e.g. 60s or 10m (default: 60s)"}},
+       build_lease},
+      {"renew", "LEASE_ID", 1, 1, "Extend a lease to end --ttl from now.",
+       {{"ttl", "DURATION", "how long from now the lease lasts (default: 60s)"}},
+       build_renew},
+      {"release", "LEASE_ID", 1, 1, "Release a lease.", {}, build_release},
+  };
+}
+
+std::vector<CommandSpec> compute_commands() {
+  return {
+      {"health",
+       "[SERVICE]",
+       0,
+       1,
+       "Ask the gRPC health service about SERVICE, e.g. liveness or readiness (default: the "
+       "whole daemon); print its status and exit 0 only when it is SERVING.",
+       {},
+       [](const ParsedArgs& p) -> absl::StatusOr<CommandOptions> {
+         return HealthOptions{p.args.empty() ? "" : p.args[0]};
+       }},
+      {"step",
+       "MODEL_ID",
+       1,
+       1,
+       "Run one model forward: every tensor of the input file is an input of that name; the "
+       "outputs are written to the output file.",
+       {{"in", "FILE", "inputs, a .safetensors file (required)"},
+        {"out", "FILE", "where to write the outputs as .safetensors (required)"}},
+       build_step},
+      {"denoise",
+       "MODEL_ID",
+       1,
+       1,
+       "Run the denoise loop, showing each step; Ctrl-C cancels it. Writes the final latents as "
+       "tensor \"latents\".",
+       {{"caption", "FILE",
+         "caption features: the file's one tensor, or \"caption_features\" (required)"},
+        {"negative", "FILE",
+         "negative caption features: one tensor, or \"negative_caption_features\""},
+        {"latents", "FILE", "initial latents [C,H,W]: one tensor, or \"latents\""},
+        {"shape", "C,H,W", "start from noise of this shape instead of --latents"},
+        {"seed", "N", "seed of that noise, as torch.manual_seed (default: 0)"},
+        {"steps", "N", "number of steps (default: 8, or the number of --sigmas)"},
+        {"guidance", "S", "guidance scale, neg + S*(pos - neg); <= 1 is off (default: 1)"},
+        {"shift", "X", "flow-match shift (default: the model's)"},
+        {"sigmas", "A,B,...", "explicit sigmas, strictly decreasing in (0, 1]"},
+        {"out", "FILE", "where to write the latents as .safetensors (required)"}},
+       build_denoise},
+  };
+}
+
+}  // namespace
+
+const std::vector<CommandSpec>& commands() {
+  static const auto* const table = [] {
+    auto* all = new std::vector<CommandSpec>(model_commands());
+    for (auto group : {cache_commands(), compute_commands()}) all->insert(all->end(), group.begin(), group.end());
+    return all;
+  }();
+  return *table;
+}
+
+const std::vector<FlagSpec>& global_flags() {
+  static const auto* const table = new std::vector<FlagSpec>{
+      {"address", "HOST:PORT", "the daemon (default: $DIFFUSIOND_ADDRESS, else localhost:50051)"},
+      {"timeout", "DURATION", "deadline of each call, e.g. 30s or 5m (default: none)"},
+      {"json", nullptr, "print results as JSON (proto3 JSON names) on stdout"},
+      {"tls_ca", "FILE", "PEM root certificates: connect with TLS (default: plaintext)"},
+      {"help", nullptr, "print this help, or a command's with COMMAND --help"},
+  };
+  return *table;
+}
+
+const CommandSpec* find_command(absl::string_view name) {
+  for (const CommandSpec& c : commands()) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+const FlagSpec* find_flag(const std::vector<FlagSpec>& flags, absl::string_view name) {
+  for (const FlagSpec& f : flags) {
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
+}  // namespace diffusiond::ctl::internal

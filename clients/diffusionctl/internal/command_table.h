@@ -1,0 +1,66 @@
+// The table of diffusionctl's commands and flags, with the builders that
+// turn one command's arguments into its typed options. command_line.cc
+// drives the parse and the help from it.
+#ifndef DIFFUSIOND_CLIENTS_DIFFUSIONCTL_INTERNAL_COMMAND_TABLE_H_
+#define DIFFUSIOND_CLIENTS_DIFFUSIONCTL_INTERNAL_COMMAND_TABLE_H_
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "clients/diffusionctl/command_line.h"
+
+namespace diffusiond::ctl::internal {
+
+// What the generic pass collects for one command.
+struct ParsedArgs {
+  std::vector<std::string> args;
+  std::map<std::string, std::string> flags;
+
+  const std::string* flag(const std::string& name) const {
+    auto it = flags.find(name);
+    return it == flags.end() ? nullptr : &it->second;
+  }
+  bool has(const std::string& name) const { return flags.count(name) != 0; }
+};
+
+using Builder = std::function<absl::StatusOr<CommandOptions>(const ParsedArgs&)>;
+
+struct FlagSpec {
+  const char* name;
+  const char* value;  // shown in the help; null for a switch
+  const char* help;
+};
+
+// One command: its help, how many positional arguments it takes, its flags,
+// and the builder that checks them and makes its options (INVALID_ARGUMENT
+// naming the flag and value otherwise).
+struct CommandSpec {
+  const char* name;
+  const char* args;  // shown in the help
+  int min_args;
+  int max_args;
+  const char* summary;
+  std::vector<FlagSpec> flags;
+  Builder build;
+};
+
+// Every command, in the order the help lists them.
+const std::vector<CommandSpec>& commands();
+// Flags every command accepts.
+const std::vector<FlagSpec>& global_flags();
+// The command or flag called `name`, or null.
+const CommandSpec* find_command(absl::string_view name);
+const FlagSpec* find_flag(const std::vector<FlagSpec>& flags, absl::string_view name);
+
+// Parses a duration in Abseil's syntax (30s, 1h30m) or plain seconds.
+// INVALID_ARGUMENT naming `flag` unless it is positive and finite.
+absl::StatusOr<absl::Duration> positive_duration(absl::string_view flag, const std::string& text);
+
+}  // namespace diffusiond::ctl::internal
+
+#endif  // DIFFUSIOND_CLIENTS_DIFFUSIONCTL_INTERNAL_COMMAND_TABLE_H_

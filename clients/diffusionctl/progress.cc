@@ -1,0 +1,74 @@
+#include "clients/diffusionctl/progress.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "clients/diffusionctl/format.h"
+
+namespace diffusiond::ctl {
+namespace {
+
+constexpr int kBarWidth = 30;
+
+int percent_of(int64_t done, int64_t total) {
+  if (done >= total) return 100;
+  if (done <= 0) return 0;
+  // In double, so done × 100 cannot overflow; done < total keeps it below 100.
+  return std::min(99,
+                  static_cast<int>(static_cast<double>(done) * 100.0 / static_cast<double>(total)));
+}
+
+}  // namespace
+
+int load_percent(const v1::LoadProgress& progress) {
+  if (progress.total_bytes() > 0) {
+    return percent_of(progress.bytes_read(), progress.total_bytes());
+  }
+  if (progress.total_tensors() > 0) {
+    return percent_of(progress.tensors_done(), progress.total_tensors());
+  }
+  return 0;
+}
+
+std::string progress_bar(int percent, int width) {
+  const int filled = std::clamp(percent, 0, 100) * width / 100;
+  return absl::StrCat("[", std::string(filled, '#'), std::string(width - filled, '-'), "]");
+}
+
+std::string format_load_progress(const v1::LoadProgress& progress) {
+  return absl::StrFormat("%3d%%  %s / %s  %d/%d tensors", load_percent(progress),
+                         short_bytes(progress.bytes_read()), short_bytes(progress.total_bytes()),
+                         progress.tensors_done(), progress.total_tensors());
+}
+
+std::string format_denoise_step(const v1::DenoiseStep& step) {
+  return absl::StrFormat("step %d/%d sigma %.3f %.2f s", step.step(), step.steps(), step.sigma(),
+                         step.step_seconds());
+}
+
+void LoadProgressPrinter::update(const v1::LoadProgress& progress) {
+  const int percent = load_percent(progress);
+  if (terminal_) {
+    const std::string line = absl::StrCat("loading ", progress_bar(percent, kBarWidth), " ",
+                                          format_load_progress(progress));
+    *out_ << '\r' << line
+          << std::string(drawn_width_ > line.size() ? drawn_width_ - line.size() : 0, ' ');
+    out_->flush();
+    drawn_width_ = line.size();
+    return;
+  }
+  if (percent < next_percent_) return;
+  *out_ << "loading " << format_load_progress(progress) << '\n';
+  out_->flush();
+  next_percent_ = (percent / 25 + 1) * 25;
+}
+
+void LoadProgressPrinter::finish() {
+  if (drawn_width_ == 0) return;
+  *out_ << '\n';
+  out_->flush();
+  drawn_width_ = 0;
+}
+
+}  // namespace diffusiond::ctl
