@@ -3,7 +3,7 @@
 #ifndef DIFFUSIOND_SERVER_SERVICE_DEPS_H_
 #define DIFFUSIOND_SERVER_SERVICE_DEPS_H_
 
-#include "core/engine/engine.h"
+#include "core/engine/engine_api.h"
 #include "core/util/work_queue.h"
 #include "server/metrics.h"
 
@@ -11,7 +11,7 @@ namespace diffusiond {
 
 // None owned; all outlive the services.
 struct ServiceDeps {
-  Engine* engine = nullptr;
+  EngineApi* engine = nullptr;  // the Engine; a fake in the services' tests
   WorkQueue* load_queue = nullptr;     // LoadModel
   WorkQueue* compute_queue = nullptr;  // Step and Denoise (--max_concurrent_denoise)
   WorkQueue* admin_queue = nullptr;    // UnloadModel, which may wait for pins

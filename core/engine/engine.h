@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "core/cache/model_cache.h"
 #include "core/denoise/denoise_loop.h"
+#include "core/engine/engine_api.h"
 #include "core/engine/load_board.h"
 #include "core/engine/loaded_model.h"
 #include "core/loader/load_plan.h"
@@ -41,37 +42,10 @@ struct EngineOptions {
   Fp8Options fp8 = {Fp8Format::kE4M3Fn, Fp8Scaling::kNone};
 };
 
-struct ModelLoadRequest {
-  std::string path;      // relative to models_dir, or absolute inside it
-  std::string model_id;  // empty: the canonical path relative to models_dir
-  std::optional<Fp8Options> fp8;              // empty: the engine's default
-  std::optional<ComputeDtype> compute_dtype;  // empty: the engine's default
-};
-
-// A loaded model as the API describes it: how it was loaded, and its use now.
-struct ModelInfo : ModelDescription {
-  std::string model_id;
-  std::array<int64_t, kNumDevices> bytes{};
-  int pins = 0;
-  int leases = 0;
-  absl::Duration idle;
-};
-
-// Someone waiting for a load. Each waiter gets every progress event; the
-// shared load is cancelled once every waiter has given up.
-using LoadWatcher = LoadBoard::Watcher;
-
-struct EngineDenoiseRequest {
-  std::string model_id;
-  DenoiseRequest loop;       // shift 0 means the model's default
-  torch::Tensor caption;     // [L, feature_dim]
-  torch::Tensor negative;    // optional
-};
-
 // Thread-safe. Once stop_accepting() was called, load, unload, leases,
 // make_room, step and denoise refuse with UNAVAILABLE; stats, list and
 // release_lease still answer.
-class Engine {
+class Engine final : public EngineApi {
  public:
   // INVALID_ARGUMENT for a missing budget; FAILED_PRECONDITION if models_dir
   // does not exist.
@@ -84,35 +58,36 @@ class Engine {
   // paths outside models_dir, NOT_FOUND for missing ones, RESOURCE_EXHAUSTED
   // when the budget cannot admit it (nothing evicted), CANCELLED when every
   // waiter gave up, the checkpoint's own errors otherwise.
-  absl::StatusOr<ModelInfo> load(const ModelLoadRequest& request, const LoadWatcher& watcher = {});
+  absl::StatusOr<ModelInfo> load(const ModelLoadRequest& request, const LoadWatcher& watcher = {}) override;
 
   // The model `request` names if it is cached, answered as load() would
   // answer it (FAILED_PRECONDITION if it was loaded otherwise); NOT_FOUND
   // if it is not cached. Never loads, so a server answers hits on its own
   // thread and queues only real loads.
-  absl::StatusOr<ModelInfo> find(const ModelLoadRequest& request);
+  absl::StatusOr<ModelInfo> find(const ModelLoadRequest& request) override;
 
   // Returns after the model's memory is released. See UnloadOptions; a
   // waiting unload also stops with CANCELLED once `cancelled` reads true.
   absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options,
-                                      const std::function<bool()>& cancelled = nullptr);
+                                      const std::function<bool()>& cancelled = nullptr) override;
 
   // Ready models, most recently used first.
-  std::vector<ModelInfo> list() const;
-  CacheStats stats() const { return cache_->stats(); }
+  std::vector<ModelInfo> list() const override;
+  CacheStats stats() const override { return cache_->stats(); }
 
-  absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration ttl);
-  absl::Status renew_lease(LeaseId lease, absl::Duration ttl);
-  absl::Status release_lease(LeaseId lease);
-  absl::StatusOr<Reservation> make_room(int64_t bytes, Device device);
+  absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration ttl) override;
+  absl::Status renew_lease(LeaseId lease, absl::Duration ttl) override;
+  absl::Status release_lease(LeaseId lease) override;
+  absl::StatusOr<Reservation> make_room(int64_t bytes, Device device) override;
 
   // One forward of `model_id`. NOT_FOUND if it is not loaded.
-  absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs);
+  absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs) override;
 
   // The whole loop; `options.cancelled` is honoured, and so is cancel_all().
   // Returns the final latents [C, H, W] float32. A loop stopped by
   // cancel_all() fails with UNAVAILABLE.
-  absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options);
+  absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request,
+                                        const DenoiseOptions& options) override;
 
   // Lifecycle. After stop_accepting() new work fails with UNAVAILABLE;
   // wait_idle() returns true once no work runs (false at the deadline);
@@ -120,7 +95,7 @@ class Engine {
   // next step.
   void stop_accepting();
   // True once stop_accepting() was called: UNAVAILABLE then means the drain.
-  bool draining() const;
+  bool draining() const override;
   bool wait_idle(absl::Time deadline);
   void cancel_all();
   // Unloads every model (waiting up to `timeout` for pins); returns the

@@ -1,0 +1,80 @@
+// EngineApi: the API's operations as the gRPC services call them, as a pure
+// interface, so the services are unit-tested against a fake engine (as
+// Envoy tests its servers against mocks of pure interfaces). Engine
+// (engine.h) is the implementation; its header documents each operation.
+#ifndef DIFFUSIOND_CORE_ENGINE_ENGINE_API_H_
+#define DIFFUSIOND_CORE_ENGINE_ENGINE_API_H_
+
+#include <torch/types.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/cache/cache_stats.h"
+#include "core/cache/model_cache.h"
+#include "core/denoise/denoise_loop.h"
+#include "core/engine/load_board.h"
+#include "core/engine/loaded_model.h"
+#include "core/memory/device.h"
+#include "core/models/diffusion_model.h"
+#include "core/precision/compute_dtype.h"
+#include "core/precision/precision_policy.h"
+
+namespace diffusiond {
+
+struct ModelLoadRequest {
+  std::string path;      // relative to models_dir, or absolute inside it
+  std::string model_id;  // empty: the canonical path relative to models_dir
+  std::optional<Fp8Options> fp8;              // empty: the engine's default
+  std::optional<ComputeDtype> compute_dtype;  // empty: the engine's default
+};
+
+// A loaded model as the API describes it: how it was loaded, and its use now.
+struct ModelInfo : ModelDescription {
+  std::string model_id;
+  std::array<int64_t, kNumDevices> bytes{};
+  int pins = 0;
+  int leases = 0;
+  absl::Duration idle;
+};
+
+// Someone waiting for a load. Each waiter gets every progress event; the
+// shared load is cancelled once every waiter has given up.
+using LoadWatcher = LoadBoard::Watcher;
+
+struct EngineDenoiseRequest {
+  std::string model_id;
+  DenoiseRequest loop;       // shift 0 means the model's default
+  torch::Tensor caption;     // [L, feature_dim]
+  torch::Tensor negative;    // optional
+};
+
+class EngineApi {
+ public:
+  virtual ~EngineApi() = default;
+
+  virtual absl::StatusOr<ModelInfo> load(const ModelLoadRequest& request, const LoadWatcher& watcher = {}) = 0;
+  virtual absl::StatusOr<ModelInfo> find(const ModelLoadRequest& request) = 0;
+  virtual absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options,
+                                              const std::function<bool()>& cancelled = nullptr) = 0;
+  virtual std::vector<ModelInfo> list() const = 0;
+  virtual CacheStats stats() const = 0;
+  virtual absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration ttl) = 0;
+  virtual absl::Status renew_lease(LeaseId lease, absl::Duration ttl) = 0;
+  virtual absl::Status release_lease(LeaseId lease) = 0;
+  virtual absl::StatusOr<Reservation> make_room(int64_t bytes, Device device) = 0;
+  virtual absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs) = 0;
+  virtual absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request,
+                                                const DenoiseOptions& options) = 0;
+  virtual bool draining() const = 0;
+};
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_ENGINE_ENGINE_API_H_

@@ -1,0 +1,78 @@
+// A fake EngineApi for the gRPC services' tests: each operation answers
+// what the test set, and records what it was asked.
+#ifndef DIFFUSIOND_TESTS_TESTING_FAKE_ENGINE_H_
+#define DIFFUSIOND_TESTS_TESTING_FAKE_ENGINE_H_
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "core/engine/engine_api.h"
+#include "core/util/mutex.h"
+
+namespace diffusiond::testing {
+
+class FakeEngine final : public EngineApi {
+ public:
+  // What the next calls answer. Set before the calls, read by them.
+  absl::StatusOr<ModelInfo> find_result = absl::NotFoundError("not cached");
+  absl::StatusOr<ModelInfo> load_result = absl::UnimplementedError("load");
+  std::vector<LoadProgress> load_progress;  // published to the watcher first
+  absl::StatusOr<UnloadResult> unload_result = absl::UnimplementedError("unload");
+  std::vector<ModelInfo> models;
+  absl::StatusOr<LeaseId> lease_result = absl::UnimplementedError("lease");
+
+  std::atomic<int> loads{0}, finds{0};
+  std::string last_path, last_model_id;
+
+  absl::StatusOr<ModelInfo> load(const ModelLoadRequest& request, const LoadWatcher& watcher) override {
+    ++loads;
+    record(request);
+    for (const LoadProgress& p : load_progress) {
+      if (watcher.on_progress) watcher.on_progress(p);
+    }
+    return load_result;
+  }
+  absl::StatusOr<ModelInfo> find(const ModelLoadRequest& request) override {
+    ++finds;
+    record(request);
+    return find_result;
+  }
+  absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions&,
+                                      const std::function<bool()>&) override {
+    MutexLock lock(&mu_);
+    last_model_id = model_id;
+    return unload_result;
+  }
+  std::vector<ModelInfo> list() const override { return models; }
+  CacheStats stats() const override { return {}; }
+  absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration) override {
+    MutexLock lock(&mu_);
+    last_model_id = model_id;
+    return lease_result;
+  }
+  absl::Status renew_lease(LeaseId, absl::Duration) override { return absl::OkStatus(); }
+  absl::Status release_lease(LeaseId) override { return absl::OkStatus(); }
+  absl::StatusOr<Reservation> make_room(int64_t, Device) override {
+    return absl::UnimplementedError("make_room");
+  }
+  absl::StatusOr<NamedTensors> step(const std::string&, const NamedTensors&) override {
+    return absl::UnimplementedError("step");
+  }
+  absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest&, const DenoiseOptions&) override {
+    return absl::UnimplementedError("denoise");
+  }
+  bool draining() const override { return false; }
+
+ private:
+  void record(const ModelLoadRequest& request) {
+    MutexLock lock(&mu_);
+    last_path = request.path;
+    last_model_id = request.model_id;
+  }
+  Mutex mu_;
+};
+
+}  // namespace diffusiond::testing
+
+#endif  // DIFFUSIOND_TESTS_TESTING_FAKE_ENGINE_H_
