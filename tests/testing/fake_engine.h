@@ -3,6 +3,7 @@
 #ifndef DIFFUSIOND_TESTS_TESTING_FAKE_ENGINE_H_
 #define DIFFUSIOND_TESTS_TESTING_FAKE_ENGINE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <vector>
@@ -21,6 +22,13 @@ class FakeEngine final : public EngineApi {
   absl::StatusOr<UnloadResult> unload_result = absl::UnimplementedError("unload");
   std::vector<ModelInfo> models;
   absl::StatusOr<LeaseId> lease_result = absl::UnimplementedError("lease");
+  // stats() answers these in turn, then the last one again.
+  std::vector<CacheStats> stats_sequence = {CacheStats{}};
+  // make_room() reserves from this budget; RESOURCE_EXHAUSTED past it.
+  Budget ram{Device::kCpu, int64_t{1} << 20};
+  // step() answers this, and records the inputs it got.
+  absl::StatusOr<NamedTensors> step_result = absl::UnimplementedError("step");
+  NamedTensors step_inputs;
 
   std::atomic<int> loads{0}, finds{0};
   std::string last_path, last_model_id;
@@ -45,7 +53,12 @@ class FakeEngine final : public EngineApi {
     return unload_result;
   }
   std::vector<ModelInfo> list() const override { return models; }
-  CacheStats stats() const override { return {}; }
+  CacheStats stats() const override {
+    MutexLock lock(&mu_);
+    const CacheStats s = stats_sequence[std::min(next_stats_, stats_sequence.size() - 1)];
+    ++next_stats_;
+    return s;
+  }
   absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration) override {
     MutexLock lock(&mu_);
     last_model_id = model_id;
@@ -53,11 +66,12 @@ class FakeEngine final : public EngineApi {
   }
   absl::Status renew_lease(LeaseId, absl::Duration) override { return absl::OkStatus(); }
   absl::Status release_lease(LeaseId) override { return absl::OkStatus(); }
-  absl::StatusOr<Reservation> make_room(int64_t, Device) override {
-    return absl::UnimplementedError("make_room");
-  }
-  absl::StatusOr<NamedTensors> step(const std::string&, const NamedTensors&) override {
-    return absl::UnimplementedError("step");
+  absl::StatusOr<Reservation> make_room(int64_t bytes, Device) override { return ram.reserve(bytes); }
+  absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs) override {
+    MutexLock lock(&mu_);
+    last_model_id = model_id;
+    step_inputs = inputs;
+    return step_result;
   }
   absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest&, const DenoiseOptions&) override {
     return absl::UnimplementedError("denoise");
@@ -70,7 +84,8 @@ class FakeEngine final : public EngineApi {
     last_path = request.path;
     last_model_id = request.model_id;
   }
-  Mutex mu_;
+  mutable Mutex mu_;
+  mutable size_t next_stats_ = 0;
 };
 
 }  // namespace diffusiond::testing

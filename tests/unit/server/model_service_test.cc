@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fake_engine.h"
+#include "tests/testing/service_harness.h"
 
 namespace diffusiond {
 namespace {
@@ -29,29 +30,6 @@ ModelInfo info(const std::string& id) {
 
 class ModelServiceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    metrics_ = std::make_unique<DaemonMetrics>(BuildInfo{}, nullptr);
-    load_queue_ = std::make_unique<WorkQueue>("load", 1, 4);
-    compute_queue_ = std::make_unique<WorkQueue>("denoise", 1, 4);
-    admin_queue_ = std::make_unique<WorkQueue>("unload", 1, 4);
-    service_ = std::make_unique<ModelServiceImpl>(
-        ServiceDeps{&engine_, load_queue_.get(), compute_queue_.get(), admin_queue_.get(), metrics_.get()});
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    stub_ = v1::ModelService::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
-  }
-  void TearDown() override {
-    server_->Shutdown();
-    load_queue_.reset();
-    compute_queue_.reset();
-    admin_queue_.reset();
-  }
-
   // Runs LoadModel to its end; returns its status and fills `events`.
   grpc::Status load(const v1::LoadModelRequest& request, std::vector<v1::LoadModelEvent>* events) {
     grpc::ClientContext context;
@@ -62,11 +40,8 @@ class ModelServiceTest : public ::testing::Test {
   }
 
   testing::FakeEngine engine_;
-  std::unique_ptr<DaemonMetrics> metrics_;
-  std::unique_ptr<WorkQueue> load_queue_, compute_queue_, admin_queue_;
-  std::unique_ptr<ModelServiceImpl> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<v1::ModelService::Stub> stub_;
+  testing::ServiceHarness<ModelServiceImpl, v1::ModelService> harness_{&engine_};
+  v1::ModelService::Stub* const stub_ = harness_.stub();
 };
 
 TEST_F(ModelServiceTest, ACachedModelAnswersWithoutALoad) {
