@@ -55,14 +55,17 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
                         const torch::Tensor& key_mask_in, const AttentionOptions& options) {
   const int64_t batch = q.size(0), heads = q.size(1), seq = q.size(2), keys = k.size(2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+  // [batch, 1, 1, keys], broadcast over heads and queries.
+  if (options.prefer_native) {
+    const torch::Tensor native_mask =
+        key_mask_in.defined() ? key_mask_in.view({batch, 1, 1, keys}) : torch::Tensor();
+    if (std::optional<torch::Tensor> out = compat::native_sdpa(q, k, v, native_mask)) return *out;
+  }
   // A mask that admits every key is no mask (a batch of one, equal lengths).
+  // Asked only here: reading it back would stall a device's queue.
   const torch::Tensor key_mask =
       key_mask_in.defined() && !key_mask_in.all().item<bool>() ? key_mask_in : torch::Tensor();
-  // [batch, 1, 1, keys], broadcast over heads and queries.
   const torch::Tensor mask = key_mask.defined() ? key_mask.view({batch, 1, 1, keys}) : torch::Tensor();
-  if (options.prefer_native) {
-    if (std::optional<torch::Tensor> out = compat::native_sdpa(q, k, v, mask)) return *out;
-  }
   if (q.device().is_cpu() && q.scalar_type() == torch::kFloat32 && k.scalar_type() == torch::kFloat32 &&
       v.scalar_type() == torch::kFloat32) {
     return attention_float32_cpu(q, k, v, key_mask, scale, options);
