@@ -177,6 +177,10 @@ absl::Status Daemon::start_grpc() {
   if (options_.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   if (!options_.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
+  // gRPC turns SO_REUSEPORT on by default: a second daemon on a served port
+  // then starts "ready" and takes half the new connections. Refuse instead,
+  // as the metrics port does.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options_.listen, creds, &grpc_port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));

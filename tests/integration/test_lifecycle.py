@@ -148,6 +148,18 @@ def reflect(address, **request):
         return next(iter(responses))
 
 
+class OnePortOneDaemonTest(unittest.TestCase):
+    def test_a_second_daemon_on_a_served_port_refuses_to_start(self):
+        first = Daemon(models_dir()).start()
+        self.addCleanup(first.kill)
+        second = Daemon(models_dir(), extra_args=("--listen", first.address))
+        with self.assertRaises(AssertionError) as cm:
+            second.start()
+        self.assertIn("cannot listen there", str(cm.exception))
+        self.assertIn("exited with 1", str(cm.exception))
+        first.assert_stops_cleanly()
+
+
 class DrainTest(unittest.TestCase):
     """SIGTERM while a Denoise runs, with a short drain grace."""
 
