@@ -20,6 +20,11 @@ absl::StatusOr<std::string> resolve_confined_path(absl::string_view root,
                                                   absl::string_view requested) {
   namespace fs = std::filesystem;
   if (requested.empty()) return absl::InvalidArgumentError("empty model path");
+  // The filesystem would stop at the NUL: "demo\0/../../etc" would load
+  // "demo" while the request (and its logs) named something else.
+  if (requested.find('\0') != absl::string_view::npos) {
+    return absl::InvalidArgumentError("model path contains a NUL byte");
+  }
   std::error_code ec;
   const fs::path base = fs::canonical(fs::path(std::string(root)), ec);
   if (ec) {

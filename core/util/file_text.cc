@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -12,6 +13,15 @@ namespace diffusiond {
 absl::StatusOr<std::string> read_text_file(absl::string_view path,
                                            int64_t max_bytes) {
   const std::string p(path);
+  // The type first, without opening: a directory would fail only at read
+  // time (and read as a retryable I/O error), and opening a named pipe
+  // blocks until a writer comes.
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(p, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        p, ": not a regular file (", std::filesystem::is_directory(status) ? "a directory" : "a special file", ")"));
+  }
   std::ifstream in(p, std::ios::binary);
   if (!in) {
     const int err = errno;

@@ -43,6 +43,13 @@ TEST_F(ConfinedPath, DotDotAndAbsolutePathsOutsideAreRefused) {
               StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("outside")));
 }
 
+TEST_F(ConfinedPath, APathWithANulByteIsRefusedNotCut) {
+  const std::string with_nul("z\0/../../secret.safetensors", 27);
+  ASSERT_EQ(with_nul.size(), 27u);
+  EXPECT_THAT(resolve_confined_path(models_, with_nul),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("NUL byte")));
+}
+
 TEST_F(ConfinedPath, SymlinksThatEscapeAreRefused) {
   fs::create_symlink(tmp_.path("secret.safetensors"), tmp_.path("models/link.safetensors"));
   EXPECT_THAT(resolve_confined_path(models_, "link.safetensors"),
