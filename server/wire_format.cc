@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/util/bounded_text.h"
 
 namespace diffusiond {
 namespace {
@@ -21,7 +22,7 @@ static_assert(sizeof(kInfo) / sizeof(kInfo[0]) == v1::DType_ARRAYSIZE, "one entr
 bool known(int dtype) { return dtype >= 0 && dtype < v1::DType_ARRAYSIZE; }
 
 std::string shape_text(const v1::Tensor& wire) {
-  return absl::StrCat("[", absl::StrJoin(wire.shape(), ", "), "]");
+  return bounded(absl::StrCat("[", absl::StrJoin(wire.shape(), ", "), "]"));
 }
 
 }  // namespace

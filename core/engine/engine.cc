@@ -8,6 +8,7 @@
 #include "core/loader/torch_dtype.h"
 #include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
+#include "core/util/bounded_text.h"
 #include "core/util/confined_path.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
@@ -23,7 +24,7 @@ std::string fp8_name(const std::optional<Fp8Format>& f) { return f.has_value() ?
 // (retry later); for a remote caller that is the model not being there.
 absl::Status not_loaded(const std::string& model_id, const absl::Status& status) {
   if (absl::IsNotFound(status) || absl::IsAborted(status)) {
-    return absl::NotFoundError(absl::StrCat("model \"", model_id, "\" is not loaded; load it first"));
+    return absl::NotFoundError(absl::StrCat("model \"", bounded(model_id), "\" is not loaded; load it first"));
   }
   return status;
 }
@@ -119,7 +120,7 @@ absl::StatusOr<ModelInfo> Engine::find(const ModelLoadRequest& request) {
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, resolve(request));
   absl::StatusOr<Pin> pinned = cache_->get(load.model_id);
-  if (!pinned.ok()) return absl::NotFoundError(absl::StrCat("model \"", load.model_id, "\" is not cached"));
+  if (!pinned.ok()) return absl::NotFoundError(absl::StrCat("model \"", bounded(load.model_id), "\" is not cached"));
   return answer(load, *std::move(pinned));
 }
 
@@ -140,7 +141,7 @@ absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const Lo
     if (absl::IsCancelled(pinned.status()) && job.cancelled()) return absl::UnavailableError(kShuttingDown);
     if (absl::IsAborted(pinned.status())) {
       return absl::AbortedError(
-          absl::StrCat("model \"", load.model_id, "\" is being unloaded; retry after it is gone"));
+          absl::StrCat("model \"", bounded(load.model_id), "\" is being unloaded; retry after it is gone"));
     }
     return pinned.status();
   }
@@ -152,7 +153,7 @@ absl::StatusOr<Pin> Engine::load_once(const ResolvedLoad& load, LoadBoard::Load&
   if (Pin* hit = std::get_if<Pin>(&claimed)) return std::move(*hit);
   // This caller loads; concurrent callers wait in claim() for finish().
   return std::get<LoadSlot>(claimed).finish(
-      status_of(absl::StrCat("the load of \"", load.model_id, "\""), [&] { return run_load(load, shared); }));
+      status_of(absl::StrCat("the load of \"", bounded(load.model_id), "\""), [&] { return run_load(load, shared); }));
 }
 
 absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard::Load& shared) {
@@ -190,7 +191,7 @@ absl::StatusOr<ModelInfo> Engine::answer(const ResolvedLoad& load, Pin pinned) c
                     " (asked: ", compute_dtype_name(load.compute_dtype), ")");
   }
   if (differs.empty()) return info;
-  return absl::FailedPreconditionError(absl::StrCat("model \"", load.model_id, "\" is already loaded", differs,
+  return absl::FailedPreconditionError(absl::StrCat("model \"", bounded(load.model_id), "\" is already loaded", differs,
                                                     "; unload it first or load under another model_id"));
 }
 
@@ -212,7 +213,7 @@ absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const U
     absl::StatusOr<UnloadResult> r = cache_->unload(model_id, slice);
     if (!absl::IsDeadlineExceeded(r.status())) return r;
     if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat("model \"", model_id, "\" is still in use after ",
+      return absl::DeadlineExceededError(absl::StrCat("model \"", bounded(model_id), "\" is still in use after ",
                                                       absl::FormatDuration(options.timeout),
                                                       " (pins or leases); it stays loaded"));
     }

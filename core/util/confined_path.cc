@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/bounded_text.h"
 
 namespace diffusiond {
 namespace {
@@ -37,15 +38,15 @@ absl::StatusOr<std::string> resolve_confined_path(absl::string_view root,
     // Refuse escapes before saying whether something exists out there.
     if (!is_within(base, joined.lexically_normal())) {
       return absl::PermissionDeniedError(
-          absl::StrCat("'", requested, "' is outside the models directory ", base.string()));
+          absl::StrCat("'", bounded(requested), "' is outside the models directory ", base.string()));
     }
-    return absl::NotFoundError(absl::StrCat("'", requested, "' does not exist in ", base.string()));
+    return absl::NotFoundError(absl::StrCat("'", bounded(requested), "' does not exist in ", base.string()));
   }
   const fs::path resolved = fs::canonical(joined, ec);
-  if (ec) return absl::NotFoundError(absl::StrCat("'", requested, "': ", ec.message()));
+  if (ec) return absl::NotFoundError(absl::StrCat("'", bounded(requested), "': ", ec.message()));
   if (!is_within(base, resolved)) {
     return absl::PermissionDeniedError(absl::StrCat(
-        "'", requested, "' resolves to ", resolved.string(), ", outside the models directory ",
+        "'", bounded(requested), "' resolves to ", resolved.string(), ", outside the models directory ",
         base.string()));
   }
   return resolved.string();

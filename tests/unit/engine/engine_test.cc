@@ -292,6 +292,15 @@ TEST_F(EngineTest, DefaultIdIsThePathInsideTheModelsDirectory) {
   EXPECT_THAT(ids(engine_->list()), ElementsAre("tiny"));
 }
 
+TEST_F(EngineTest, AHugeModelIdIsQuotedBoundedInErrors) {
+  start();
+  const std::string huge(100000, 'm');
+  const absl::Status status = engine_->find(request("tiny", huge)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_LT(status.message().size(), 1000u);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("(100000 bytes)"));
+}
+
 TEST_F(EngineTest, FindDoesNotLoad) {
   start();
   EXPECT_THAT(engine_->find(request("tiny")), StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"tiny\" is not cached")));

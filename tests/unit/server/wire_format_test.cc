@@ -66,5 +66,15 @@ TEST(WireFormat, RefusesEachBrokenRule) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected 0 or 1")));
 }
 
+TEST(WireFormat, AHugeShapeIsQuotedBounded) {
+  // 10^5 dimensions of 1 and a wrong byte count: the message names the
+  // problem without echoing every dimension (it must fit gRPC's metadata).
+  const absl::Status status =
+      check_wire_tensor(wire_tensor(v1::DTYPE_UINT8, std::vector<int64_t>(100000, 1), "ab"), "a").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(status.message().size(), 1000u);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("bytes)"));
+}
+
 }  // namespace
 }  // namespace diffusiond
