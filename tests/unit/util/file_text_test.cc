@@ -20,7 +20,9 @@ using ::testing::HasSubstr;
 class FileTextTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) / "file_text_test";
+    // One folder per test: ctest runs the tests of this file in parallel.
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           (std::string("file_text_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
