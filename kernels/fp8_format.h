@@ -25,6 +25,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <string>
+#include <vector>
 
 namespace diffusiond {
 
@@ -39,6 +42,11 @@ static_assert(sizeof(kFp8FormatNames) / sizeof(kFp8FormatNames[0]) == kNumFp8For
 
 inline constexpr const char* fp8_format_name(Fp8Format format) {
   return kFp8FormatNames[static_cast<int>(format)];
+}
+
+// kFp8FormatNames as strings, for flag validation.
+inline std::vector<std::string> fp8_format_names() {
+  return {std::begin(kFp8FormatNames), std::end(kFp8FormatNames)};
 }
 
 // Sets *format to the format spelled `name` (exactly as in

@@ -48,13 +48,6 @@ Setter one_of(std::string DaemonOptions::*field, std::vector<std::string> allowe
   };
 }
 
-// The names of the tables next to the enums (compute_dtype.h, fp8_format.h).
-std::vector<std::string> compute_dtype_names() {
-  std::vector<std::string> out;
-  for (const ComputeDtypeSpelling& s : kComputeDtypeSpellings) out.push_back(s.name);
-  return out;
-}
-std::vector<std::string> fp8_format_names() { return {std::begin(kFp8FormatNames), std::end(kFp8FormatNames)}; }
 std::vector<std::string> with_names(std::vector<std::string> first, const std::vector<std::string>& then) {
   first.insert(first.end(), then.begin(), then.end());
   return first;

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/loader/torch_dtype.h"
 #include "core/engine/model_admission.h"
+#include "core/loader/torch_dtype.h"
 #include "core/models/model_loader.h"
 #include "core/util/bounded_text.h"
 #include "core/util/confined_path.h"
@@ -27,6 +27,14 @@ absl::Status not_loaded(const std::string& model_id, const absl::Status& status)
     return absl::NotFoundError(absl::StrCat("model \"", bounded(model_id), "\" is not loaded; load it first"));
   }
   return status;
+}
+
+// A model as the API describes it, before its usage figures are known.
+ModelInfo info_of(const std::string& model_id, const ModelDescription& description) {
+  ModelInfo info;
+  static_cast<ModelDescription&>(info) = description;
+  info.model_id = model_id;
+  return info;
 }
 
 // Copies the cache's usage figures for one entry into `info`.
@@ -174,9 +182,7 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard
 }
 
 absl::StatusOr<ModelInfo> Engine::answer(const ResolvedLoad& load, Pin pinned) const {
-  ModelInfo info;
-  static_cast<ModelDescription&>(info) = pinned.as<LoadedModel>()->description();
-  info.model_id = load.model_id;
+  ModelInfo info = info_of(load.model_id, pinned.as<LoadedModel>()->description());
   pinned.reset();  // the caller holds no pin; the usage should not count one
   for (const CacheEntryStats& e : cache_->stats().entries) {
     if (e.key == load.model_id) set_usage(e, &info);
@@ -225,11 +231,10 @@ std::vector<ModelInfo> Engine::list() const {
   for (const CacheEntryStats& e : cache_->stats().entries) {
     if (e.loading) continue;
     ModelInfo info;
-    const bool present = cache_->peek(e.key, [&info](const CacheValue& value) {
-      static_cast<ModelDescription&>(info) = static_cast<const LoadedModel&>(value).description();
+    const bool present = cache_->peek(e.key, [&](const CacheValue& value) {
+      info = info_of(e.key, static_cast<const LoadedModel&>(value).description());
     });
     if (!present) continue;  // unloaded since the snapshot
-    info.model_id = e.key;
     set_usage(e, &info);
     out.push_back(std::move(info));
   }

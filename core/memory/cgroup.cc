@@ -19,16 +19,6 @@ struct Hierarchy {
   std::string cgroup_path;  // e.g. /kubepods/pod1/ctr, "/" in a namespace
 };
 
-// What one controller's limit is called in each version.
-struct ControllerFiles {
-  const char* v1_controller;  // "memory", "cpu"
-  const char* v1_file;        // memory.limit_in_bytes, cpu.cfs_quota_us
-  const char* v2_file;        // memory.max, cpu.max
-};
-
-constexpr ControllerFiles kMemoryFiles = {"memory", "memory.limit_in_bytes", "memory.max"};
-constexpr ControllerFiles kCpuFiles = {"cpu", "cpu.cfs_quota_us", "cpu.max"};
-
 std::string join_path(absl::string_view a, absl::string_view b) {
   while (absl::ConsumeSuffix(&a, "/")) {
   }
@@ -40,7 +30,7 @@ std::string join_path(absl::string_view a, absl::string_view b) {
 // Returns the hierarchies named in /proc/self/cgroup for a controller: the
 // v1 line whose controller list has it, and the v2 line "0::<path>".
 std::vector<Hierarchy> find_hierarchies(absl::string_view root, absl::string_view proc_cgroup,
-                                        const ControllerFiles& files) {
+                                        absl::string_view v1_controller) {
   const std::string fs = join_path(root, "sys/fs/cgroup");
   std::vector<Hierarchy> found;
   for (absl::string_view line : absl::StrSplit(proc_cgroup, '\n')) {
@@ -52,7 +42,7 @@ std::vector<Hierarchy> find_hierarchies(absl::string_view root, absl::string_vie
       continue;
     }
     for (absl::string_view controller : absl::StrSplit(parts[1], ',')) {
-      if (controller == files.v1_controller) {
+      if (controller == v1_controller) {
         // v1 mounts co-mounted controllers under the joined name (cpu,cpuacct).
         found.push_back({CgroupVersion::kV1, join_path(fs, parts[1]), path});
       }
@@ -78,7 +68,7 @@ struct Tightest {
 
 // Walks each hierarchy from the process's cgroup up to the mount point,
 // keeping the smallest limit; the first hierarchy with any limit file wins.
-absl::StatusOr<Tightest> tightest_limit(absl::string_view root, const ControllerFiles& files,
+absl::StatusOr<Tightest> tightest_limit(absl::string_view root, absl::string_view v1_controller,
                                         const LimitReader& v1, const LimitReader& v2) {
   Tightest result;
   absl::StatusOr<std::string> proc_cgroup = read_text_file(join_path(root, "proc/self/cgroup"));
@@ -86,7 +76,7 @@ absl::StatusOr<Tightest> tightest_limit(absl::string_view root, const Controller
     if (absl::IsNotFound(proc_cgroup.status())) return result;
     return proc_cgroup.status();
   }
-  for (const Hierarchy& h : find_hierarchies(root, *proc_cgroup, files)) {
+  for (const Hierarchy& h : find_hierarchies(root, *proc_cgroup, v1_controller)) {
     const LimitReader& read = h.version == CgroupVersion::kV1 ? v1 : v2;
     bool any_file = false;
     std::string dir = h.cgroup_path;
@@ -189,9 +179,9 @@ absl::StatusOr<std::optional<double>> parse_cgroup_cpu_max(absl::string_view tex
 
 absl::StatusOr<CgroupMemoryLimit> read_cgroup_memory_limit(absl::string_view root) {
   absl::StatusOr<Tightest> t = tightest_limit(
-      root, kMemoryFiles,
-      [](const std::string& dir, std::string* file) { return memory_limit_in(dir, kMemoryFiles.v1_file, file); },
-      [](const std::string& dir, std::string* file) { return memory_limit_in(dir, kMemoryFiles.v2_file, file); });
+      root, "memory",
+      [](const std::string& dir, std::string* file) { return memory_limit_in(dir, "memory.limit_in_bytes", file); },
+      [](const std::string& dir, std::string* file) { return memory_limit_in(dir, "memory.max", file); });
   if (!t.ok()) return t.status();
   CgroupMemoryLimit result;
   result.version = t->version;
@@ -202,8 +192,8 @@ absl::StatusOr<CgroupMemoryLimit> read_cgroup_memory_limit(absl::string_view roo
 
 absl::StatusOr<CgroupCpuLimit> read_cgroup_cpu_limit(absl::string_view root) {
   absl::StatusOr<Tightest> t = tightest_limit(
-      root, kCpuFiles, v1_cpu_limit_in, [](const std::string& dir, std::string* file) {
-        return read_limit_file(dir, kCpuFiles.v2_file, file, parse_cgroup_cpu_max);
+      root, "cpu", v1_cpu_limit_in, [](const std::string& dir, std::string* file) {
+        return read_limit_file(dir, "cpu.max", file, parse_cgroup_cpu_max);
       });
   if (!t.ok()) return t.status();
   return CgroupCpuLimit{t->version, t->limit, t->source};

@@ -7,8 +7,10 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 
 namespace diffusiond {
@@ -47,15 +49,15 @@ inline std::optional<ComputeDtype> parse_compute_dtype_name(absl::string_view na
   return std::nullopt;
 }
 
-// "float32, bfloat16, float16", for messages and --help.
-inline std::string compute_dtype_choices() {
-  std::string out;
-  for (int i = 0; i < kNumComputeDtypes; ++i) {
-    if (i > 0) out += ", ";
-    out += kComputeDtypeSpellings[i].name;
-  }
+// The canonical names in enum order, for flag validation.
+inline std::vector<std::string> compute_dtype_names() {
+  std::vector<std::string> out;
+  for (const ComputeDtypeSpelling& s : kComputeDtypeSpellings) out.push_back(s.name);
   return out;
 }
+
+// "float32, bfloat16, float16", for messages and --help.
+inline std::string compute_dtype_choices() { return absl::StrJoin(compute_dtype_names(), ", "); }
 
 }  // namespace diffusiond
 

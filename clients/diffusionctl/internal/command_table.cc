@@ -38,7 +38,7 @@ absl::StatusOr<CommandOptions> build_load(const ParsedArgs& p) {
   if (const std::string* id = p.flag("id")) o.model_id = *id;
   if (const std::string* fp8 = p.flag("fp8")) {
     std::vector<std::string> modes = {"default", "off"};
-    modes.insert(modes.end(), std::begin(kFp8FormatNames), std::end(kFp8FormatNames));
+    for (std::string& name : fp8_format_names()) modes.push_back(std::move(name));
     absl::StatusOr<std::string> mode = one_of("--fp8", *fp8, modes);
     if (!mode.ok()) return mode.status();
     Fp8Format format;
@@ -48,9 +48,7 @@ absl::StatusOr<CommandOptions> build_load(const ParsedArgs& p) {
                                            : v1::FP8_MODE_E5M2;
   }
   if (const std::string* dtype = p.flag("compute_dtype")) {
-    std::vector<std::string> names;
-    for (const ComputeDtypeSpelling& s : kComputeDtypeSpellings) names.push_back(s.name);
-    absl::StatusOr<std::string> d = one_of("--compute_dtype", *dtype, names);
+    absl::StatusOr<std::string> d = one_of("--compute_dtype", *dtype, compute_dtype_names());
     if (!d.ok()) return d.status();
     o.compute_dtype = *d;
   }

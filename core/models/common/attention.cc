@@ -65,11 +65,11 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
   // Asked only here: reading it back would stall a device's queue.
   const torch::Tensor key_mask =
       key_mask_in.defined() && !key_mask_in.all().item<bool>() ? key_mask_in : torch::Tensor();
-  const torch::Tensor mask = key_mask.defined() ? key_mask.view({batch, 1, 1, keys}) : torch::Tensor();
   if (q.device().is_cpu() && q.scalar_type() == torch::kFloat32 && k.scalar_type() == torch::kFloat32 &&
       v.scalar_type() == torch::kFloat32) {
     return attention_float32_cpu(q, k, v, key_mask, scale, options);
   }
+  const torch::Tensor mask = key_mask.defined() ? key_mask.view({batch, 1, 1, keys}) : torch::Tensor();
   const bool reduced = q.scalar_type() != torch::kFloat32 && q.scalar_type() != torch::kFloat64;
   const int64_t score_bytes = batch * heads * keys * (reduced ? 4 : q.element_size());
   const int64_t chunk = std::max<int64_t>(1, std::min(seq, options.max_scores_bytes / std::max<int64_t>(score_bytes, 1)));

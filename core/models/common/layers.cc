@@ -76,7 +76,8 @@ torch::Tensor rms_norm_scaled(const torch::Tensor& x, const torch::Tensor& weigh
   if (fused_cpu({&x, &weight, &scale}) && per_item_shapes(x, weight, {&scale})) {
     return rms_norm_fused(x, weight, eps, scale, {}, {});
   }
-  return rms_norm(x, weight, eps) * scale;
+  const torch::Tensor normed = rms_norm(x, weight, eps);
+  return scale.defined() ? normed * scale : normed;
 }
 
 torch::Tensor add_gated_rms_norm(const torch::Tensor& residual, const torch::Tensor& h,

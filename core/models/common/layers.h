@@ -17,7 +17,8 @@ namespace diffusiond {
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 
 // rms_norm(x, weight, eps) * scale, with scale [batch, 1, dim] broadcast
-// over x [batch, seq, dim]: adaLN's modulated norm, in one pass on the CPU.
+// over x [batch, seq, dim] or undefined (then rms_norm alone): adaLN's
+// modulated norm, in one pass on the CPU.
 torch::Tensor rms_norm_scaled(const torch::Tensor& x, const torch::Tensor& weight, double eps,
                               const torch::Tensor& scale);
 

@@ -274,12 +274,11 @@ torch::Tensor ZImageModel::block(const std::string& prefix, torch::Tensor x, con
     scale_msa = 1.0 + mod[0], gate_msa = mod[1].tanh();
     scale_mlp = 1.0 + mod[2], gate_mlp = mod[3].tanh();
   }
-  const auto pre_norm = [&](const torch::Tensor& h, const char* name, const torch::Tensor& scale) {
-    return scale.defined() ? rms_norm_scaled(h, weight(name), eps, scale) : rms_norm(h, weight(name), eps);
-  };
-  const torch::Tensor attn = attention_block(prefix, pre_norm(x, "attention_norm1", scale_msa), mask, cos, sin);
+  const torch::Tensor attn =
+      attention_block(prefix, rms_norm_scaled(x, weight("attention_norm1"), eps, scale_msa), mask, cos, sin);
   x = add_gated_rms_norm(x, attn, weight("attention_norm2"), eps, gate_msa);
-  return add_gated_rms_norm(x, ffn(pre_norm(x, "ffn_norm1", scale_mlp)), weight("ffn_norm2"), eps, gate_mlp);
+  return add_gated_rms_norm(x, ffn(rms_norm_scaled(x, weight("ffn_norm1"), eps, scale_mlp)),
+                            weight("ffn_norm2"), eps, gate_mlp);
 }
 
 torch::Tensor ZImageModel::attention_block(const std::string& prefix, const torch::Tensor& h,
