@@ -275,7 +275,13 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   Job job(this);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(request.model_id));
-  const DiffusionModel& model = pinned.as<LoadedModel>()->model();
+  const auto* denoiser = dynamic_cast<const DiffusionModel*>(&pinned.as<LoadedModel>()->model());
+  if (denoiser == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model \"", bounded(request.model_id), "\" is a ",
+        model_role_name(pinned.as<LoadedModel>()->model().role()), ", not a denoiser"));
+  }
+  const DiffusionModel& model = *denoiser;
 
   DenoiseRequest loop = request.loop;
   if (loop.schedule.shift == 0) loop.schedule.shift = model.default_shift();

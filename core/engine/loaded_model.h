@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "core/cache/cache_value.h"
-#include "core/models/diffusion_model.h"
+#include "core/models/model.h"
 #include "core/precision/compute_dtype.h"
 #include "kernels/fp8_format.h"
 
@@ -30,15 +30,15 @@ struct ModelDescription {
 
 class LoadedModel final : public CacheValue {
  public:
-  LoadedModel(ModelDescription description, std::unique_ptr<DiffusionModel> model)
+  LoadedModel(ModelDescription description, std::unique_ptr<Model> model)
       : description_(std::move(description)), model_(std::move(model)) {}
 
   const ModelDescription& description() const { return description_; }
-  const DiffusionModel& model() const { return *model_; }
+  const Model& model() const { return *model_; }
 
  private:
   const ModelDescription description_;
-  const std::unique_ptr<DiffusionModel> model_;
+  const std::unique_ptr<Model> model_;
 };
 
 }  // namespace diffusiond

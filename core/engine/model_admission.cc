@@ -20,7 +20,7 @@ absl::StatusOr<std::pair<std::unique_ptr<WeightStore>, Reservation>> admit_and_s
 absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, const ModelPlan& plan,
                                                ModelCache& cache, const StreamOptions& stream) {
   DIFFUSIOND_ASSIGN_OR_RETURN(auto admitted, admit_and_stream(checkpoint, plan.plan, cache, stream));
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<DiffusionModel> model,
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                               plan.recipe->build(std::move(admitted.first)));
   ModelDescription d;
   d.path = checkpoint.path();

@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/checkpoint/checkpoint.h"
-#include "core/models/diffusion_model.h"
+#include "core/models/model.h"
 #include "core/precision/param_kind.h"
 #include "core/precision/precision_policy.h"
 
@@ -35,7 +35,7 @@ class LoadRecipe {
   virtual PrecisionDeclaration declaration() const = 0;
   // Builds the model over loaded weights (splitting fused tensors first).
   // FAILED_PRECONDITION naming a missing or misshapen parameter.
-  virtual absl::StatusOr<std::unique_ptr<DiffusionModel>> build(
+  virtual absl::StatusOr<std::unique_ptr<Model>> build(
       std::unique_ptr<WeightStore> weights) const = 0;
 };
 

@@ -34,14 +34,14 @@ class ZImageRecipe final : public LoadRecipe {
   }
   PrecisionDeclaration declaration() const override { return z_image_precision_declaration(); }
 
-  absl::StatusOr<std::unique_ptr<DiffusionModel>> build(
+  absl::StatusOr<std::unique_ptr<Model>> build(
       std::unique_ptr<WeightStore> weights) const override {
     for (const FusedSplit& split : z_image_fused_splits(config_, weights->names())) {
       DIFFUSIOND_RETURN_IF_ERROR(weights->split_rows(split.fused, split.parts));
     }
     DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<ZImageModel> model,
                                 ZImageModel::create(config_, std::move(weights)));
-    return std::unique_ptr<DiffusionModel>(std::move(model));
+    return std::unique_ptr<Model>(std::move(model));
   }
 
  private:

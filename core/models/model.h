@@ -1,0 +1,58 @@
+// Model: any loaded architecture — a denoiser (diffusion_model.h), a text
+// encoder or a VAE — as the cache and the API see it: its weights, its
+// compute dtype (set at load, the only dtype source), its architecture's
+// name and role, and one forward over named tensors.
+#ifndef DIFFUSIOND_CORE_MODELS_MODEL_H_
+#define DIFFUSIOND_CORE_MODELS_MODEL_H_
+
+#include <torch/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/precision/weight_store.h"
+
+namespace diffusiond {
+
+// Tensors by the name an architecture gives them (docs/api.md lists them).
+using NamedTensors = std::map<std::string, torch::Tensor>;
+
+// What a model is for in a pipeline.
+enum class ModelRole { kDenoiser, kTextEncoder, kVae };
+absl::string_view model_role_name(ModelRole role);
+
+// Immutable after construction; forwards may run concurrently.
+class Model {
+ public:
+  explicit Model(std::unique_ptr<WeightStore> weights) : weights_(std::move(weights)) {}
+  virtual ~Model() = default;
+
+  virtual absl::string_view architecture() const = 0;
+  virtual ModelRole role() const = 0;
+  const WeightStore& weights() const { return *weights_; }
+
+  // One forward over the architecture's named inputs, returning its named
+  // outputs at the compute dtype. INVALID_ARGUMENT naming any missing,
+  // unexpected or misshapen input and what was expected.
+  virtual absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const = 0;
+
+ protected:
+  // The weight named `name` at the compute dtype (FP8 decoded into a fresh
+  // tensor that dies with the caller's use of it). REQUIRES: the model was
+  // validated to hold it.
+  torch::Tensor param(absl::string_view name) const;
+
+ private:
+  std::unique_ptr<WeightStore> weights_;
+};
+
+// The dtype every forward of `model` runs at. Set at load; no code infers a
+// dtype from a parameter.
+inline torch::ScalarType compute_dtype(const Model& model) { return model.weights().compute_dtype(); }
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_MODELS_MODEL_H_
