@@ -24,7 +24,8 @@ tools=build/release/tools
 clients=build/release/clients
 mkdir -p build/models
 if [[ ! -f build/models/demo/config.json ]]; then
-  "$tools/diffusiond-demo" --model_dir build/models/demo --generate_only --inputs_dir build/models/demo-inputs
+  "$tools/diffusiond-demo" --arch z-image --model_dir build/models/demo --generate_only \
+    --inputs_dir build/models/demo-inputs
 fi
 
 log=build/diffusiond-demo.log
@@ -47,7 +48,7 @@ echo "== diffusionctl health readiness"
 echo "== diffusionctl load demo"
 "${ctl[@]}" load demo
 echo "== diffusionctl denoise demo (512x512, guidance 4)"
-"${ctl[@]}" denoise demo --caption build/models/demo-inputs/caption.safetensors \
+"${ctl[@]}" denoise demo --conditioning build/models/demo-inputs/conditioning.safetensors \
   --negative build/models/demo-inputs/negative.safetensors --guidance 4 --shape 16,64,64 --seed 42 \
   --out build/demo-latents.safetensors "$@"
 echo "== diffusionctl ls"

@@ -23,12 +23,9 @@ bool is_cancellation(const absl::Status& s) { return absl::IsCancelled(s) || abs
 absl::StatusOr<EngineDenoiseRequest> denoise_request(const v1::DenoiseRequest& wire) {
   EngineDenoiseRequest r;
   r.model_id = wire.model_id();
-  if (!wire.has_caption_features()) {
-    return absl::InvalidArgumentError("caption_features is required ([L, feature_dim])");
-  }
-  DIFFUSIOND_ASSIGN_OR_RETURN(r.caption, from_wire(wire.caption_features(), "caption_features"));
-  if (wire.has_negative_caption_features()) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(r.negative, from_wire(wire.negative_caption_features(), "negative_caption_features"));
+  DIFFUSIOND_ASSIGN_OR_RETURN(r.positive, from_wire(wire.conditioning(), "conditioning"));
+  if (wire.has_negative()) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(r.negative, from_wire(wire.negative(), "negative conditioning"));
   }
   DenoiseRequest& loop = r.loop;
   if (wire.has_initial_latents()) {
@@ -45,9 +42,6 @@ absl::StatusOr<EngineDenoiseRequest> denoise_request(const v1::DenoiseRequest& w
     return absl::InvalidArgumentError(absl::StrCat("guidance_scale must be finite and >= 0, got ", wire.guidance_scale()));
   }
   loop.guidance_scale = wire.guidance_scale();
-  if (loop.guidance_scale > 1 && !r.negative.defined()) {
-    return absl::InvalidArgumentError("guidance_scale > 1 needs negative_caption_features");
-  }
   if (wire.steps() < 0 || wire.steps() > kMaxSteps) {
     return absl::InvalidArgumentError(absl::StrCat("steps must be in [0, ", kMaxSteps, "] (0: ", kDefaultSteps,
                                                    "), got ", wire.steps()));

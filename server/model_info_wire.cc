@@ -15,6 +15,17 @@ void to_wire(const ModelInfo& info, v1::ModelInfo* wire) {
   wire->set_vram_bytes(info.bytes[static_cast<int>(Device::kCuda)]);
   wire->set_pins(info.pins);
   wire->set_idle_seconds(absl::ToDoubleSeconds(info.idle));
+  wire->set_role(std::string(model_role_name(info.role)));
+  for (const ConditioningInput& in : info.conditioning) {
+    v1::ConditioningInput* w = wire->add_conditioning();
+    w->set_name(in.name);
+    w->set_scalar(in.kind == ConditioningInput::Kind::kScalar);
+    for (int64_t d : in.shape) w->add_shape(d);
+    w->set_required(in.required);
+    w->set_default_value(in.default_value);
+    w->set_meaning(in.meaning);
+  }
+  wire->set_supports_negative(info.supports_negative);
 }
 
 }  // namespace diffusiond

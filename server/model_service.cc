@@ -19,6 +19,7 @@ absl::StatusOr<ModelLoadRequest> load_request(const v1::LoadModelRequest& wire) 
   ModelLoadRequest r;
   r.path = wire.path();
   r.model_id = wire.model_id();
+  r.config_path = wire.config_path();
   DIFFUSIOND_ASSIGN_OR_RETURN(r.fp8, fp8_from_wire(wire.fp8()));
   DIFFUSIOND_ASSIGN_OR_RETURN(r.compute_dtype, compute_dtype_from_wire(wire.compute_dtype()));
   return r;

@@ -105,4 +105,16 @@ absl::StatusOr<std::map<std::string, torch::Tensor>> from_wire(
   return tensors;
 }
 
+absl::StatusOr<Conditioning> from_wire(const v1::Conditioning& wire, absl::string_view what) {
+  Conditioning c;
+  absl::StatusOr<NamedTensors> tensors = from_wire(wire.tensors());
+  if (!tensors.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", tensors.status().message()));
+  c.tensors = *std::move(tensors);
+  for (const auto& [name, value] : wire.scalars()) {
+    if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": a scalar has an empty name"));
+    c.scalars[name] = value;
+  }
+  return c;
+}
+
 }  // namespace diffusiond

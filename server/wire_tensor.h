@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/models/conditioning.h"
 #include "diffusiond/v1/tensor.pb.h"
 
 namespace diffusiond {
@@ -29,6 +30,10 @@ absl::Status to_wire(const torch::Tensor& tensor, v1::Tensor* wire);
 // Named inputs: INVALID_ARGUMENT for an empty or repeated name, or a bad tensor.
 absl::StatusOr<std::map<std::string, torch::Tensor>> from_wire(
     const google::protobuf::RepeatedPtrField<v1::NamedTensor>& wire);
+
+// A conditioning: its named tensors as above, and its scalars (names must
+// not be empty). Whether they suit the model is the model's to say.
+absl::StatusOr<Conditioning> from_wire(const v1::Conditioning& wire, absl::string_view what);
 
 }  // namespace diffusiond
 

@@ -1,15 +1,17 @@
 // diffusiond-demo: the engine's main job end to end on a small built-in
-// Z-Image-architecture model — generate it (random weights, real diffusers
-// file format) if absent, load it through the cache under the RAM budget
-// with FP8 storage, and denoise with classifier-free guidance, showing
-// progress. Writes the final latents as a .safetensors file.
+// model of any served architecture — generate it (random weights, real
+// diffusers file format) if absent, load it through the cache under the RAM
+// budget with FP8 storage, and denoise it (with classifier-free guidance
+// where the architecture takes a negative), showing progress. Writes the
+// final latents as a .safetensors file.
 //
-//   diffusiond-demo [--model_dir DIR] [--steps N] [--size PX] [--seed N]
-//                   [--guidance S] [--fp8 e4m3fn|e5m2|off] [--out FILE]
-//   diffusiond-demo --model_dir DIR --generate_only [--inputs_dir DIR2]
-//     writes the model (and, with --inputs_dir, the demo's caption and
-//     negative features as DIR2/caption.safetensors and
-//     DIR2/negative.safetensors, for clients of the daemon) and exits.
+//   diffusiond-demo [--arch z-image|flux] [--model_dir DIR] [--steps N]
+//                   [--size PX] [--seed N] [--guidance S]
+//                   [--fp8 e4m3fn|e5m2|off] [--out FILE]
+//   diffusiond-demo --arch A --model_dir DIR --generate_only [--inputs_dir DIR2]
+//     writes the model (and, with --inputs_dir, random conditioning as
+//     DIR2/conditioning.safetensors and DIR2/negative.safetensors, for
+//     clients of the daemon) and exits.
 #include <unistd.h>
 
 #include <cstdio>
@@ -27,8 +29,8 @@
 #include "core/memory/process_memory.h"
 #include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
-#include "core/models/z_image/z_image_predictor.h"
-#include "tools/random_models/z_image_random.h"
+#include "core/models/diffusion_model.h"
+#include "tools/random_models/demo_models.h"
 #include "core/util/bytes.h"
 #include "core/util/status_macros.h"
 
@@ -36,6 +38,7 @@ namespace diffusiond {
 namespace {
 
 struct Args {
+  std::string arch = "z-image";
   std::string model_dir = "demo-model";
   std::string out = "demo-latents.safetensors";
   int steps = 8;
@@ -59,7 +62,8 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
     const std::string v = argv[++i];
     int64_t n = 0;
     double d = 0;
-    if (flag == "--model_dir") a.model_dir = v;
+    if (flag == "--arch") a.arch = v;
+    else if (flag == "--model_dir") a.model_dir = v;
     else if (flag == "--inputs_dir") a.inputs_dir = v;
     else if (flag == "--out") a.out = v;
     else if (flag == "--steps" && absl::SimpleAtoi(v, &n) && n > 0 && n <= 1000) a.steps = static_cast<int>(n);
@@ -73,41 +77,28 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
   return a;
 }
 
-// Writes one float32 tensor as a .safetensors file.
-absl::Status write_tensor(const std::string& path, const std::string& name, const torch::Tensor& tensor) {
-  const torch::Tensor t = tensor.to(torch::kFloat32).contiguous();
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsWriter> writer,
-                              SafetensorsWriter::create(path, {{name, DType::kF32, t.sizes().vec()}}));
-  DIFFUSIOND_RETURN_IF_ERROR(writer->append(t.data_ptr(), static_cast<int64_t>(t.nbytes())));
-  return writer->close();
-}
-
 std::string rss() {
   absl::StatusOr<ProcessMemory> m = read_process_memory();
   return m.ok() ? format_bytes(m->rss_bytes) : "?";
 }
 
-// Writes the demo model if absent and, with --generate_only, the caption
-// features the daemon demo sends.
+// Writes the demo model if absent.
 absl::Status generate(const Args& args) {
-  if (!std::filesystem::exists(std::filesystem::path(args.model_dir) / "config.json")) {
-    std::printf("generating the demo model (random weights, diffusers format) in %s\n",
-                args.model_dir.c_str());
-    DIFFUSIOND_RETURN_IF_ERROR(write_random_z_image(demo_z_image_config(), args.model_dir, 1));
-  }
-  if (!args.generate_only || args.inputs_dir.empty()) return absl::OkStatus();
-  std::filesystem::create_directories(args.inputs_dir);
-  const int64_t cap_dim = demo_z_image_config().cap_feat_dim;
-  DIFFUSIOND_RETURN_IF_ERROR(write_tensor(args.inputs_dir + "/caption.safetensors", "caption_features",
-                                          seeded_noise({77, cap_dim}, args.seed + 1)));
-  return write_tensor(args.inputs_dir + "/negative.safetensors", "negative_caption_features",
-                      seeded_noise({11, cap_dim}, args.seed + 2));
+  if (std::filesystem::exists(std::filesystem::path(args.model_dir) / "config.json")) return absl::OkStatus();
+  std::printf("generating the %s demo model (random weights, diffusers format) in %s\n", args.arch.c_str(),
+              args.model_dir.c_str());
+  return write_demo_model(args.arch, args.model_dir, 1);
+}
+
+// Conditioning stands in for a text encoder's output: 77 tokens, and 11 for
+// the negative.
+Conditioning demo_conditioning(const DiffusionModel& model, uint64_t seed, bool negative) {
+  return random_conditioning(model.conditioning_inputs(), negative ? 11 : 77, seed + (negative ? 1000 : 1));
 }
 
 absl::Status run(const Args& args) {
   tune_allocator_for_serving();
   DIFFUSIOND_RETURN_IF_ERROR(generate(args));
-  if (args.generate_only) return absl::OkStatus();
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::open(args.model_dir));
   DIFFUSIOND_ASSIGN_OR_RETURN(MachineMemory machine, probe_machine_memory());
   Budget ram(Device::kCpu, default_ram_budget_bytes(machine));
@@ -136,7 +127,16 @@ absl::Status run(const Args& args) {
   DIFFUSIOND_ASSIGN_OR_RETURN(Pin pin, cache->get_or_load(ckpt->path(), [&] {
     return load_planned_model(*ckpt, mp, *cache, lo.stream);
   }));
-  const auto& model = dynamic_cast<const ZImageModel&>(pin.as<LoadedModel>()->model());
+  const auto* denoiser = dynamic_cast<const DiffusionModel*>(&pin.as<LoadedModel>()->model());
+  if (denoiser == nullptr) return absl::InvalidArgumentError(absl::StrCat(args.model_dir, " is not a denoiser"));
+  const DiffusionModel& model = *denoiser;
+  if (args.generate_only) {
+    if (args.inputs_dir.empty()) return absl::OkStatus();
+    std::filesystem::create_directories(args.inputs_dir);
+    DIFFUSIOND_RETURN_IF_ERROR(
+        write_float32_tensors(args.inputs_dir + "/conditioning.safetensors", demo_conditioning(model, args.seed, false).tensors));
+    return write_float32_tensors(args.inputs_dir + "/negative.safetensors", demo_conditioning(model, args.seed, true).tensors);
+  }
   std::printf("%s  loaded in %.2f s: %lld tensors, %lld FP8, %s held, compute dtype %s, RSS %s\n",
               tty ? "\n" : "", absl::ToDoubleSeconds(absl::Now() - load_start),
               static_cast<long long>(model.weights().size()),
@@ -144,16 +144,16 @@ absl::Status run(const Args& args) {
               format_bytes(model.weights().nbytes()).c_str(),
               scalar_type_name(compute_dtype(model)).c_str(), rss().c_str());
 
-  // Caption features stand in for a text encoder's output.
-  const int64_t cap_dim = model.config().cap_feat_dim;
-  const torch::Tensor caption = seeded_noise({77, cap_dim}, args.seed + 1);
-  const torch::Tensor negative = seeded_noise({11, cap_dim}, args.seed + 2);
+  const Conditioning positive = demo_conditioning(model, args.seed, false);
+  const Conditioning negative = demo_conditioning(model, args.seed, true);
+  const bool guided = model.supports_negative() && args.guidance > 1;
   DenoiseRequest request;
   const int64_t latent = args.size_px / 8;
-  request.latent_shape = {model.config().in_channels, latent, latent};
+  request.latent_shape = {model.latent_layout().channels, latent, latent};
   request.seed = args.seed;
-  request.guidance_scale = args.guidance;
-  request.has_negative = true;
+  request.guidance_scale = guided ? args.guidance : 1.0;
+  request.has_negative = guided;
+  request.schedule = model.default_schedule(request.latent_shape);
   request.schedule.steps = args.steps;
   DenoiseOptions options;
   options.on_step = [](const StepEvent& e) {
@@ -161,19 +161,20 @@ absl::Status run(const Args& args) {
                 absl::ToDoubleSeconds(e.step_time));
     std::fflush(stdout);
   };
-  std::printf("denoising a %lldx%lld image (%lldx%lld latent), %d steps, guidance %.1f, seed %llu\n",
+  std::printf("denoising a %lldx%lld image (%lldx%lld latent), %d steps, %s, seed %llu\n",
               static_cast<long long>(args.size_px), static_cast<long long>(args.size_px),
-              static_cast<long long>(latent), static_cast<long long>(latent), args.steps, args.guidance,
+              static_cast<long long>(latent), static_cast<long long>(latent), args.steps,
+              guided ? absl::StrCat("guidance ", args.guidance).c_str() : "no classifier-free guidance",
               static_cast<unsigned long long>(args.seed));
   const absl::Time start = absl::Now();
-  DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseResult result,
-                              denoise(z_image_predictor(model, caption, negative), request, options));
+  DIFFUSIOND_ASSIGN_OR_RETURN(FlowPredictor predict, model.flow_predictor(positive, guided ? &negative : nullptr));
+  DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseResult result, denoise(predict, model.flow_convention(), request, options));
   const torch::Tensor& out = result.latents;
   std::printf("done in %.2f s: latents mean %.4f, std %.4f, RSS %s\n",
               absl::ToDoubleSeconds(absl::Now() - start), out.mean().item<float>(),
               out.std().item<float>(), rss().c_str());
 
-  DIFFUSIOND_RETURN_IF_ERROR(write_tensor(args.out, "latents", out));
+  DIFFUSIOND_RETURN_IF_ERROR(write_float32_tensors(args.out, {{"latents", out}}));
   std::printf("wrote %s\n", args.out.c_str());
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -38,6 +39,7 @@ struct LoadOptions {
   std::string model_id;  // empty: the daemon uses `path`
   v1::Fp8Mode fp8 = v1::FP8_MODE_DEFAULT;
   std::string compute_dtype;  // empty: the daemon's default
+  std::string config_path;    // a config.json in the models dir; empty: none
 };
 struct UnloadOptions {
   std::string model_id;
@@ -70,8 +72,11 @@ struct StepOptions {
 };
 struct DenoiseOptions {
   std::string model_id;
-  std::string caption_path;
-  std::string negative_path;  // empty: none
+  // .safetensors files whose tensors are the conditioning's named tensors
+  // (the model's ModelInfo lists the names); empty: none.
+  std::string conditioning_path;
+  std::string negative_path;
+  std::map<std::string, double> scalars;  // of the conditioning (and the negative)
   // Exactly one of: initial latents from a file, or noise of a shape.
   std::string latents_path;
   std::vector<int64_t> latent_shape;

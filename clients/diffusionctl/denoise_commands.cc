@@ -37,6 +37,18 @@ void print_written(const CommandEnv& env, const std::string& path, const NamedTe
   }
 }
 
+// Fills `c` with the tensors of the file at `path` (none when empty) and `scalars`.
+absl::Status read_conditioning(const std::string& path, const std::map<std::string, double>& scalars,
+                               v1::Conditioning* c) {
+  if (!path.empty()) {
+    absl::StatusOr<NamedTensors> tensors = read_tensor_file(path);
+    if (!tensors.ok()) return tensors.status();
+    c->mutable_tensors()->Swap(&*tensors);
+  }
+  for (const auto& [name, value] : scalars) (*c->mutable_scalars())[name] = value;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status run_command(const CommandEnv& env, const StepOptions& options) {
@@ -58,14 +70,15 @@ absl::Status run_command(const CommandEnv& env, const StepOptions& options) {
 absl::Status run_command(const CommandEnv& env, const DenoiseOptions& options) {
   v1::DenoiseRequest request;
   request.set_model_id(options.model_id);
-  absl::StatusOr<v1::Tensor> caption = read_single_tensor(options.caption_path, "caption_features");
-  if (!caption.ok()) return caption.status();
-  request.mutable_caption_features()->Swap(&*caption);
+  if (absl::Status s = read_conditioning(options.conditioning_path, options.scalars, request.mutable_conditioning());
+      !s.ok()) {
+    return s;
+  }
   if (!options.negative_path.empty()) {
-    absl::StatusOr<v1::Tensor> negative =
-        read_single_tensor(options.negative_path, "negative_caption_features");
-    if (!negative.ok()) return negative.status();
-    request.mutable_negative_caption_features()->Swap(&*negative);
+    if (absl::Status s = read_conditioning(options.negative_path, options.scalars, request.mutable_negative());
+        !s.ok()) {
+      return s;
+    }
   }
   if (!options.latents_path.empty()) {
     absl::StatusOr<v1::Tensor> latents = read_single_tensor(options.latents_path, "latents");

@@ -63,13 +63,21 @@ std::string format_table(const std::vector<std::vector<std::string>>& rows) {
 std::string format_model_info(const v1::ModelInfo& info) {
   std::vector<std::vector<std::string>> rows = {
       {"model_id", info.model_id()},
-      {"architecture", info.architecture()},
+      {"architecture", absl::StrCat(info.architecture(), info.role().empty() ? "" : absl::StrCat(" (", info.role(), ")"))},
       {"description", info.description()},
       {"compute_dtype", info.compute_dtype()},
       {"tensors", absl::StrCat(info.tensors(), " (", info.fp8_tensors(), " fp8)")},
       {"ram", format_bytes(info.ram_bytes())},
   };
   if (info.vram_bytes() != 0) rows.push_back({"vram", format_bytes(info.vram_bytes())});
+  for (const v1::ConditioningInput& in : info.conditioning()) {
+    std::vector<std::string> dims;
+    for (int64_t d : in.shape()) dims.push_back(d < 0 ? "L" : absl::StrCat(d));
+    const std::string kind = in.scalar() ? absl::StrCat("scalar", in.required() ? "" : absl::StrCat(", default ", in.default_value()))
+                                         : absl::StrCat("[", absl::StrJoin(dims, ", "), "]", in.required() ? "" : " optional");
+    rows.push_back({"conditioning", absl::StrCat(in.name(), " ", kind, ": ", in.meaning())});
+  }
+  if (info.role() == "denoiser") rows.push_back({"negative", info.supports_negative() ? "supported" : "not taken"});
   rows.push_back({"pins", absl::StrCat(info.pins())});
   rows.push_back({"idle", short_duration(info.idle_seconds())});
   return format_table(rows);

@@ -18,6 +18,7 @@ absl::Status run_command(const CommandEnv& env, const LoadOptions& options) {
   request.set_model_id(options.model_id);
   request.set_fp8(options.fp8);
   request.set_compute_dtype(options.compute_dtype);
+  request.set_config_path(options.config_path);
   auto stub = v1::ModelService::NewStub(env.channel);
   std::unique_ptr<grpc::ClientContext> context = new_context(env);
   CallCanceller::Scope scope(env.canceller, context.get());

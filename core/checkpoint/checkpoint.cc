@@ -119,15 +119,10 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(absl::string_view p
   ShardIndex index;
   if (fs::is_directory(st)) {
     ckpt->layout_ = CheckpointLayout::kDiffusersFolder;
-    const fs::path config = p / "config.json";
-    absl::StatusOr<std::string> text = read_text_file(config.string());
-    if (absl::IsNotFound(text.status())) {
+    if (options.config_path.empty() && !fs::exists(p / "config.json", ec)) {
       return absl::InvalidArgumentError(absl::StrCat(
           ckpt->path_, ": folder has no config.json, so it is not a diffusers model folder"));
     }
-    if (!text.ok()) return text.status();
-    DIFFUSIOND_RETURN_IF_ERROR(parse_json_strict(*text, config.string()).status());
-    ckpt->config_json_ = std::move(*text);
     DIFFUSIOND_ASSIGN_OR_RETURN(files, folder_weight_files(p, &index));
   } else {
     files.push_back(ckpt->path_);
@@ -153,7 +148,39 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(absl::string_view p
     }
   }
   DIFFUSIOND_RETURN_IF_ERROR(ckpt->classify_scaled_fp8());
+  DIFFUSIOND_RETURN_IF_ERROR(ckpt->read_configs(options));
   return ckpt;
+}
+
+absl::Status Checkpoint::read_configs(const OpenOptions& options) {
+  const fs::path p(path_);
+  const bool folder = layout_ == CheckpointLayout::kDiffusersFolder;
+  const fs::path dir = folder ? p : p.has_parent_path() ? p.parent_path() : fs::path(".");
+  // Reads the first of `candidates` that exists; a malformed one is an
+  // error, not a silent fallback to the next.
+  const auto read_first = [](const std::vector<fs::path>& candidates, std::string* json,
+                             std::string* from) -> absl::Status {
+    for (const fs::path& c : candidates) {
+      absl::StatusOr<std::string> text = read_text_file(c.string());
+      if (absl::IsNotFound(text.status())) continue;
+      if (!text.ok()) return text.status();
+      DIFFUSIOND_RETURN_IF_ERROR(parse_json_strict(*text, c.string()).status());
+      *json = std::move(*text);
+      if (from != nullptr) *from = c.string();
+      return absl::OkStatus();
+    }
+    return absl::OkStatus();
+  };
+  if (!options.config_path.empty()) {
+    DIFFUSIOND_RETURN_IF_ERROR(read_first({fs::path(options.config_path)}, &config_json_, &config_path_));
+    if (config_json_.empty()) {
+      return absl::NotFoundError(absl::StrCat(options.config_path, ": no such config file"));
+    }
+  } else {
+    DIFFUSIOND_RETURN_IF_ERROR(read_first({dir / "config.json"}, &config_json_, &config_path_));
+  }
+  return read_first({dir / "scheduler_config.json", dir.parent_path() / "scheduler" / "scheduler_config.json"},
+                    &scheduler_config_json_, nullptr);
 }
 
 absl::Status Checkpoint::add_file(std::unique_ptr<RandomAccessFile> file) {

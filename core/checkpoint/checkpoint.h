@@ -37,6 +37,10 @@ struct Fp8ScaleRef {
 struct OpenOptions {
   // How files are opened; tests inject faults here. Default: open_random_access_file.
   FileOpener opener;
+  // A config.json to use instead of the one in or beside the checkpoint
+  // (a single file does not carry its config). Empty: none. The caller
+  // confines the path.
+  std::string config_path;
 };
 
 // Immutable after open(); thread-safe reads.
@@ -51,8 +55,17 @@ class Checkpoint {
 
   const std::string& path() const { return path_; }
   CheckpointLayout layout() const { return layout_; }
-  // config.json of a diffusers folder; empty otherwise.
+  // The model's config.json: OpenOptions::config_path when given, else the
+  // folder's own, else a config.json beside a single file; empty if none.
+  // It may describe another architecture than the weights (a folder of
+  // mixed files): families check its class before trusting it.
   const std::string& config_json() const { return config_json_; }
+  // Where config_json() came from; empty when there is none.
+  const std::string& config_path() const { return config_path_; }
+  // The scheduler_config.json of the model's pipeline, if found: in the
+  // folder, in a sibling scheduler/ folder (a pipeline's transformer/), or
+  // beside a single file. Empty if none.
+  const std::string& scheduler_config_json() const { return scheduler_config_json_; }
   // Every weight tensor, in read order (file, then offset). Scale tensors and
   // the scaled_fp8 marker of a scaled-fp8 file are not listed here.
   const std::vector<TensorRecord>& tensors() const { return tensors_; }
@@ -74,10 +87,13 @@ class Checkpoint {
   Checkpoint() = default;
   absl::Status add_file(std::unique_ptr<RandomAccessFile> file);
   absl::Status classify_scaled_fp8();
+  absl::Status read_configs(const OpenOptions& options);
 
   std::string path_;
   CheckpointLayout layout_ = CheckpointLayout::kSingleFile;
   std::string config_json_;
+  std::string config_path_;
+  std::string scheduler_config_json_;
   std::vector<std::unique_ptr<RandomAccessFile>> files_;
   std::vector<std::string> file_paths_;
   std::vector<TensorRecord> tensors_;

@@ -13,8 +13,8 @@ torch::Tensor seeded_noise(const std::vector<int64_t>& shape, uint64_t seed) {
   return torch::randn(shape, generator, torch::TensorOptions().dtype(torch::kFloat32));
 }
 
-absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const DenoiseRequest& request,
-                                      const DenoiseOptions& options) {
+absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowConvention& convention,
+                                      const DenoiseRequest& request, const DenoiseOptions& options) {
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
   const bool guided = request.guidance_scale > 1.0;
   if (guided && !request.has_negative) {
@@ -49,11 +49,12 @@ absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const Denois
       return absl::CancelledError(absl::StrCat("denoise cancelled after ", i, " of ", s.steps(), " steps"));
     }
     const absl::Time start = clock->now();
-    DIFFUSIOND_ASSIGN_OR_RETURN(FlowPrediction p, predict(latents, s.model_time(i), guided));
+    DIFFUSIOND_ASSIGN_OR_RETURN(FlowPrediction p,
+                                predict(latents, model_time(convention.time, s.timesteps[i]), guided));
     torch::Tensor pred = p.positive.to(torch::kFloat32);
     if (guided) pred = pred + g * (pred - p.negative.to(torch::kFloat32));
-    // The model predicts (x0 − noise); the Euler step wants its negation.
-    latents = latents + (s.sigmas[i + 1] - s.sigmas[i]) * (-pred);
+    const torch::Tensor velocity = convention.velocity_sign == 1.0f ? pred : convention.velocity_sign * pred;
+    latents = latents + (s.sigmas[i + 1] - s.sigmas[i]) * velocity;
     if (options.keep_history) result.history.push_back(latents);
     if (options.on_step) options.on_step({i + 1, s.steps(), s.sigmas[i], clock->now() - start});
   }

@@ -1,6 +1,6 @@
 // The flow-matching Euler loop with classifier-free guidance, per-step
 // progress and cancellation between steps. Model-agnostic: the model is
-// reached through a FlowPredictor.
+// reached through a FlowPredictor and its FlowConvention.
 #ifndef DIFFUSIOND_CORE_DENOISE_DENOISE_LOOP_H_
 #define DIFFUSIOND_CORE_DENOISE_DENOISE_LOOP_H_
 
@@ -13,14 +13,16 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/denoise/flow_convention.h"
 #include "core/denoise/flow_match_schedule.h"
 #include "core/util/clock.h"
 
 namespace diffusiond {
 
 // One model call: latents [C, H, W] float32 and the model time t; returns
-// the model's outputs [C, H, W] float32 for the positive conditioning and,
-// when `with_negative`, for the negative one (one batched call).
+// the model's raw outputs [C, H, W] float32 (its FlowConvention maps them
+// to velocities) for the positive conditioning and, when `with_negative`,
+// for the negative one.
 struct FlowPrediction {
   torch::Tensor positive;
   torch::Tensor negative;  // undefined without guidance
@@ -34,9 +36,11 @@ struct DenoiseRequest {
   torch::Tensor initial_latents;
   std::vector<int64_t> latent_shape;  // [C, H, W]
   uint64_t seed = 0;
-  // The standard guidance scale s: prediction = neg + s·(pos − neg). s <= 1
-  // runs without guidance (one model call per step). Upstream Z-Image's
-  // `guidance_scale` g is this s − 1 (it writes pos + g·(pos − neg)).
+  // The classifier-free guidance scale s: v = v_neg + s·(v_pos − v_neg).
+  // s <= 1 runs without it (one model call per step). Upstream Z-Image's
+  // `guidance_scale` g is this s − 1 (it writes pos + g·(pos − neg)), and
+  // FLUX's `true_cfg_scale` is s. (FLUX.1-dev's distilled guidance is
+  // conditioning, not this.)
   double guidance_scale = 1.0;
   bool has_negative = false;  // guidance needs negative conditioning
   ScheduleOptions schedule;
@@ -67,10 +71,12 @@ struct DenoiseResult {
 // torch.randn(shape, generator=torch.Generator().manual_seed(seed)).
 torch::Tensor seeded_noise(const std::vector<int64_t>& shape, uint64_t seed);
 
-// Runs the loop. CANCELLED between steps when `cancelled` reads true;
-// INVALID_ARGUMENT for a bad request; errors of the predictor as they come.
-absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const DenoiseRequest& request,
-                                      const DenoiseOptions& options = {});
+// Runs the loop: each step gives `predict` the time `convention` maps the
+// step's timestep to, and integrates convention.velocity_sign × output.
+// CANCELLED between steps when `cancelled` reads true; INVALID_ARGUMENT for
+// a bad request; errors of the predictor as they come.
+absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowConvention& convention,
+                                      const DenoiseRequest& request, const DenoiseOptions& options = {});
 
 }  // namespace diffusiond
 

@@ -8,10 +8,6 @@
 
 namespace diffusiond {
 
-float Schedule::model_time(int step) const {
-  return (1000.0f - timesteps[step]) / 1000.0f;
-}
-
 absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
   torch::Tensor sigmas;
   if (!options.sigmas.empty()) {

@@ -1,7 +1,8 @@
 // The flow-matching Euler schedule (diffusers' FlowMatchEulerDiscreteScheduler
-// as the Z-Image pipeline drives it): sigmas from 1 down to 1/N, shifted,
-// with a terminal 0; the scheduler timestep is sigma × 1000 and the model's
-// time is t = 1 − sigma. All arithmetic is float32, as upstream's.
+// as the Z-Image and FLUX.1 pipelines drive it): sigmas from 1 down to 1/N,
+// shifted statically or by resolution, with a terminal 0; the scheduler
+// timestep is sigma × 1000. All arithmetic is float32, as upstream's. What
+// time a model is given is the model's convention (flow_convention.h).
 #ifndef DIFFUSIOND_CORE_DENOISE_FLOW_MATCH_SCHEDULE_H_
 #define DIFFUSIOND_CORE_DENOISE_FLOW_MATCH_SCHEDULE_H_
 
@@ -16,7 +17,8 @@ namespace diffusiond {
 struct ScheduleOptions {
   int steps = 8;
   // Static shift: sigma' = shift·s / (1 + (shift − 1)·s). Z-Image-Turbo's
-  // scheduler uses 3.0. Ignored when `dynamic_shift` is set.
+  // and FLUX.1-schnell's schedulers use 3.0 and 1.0. Ignored when
+  // `dynamic_shift` is set.
   double shift = 3.0;
   // Resolution-dependent shift (upstream's use_dynamic_shifting): mu grows
   // linearly with the image token count from base_shift at 256 tokens to
@@ -34,8 +36,6 @@ struct Schedule {
   std::vector<float> sigmas;     // steps + 1 values, the last 0
   std::vector<float> timesteps;  // steps values, sigma × 1000
   int steps() const { return static_cast<int>(timesteps.size()); }
-  // The time the model is given at `step`: (1000 − timestep) / 1000.
-  float model_time(int step) const;
 };
 
 // INVALID_ARGUMENT for steps < 1, a non-positive shift, or explicit sigmas

@@ -118,6 +118,9 @@ absl::StatusOr<Engine::ResolvedLoad> Engine::resolve(const ModelLoadRequest& req
   // Without an id the model is known by its canonical path inside the
   // models directory, so "demo", "./demo" and "/models/demo" are one model.
   load.model_id = request.model_id.empty() ? relative_to_models_dir(load.path) : request.model_id;
+  if (!request.config_path.empty()) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(load.config_path, resolve_confined_path(options_.models_dir, request.config_path));
+  }
   load.fp8 = request.fp8.value_or(options_.fp8);
   load.compute_dtype = request.compute_dtype.value_or(options_.compute_dtype);
   return load;
@@ -165,7 +168,9 @@ absl::StatusOr<Pin> Engine::load_once(const ResolvedLoad& load, LoadBoard::Load&
 }
 
 absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard::Load& shared) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(load.path));
+  OpenOptions open;
+  open.config_path = load.config_path;
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(load.path, open));
   ModelLoadOptions lo;
   lo.compute_dtype = to_scalar_type(load.compute_dtype);
   lo.fp8 = load.fp8;
@@ -284,21 +289,27 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   const DiffusionModel& model = *denoiser;
 
   DenoiseRequest loop = request.loop;
-  if (loop.schedule.shift == 0) loop.schedule.shift = model.default_shift();
   const std::vector<int64_t> shape =
       loop.initial_latents.defined() ? loop.initial_latents.sizes().vec() : loop.latent_shape;
-  const int64_t multiple = model.latent_multiple(), most = model.max_latent_side();
   // Checked before the noise is drawn: a client must not make the daemon
   // allocate a latent the model could never denoise.
-  if (shape.size() != 3 || shape[0] != model.latent_channels() || shape[1] < multiple || shape[2] < multiple ||
-      shape[1] % multiple != 0 || shape[2] % multiple != 0 || shape[1] > most || shape[2] > most) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "latents must be [", model.latent_channels(), ", H, W] with H and W multiples of ", multiple,
-        " from ", multiple, " to ", most, " for model \"", request.model_id, "\", got [",
-        absl::StrJoin(shape, ", "), "]"));
+  DIFFUSIOND_RETURN_IF_ERROR(check_latent_shape(model.latent_layout(), shape, request.model_id));
+  if (request.negative.has_value() && !model.supports_negative()) {
+    return absl::InvalidArgumentError(absl::StrCat("model \"", bounded(request.model_id), "\" (",
+                                                   model.architecture(), ") takes no negative conditioning"));
   }
-  loop.has_negative = request.negative.defined();
-  DIFFUSIOND_ASSIGN_OR_RETURN(FlowPredictor predict, model.flow_predictor(request.caption, request.negative));
+  ScheduleOptions schedule = model.default_schedule(shape);
+  schedule.steps = loop.schedule.steps;
+  schedule.sigmas = loop.schedule.sigmas;
+  if (loop.schedule.shift != 0) {
+    schedule.shift = loop.schedule.shift;
+    schedule.dynamic_shift = false;
+  }
+  loop.schedule = schedule;
+  loop.has_negative = request.negative.has_value();
+  DIFFUSIOND_ASSIGN_OR_RETURN(
+      FlowPredictor predict,
+      model.flow_predictor(request.positive, request.negative.has_value() ? &*request.negative : nullptr));
   // The drain stops the loop before its next model call.
   FlowPredictor guarded = [&](const torch::Tensor& latents, float t, bool with_negative)
       -> absl::StatusOr<FlowPrediction> {
@@ -306,7 +317,7 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
     return predict(latents, t, with_negative);
   };
   return status_of("the denoise loop", [&]() -> absl::StatusOr<torch::Tensor> {
-    DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseResult result, diffusiond::denoise(guarded, loop, options));
+    DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseResult result, diffusiond::denoise(guarded, model.flow_convention(), loop, options));
     return std::move(result.latents);
   });
 }

@@ -111,6 +111,7 @@ class Engine final : public EngineApi {
   struct ResolvedLoad {
     std::string path;
     std::string model_id;
+    std::string config_path;  // canonical; empty: none named
     Fp8Options fp8;
     ComputeDtype compute_dtype;
   };

@@ -31,6 +31,7 @@ namespace diffusiond {
 struct ModelLoadRequest {
   std::string path;      // relative to models_dir, or absolute inside it
   std::string model_id;  // empty: the canonical path relative to models_dir
+  std::string config_path;  // a config.json, confined like path; empty: none
   std::optional<Fp8Options> fp8;              // empty: the engine's default
   std::optional<ComputeDtype> compute_dtype;  // empty: the engine's default
 };
@@ -50,9 +51,12 @@ using LoadWatcher = LoadBoard::Watcher;
 
 struct EngineDenoiseRequest {
   std::string model_id;
-  DenoiseRequest loop;       // shift 0 means the model's default
-  torch::Tensor caption;     // [L, feature_dim]
-  torch::Tensor negative;    // optional
+  // loop.schedule: steps and sigmas as given; shift 0 means the model's
+  // default schedule (static or resolution-dependent), another value a
+  // static shift.
+  DenoiseRequest loop;
+  Conditioning positive;                // the model's conditioning_inputs()
+  std::optional<Conditioning> negative;  // for classifier-free guidance
 };
 
 class EngineApi {

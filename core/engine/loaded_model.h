@@ -9,8 +9,10 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/cache/cache_value.h"
+#include "core/models/conditioning.h"
 #include "core/models/model.h"
 #include "core/precision/compute_dtype.h"
 #include "kernels/fp8_format.h"
@@ -21,7 +23,11 @@ namespace diffusiond {
 struct ModelDescription {
   std::string path;  // canonical, inside models_dir
   std::string architecture;
+  ModelRole role = ModelRole::kDenoiser;
   std::string description;  // the recipe's: layout, config, key map
+  // Denoisers: the conditioning they read and whether they take a negative.
+  std::vector<ConditioningInput> conditioning;
+  bool supports_negative = false;
   ComputeDtype compute_dtype = ComputeDtype::kFloat32;
   std::optional<Fp8Format> fp8;  // storage asked for; empty: off
   int64_t tensors = 0;

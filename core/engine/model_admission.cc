@@ -1,6 +1,7 @@
 #include "core/engine/model_admission.h"
 
 #include "core/loader/torch_dtype.h"
+#include "core/models/diffusion_model.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -25,6 +26,11 @@ absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, con
   ModelDescription d;
   d.path = checkpoint.path();
   d.architecture = std::string(model->architecture());
+  d.role = model->role();
+  if (const auto* denoiser = dynamic_cast<const DiffusionModel*>(model.get())) {
+    d.conditioning = denoiser->conditioning_inputs();
+    d.supports_negative = denoiser->supports_negative();
+  }
   d.description = plan.recipe->describe();
   d.compute_dtype = compute_dtype_of(compute_dtype(*model)).value_or(ComputeDtype::kFloat32);
   d.fp8 = plan.plan.fp8.format;

@@ -1,17 +1,32 @@
-// DiffusionModel: a denoiser — a Model (model.h) the denoise loop drives.
+// DiffusionModel: a denoiser — a Model (model.h) that owns its conventions:
+// how its output relates to the flow velocity (FlowConvention), its
+// schedule, its latent layout and the conditioning it reads. The denoise
+// loop (core/denoise) is generic and learns all of these from here.
 #ifndef DIFFUSIOND_CORE_MODELS_DIFFUSION_MODEL_H_
 #define DIFFUSIOND_CORE_MODELS_DIFFUSION_MODEL_H_
 
 #include <torch/types.h>
 
-#include <memory>
+#include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "core/denoise/denoise_loop.h"
+#include "core/denoise/flow_convention.h"
+#include "core/denoise/flow_match_schedule.h"
+#include "core/models/conditioning.h"
 #include "core/models/model.h"
 
 namespace diffusiond {
+
+// The latents a model denoises, as the API sees them: [channels, H, W]
+// float32, unpacked (a model that packs patches does so inside its
+// predictor), H and W multiples of `multiple` in [multiple, max_side].
+struct LatentLayout {
+  int64_t channels = 0;
+  int64_t multiple = 1;
+  int64_t max_side = 0;
+};
 
 // Immutable after construction; forwards may run concurrently.
 class DiffusionModel : public Model {
@@ -19,22 +34,33 @@ class DiffusionModel : public Model {
   using Model::Model;
   ModelRole role() const final { return ModelRole::kDenoiser; }
 
-  // What the denoise loop calls: the model over `caption` features (and
-  // `negative` ones for guidance; may be undefined), both [L, feature_dim].
-  // INVALID_ARGUMENT for features of the wrong shape. The predictor holds a
-  // reference to this model: keep it pinned while the predictor lives.
-  virtual absl::StatusOr<FlowPredictor> flow_predictor(const torch::Tensor& caption,
-                                                       const torch::Tensor& negative) const = 0;
+  virtual FlowConvention flow_convention() const = 0;
+  virtual LatentLayout latent_layout() const = 0;
+  // The schedule for latents of `latent_shape` [C, H, W] by default: from
+  // the model's own scheduler config when it had one, else the
+  // architecture's documented defaults. steps and sigmas are left to the
+  // caller.
+  virtual ScheduleOptions default_schedule(const std::vector<int64_t>& latent_shape) const = 0;
+  // The named tensors and scalars flow_predictor() reads.
+  virtual std::vector<ConditioningInput> conditioning_inputs() const = 0;
+  // True when the model can take a negative conditioning for
+  // classifier-free guidance (one extra pass per step).
+  virtual bool supports_negative() const = 0;
 
-  // Channels of the latents the model denoises ([C, H, W]); H and W must be
-  // multiples of latent_multiple().
-  virtual int64_t latent_channels() const = 0;
-  virtual int64_t latent_multiple() const = 0;
-  // The largest latent H and W the model has positions for.
-  virtual int64_t max_latent_side() const = 0;
-  // The flow-match shift its scheduler uses by default.
-  virtual double default_shift() const = 0;
+  // What the denoise loop calls. Validates `positive` (and `negative`, may
+  // be null) once, returning one INVALID_ARGUMENT that lists every problem.
+  // The predictor maps latents [C, H, W] float32 at model time t to the
+  // model's raw outputs [C, H, W] float32 (the loop applies
+  // flow_convention()). It holds a reference to this model: keep the model
+  // pinned while the predictor lives.
+  virtual absl::StatusOr<FlowPredictor> flow_predictor(const Conditioning& positive,
+                                                       const Conditioning* negative) const = 0;
 };
+
+// Checks latents of `shape` against `layout`; INVALID_ARGUMENT naming the
+// expected layout and `model_id` otherwise.
+absl::Status check_latent_shape(const LatentLayout& layout, const std::vector<int64_t>& shape,
+                                const std::string& model_id);
 
 }  // namespace diffusiond
 

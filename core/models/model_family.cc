@@ -1,8 +1,30 @@
 #include "core/models/model_family.h"
 
+#include "core/denoise/scheduler_config.h"
 #include "core/models/z_image/z_image_family.h"
+#include "core/util/json.h"
 
 namespace diffusiond {
+
+std::string config_class_name(const Checkpoint& checkpoint) {
+  if (checkpoint.config_json().empty()) return "";
+  absl::StatusOr<nlohmann::json> config = parse_json_strict(checkpoint.config_json(), checkpoint.config_path());
+  if (!config.ok() || !config->is_object()) return "";
+  if (config->contains("_class_name") && config->at("_class_name").is_string()) {
+    return config->at("_class_name").get<std::string>();
+  }
+  if (config->contains("architectures") && config->at("architectures").is_array() &&
+      !config->at("architectures").empty() && config->at("architectures")[0].is_string()) {
+    return config->at("architectures")[0].get<std::string>();
+  }
+  return "";
+}
+
+absl::StatusOr<ScheduleOptions> checkpoint_schedule(const Checkpoint& checkpoint, const ScheduleOptions& defaults) {
+  if (checkpoint.scheduler_config_json().empty()) return defaults;
+  return parse_scheduler_config(checkpoint.scheduler_config_json(), "scheduler_config.json of " + checkpoint.path(),
+                                defaults);
+}
 
 const std::vector<const ModelFamily*>& model_families() {
   // Leaked on purpose: statics stay trivially destructible.

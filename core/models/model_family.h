@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/checkpoint/checkpoint.h"
+#include "core/denoise/flow_match_schedule.h"
 #include "core/models/model.h"
 #include "core/precision/param_kind.h"
 #include "core/precision/precision_policy.h"
@@ -49,6 +50,16 @@ class ModelFamily {
   // INVALID_ARGUMENT for a config that cannot be read or inferred.
   virtual absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe(const Checkpoint& checkpoint) const = 0;
 };
+
+// The class a checkpoint's config.json names — diffusers' "_class_name" or
+// transformers' first "architectures" entry — or "" when it has no
+// readable config.
+std::string config_class_name(const Checkpoint& checkpoint);
+
+// The default schedule `defaults` overlaid with the checkpoint's
+// scheduler_config.json when it has one. INVALID_ARGUMENT for a bad one.
+absl::StatusOr<ScheduleOptions> checkpoint_schedule(const Checkpoint& checkpoint,
+                                                    const ScheduleOptions& defaults);
 
 // Every family this build supports. The list and its entries live for the
 // whole process.

@@ -240,6 +240,11 @@ def caption(length=8, dim=CAPTION_DIM, seed=1):
     return dc.WireTensor.from_floats([rng.gauss(0, 1) for _ in range(length * dim)], (length, dim))
 
 
+def conditioning(length=8, dim=CAPTION_DIM, seed=1):
+    """Returns the demo model's conditioning: {"cap_feats": caption(...)}."""
+    return {"cap_feats": caption(length, dim, seed)}
+
+
 def parse_metrics(text):
     """Returns the samples of a Prometheus text exposition as (name, labels, value)."""
     samples = []

@@ -9,7 +9,7 @@ import unittest
 import grpc
 
 import diffusiond_client as dc
-from daemon_fixture import DEMO_MODEL, LATENT_SHAPE, DaemonTestCase, caption, metric, parse_metrics
+from daemon_fixture import DEMO_MODEL, LATENT_SHAPE, DaemonTestCase, caption, conditioning, metric, parse_metrics
 from diffusiond_client import _stubs
 
 MODEL = "denoise-demo"
@@ -39,7 +39,7 @@ class DenoiseTest(DaemonTestCase):
 
     def test_denoise_streams_each_step_then_the_latents(self):
         steps = []
-        latents = self.client.denoise(MODEL, caption(), shape=LATENT_SHAPE, seed=3, steps=3, on_step=steps.append)
+        latents = self.client.denoise(MODEL, conditioning(), shape=LATENT_SHAPE, seed=3, steps=3, on_step=steps.append)
         self.assertEqual([s.step for s in steps], [1, 2, 3])
         self.assertTrue(all(s.steps == 3 for s in steps), steps)
         sigmas = [s.sigma for s in steps]
@@ -48,23 +48,23 @@ class DenoiseTest(DaemonTestCase):
         assert_finite_latents(self, latents)
 
     def test_same_seed_gives_the_same_latents(self):
-        a = self.client.denoise(MODEL, caption(), shape=LATENT_SHAPE, seed=11, steps=2)
-        b = self.client.denoise(MODEL, caption(), shape=LATENT_SHAPE, seed=11, steps=2)
-        c = self.client.denoise(MODEL, caption(), shape=LATENT_SHAPE, seed=12, steps=2)
+        a = self.client.denoise(MODEL, conditioning(), shape=LATENT_SHAPE, seed=11, steps=2)
+        b = self.client.denoise(MODEL, conditioning(), shape=LATENT_SHAPE, seed=11, steps=2)
+        c = self.client.denoise(MODEL, conditioning(), shape=LATENT_SHAPE, seed=12, steps=2)
         self.assertEqual(a.data, b.data)
         self.assertNotEqual(a.data, c.data)
 
     def test_initial_latents_guidance_and_sigmas(self):
         start = dc.WireTensor.from_floats([0.1] * math.prod(LATENT_SHAPE), LATENT_SHAPE)
         steps = []
-        latents = self.client.denoise(MODEL, caption(), negative=caption(length=4, seed=2), latents=start,
+        latents = self.client.denoise(MODEL, conditioning(), negative=conditioning(length=4, seed=2), latents=start,
                                       guidance_scale=3.0, sigmas=[1.0, 0.5], on_step=steps.append)
         self.assertEqual([(s.step, s.steps) for s in steps], [(1, 2), (2, 2)])
         self.assertAlmostEqual(steps[0].sigma, 1.0, places=5)
         assert_finite_latents(self, latents)
 
     def test_cancel_mid_way_leaves_the_daemon_healthy(self):
-        call = self.client.denoise_stream(MODEL, caption(), shape=LATENT_SHAPE, steps=1000)
+        call = self.client.denoise_stream(MODEL, conditioning(), shape=LATENT_SHAPE, steps=1000)
         events = iter(call)
         first = next(events)
         self.assertEqual((first.step, first.steps), (1, 1000))
@@ -74,7 +74,7 @@ class DenoiseTest(DaemonTestCase):
                 self.assertIsInstance(event, dc.DenoiseStep, "a cancelled denoise returned latents")
         self.assertEqual(call.code(), grpc.StatusCode.CANCELLED)
         self.assert_serving()
-        latents = self.client.denoise(MODEL, caption(), shape=LATENT_SHAPE, steps=2)
+        latents = self.client.denoise(MODEL, conditioning(), shape=LATENT_SHAPE, steps=2)
         assert_finite_latents(self, latents)
         self.assertEqual([m.pins for m in self.client.list_models() if m.model_id == MODEL], [0])
 
@@ -84,7 +84,7 @@ class DenoiseTest(DaemonTestCase):
         def run(seed):
             try:
                 with self.daemon.client() as c:
-                    results[seed] = c.denoise(MODEL, caption(seed=seed), shape=LATENT_SHAPE, seed=seed, steps=3)
+                    results[seed] = c.denoise(MODEL, conditioning(seed=seed), shape=LATENT_SHAPE, seed=seed, steps=3)
             except Exception as e:  # reported below
                 errors.append(e)
 
@@ -109,7 +109,7 @@ class DenoiseTest(DaemonTestCase):
 
     def test_unknown_model(self):
         with self.assertRaises(dc.NotFoundError):
-            self.client.denoise("never-loaded", caption(), shape=LATENT_SHAPE, steps=1)
+            self.client.denoise("never-loaded", conditioning(), shape=LATENT_SHAPE, steps=1)
 
     def test_malformed_step_tensors_are_invalid_arguments(self):
         good_x = dc.WireTensor.zeros((1, 16, 1, 8, 8)).to_proto()
@@ -137,22 +137,28 @@ class DenoiseTest(DaemonTestCase):
 
     def test_malformed_denoise_tensors_are_invalid_arguments(self):
         cap = caption().to_proto()
+        good = {"cap_feats": cap}
         cases = {
-            "caption dtype enum": dict(caption=_pb.Tensor(dtype=42, shape=cap.shape, data=cap.data),
+            "caption dtype enum": dict(conditioning={"cap_feats": _pb.Tensor(dtype=42, shape=cap.shape, data=cap.data)},
                                        shape=LATENT_SHAPE),
-            "caption byte count": dict(caption=_pb.Tensor(dtype=_pb.DTYPE_FLOAT32, shape=cap.shape,
-                                                          data=cap.data + b"\0\0\0\0"), shape=LATENT_SHAPE),
-            "caption feature dim": dict(caption=caption(dim=64), shape=LATENT_SHAPE),
-            "caption rank": dict(caption=dc.WireTensor.zeros((128,)), shape=LATENT_SHAPE),
-            "negative dtype enum": dict(caption=cap, negative=_pb.Tensor(dtype=99, shape=cap.shape, data=cap.data),
+            "caption byte count": dict(conditioning={"cap_feats": _pb.Tensor(dtype=_pb.DTYPE_FLOAT32, shape=cap.shape,
+                                                                             data=cap.data + b"\0\0\0\0")},
+                                       shape=LATENT_SHAPE),
+            "caption feature dim": dict(conditioning=conditioning(dim=64), shape=LATENT_SHAPE),
+            "caption rank": dict(conditioning={"cap_feats": dc.WireTensor.zeros((128,))}, shape=LATENT_SHAPE),
+            "caption missing": dict(conditioning={}, shape=LATENT_SHAPE),
+            "unknown conditioning": dict(conditioning={**good, "pooled_projections": cap}, shape=LATENT_SHAPE),
+            "unknown scalar": dict(conditioning={**good, "guidance": 3.5}, shape=LATENT_SHAPE),
+            "negative dtype enum": dict(conditioning=good,
+                                        negative={"cap_feats": _pb.Tensor(dtype=99, shape=cap.shape, data=cap.data)},
                                         shape=LATENT_SHAPE),
-            "latents byte count": dict(caption=cap, latents=_pb.Tensor(dtype=_pb.DTYPE_FLOAT32, shape=[16, 8, 8],
-                                                                      data=bytes(4 * 16 * 8 * 8 - 1))),
-            "latents rank": dict(caption=cap, latents=dc.WireTensor.zeros((16, 8))),
-            "latents channels": dict(caption=cap, latents=dc.WireTensor.zeros((4, 8, 8))),
-            "latent_shape odd": dict(caption=cap, shape=(16, 31, 32)),
-            "latent_shape rank": dict(caption=cap, shape=(16, 32)),
-            "guidance without negative": dict(caption=cap, shape=LATENT_SHAPE, guidance_scale=4.0),
+            "latents byte count": dict(conditioning=good, latents=_pb.Tensor(dtype=_pb.DTYPE_FLOAT32, shape=[16, 8, 8],
+                                                                            data=bytes(4 * 16 * 8 * 8 - 1))),
+            "latents rank": dict(conditioning=good, latents=dc.WireTensor.zeros((16, 8))),
+            "latents channels": dict(conditioning=good, latents=dc.WireTensor.zeros((4, 8, 8))),
+            "latent_shape odd": dict(conditioning=good, shape=(16, 31, 32)),
+            "latent_shape rank": dict(conditioning=good, shape=(16, 32)),
+            "guidance without negative": dict(conditioning=good, shape=LATENT_SHAPE, guidance_scale=4.0),
         }
         for name, kwargs in cases.items():
             with self.subTest(name):
@@ -169,10 +175,10 @@ class FullQueueTest(DaemonTestCase):
 
     def test_a_full_queue_answers_resource_exhausted(self):
         self.client.load_model(DEMO_MODEL, model_id=MODEL)
-        running = self.client.denoise_stream(MODEL, caption(), shape=LATENT_SHAPE, steps=1000)
+        running = self.client.denoise_stream(MODEL, conditioning(), shape=LATENT_SHAPE, steps=1000)
         self.assertIsInstance(next(iter(running)), dc.DenoiseStep)  # it holds the only slot
         with self.assertRaises(dc.ResourceExhaustedError) as cm:
-            self.client.denoise(MODEL, caption(), shape=LATENT_SHAPE, steps=1)
+            self.client.denoise(MODEL, conditioning(), shape=LATENT_SHAPE, steps=1)
         self.assertIn("queue is full", cm.exception.details)
         samples = parse_metrics(self.daemon.scrape())
         self.assertEqual(metric(samples, "diffusiond_queue_rejections_total", queue="compute"), 1.0)
@@ -180,7 +186,7 @@ class FullQueueTest(DaemonTestCase):
         # The slot frees once the loop sees the cancel (within one step).
         for _ in range(100):
             try:
-                latents = self.client.denoise(MODEL, caption(), shape=LATENT_SHAPE, steps=1)
+                latents = self.client.denoise(MODEL, conditioning(), shape=LATENT_SHAPE, steps=1)
                 break
             except dc.ResourceExhaustedError:
                 time.sleep(0.1)

@@ -8,7 +8,7 @@ import subprocess
 import unittest
 
 import safetensors_io
-from daemon_fixture import DEMO_MODEL, LATENT_SHAPE, DaemonTestCase, binary, caption, daemon_env, work_dir
+from daemon_fixture import DEMO_MODEL, LATENT_SHAPE, DaemonTestCase, binary, caption, conditioning, daemon_env, work_dir
 
 import diffusiond_client as dc
 
@@ -70,8 +70,8 @@ class DiffusionctlTest(DaemonTestCase):
         self.ok("load", DEMO_MODEL, "--id", "ctl-denoise")
         folder = work_dir()
         caption_path, out_path = folder / "ctl-caption.safetensors", folder / "ctl-latents.safetensors"
-        safetensors_io.write(caption_path, {"caption_features": caption()})
-        out = self.ok("denoise", "ctl-denoise", "--caption", str(caption_path), "--shape",
+        safetensors_io.write(caption_path, {"cap_feats": caption()})
+        out = self.ok("denoise", "ctl-denoise", "--conditioning", str(caption_path), "--shape",
                       ",".join(map(str, LATENT_SHAPE)), "--steps", "2", "--seed", "5", "--out", str(out_path))
         self.assertIn(f"wrote {out_path}:", out.stdout)
         self.assertIn("latents float32 [16, 32, 32]", out.stdout)
@@ -82,7 +82,7 @@ class DiffusionctlTest(DaemonTestCase):
         self.assertTrue(all(math.isfinite(v) for v in latents.to_array()))
         # The CLI and the Python client agree on what seed 5 gives.
         with self.daemon.client() as c:
-            same = c.denoise("ctl-denoise", caption(), shape=LATENT_SHAPE, steps=2, seed=5)
+            same = c.denoise("ctl-denoise", conditioning(), shape=LATENT_SHAPE, steps=2, seed=5)
         self.assertEqual(same.data, latents.data)
         self.ok("unload", "ctl-denoise")
 

@@ -12,7 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 import diffusiond_client as dc
-from daemon_fixture import (DEMO_MODEL, LATENT_SHAPE, Daemon, DaemonTestCase, caption, metric, models_dir,
+from daemon_fixture import (DEMO_MODEL, LATENT_SHAPE, Daemon, DaemonTestCase, caption, conditioning, metric, models_dir,
                             parse_metrics)
 
 
@@ -50,7 +50,7 @@ class HealthAndMetricsTest(DaemonTestCase):
             self.skipTest("promtool is not on PATH")
         # With a model loaded, so the per-model series are checked too.
         self.client.load_model(DEMO_MODEL, model_id="promtool")
-        self.client.denoise("promtool", caption(), shape=LATENT_SHAPE, steps=1)
+        self.client.denoise("promtool", conditioning(), shape=LATENT_SHAPE, steps=1)
         text = self.daemon.scrape()
         out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True,
                              timeout=60)
@@ -172,7 +172,7 @@ class DrainTest(unittest.TestCase):
         self.addCleanup(client.close)
         client.load_model(DEMO_MODEL, model_id="drain")
         # 1000 steps (the maximum) of [16, 64, 64] outlast the grace on any machine.
-        call = client.denoise_stream("drain", caption(), shape=(16, 64, 64), steps=1000)
+        call = client.denoise_stream("drain", conditioning(), shape=(16, 64, 64), steps=1000)
         steps, outcome = [], {}
         first_step = threading.Event()
 
@@ -222,7 +222,7 @@ class DrainTest(unittest.TestCase):
         client = daemon.client()
         self.addCleanup(client.close)
         client.load_model(DEMO_MODEL, model_id="twice")
-        call = client.denoise_stream("twice", caption(), shape=(16, 64, 64), steps=1000)
+        call = client.denoise_stream("twice", conditioning(), shape=(16, 64, 64), steps=1000)
         first = next(iter(call))
         self.assertIsInstance(first, dc.DenoiseStep)
         daemon.proc.send_signal(signal.SIGTERM)

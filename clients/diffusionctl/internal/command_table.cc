@@ -52,6 +52,7 @@ absl::StatusOr<CommandOptions> build_load(const ParsedArgs& p) {
     if (!d.ok()) return d.status();
     o.compute_dtype = *d;
   }
+  if (const std::string* config = p.flag("config")) o.config_path = *config;
   return o;
 }
 
@@ -120,14 +121,21 @@ absl::StatusOr<CommandOptions> build_step(const ParsedArgs& p) {
 absl::StatusOr<CommandOptions> build_denoise(const ParsedArgs& p) {
   DenoiseOptions o;
   o.model_id = p.args[0];
-  const std::string* caption = p.flag("caption");
   const std::string* out = p.flag("out");
-  if (caption == nullptr || out == nullptr) {
-    return absl::InvalidArgumentError("denoise needs --caption FILE and --out FILE");
-  }
-  o.caption_path = *caption;
+  if (out == nullptr) return absl::InvalidArgumentError("denoise needs --out FILE");
   o.out_path = *out;
+  if (const std::string* c = p.flag("conditioning")) o.conditioning_path = *c;
   if (const std::string* negative = p.flag("negative")) o.negative_path = *negative;
+  if (const std::string* scalars = p.flag("scalars")) {
+    for (absl::string_view part : absl::StrSplit(*scalars, ',')) {
+      const std::pair<std::string, std::string> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
+      double v = 0;
+      if (kv.first.empty() || !absl::SimpleAtod(kv.second, &v) || !std::isfinite(v)) {
+        return bad_value("--scalars", *scalars, "NAME=NUMBER pairs separated by commas, such as guidance=3.5");
+      }
+      o.scalars[kv.first] = v;
+    }
+  }
   if (p.has("latents") == p.has("shape")) {
     return absl::InvalidArgumentError("denoise needs either --latents FILE or --shape C,H,W");
   }
@@ -214,7 +222,8 @@ std::vector<CommandSpec> model_commands() {
        "directory) with a progress bar, then print what it holds.",
        {{"id", "ID", "key to cache it under (default: PATH)"},
         {"fp8", "MODE", "layer weight storage: default (the daemon's), off, e4m3fn or e5m2"},
-        {"compute_dtype", "DTYPE", "float32, bfloat16 or float16 (default: the daemon's)"}},
+        {"compute_dtype", "DTYPE", "float32, bfloat16 or float16 (default: the daemon's)"},
+        {"config", "FILE", "the model's config.json, in the models directory (a single file carries none)"}},
        build_load},
       {"unload",
        "ID",
@@ -292,15 +301,15 @@ std::vector<CommandSpec> compute_commands() {
        1,
        "Run the denoise loop, showing each step; Ctrl-C cancels it. Writes the final latents as "
        "tensor \"latents\".",
-       {{"caption", "FILE",
-         "caption features: the file's one tensor, or \"caption_features\" (required)"},
-        {"negative", "FILE",
-         "negative caption features: one tensor, or \"negative_caption_features\""},
+       {{"conditioning", "FILE",
+         "the conditioning's tensors, named as the model's `ls` shows (e.g. cap_feats for Z-Image)"},
+        {"negative", "FILE", "negative conditioning tensors, for classifier-free guidance"},
+        {"scalars", "K=V,...", "conditioning scalars (e.g. guidance=3.5 for FLUX.1-dev), also given to the negative"},
         {"latents", "FILE", "initial latents [C,H,W]: one tensor, or \"latents\""},
         {"shape", "C,H,W", "start from noise of this shape instead of --latents"},
         {"seed", "N", "seed of that noise, as torch.manual_seed (default: 0)"},
         {"steps", "N", "number of steps (default: 8, or the number of --sigmas)"},
-        {"guidance", "S", "guidance scale, neg + S*(pos - neg); <= 1 is off (default: 1)"},
+        {"guidance", "S", "classifier-free guidance scale, neg + S*(pos - neg); <= 1 is off (default: 1)"},
         {"shift", "X", "flow-match shift (default: the model's)"},
         {"sigmas", "A,B,...", "explicit sigmas, strictly decreasing in (0, 1]"},
         {"out", "FILE", "where to write the latents as .safetensors (required)"}},

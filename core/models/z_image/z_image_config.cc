@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/util/json.h"
 #include "core/util/status_macros.h"
@@ -168,6 +169,18 @@ absl::StatusOr<ZImageConfig> infer_z_image_config(
     return absl::InvalidArgumentError(absl::StrCat(what, ": inferred ", s.message()));
   }
   return c;
+}
+
+std::string z_image_assumed_values(const ZImageConfig& c) {
+  return absl::StrCat("axes_dims_rope [", absl::StrJoin(c.axes_dims, ", "), "] (upstream's 1/4, 3/8, 3/8 of head_dim), axes_lens [",
+                      absl::StrJoin(c.axes_lens, ", "), "], rope_theta ", c.rope_theta, ", norm_eps ", c.norm_eps,
+                      ", t_scale ", c.t_scale, ", patch size ", c.patch_size, "; name a config.json to override");
+}
+
+ScheduleOptions z_image_default_schedule() {
+  ScheduleOptions o;
+  o.shift = 3.0;
+  return o;
 }
 
 }  // namespace diffusiond

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/denoise/flow_match_schedule.h"
 
 namespace diffusiond {
 
@@ -57,6 +58,14 @@ absl::StatusOr<ZImageConfig> parse_z_image_config(absl::string_view json, absl::
 absl::StatusOr<ZImageConfig> infer_z_image_config(
     const std::function<std::optional<std::vector<int64_t>>(absl::string_view)>& shape_of,
     const std::vector<std::string>& names, absl::string_view what);
+
+// The values infer_z_image_config() could not read from shapes and took
+// from upstream's defaults, as one line for logs and ModelInfo.
+std::string z_image_assumed_values(const ZImageConfig& config);
+
+// Z-Image-Turbo's scheduler when a checkpoint has no scheduler_config.json:
+// a static shift of 3.0.
+ScheduleOptions z_image_default_schedule();
 
 }  // namespace diffusiond
 

@@ -12,9 +12,12 @@
 namespace diffusiond {
 namespace {
 
+constexpr absl::string_view kConfigClass = "ZImageTransformer2DModel";
+
 class ZImageRecipe final : public LoadRecipe {
  public:
-  explicit ZImageRecipe(const ZImageConfig& config) : config_(config) {
+  ZImageRecipe(const ZImageConfig& config, const ScheduleOptions& schedule, std::string config_note)
+      : config_(config), schedule_(schedule), config_note_(std::move(config_note)) {
     for (const ParamSpec& p : z_image_parameter_table(config)) kinds_[p.name] = p.kind;
   }
 
@@ -22,7 +25,7 @@ class ZImageRecipe final : public LoadRecipe {
     const ZImageConfig& c = config_;
     return absl::StrCat("Z-Image: dim ", c.dim, ", ", c.n_layers, " layers, ", c.n_refiner_layers,
                         " refiner layers, ", c.n_heads, " heads, cap_feat_dim ", c.cap_feat_dim,
-                        ", in_channels ", c.in_channels);
+                        ", in_channels ", c.in_channels, "; ", config_note_);
   }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return z_image_canonical_name(name);
@@ -40,12 +43,14 @@ class ZImageRecipe final : public LoadRecipe {
       DIFFUSIOND_RETURN_IF_ERROR(weights->split_rows(split.fused, split.parts));
     }
     DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<ZImageModel> model,
-                                ZImageModel::create(config_, std::move(weights)));
+                                ZImageModel::create(config_, std::move(weights), schedule_));
     return std::unique_ptr<Model>(std::move(model));
   }
 
  private:
   const ZImageConfig config_;
+  const ScheduleOptions schedule_;
+  const std::string config_note_;  // where the config came from, or what was assumed
   std::map<std::string, ParamKind> kinds_;
 };
 
@@ -54,11 +59,8 @@ class ZImageFamily final : public ModelFamily {
   absl::string_view name() const override { return kZImageArchitecture; }
 
   bool recognizes(const Checkpoint& checkpoint) const override {
-    if (!checkpoint.config_json().empty()) {
-      absl::StatusOr<nlohmann::json> config = parse_json_strict(checkpoint.config_json(), "config.json");
-      return config.ok() && config->is_object() &&
-             config->value("_class_name", std::string()) == "ZImageTransformer2DModel";
-    }
+    if (config_class_name(checkpoint) == kConfigClass) return true;
+    if (checkpoint.layout() == CheckpointLayout::kDiffusersFolder) return false;
     bool cap_pad = false, cap_embedder = false, x_pad = false;
     for (const TensorRecord& t : checkpoint.tensors()) {
       const std::optional<std::string> name = z_image_canonical_name(t.name);
@@ -72,9 +74,10 @@ class ZImageFamily final : public ModelFamily {
 
   absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe(const Checkpoint& checkpoint) const override {
     ZImageConfig config;
-    if (!checkpoint.config_json().empty()) {
-      DIFFUSIOND_ASSIGN_OR_RETURN(config, parse_z_image_config(checkpoint.config_json(),
-                                                               checkpoint.path() + "/config.json"));
+    std::string note;
+    if (config_class_name(checkpoint) == kConfigClass) {
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, parse_z_image_config(checkpoint.config_json(), checkpoint.config_path()));
+      note = absl::StrCat("config from ", checkpoint.config_path());
     } else {
       std::map<std::string, std::vector<int64_t>> shapes;
       std::vector<std::string> names;
@@ -92,8 +95,10 @@ class ZImageFamily final : public ModelFamily {
                         return std::nullopt;
                       },
                       names, checkpoint.path()));
+      note = absl::StrCat("config inferred from shapes; assumed ", z_image_assumed_values(config));
     }
-    return std::unique_ptr<LoadRecipe>(new ZImageRecipe(config));
+    DIFFUSIOND_ASSIGN_OR_RETURN(ScheduleOptions schedule, checkpoint_schedule(checkpoint, z_image_default_schedule()));
+    return std::unique_ptr<LoadRecipe>(new ZImageRecipe(config, schedule, std::move(note)));
   }
 };
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "core/models/z_image/z_image_params.h"
 #include "core/util/exception_status.h"
+#include "core/util/status_macros.h"
 
 namespace diffusiond {
 namespace {
@@ -51,40 +52,17 @@ torch::Tensor item_mask(const std::vector<int64_t>& lengths) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ZImageModel>> ZImageModel::create(
-    const ZImageConfig& config, std::unique_ptr<WeightStore> weights) {
+    const ZImageConfig& config, std::unique_ptr<WeightStore> weights, const ScheduleOptions& schedule) {
   if (absl::Status s = config.validate(); !s.ok()) return s;
-  const std::vector<ParamSpec> table = z_image_parameter_table(config);
-  for (const ParamSpec& p : table) {
-    const torch::Tensor* dense = weights->dense(p.name);
-    const Fp8Weight* fp8 = weights->fp8(p.name);
-    if (dense == nullptr && fp8 == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("Z-Image checkpoint lacks parameter '", p.name, "'"));
-    }
-    const torch::IntArrayRef shape = dense != nullptr ? dense->sizes() : fp8->codes.sizes();
-    if (shape != torch::IntArrayRef(p.shape)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "Z-Image parameter '", p.name, "' has shape [", absl::StrJoin(shape, ", "),
-          "], but the config expects [", absl::StrJoin(p.shape, ", "), "]"));
-    }
-  }
-  // Every table entry is present, so a larger store holds something extra.
-  if (weights->size() != static_cast<int64_t>(table.size())) {
-    std::set<std::string> known;
-    for (const ParamSpec& p : table) known.insert(p.name);
-    for (const std::string& name : weights->names()) {
-      if (known.count(name) == 0) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("Z-Image checkpoint has unexpected tensor '", name, "'"));
-      }
-    }
-  }
-  return std::unique_ptr<ZImageModel>(new ZImageModel(config, std::move(weights)));
+  DIFFUSIOND_RETURN_IF_ERROR(check_weights_match_table(*weights, z_image_parameter_table(config), "Z-Image"));
+  return std::unique_ptr<ZImageModel>(new ZImageModel(config, std::move(weights), schedule));
 }
 
-ZImageModel::ZImageModel(const ZImageConfig& config, std::unique_ptr<WeightStore> weights)
+ZImageModel::ZImageModel(const ZImageConfig& config, std::unique_ptr<WeightStore> weights,
+                         const ScheduleOptions& schedule)
     : DiffusionModel(std::move(weights)),
       config_(config),
+      schedule_(schedule),
       rope_(config.rope_theta, {config.axes_dims.begin(), config.axes_dims.end()},
             {config.axes_lens.begin(), config.axes_lens.end()}) {}
 

@@ -26,8 +26,11 @@ class ZImageModel final : public DiffusionModel {
   // Checks that `weights` holds exactly the parameter table of `config` with
   // the right shapes. FAILED_PRECONDITION naming the first missing,
   // misshapen or unexpected tensor.
-  static absl::StatusOr<std::unique_ptr<ZImageModel>> create(const ZImageConfig& config,
-                                                             std::unique_ptr<WeightStore> weights);
+  // `schedule` is the default schedule (from the pipeline's
+  // scheduler_config.json when there is one).
+  static absl::StatusOr<std::unique_ptr<ZImageModel>> create(
+      const ZImageConfig& config, std::unique_ptr<WeightStore> weights,
+      const ScheduleOptions& schedule = z_image_default_schedule());
 
   absl::string_view architecture() const override { return kZImageArchitecture; }
   const ZImageConfig& config() const { return config_; }
@@ -36,14 +39,20 @@ class ZImageModel final : public DiffusionModel {
   // "cap_feats" [B, L, cap_feat_dim] or "cap_feats_0" … "cap_feats_<B-1>"
   // [L_i, cap_feat_dim] (lengths may differ). Output "out" [B, C, F, H, W].
   absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const override;
-  absl::StatusOr<FlowPredictor> flow_predictor(const torch::Tensor& caption,
-                                               const torch::Tensor& negative) const override;
-  int64_t latent_channels() const override { return config_.in_channels; }
-  int64_t latent_multiple() const override { return config_.patch_size; }
-  int64_t max_latent_side() const override {
-    return std::min(config_.axes_lens[1], config_.axes_lens[2]) * config_.patch_size;
+
+  // Z-Image predicts x0 − noise at time 1 − sigma.
+  FlowConvention flow_convention() const override { return {-1.0f, ModelTime::kOneMinusSigma}; }
+  // Unpacked [in_channels, H, W]; the model patchifies itself.
+  LatentLayout latent_layout() const override {
+    return {config_.in_channels, config_.patch_size,
+            std::min(config_.axes_lens[1], config_.axes_lens[2]) * config_.patch_size};
   }
-  double default_shift() const override { return 3.0; }  // Z-Image-Turbo's scheduler
+  ScheduleOptions default_schedule(const std::vector<int64_t>&) const override { return schedule_; }
+  // "cap_feats" [L, cap_feat_dim]: the text encoder's hidden states.
+  std::vector<ConditioningInput> conditioning_inputs() const override;
+  bool supports_negative() const override { return true; }
+  absl::StatusOr<FlowPredictor> flow_predictor(const Conditioning& positive,
+                                               const Conditioning* negative) const override;
 
   // One forward, upstream's call convention: x[i] is [C, F, H, W], t is [B]
   // model-space time in [0, 1], cap_feats[i] is [L_i, cap_feat_dim]. Inputs
@@ -58,7 +67,8 @@ class ZImageModel final : public DiffusionModel {
   void set_attention_options(const AttentionOptions& options) { attention_options_ = options; }
 
  private:
-  ZImageModel(const ZImageConfig& config, std::unique_ptr<WeightStore> weights);
+  ZImageModel(const ZImageConfig& config, std::unique_ptr<WeightStore> weights,
+              const ScheduleOptions& schedule);
 
   absl::Status check_inputs(const std::vector<torch::Tensor>& x, const torch::Tensor& t,
                             const std::vector<torch::Tensor>& cap_feats) const;
@@ -73,6 +83,7 @@ class ZImageModel final : public DiffusionModel {
                                 const torch::Tensor& sin) const;
 
   const ZImageConfig config_;
+  const ScheduleOptions schedule_;
   const MultiAxisRope rope_;
   AttentionOptions attention_options_;
 };

@@ -11,17 +11,12 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "core/models/param_table.h"
 #include "core/models/z_image/z_image_config.h"
 #include "core/precision/param_kind.h"
 #include "core/precision/precision_policy.h"
 
 namespace diffusiond {
-
-struct ParamSpec {
-  std::string name;  // canonical (diffusers) name
-  std::vector<int64_t> shape;
-  ParamKind kind;
-};
 
 // Every parameter of ZImageTransformer2DModel for `config`, in upstream's
 // registration order (x_pad_token first).

@@ -90,13 +90,21 @@ absl::StatusOr<NamedTensors> ZImageModel::step(const NamedTensors& inputs) const
   return NamedTensors{{"out", torch::stack(out)}};
 }
 
-absl::StatusOr<FlowPredictor> ZImageModel::flow_predictor(const torch::Tensor& caption,
-                                                          const torch::Tensor& negative) const {
-  DIFFUSIOND_RETURN_IF_ERROR(check_caption(caption, config().cap_feat_dim, "caption features"));
-  if (negative.defined()) {
-    DIFFUSIOND_RETURN_IF_ERROR(check_caption(negative, config().cap_feat_dim, "negative caption features"));
-  }
-  return z_image_predictor(*this, caption, negative);
+std::vector<ConditioningInput> ZImageModel::conditioning_inputs() const {
+  ConditioningInput cap;
+  cap.name = "cap_feats";
+  cap.shape = {-1, config().cap_feat_dim};
+  cap.meaning = "caption features: the text encoder's hidden states of the prompt's tokens";
+  return {cap};
+}
+
+absl::StatusOr<FlowPredictor> ZImageModel::flow_predictor(const Conditioning& positive,
+                                                          const Conditioning* negative) const {
+  const std::vector<ConditioningInput> inputs = conditioning_inputs();
+  DIFFUSIOND_RETURN_IF_ERROR(check_conditioning(positive, inputs, "conditioning"));
+  if (negative != nullptr) DIFFUSIOND_RETURN_IF_ERROR(check_conditioning(*negative, inputs, "negative conditioning"));
+  return z_image_predictor(*this, positive.tensors.at("cap_feats"),
+                           negative != nullptr ? negative->tensors.at("cap_feats") : torch::Tensor());
 }
 
 }  // namespace diffusiond

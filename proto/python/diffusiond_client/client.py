@@ -153,7 +153,7 @@ class Client:
     # --- ModelService -----------------------------------------------------
 
     def load_model(self, path, model_id=None, fp8=None, compute_dtype=None, on_progress=None,
-                   timeout=_DEFAULT):
+                   timeout=_DEFAULT, config_path=None):
         """Loads a model (or finds it loaded) and returns its ModelInfo.
 
         ``path`` is relative to the daemon's models directory. ``fp8``: None
@@ -161,9 +161,11 @@ class Client:
         None (the daemon's), "float32", "bfloat16", "float16".
         ``on_progress(LoadProgress)`` is called per progress event; if it
         raises, the load is cancelled and the exception propagates.
+        ``config_path`` names a config.json in the models directory (a single
+        file carries none).
         """
         request = _ms.LoadModelRequest(path=path, model_id=model_id or "", fp8=_fp8_mode(fp8),
-                                       compute_dtype=compute_dtype or "")
+                                       compute_dtype=compute_dtype or "", config_path=config_path or "")
         call = self._models.LoadModel(request, timeout=self._deadline(timeout))
         info = None
         try:
@@ -244,23 +246,28 @@ class Client:
         r = self._unary("Step", self._denoise.Step, request, timeout)
         return {o.name: WireTensor.from_proto(o.tensor) for o in r.outputs}
 
-    def denoise_stream(self, model_id, caption, negative=None, latents=None, shape=None, seed=0, steps=None,
+    def denoise_stream(self, model_id, conditioning, negative=None, latents=None, shape=None, seed=0, steps=None,
                        guidance_scale=1.0, shift=0.0, sigmas=None, timeout=_DEFAULT):
         """Starts a Denoise and returns its DenoiseCall (iterable, cancellable).
 
-        ``caption`` [L, cap_feat_dim] and ``negative`` are tensors. Give
-        either initial ``latents`` [C, H, W] or a ``shape`` of noise drawn
-        from ``seed``. ``steps`` defaults to len(sigmas) or 8.
-        ``guidance_scale`` <= 1 is off; ``shift`` 0 is the model's default.
+        ``conditioning`` (and the optional ``negative``, for classifier-free
+        guidance) maps the model's conditioning names (ModelInfo.conditioning)
+        to tensors or, for scalars, numbers: e.g. {"cap_feats": feats} for
+        Z-Image, {"encoder_hidden_states": t5, "pooled_projections": clip,
+        "guidance": 3.5} for FLUX.1-dev. Give either initial ``latents``
+        [C, H, W] or a ``shape`` of noise drawn from ``seed``. ``steps``
+        defaults to len(sigmas) or 8. ``guidance_scale`` <= 1 is off;
+        ``shift`` 0 is the model's own schedule.
         """
         if (latents is None) == (shape is None):
             raise ValueError("give exactly one of latents= and shape=")
         if steps is None:
             steps = len(sigmas) if sigmas else 8
         request = _ds.DenoiseRequest(model_id=model_id, seed=seed, steps=steps, guidance_scale=guidance_scale,
-                                     shift=shift, caption_features=to_wire_proto(caption))
+                                     shift=shift)
+        _fill_conditioning(request.conditioning, conditioning)
         if negative is not None:
-            request.negative_caption_features.CopyFrom(to_wire_proto(negative))
+            _fill_conditioning(request.negative, negative)
         if latents is not None:
             request.initial_latents.CopyFrom(to_wire_proto(latents))
         else:
@@ -269,14 +276,14 @@ class Client:
             request.sigmas.extend(sigmas)
         return DenoiseCall(self._denoise.Denoise(request, timeout=self._deadline(timeout)))
 
-    def denoise(self, model_id, caption, negative=None, latents=None, shape=None, seed=0, steps=None,
+    def denoise(self, model_id, conditioning, negative=None, latents=None, shape=None, seed=0, steps=None,
                 guidance_scale=1.0, shift=0.0, sigmas=None, on_step=None, timeout=_DEFAULT):
         """Runs the denoise loop and returns the final latents (a float32 WireTensor).
 
         Arguments as denoise_stream; ``on_step(DenoiseStep)`` is called per
         step, and if it raises the call is cancelled and the exception propagates.
         """
-        return self.denoise_stream(model_id, caption, negative, latents, shape, seed, steps, guidance_scale,
+        return self.denoise_stream(model_id, conditioning, negative, latents, shape, seed, steps, guidance_scale,
                                    shift, sigmas, timeout).result(on_step)
 
     # --- grpc.health.v1 ---------------------------------------------------
@@ -289,6 +296,17 @@ class Client:
         """
         r = self._unary("Health.Check", self._health.Check, _hs.HealthCheckRequest(service=service), timeout)
         return _hs.HealthCheckResponse.ServingStatus.Name(r.status)
+
+
+def _fill_conditioning(message, conditioning):
+    """Copies a {name: tensor or number} mapping into a diffusiond.v1.Conditioning."""
+    if not isinstance(conditioning, dict):
+        raise TypeError("conditioning must map names to tensors or numbers, e.g. {\"cap_feats\": features}")
+    for name, value in conditioning.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            message.scalars[name] = float(value)
+        else:
+            message.tensors.add(name=name, tensor=to_wire_proto(value))
 
 
 class _Timeout:

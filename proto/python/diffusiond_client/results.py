@@ -17,6 +17,23 @@ class _FromProto:
 
 
 @dataclasses.dataclass(frozen=True)
+class ConditioningInput(_FromProto):
+    """One conditioning input a denoiser reads (diffusiond.v1.ConditioningInput);
+    ``shape`` uses -1 for a free length."""
+
+    name: str
+    scalar: bool
+    shape: tuple
+    required: bool
+    default_value: float
+    meaning: str
+
+    @classmethod
+    def from_proto(cls, m):
+        return cls(m.name, m.scalar, tuple(m.shape), m.required, m.default_value, m.meaning)
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelInfo(_FromProto):
     """What a loaded model holds (diffusiond.v1.ModelInfo)."""
 
@@ -30,6 +47,15 @@ class ModelInfo(_FromProto):
     vram_bytes: int
     pins: int
     idle_seconds: float
+    role: str
+    conditioning: tuple  # of ConditioningInput
+    supports_negative: bool
+
+    @classmethod
+    def from_proto(cls, m):
+        values = {f.name: getattr(m, f.name) for f in dataclasses.fields(cls)}
+        values["conditioning"] = tuple(ConditioningInput.from_proto(c) for c in m.conditioning)
+        return cls(**values)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -180,16 +180,18 @@ class ClientTest(unittest.TestCase):
 
     def test_denoise_reports_steps_and_returns_latents(self):
         steps = []
-        latents = self.client.denoise("m", dc.WireTensor.zeros((4, 128)), shape=(16, 8, 8), steps=3, seed=7,
-                                      on_step=steps.append)
+        latents = self.client.denoise("m", {"cap_feats": dc.WireTensor.zeros((4, 128)), "guidance": 3.5},
+                                      shape=(16, 8, 8), steps=3, seed=7, on_step=steps.append)
         self.assertEqual([s.step for s in steps], [1, 2, 3])
         self.assertEqual(latents.shape, (16, 8, 8))
         sent = self.denoiser.requests[-1]
-        self.assertEqual((list(sent.latent_shape), sent.seed, sent.caption_features.shape), ([16, 8, 8], 7, [4, 128]))
-        self.assertFalse(sent.HasField("negative_caption_features"))
+        self.assertEqual((list(sent.latent_shape), sent.seed), ([16, 8, 8], 7))
+        self.assertEqual([(t.name, list(t.tensor.shape)) for t in sent.conditioning.tensors], [("cap_feats", [4, 128])])
+        self.assertEqual(dict(sent.conditioning.scalars), {"guidance": 3.5})
+        self.assertFalse(sent.HasField("negative"))
 
     def test_denoise_steps_default_to_the_sigmas(self):
-        self.client.denoise("m", dc.WireTensor.zeros((1, 128)), latents=dc.WireTensor.zeros((16, 2, 2)),
+        self.client.denoise("m", {"cap_feats": dc.WireTensor.zeros((1, 128))}, latents=dc.WireTensor.zeros((16, 2, 2)),
                             sigmas=[1.0, 0.5])
         sent = self.denoiser.requests[-1]
         self.assertEqual((sent.steps, list(sent.sigmas), list(sent.initial_latents.shape)), (2, [1.0, 0.5], [16, 2, 2]))
@@ -198,9 +200,13 @@ class ClientTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "exactly one"):
             self.client.denoise("m", dc.WireTensor.zeros((1, 128)))
 
+    def test_conditioning_must_be_a_mapping(self):
+        with self.assertRaisesRegex(TypeError, "map names"):
+            self.client.denoise("m", dc.WireTensor.zeros((1, 128)), shape=(16, 2, 2))
+
     def test_denoise_stream_cancels(self):
         self.denoiser.cancelled.clear()
-        call = self.client.denoise_stream("slow", dc.WireTensor.zeros((1, 128)), shape=(16, 2, 2), steps=5)
+        call = self.client.denoise_stream("slow", {"cap_feats": dc.WireTensor.zeros((1, 128))}, shape=(16, 2, 2), steps=5)
         events = iter(call)
         self.assertEqual(next(events).step, 1)
         self.assertTrue(call.cancel())
@@ -216,7 +222,7 @@ class ClientTest(unittest.TestCase):
             raise KeyboardInterrupt
 
         with self.assertRaises(KeyboardInterrupt):
-            self.client.denoise("slow", dc.WireTensor.zeros((1, 128)), shape=(16, 2, 2), steps=5, on_step=stop)
+            self.client.denoise("slow", {"cap_feats": dc.WireTensor.zeros((1, 128))}, shape=(16, 2, 2), steps=5, on_step=stop)
         self.assertTrue(self.denoiser.cancelled.wait(10))
 
     def test_malformed_proto_tensor_is_forwarded_unchanged(self):

@@ -16,6 +16,7 @@ using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
 
 absl::StatusOr<Invocation> parse(std::vector<std::string> args, const char* env = nullptr) {
   return parse_command_line(args, env);
@@ -146,11 +147,13 @@ TEST(CommandLine, StepNeedsBothFiles) {
 }
 
 TEST(CommandLine, DenoiseFromNoise) {
-  DenoiseOptions o = options<DenoiseOptions>({"denoise", "z", "--caption", "cap.safetensors",
+  DenoiseOptions o = options<DenoiseOptions>({"denoise", "z", "--conditioning", "cap.safetensors",
                                               "--shape", "16,128,128", "--seed", "42", "--guidance",
-                                              "5", "--shift", "3.5", "--out", "lat.safetensors"});
+                                              "5", "--shift", "3.5", "--scalars", "guidance=3.5,x=-1e-3",
+                                              "--out", "lat.safetensors"});
   EXPECT_EQ(o.model_id, "z");
-  EXPECT_EQ(o.caption_path, "cap.safetensors");
+  EXPECT_EQ(o.conditioning_path, "cap.safetensors");
+  EXPECT_THAT(o.scalars, ElementsAre(Pair("guidance", 3.5), Pair("x", -1e-3)));
   EXPECT_EQ(o.negative_path, "");
   EXPECT_EQ(o.latents_path, "");
   EXPECT_THAT(o.latent_shape, ElementsAre(16, 128, 128));
@@ -164,7 +167,7 @@ TEST(CommandLine, DenoiseFromNoise) {
 
 TEST(CommandLine, DenoiseFromLatentsWithSigmas) {
   DenoiseOptions o =
-      options<DenoiseOptions>({"denoise", "z", "--caption", "c", "--negative", "n", "--latents",
+      options<DenoiseOptions>({"denoise", "z", "--conditioning", "c", "--negative", "n", "--latents",
                                "l", "--sigmas", "1,0.75,0.5", "--out", "o"});
   EXPECT_EQ(o.negative_path, "n");
   EXPECT_EQ(o.latents_path, "l");
@@ -172,13 +175,13 @@ TEST(CommandLine, DenoiseFromLatentsWithSigmas) {
   EXPECT_THAT(o.sigmas, ElementsAre(1.0f, 0.75f, 0.5f));
   EXPECT_EQ(o.steps, 3);
   EXPECT_EQ(options<DenoiseOptions>(
-                {"denoise", "z", "--caption", "c", "--latents", "l", "--steps", "4", "--out", "o"})
+                {"denoise", "z", "--conditioning", "c", "--latents", "l", "--steps", "4", "--out", "o"})
                 .steps,
             4);
 }
 
 TEST(CommandLine, DenoiseRefusesInconsistentFlags) {
-  const std::vector<std::string> base = {"denoise", "z", "--caption", "c", "--out", "o"};
+  const std::vector<std::string> base = {"denoise", "z", "--conditioning", "c", "--out", "o"};
   auto with = [&base](std::vector<std::string> extra) {
     std::vector<std::string> args = base;
     args.insert(args.end(), extra.begin(), extra.end());
@@ -196,8 +199,9 @@ TEST(CommandLine, DenoiseRefusesInconsistentFlags) {
                      "--steps 3 disagrees with the 2 values of --sigmas");
   expect_usage_error(with({"--shape", "4", "--guidance", "nan"}),
                      "--guidance: 'nan' is not a number");
-  expect_usage_error({"denoise", "z", "--shape", "4", "--out", "o"},
-                     "--caption FILE and --out FILE");
+  expect_usage_error({"denoise", "z", "--shape", "4"}, "denoise needs --out FILE");
+  expect_usage_error(with({"--shape", "4", "--scalars", "guidance"}), "--scalars: 'guidance' is not NAME=NUMBER");
+  expect_usage_error(with({"--shape", "4", "--scalars", "=1"}), "--scalars: '=1'");
 }
 
 TEST(CommandLine, GenericUsageErrors) {
@@ -248,7 +252,9 @@ TEST(CommandLine, HelpNamesEveryCommandAndFlag) {
                            "--ttl DURATION",
                            "--in FILE",
                            "--out FILE",
-                           "--caption FILE",
+                           "--conditioning FILE",
+                           "--scalars K=V,...",
+                           "--config FILE",
                            "--negative FILE",
                            "--latents FILE",
                            "--shape C,H,W",

@@ -398,7 +398,7 @@ TEST_F(CommandsTest, StepSendsEveryTensorAndWritesTheOutputs) {
 TEST_F(CommandsTest, DenoiseFromNoiseShowsStepsAndWritesLatents) {
   NamedTensors caption;
   v1::NamedTensor* c = caption.Add();
-  c->set_name("caption_features");
+  c->set_name("cap_feats");
   *c->mutable_tensor() = f32({3, 8}, 1.0f);
   v1::NamedTensor* other = caption.Add();
   other->set_name("unrelated");
@@ -408,7 +408,8 @@ TEST_F(CommandsTest, DenoiseFromNoiseShowsStepsAndWritesLatents) {
 
   DenoiseOptions o;
   o.model_id = "z";
-  o.caption_path = caption_path;
+  o.conditioning_path = caption_path;
+  o.scalars["guidance"] = 3.5;
   o.latent_shape = {4, 2, 2};
   o.seed = 7;
   o.steps = 2;
@@ -424,8 +425,11 @@ TEST_F(CommandsTest, DenoiseFromNoiseShowsStepsAndWritesLatents) {
   EXPECT_EQ(sent.steps(), 2);
   EXPECT_EQ(sent.guidance_scale(), 5.0);
   EXPECT_EQ(sent.shift(), 3.0);
-  EXPECT_EQ(sent.caption_features().SerializeAsString(), c->tensor().SerializeAsString());
-  EXPECT_FALSE(sent.has_negative_caption_features());
+  ASSERT_EQ(sent.conditioning().tensors_size(), 2);
+  EXPECT_EQ(sent.conditioning().tensors(0).name(), "cap_feats");
+  EXPECT_EQ(sent.conditioning().tensors(0).tensor().SerializeAsString(), c->tensor().SerializeAsString());
+  EXPECT_EQ(sent.conditioning().scalars().at("guidance"), 3.5);
+  EXPECT_FALSE(sent.has_negative());
   EXPECT_FALSE(sent.has_initial_latents());
   EXPECT_EQ(err_.str(), "step 1/2 sigma 1.000 0.25 s\nstep 2/2 sigma 0.500 0.25 s\n");
 
@@ -453,7 +457,7 @@ TEST_F(CommandsTest, DenoiseFromLatentsWithNegativeAndSigmas) {
 
   DenoiseOptions o;
   o.model_id = "z";
-  o.caption_path = features;
+  o.conditioning_path = features;
   o.negative_path = features;
   o.latents_path = init;
   o.sigmas = {1.0f, 0.5f};
@@ -462,7 +466,7 @@ TEST_F(CommandsTest, DenoiseFromLatentsWithNegativeAndSigmas) {
   ASSERT_THAT(run_command(env_, o), IsOk());
   const v1::DenoiseRequest sent = denoise_.denoise.get();
   EXPECT_THAT(sent.initial_latents().shape(), ElementsAre(4, 3, 3));
-  EXPECT_THAT(sent.negative_caption_features().shape(), ElementsAre(2, 8));
+  EXPECT_THAT(sent.negative().tensors(0).tensor().shape(), ElementsAre(2, 8));
   EXPECT_THAT(sent.sigmas(), ElementsAre(1.0f, 0.5f));
   EXPECT_TRUE(sent.latent_shape().empty());
   EXPECT_EQ(out_.str(), "wrote " + o.out_path + ":\n  latents float32 [4, 3, 3]\n");
@@ -471,7 +475,7 @@ TEST_F(CommandsTest, DenoiseFromLatentsWithNegativeAndSigmas) {
 TEST_F(CommandsTest, DenoiseFileErrorsComeBeforeAnyCall) {
   DenoiseOptions o;
   o.model_id = "z";
-  o.caption_path = dir_.path("absent.safetensors");
+  o.conditioning_path = dir_.path("absent.safetensors");
   o.latent_shape = {1};
   o.out_path = dir_.path("out.safetensors");
   EXPECT_THAT(run_command(env_, o),
@@ -487,7 +491,7 @@ TEST_F(CommandsTest, CancelStopsARunningDenoise) {
   ASSERT_THAT(write_tensor_file(caption, one), IsOk());
   DenoiseOptions o;
   o.model_id = "hang";
-  o.caption_path = caption;
+  o.conditioning_path = caption;
   o.latent_shape = {4, 2, 2};
   o.steps = 8;
   o.out_path = dir_.path("out.safetensors");
@@ -519,7 +523,7 @@ TEST_F(CommandsTest, TimeoutBecomesTheDeadline) {
   one.Add()->set_name("c");
   *one.Mutable(0)->mutable_tensor() = f32({1}, 1.0f);
   ASSERT_THAT(write_tensor_file(caption, one), IsOk());
-  o.caption_path = caption;
+  o.conditioning_path = caption;
   o.latent_shape = {1};
   o.out_path = dir_.path("out.safetensors");
   EXPECT_THAT(run_command(env_, o),

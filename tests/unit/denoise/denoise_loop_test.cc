@@ -27,13 +27,15 @@ FlowPredictor constant(float pos, float neg, int* calls, std::vector<bool>* nega
   };
 }
 
+constexpr FlowConvention kNegated = {-1.0f, ModelTime::kOneMinusSigma};
+
 TEST(Denoise, EulerStepsIntegrateTheNegatedPrediction) {
   int calls = 0;
   std::vector<bool> negatives;
   DenoiseRequest r;
   r.initial_latents = torch::zeros({2, 2, 2});
   r.schedule.sigmas = {1.0f, 0.5f};
-  absl::StatusOr<DenoiseResult> out = denoise(constant(2.0f, 0.0f, &calls, &negatives), r);
+  absl::StatusOr<DenoiseResult> out = denoise(constant(2.0f, 0.0f, &calls, &negatives), kNegated, r);
   ASSERT_THAT(out, IsOk());
   // latents += (sigma_next - sigma) * (-pred): (0.5 - 1)(-2) + (0 - 0.5)(-2) = 2.
   EXPECT_FLOAT_EQ(out->latents[0][0][0].item<float>(), 2.0f);
@@ -49,7 +51,7 @@ TEST(Denoise, StandardGuidanceScale) {
   r.schedule.sigmas = {1.0f};
   r.guidance_scale = 3.0;  // neg + 3 (pos - neg) = 1 + 3 * 2 = 7
   r.has_negative = true;
-  absl::StatusOr<DenoiseResult> out = denoise(constant(3.0f, 1.0f, &calls, &negatives), r);
+  absl::StatusOr<DenoiseResult> out = denoise(constant(3.0f, 1.0f, &calls, &negatives), kNegated, r);
   ASSERT_THAT(out, IsOk());
   EXPECT_FLOAT_EQ(out->latents.item<float>(), 7.0f);
   EXPECT_THAT(negatives, ::testing::ElementsAre(true));
@@ -61,7 +63,7 @@ TEST(Denoise, GuidanceWithoutNegativeIsRejected) {
   r.guidance_scale = 2.0;
   int calls = 0;
   std::vector<bool> negatives;
-  EXPECT_THAT(denoise(constant(0, 0, &calls, &negatives), r),
+  EXPECT_THAT(denoise(constant(0, 0, &calls, &negatives), kNegated, r),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs negative conditioning")));
 }
 
@@ -75,9 +77,30 @@ TEST(Denoise, CancelsBetweenSteps) {
   r.schedule.steps = 5;
   int calls = 0;
   std::vector<bool> negatives;
-  EXPECT_THAT(denoise(constant(1, 0, &calls, &negatives), r, options),
+  EXPECT_THAT(denoise(constant(1, 0, &calls, &negatives), kNegated, r, options),
               StatusIs(absl::StatusCode::kCancelled, HasSubstr("after 2 of 5 steps")));
   EXPECT_EQ(calls, 2);
+}
+
+TEST(Denoise, TheConventionSetsTheSignAndTheModelTime) {
+  std::vector<float> times;
+  const FlowPredictor record = [&](const torch::Tensor& latents, float t, bool) -> absl::StatusOr<FlowPrediction> {
+    times.push_back(t);
+    FlowPrediction p;
+    p.positive = torch::full_like(latents, 2.0f);
+    return p;
+  };
+  DenoiseRequest r;
+  r.initial_latents = torch::zeros({1, 1, 1});
+  r.schedule.sigmas = {1.0f, 0.25f};
+  absl::StatusOr<DenoiseResult> velocity = denoise(record, {1.0f, ModelTime::kSigma}, r);
+  ASSERT_THAT(velocity, IsOk());
+  // latents += (sigma_next - sigma) * pred: (0.25 - 1) 2 + (0 - 0.25) 2 = -2.
+  EXPECT_FLOAT_EQ(velocity->latents.item<float>(), -2.0f);
+  EXPECT_THAT(times, ::testing::ElementsAre(1.0f, 0.25f));
+  times.clear();
+  ASSERT_THAT(denoise(record, kNegated, r), IsOk());
+  EXPECT_THAT(times, ::testing::ElementsAre(0.0f, 0.75f));
 }
 
 TEST(SeededNoise, IsDeterministicAndMatchesTorchRandn) {

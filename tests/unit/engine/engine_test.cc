@@ -176,7 +176,7 @@ class EngineTest : public ::testing::Test {
     r.loop.schedule.steps = steps;
     r.loop.schedule.shift = 0;  // the model's default
     torch::manual_seed(2);
-    r.caption = torch::randn({5, 32});
+    r.positive.tensors["cap_feats"] = torch::randn({5, 32});
     return r;
   }
 
@@ -539,9 +539,9 @@ TEST_F(EngineTest, DenoiseRejectsBadRequests) {
   given.loop.initial_latents = torch::zeros({16, 3, 4});
   EXPECT_THAT(engine_->denoise(given, {}), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got [16, 3, 4]")));
   EngineDenoiseRequest caption = denoise_request("tiny", 1);
-  caption.caption = torch::zeros({5, 8});
+  caption.positive.tensors["cap_feats"] = torch::zeros({5, 8});
   EXPECT_THAT(engine_->denoise(caption, {}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("caption features")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"cap_feats\" is a float [5, 8]")));
   EXPECT_THAT(engine_->denoise(denoise_request("nope", 1), {}),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"nope\"")));
 }

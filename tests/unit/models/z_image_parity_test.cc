@@ -16,7 +16,6 @@
 #include "core/util/file_text.h"
 #include "core/util/json.h"
 #include "core/models/z_image/z_image_model.h"
-#include "core/models/z_image/z_image_predictor.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/loaded_model.h"
@@ -135,13 +134,16 @@ void expect_loop_parity(const ZImageModel& model, const TensorFile& io, const st
   request.schedule.shift = fixture_shift();
   request.guidance_scale = upstream_g + 1.0;  // upstream g is s - 1
   request.has_negative = cfg;
-  const FlowPredictor predict = z_image_predictor(
-      model, io.get(prefix + ".cap_feats"), cfg ? io.get("cfg.neg_cap_feats") : torch::Tensor());
+  Conditioning positive, negative;
+  positive.tensors["cap_feats"] = io.get(prefix + ".cap_feats");
+  negative.tensors["cap_feats"] = io.get("cfg.neg_cap_feats");
+  absl::StatusOr<FlowPredictor> predict = model.flow_predictor(positive, cfg ? &negative : nullptr);
+  ASSERT_THAT(predict, IsOk());
   int events = 0;
   DenoiseOptions options;
   options.keep_history = true;
   options.on_step = [&](const StepEvent& e) { EXPECT_EQ(e.step, ++events); };
-  absl::StatusOr<DenoiseResult> r = denoise(predict, request, options);
+  absl::StatusOr<DenoiseResult> r = denoise(*predict, model.flow_convention(), request, options);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(events, request.schedule.steps);
   const torch::Tensor sigmas = torch::tensor(r->schedule.sigmas);
@@ -149,7 +151,8 @@ void expect_loop_parity(const ZImageModel& model, const TensorFile& io, const st
   EXPECT_EQ(max_abs_diff(torch::tensor(r->schedule.timesteps), io.get(prefix + ".timesteps")), 0.0);
   const torch::Tensor model_t = io.get(prefix + ".model_t");
   for (int i = 0; i < request.schedule.steps; ++i) {
-    EXPECT_EQ(r->schedule.model_time(i), model_t[i].item<float>()) << "step " << i;
+    EXPECT_EQ(model_time(model.flow_convention().time, r->schedule.timesteps[i]), model_t[i].item<float>())
+        << "step " << i;
   }
   const double steps_diff = max_abs_diff(torch::stack(r->history), io.get(prefix + ".latents"));
   const double final_diff = max_abs_diff(r->latents, io.get(prefix + ".final")[0]);

@@ -137,9 +137,15 @@ TEST_F(ZImageStepTest, MisshapenInputsAreNamedWithWhatWasExpected) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("floating-point")));
 }
 
+Conditioning caption_conditioning(const torch::Tensor& cap) {
+  Conditioning c;
+  c.tensors["cap_feats"] = cap;
+  return c;
+}
+
 TEST_F(ZImageStepTest, FlowPredictorRunsTheModelOnOneItem) {
   const torch::Tensor cap = captions({5, 32});
-  absl::StatusOr<FlowPredictor> predict = model().flow_predictor(cap, torch::Tensor());
+  absl::StatusOr<FlowPredictor> predict = model().flow_predictor(caption_conditioning(cap), nullptr);
   ASSERT_THAT(predict, IsOk());
   const torch::Tensor lat = latents(1)[0].squeeze(1);  // [C, H, W]
   absl::StatusOr<FlowPrediction> p = (*predict)(lat, 0.5f, /*with_negative=*/false);
@@ -152,22 +158,27 @@ TEST_F(ZImageStepTest, FlowPredictorRunsTheModelOnOneItem) {
   EXPECT_FALSE(p->negative.defined());
 }
 
-TEST_F(ZImageStepTest, FlowPredictorRejectsWrongCaptionShapes) {
-  const torch::Tensor good = captions({5, 32});
-  EXPECT_THAT(model().flow_predictor(captions({5, 31}), torch::Tensor()),
+TEST_F(ZImageStepTest, FlowPredictorNamesEveryConditioningProblem) {
+  const auto predictor = [&](const torch::Tensor& cap) { return model().flow_predictor(caption_conditioning(cap), nullptr); };
+  EXPECT_THAT(predictor(captions({5, 31})),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("caption features must be [L, 32]"), HasSubstr("[5, 31]"))));
-  EXPECT_THAT(model().flow_predictor(captions({1, 5, 32}), torch::Tensor()),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got [1, 5, 32]")));
-  EXPECT_THAT(model().flow_predictor(captions({0, 32}), torch::Tensor()),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("L >= 1")));
-  EXPECT_THAT(model().flow_predictor(torch::Tensor(), torch::Tensor()),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got nothing")));
-  EXPECT_THAT(model().flow_predictor(good, captions({5, 8})),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("negative caption features")));
-  EXPECT_THAT(model().flow_predictor(good.to(torch::kInt64), torch::Tensor()),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("floating-point")));
-  EXPECT_THAT(model().flow_predictor(good, captions({2, 32})), IsOk());
+                       AllOf(HasSubstr("\"cap_feats\" is a float [5, 31], expected a float [L, 32]"))));
+  EXPECT_THAT(predictor(captions({1, 5, 32})), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("[1, 5, 32]")));
+  EXPECT_THAT(predictor(captions({0, 32})), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("[0, 32]")));
+  EXPECT_THAT(predictor(captions({5, 32}).to(torch::kInt64)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a non-float [5, 32]")));
+  Conditioning two_problems;
+  two_problems.tensors["caption"] = captions({5, 32});
+  two_problems.scalars["guidance"] = 3.5;
+  EXPECT_THAT(model().flow_predictor(two_problems, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("missing tensor \"cap_feats\""), HasSubstr("unexpected tensor \"caption\""),
+                             HasSubstr("unexpected scalar \"guidance\""))));
+  const Conditioning good = caption_conditioning(captions({5, 32})), bad = caption_conditioning(captions({5, 8}));
+  EXPECT_THAT(model().flow_predictor(good, &bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("negative conditioning")));
+  const Conditioning other_length = caption_conditioning(captions({2, 32}));
+  EXPECT_THAT(model().flow_predictor(good, &other_length), IsOk());
 }
 
 }  // namespace

@@ -14,7 +14,10 @@ TEST(WireContract, DenoiseRequestRoundTrips) {
   request.set_guidance_scale(5.0);
   request.set_steps(8);
   request.add_latent_shape(16);
-  v1::Tensor* caption = request.mutable_caption_features();
+  v1::NamedTensor* named = request.mutable_conditioning()->add_tensors();
+  named->set_name("cap_feats");
+  (*request.mutable_conditioning()->mutable_scalars())["guidance"] = 3.5;
+  v1::Tensor* caption = named->mutable_tensor();
   caption->set_dtype(v1::DTYPE_FLOAT32);
   caption->add_shape(1);
   caption->set_data(std::string(4, '\0'));
@@ -22,7 +25,8 @@ TEST(WireContract, DenoiseRequestRoundTrips) {
   v1::DenoiseRequest parsed;
   ASSERT_TRUE(parsed.ParseFromString(wire));
   EXPECT_EQ(parsed.model_id(), "z");
-  EXPECT_EQ(parsed.caption_features().data().size(), 4u);
+  EXPECT_EQ(parsed.conditioning().tensors(0).tensor().data().size(), 4u);
+  EXPECT_EQ(parsed.conditioning().scalars().at("guidance"), 3.5);
   EXPECT_EQ(parsed.guidance_scale(), 5.0);
 }
 

@@ -1,0 +1,31 @@
+// FlowConvention: how a flow-matching model's output and time relate to the
+// flow velocity v = noise − x0 the Euler step integrates. Each architecture
+// states its own; the denoise loop applies it, so no model's convention
+// lives in the loop.
+#ifndef DIFFUSIOND_CORE_DENOISE_FLOW_CONVENTION_H_
+#define DIFFUSIOND_CORE_DENOISE_FLOW_CONVENTION_H_
+
+namespace diffusiond {
+
+// The time a model is given at a step whose scheduler timestep is T
+// (= sigma × 1000, float32).
+enum class ModelTime {
+  kSigma,          // T / 1000 (FLUX.1: the pipeline passes timestep / 1000)
+  kOneMinusSigma,  // (1000 − T) / 1000 (Z-Image)
+};
+
+struct FlowConvention {
+  // velocity = velocity_sign × output: +1 for models that predict
+  // noise − x0 (FLUX.1), −1 for x0 − noise (Z-Image).
+  float velocity_sign = 1.0f;
+  ModelTime time = ModelTime::kSigma;
+};
+
+// The model time for scheduler timestep `timestep` under `time`.
+inline float model_time(ModelTime time, float timestep) {
+  return time == ModelTime::kSigma ? timestep / 1000.0f : (1000.0f - timestep) / 1000.0f;
+}
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_DENOISE_FLOW_CONVENTION_H_

@@ -1,0 +1,63 @@
+#include "core/denoise/scheduler_config.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/util/json.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+absl::Status invalid(absl::string_view path, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+// Reads a number field if present; INVALID_ARGUMENT if it is not a number.
+template <typename T>
+absl::Status read_number(const nlohmann::json& c, const char* key, absl::string_view path, T* out) {
+  if (!c.contains(key) || c.at(key).is_null()) return absl::OkStatus();
+  if (!c.at(key).is_number()) return invalid(path, absl::StrCat("\"", key, "\" must be a number"));
+  *out = c.at(key).get<T>();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, absl::string_view path,
+                                                       const ScheduleOptions& defaults) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(nlohmann::json c, parse_json_strict(json, path));
+  if (!c.is_object()) return invalid(path, "expected a JSON object");
+  const std::string cls = c.value("_class_name", std::string("FlowMatchEulerDiscreteScheduler"));
+  if (cls != "FlowMatchEulerDiscreteScheduler") {
+    return invalid(path, absl::StrCat("scheduler \"", cls, "\" is not supported (FlowMatchEulerDiscreteScheduler is)"));
+  }
+  for (const char* flag : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas", "invert_sigmas",
+                           "stochastic_sampling"}) {
+    if (c.contains(flag) && c.at(flag).is_boolean() && c.at(flag).get<bool>()) {
+      return invalid(path, absl::StrCat("\"", flag, "\": true is not supported"));
+    }
+  }
+  if (c.contains("shift_terminal") && !c.at("shift_terminal").is_null()) {
+    return invalid(path, "\"shift_terminal\" is not supported");
+  }
+  if (c.value("time_shift_type", std::string("exponential")) != "exponential") {
+    return invalid(path, "only the \"exponential\" time_shift_type is supported");
+  }
+  ScheduleOptions o = defaults;
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "shift", path, &o.shift));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "base_shift", path, &o.base_shift));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "max_shift", path, &o.max_shift));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "base_image_seq_len", path, &o.base_seq_len));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "max_image_seq_len", path, &o.max_seq_len));
+  if (c.contains("use_dynamic_shifting") && c.at("use_dynamic_shifting").is_boolean()) {
+    o.dynamic_shift = c.at("use_dynamic_shifting").get<bool>();
+  }
+  if (!(o.shift > 0)) return invalid(path, absl::StrCat("shift is ", o.shift, ", expected > 0"));
+  if (o.dynamic_shift && !(o.max_seq_len > o.base_seq_len)) {
+    return invalid(path, "max_image_seq_len must exceed base_image_seq_len");
+  }
+  return o;
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,26 @@
+// Reading a pipeline's scheduler_config.json (diffusers'
+// FlowMatchEulerDiscreteScheduler) into ScheduleOptions: the static shift,
+// or the resolution-dependent shift and its bounds. Settings that would
+// change the arithmetic in ways the loop does not implement are refused,
+// not ignored.
+#ifndef DIFFUSIOND_CORE_DENOISE_SCHEDULER_CONFIG_H_
+#define DIFFUSIOND_CORE_DENOISE_SCHEDULER_CONFIG_H_
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/denoise/flow_match_schedule.h"
+
+namespace diffusiond {
+
+// Returns `defaults` with the fields the config sets replaced (shift,
+// use_dynamic_shifting, base_shift, max_shift, base_image_seq_len,
+// max_image_seq_len). INVALID_ARGUMENT naming `path` for malformed JSON,
+// another scheduler class, out-of-range values, or unsupported settings
+// (Karras/exponential/beta sigmas, shift_terminal, invert_sigmas,
+// stochastic sampling, a linear time shift).
+absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, absl::string_view path,
+                                                       const ScheduleOptions& defaults);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_DENOISE_SCHEDULER_CONFIG_H_

@@ -1,0 +1,49 @@
+#include "tools/random_models/demo_models.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/checkpoint/safetensors_writer.h"
+#include "core/denoise/denoise_loop.h"
+#include "core/models/z_image/z_image_model.h"
+#include "core/util/status_macros.h"
+#include "tools/random_models/z_image_random.h"
+
+namespace diffusiond {
+
+std::vector<std::string> demo_architectures() { return {std::string(kZImageArchitecture)}; }
+
+absl::Status write_demo_model(absl::string_view architecture, const std::string& folder, uint64_t seed) {
+  if (architecture == kZImageArchitecture) return write_random_z_image(demo_z_image_config(), folder, seed);
+  return absl::InvalidArgumentError(absl::StrCat("no demo model for architecture \"", architecture,
+                                                 "\"; there are: ", absl::StrJoin(demo_architectures(), ", ")));
+}
+
+Conditioning random_conditioning(const std::vector<ConditioningInput>& inputs, int64_t tokens, uint64_t seed) {
+  Conditioning c;
+  for (const ConditioningInput& in : inputs) {
+    if (in.kind == ConditioningInput::Kind::kScalar) {
+      c.scalars[in.name] = in.default_value;
+      continue;
+    }
+    std::vector<int64_t> shape = in.shape;
+    for (int64_t& d : shape) d = d < 0 ? tokens : d;
+    c.tensors[in.name] = seeded_noise(shape, seed++);
+  }
+  return c;
+}
+
+absl::Status write_float32_tensors(const std::string& path, const NamedTensors& named) {
+  std::vector<TensorSpec> specs;
+  std::vector<torch::Tensor> tensors;
+  for (const auto& [name, tensor] : named) {
+    tensors.push_back(tensor.to(torch::kFloat32).contiguous());
+    specs.push_back({name, DType::kF32, tensors.back().sizes().vec()});
+  }
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsWriter> writer, SafetensorsWriter::create(path, specs));
+  for (const torch::Tensor& t : tensors) {
+    DIFFUSIOND_RETURN_IF_ERROR(writer->append(t.data_ptr(), static_cast<int64_t>(t.nbytes())));
+  }
+  return writer->close();
+}
+
+}  // namespace diffusiond

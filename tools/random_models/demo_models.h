@@ -1,0 +1,34 @@
+// The built-in demo models, one per denoiser architecture the daemon
+// serves, and random conditioning for them: what the demo, the daemon demo
+// and the benchmarks run when no real weights are at hand.
+#ifndef DIFFUSIOND_TOOLS_RANDOM_MODELS_DEMO_MODELS_H_
+#define DIFFUSIOND_TOOLS_RANDOM_MODELS_DEMO_MODELS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "core/models/conditioning.h"
+
+namespace diffusiond {
+
+// The architectures with a demo model, e.g. {"z-image", "flux"}.
+std::vector<std::string> demo_architectures();
+
+// Writes the demo model of `architecture` as a diffusers folder (random
+// weights from `seed`). INVALID_ARGUMENT for an architecture without one.
+absl::Status write_demo_model(absl::string_view architecture, const std::string& folder, uint64_t seed);
+
+// Conditioning for `inputs` drawn from `seed`: tensors with `tokens` rows
+// where the length is free, N(0, 1) values; scalars at their defaults.
+Conditioning random_conditioning(const std::vector<ConditioningInput>& inputs, int64_t tokens, uint64_t seed);
+
+// Writes `tensors` to a .safetensors file as float32 (e.g. a conditioning's
+// tensors, the form `diffusionctl denoise --conditioning` reads).
+absl::Status write_float32_tensors(const std::string& path, const NamedTensors& tensors);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_TOOLS_RANDOM_MODELS_DEMO_MODELS_H_
