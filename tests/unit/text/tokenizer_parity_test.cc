@@ -1,7 +1,8 @@
 // Parity of the Qwen tokenizer with transformers' Qwen2Tokenizer and of the
 // Z-Image prompt path with diffusers' ZImagePipeline, on the reference
 // fixture's tokens.json (ids, tokens and decode of every string, the
-// chat-template renderings and the padded pipeline batch). Every count and
+// chat-template renderings and the padded pipeline batch) and on the ids in
+// io.safetensors that the text encoder was run on. Every count and
 // length comes from the fixture, so another fixture of the same layout runs
 // unchanged. The fixture folder: $DIFFUSIOND_QWEN3_FIXTURE, default
 // fixtures_dir()/qwen3-tiny.
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checkpoint/checkpoint.h"
 #include "core/text/tokenizer.h"
 #include "core/text/tokenizer_files.h"
 #include "core/text/unicode.h"
@@ -67,6 +69,24 @@ std::vector<Route> load_both_routes() {
 }
 
 std::vector<int32_t> ids_of(const json& array) { return array.get<std::vector<int32_t>>(); }
+
+// Returns the I64 tensor `name` of `file` as int32 values, and its shape.
+std::vector<int32_t> read_i64(const Checkpoint& file, const std::string& name, std::vector<int64_t>* shape) {
+  const TensorRecord* record = file.find(name);
+  EXPECT_NE(record, nullptr) << name;
+  if (record == nullptr) return {};
+  EXPECT_EQ(record->dtype, DType::kI64) << name;
+  std::vector<int64_t> values(static_cast<size_t>(record->numel));
+  EXPECT_THAT(file.read(*record, reinterpret_cast<char*>(values.data())), IsOk());
+  *shape = record->shape;
+  return std::vector<int32_t>(values.begin(), values.end());
+}
+
+// Returns `values` as int32 (masks are bytes here, int64 in the file).
+template <typename T>
+std::vector<int32_t> as_ints(const std::vector<T>& values) {
+  return std::vector<int32_t>(values.begin(), values.end());
+}
 
 TEST(TokenizerParity, EveryStringEncodesToTheReferenceIdsOnBothRoutes) {
   const json tokens = read_tokens_json();
@@ -159,6 +179,49 @@ TEST(TokenizerParity, PipelineBatchIsTruncatedAndPaddedLikeTheReference) {
     int64_t ones = 0;
     for (const int m : expected_mask[r]) ones += m;
     EXPECT_EQ(batch->token_counts[r], ones);
+  }
+}
+
+// The ids the reference text encoder ran on: the pipeline batch, the
+// negative prompts ("" each, same padding) and each prompt alone, unpadded
+// (the pipeline's prompts, then variant.json's single_prompt).
+TEST(TokenizerParity, IdsMatchTheTextEncoderInputsInIoSafetensors) {
+  const json tokens = read_tokens_json();
+  ASSERT_TRUE(tokens.contains("pipeline"));
+  absl::StatusOr<std::string> variant_text = read_text_file(fixture_dir() + "/variant.json");
+  ASSERT_THAT(variant_text, IsOk());
+  absl::StatusOr<json> variant = parse_json_strict(*variant_text, "variant.json");
+  ASSERT_THAT(variant, IsOk());
+  absl::StatusOr<std::unique_ptr<Checkpoint>> io = Checkpoint::open(fixture_dir() + "/io.safetensors");
+  ASSERT_THAT(io, IsOk());
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = load_tokenizer(fixture_dir() + "/tokenizer");
+  ASSERT_THAT(tokenizer, IsOk());
+
+  std::vector<std::string> prompts = tokens["pipeline"]["prompts"].get<std::vector<std::string>>();
+  for (const char* prefix : {"pipe", "neg"}) {
+    SCOPED_TRACE(prefix);
+    std::vector<int64_t> shape, mask_shape;
+    const std::vector<int32_t> ids = read_i64(**io, std::string(prefix) + ".input_ids", &shape);
+    const std::vector<int32_t> mask = read_i64(**io, std::string(prefix) + ".attention_mask", &mask_shape);
+    ASSERT_EQ(shape.size(), 2u);
+    ASSERT_EQ(mask_shape, shape);
+    const std::vector<std::string> batch_prompts =
+        std::string(prefix) == "pipe" ? prompts : std::vector<std::string>(static_cast<size_t>(shape[0]), "");
+    ASSERT_EQ(static_cast<int64_t>(batch_prompts.size()), shape[0]);
+    absl::StatusOr<TokenBatch> batch = encode_z_image_prompts(**tokenizer, batch_prompts, shape[1]);
+    ASSERT_THAT(batch, IsOk());
+    EXPECT_EQ(batch->ids, ids);
+    EXPECT_EQ(as_ints(batch->attention_mask), mask);
+  }
+
+  prompts.push_back((*variant)["single_prompt"].get<std::string>());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE("single " + std::to_string(i));
+    std::vector<int64_t> shape;
+    const std::vector<int32_t> ids = read_i64(**io, "single.input_ids." + std::to_string(i), &shape);
+    absl::StatusOr<std::vector<int32_t>> encoded = (*tokenizer)->encode(render_z_image_prompt(prompts[i]));
+    ASSERT_THAT(encoded, IsOk());
+    EXPECT_EQ(*encoded, ids);
   }
 }
 
