@@ -1,0 +1,30 @@
+// The Qwen2 pre-tokenizer: splits text into the pieces that BPE then encodes
+// one at a time, exactly as upstream's regex
+//
+//   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
+//   | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// finds its matches (leftmost, first alternative that matches, greedy with
+// backtracking). std::regex has neither Unicode classes nor the lookahead, so
+// this is a hand-written scanner over code points; the character classes come
+// from core/text/unicode.h. Every code point starts a match of some
+// alternative, so the pieces cover the text with no gaps.
+//
+// Not here: added-token splitting and BPE (core/text/tokenizer.h).
+#ifndef DIFFUSIOND_CORE_TEXT_PRETOKENIZER_H_
+#define DIFFUSIOND_CORE_TEXT_PRETOKENIZER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace diffusiond {
+
+// Returns the pieces of `text` in order; their concatenation is `text`.
+// REQUIRES: `text` is valid UTF-8 (validate_utf8).
+std::vector<std::string> split_qwen2_pieces(absl::string_view text);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_TEXT_PRETOKENIZER_H_
