@@ -1,33 +1,44 @@
 #include "core/models/vae/vae_memory.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace diffusiond {
 namespace {
+
+// oneDNN convolves in channel blocks of up to 16: a conv holds its input
+// reordered and its output, each rounded up to whole blocks.
+int64_t blocked(int64_t channels) { return (channels + 15) / 16 * 16; }
 
 // Peak elements of one decoder forward of one item on an h x w latent.
 int64_t forward_peak_elements(const VaeConfig& c, int64_t h, int64_t w, int64_t element_bytes,
                               const AttentionOptions& attention) {
   const std::vector<int64_t>& ch = c.block_out_channels;
   const int64_t n = c.num_blocks();
-  const auto resnet = [](int64_t in, int64_t out, int64_t s) { return (2 * in + 3 * out) * s; };
+  const auto conv = [](int64_t in, int64_t out) { return blocked(in) + blocked(out); };
+  const auto resnet = [&](int64_t in, int64_t out) {
+    return std::max({2 * in + conv(in, out), in + 2 * out, in + out + conv(out, out),
+                     in + out + conv(in, out)});
+  };
   int64_t s = h * w;
-  int64_t peak = resnet(ch[n - 1], ch[n - 1], s);
+  int64_t peak = (c.latent_channels + conv(c.latent_channels, ch[n - 1])) * s;
+  peak = std::max(peak, resnet(ch[n - 1], ch[n - 1]) * s);
   if (c.mid_block_add_attention) {
     const int64_t scores = std::min(s * s, attention.max_scores_bytes / element_bytes);
-    peak = std::max(peak, 6 * ch[n - 1] * s + scores);
+    peak = std::max(peak, 7 * ch[n - 1] * s + scores);
   }
   int64_t prev = ch[n - 1];
   for (int64_t i = 0; i < n; ++i) {
     const int64_t out = ch[n - 1 - i];
-    peak = std::max(peak, resnet(prev, out, s));
+    peak = std::max(peak, resnet(prev, out) * s);
+    peak = std::max(peak, resnet(out, out) * s);
     if (i + 1 < n) {
-      peak = std::max(peak, out * s + 3 * out * 4 * s);
+      peak = std::max(peak, std::max(5 * out * s, (out + conv(out, out)) * 4 * s));
       s *= 4;
     }
     prev = out;
   }
-  peak = std::max(peak, (2 * ch[0] + 2 * c.out_channels) * s);
+  peak = std::max(peak, std::max(2 * ch[0], ch[0] + conv(ch[0], c.out_channels)) * s);
   return peak + c.latent_channels * h * w;
 }
 

@@ -31,9 +31,13 @@ class Net {
   }
 
   // ResnetBlock2D (no time embedding, output scale 1): shortcut(x) + h.
+  // Each step reassigns `h`, so its previous value dies as soon as the next
+  // exists (vae_memory.cc counts on this).
   torch::Tensor resnet(torch::Tensor x, const std::string& prefix) const {
-    torch::Tensor h = conv(norm_silu(x, prefix + ".norm1"), prefix + ".conv1");
-    h = conv(norm_silu(h, prefix + ".norm2"), prefix + ".conv2");
+    torch::Tensor h = norm_silu(x, prefix + ".norm1");
+    h = conv(h, prefix + ".conv1");
+    h = norm_silu(h, prefix + ".norm2");
+    h = conv(h, prefix + ".conv2");
     if (x.size(1) != h.size(1)) x = conv(x, prefix + ".conv_shortcut", 1, 0);
     return x.add_(h);
   }
@@ -87,7 +91,8 @@ torch::Tensor vae_encoder_forward(const VaeConfig& c, const VaeParamFn& param, t
     }
   }
   x = net.mid_block(std::move(x), "encoder.mid_block");
-  x = net.conv(net.norm_silu(x, "encoder.conv_norm_out"), "encoder.conv_out");
+  x = net.norm_silu(x, "encoder.conv_norm_out");
+  x = net.conv(x, "encoder.conv_out");
   if (c.use_quant_conv) x = net.conv(x, "quant_conv", 1, 0);
   return x;
 }
@@ -110,7 +115,8 @@ torch::Tensor vae_decoder_forward(const VaeConfig& c, const VaeParamFn& param, t
       x = net.conv(x, block + ".upsamplers.0.conv");
     }
   }
-  return net.conv(net.norm_silu(x, "decoder.conv_norm_out"), "decoder.conv_out");
+  x = net.norm_silu(x, "decoder.conv_norm_out");
+  return net.conv(x, "decoder.conv_out");
 }
 
 }  // namespace diffusiond

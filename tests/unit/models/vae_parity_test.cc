@@ -10,6 +10,7 @@
 // times that allows a different summation order in libtorch's kernels, while
 // a real mistake (a padding side, a group count, a blend weight) moves
 // outputs by 1e-3 or more.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "core/models/vae/vae_params.h"
 #include "core/util/file_text.h"
 #include "core/util/json.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/loaded_model.h"
@@ -168,7 +170,7 @@ TEST_P(VaeParity, TiledDecodeAndEncode) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Sources, VaeParity,
+INSTANTIATE_TEST_SUITE_P(, VaeParity,
                          ::testing::Values(Source::kDiffusersFolder, Source::kSingleFileWithConfig,
                                            Source::kSingleFile));
 
@@ -218,6 +220,42 @@ TEST(VaeParityPixels, DecodedPixelsMatchUpToTies) {
               static_cast<long long>(n_near_tie));
   EXPECT_LE((ours - ref).abs().max().item<int64_t>(), 1);
   EXPECT_EQ((differs & ~near_tie).sum().item<int64_t>(), 0);
+}
+
+TEST(VaeParityStep, EncodeByNameAndRefuseBadInputs) {
+  testing::LoadedModel l = load_test_model(fixture_dir() + "/single_file.safetensors", ModelLoadOptions());
+  ASSERT_TRUE(l.pin);
+  const auto* model = dynamic_cast<const VaeModel*>(&l.pin.as<diffusiond::LoadedModel>()->model());
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->architecture(), "autoencoder-kl");
+  TensorFile io(fixture_dir() + "/io.safetensors");
+  const torch::Tensor image = io.get("encode.image"), eps = io.get("encode.eps");
+  // "tiled" with the config's default tiles: larger than this image, so
+  // the result is the untiled one, as upstream's.
+  absl::StatusOr<NamedTensors> out =
+      model->step({{"image", image}, {"eps", eps}, {"tiled", torch::ones({1})}});
+  ASSERT_THAT(out, IsOk());
+  for (const char* name : {"moments", "mean", "logvar", "std", "sample", "latents", "latents_mode"}) {
+    ASSERT_EQ(out->count(name), 1u) << name;
+    EXPECT_LT(max_abs_diff(out->at(name), io.get(std::string("encode.") + name)), kTolerance) << name;
+  }
+  using ::diffusiond::testing::StatusIs;
+  using ::testing::HasSubstr;
+  const torch::Tensor latents = io.get("decode.latents");
+  EXPECT_THAT(model->step({{"image", image}, {"latents", latents}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("exactly one of")));
+  EXPECT_THAT(model->step({{"latents", latents}, {"eps", eps}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unexpected input \"eps\"")));
+  EXPECT_THAT(model->step({{"latents", latents.narrow(1, 0, 3)}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the latents has shape")));
+  EXPECT_THAT(model->step({{"image", image}, {"eps", eps.narrow(2, 0, 1)}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("eps has shape")));
+  EXPECT_THAT(model->step({{"latents", latents}, {"tiled", torch::ones({2})}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("exactly one element")));
+  VaeTiling bad;
+  bad.sample_tile = 8;
+  bad.latent_tile = 1;
+  EXPECT_THAT(model->decode(latents, bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no stride")));
 }
 
 TEST(VaeParityParams, TableMatchesTheFixtureFiles) {
