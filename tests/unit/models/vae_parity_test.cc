@@ -258,6 +258,27 @@ TEST(VaeParityStep, EncodeByNameAndRefuseBadInputs) {
   EXPECT_THAT(model->decode(latents, bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no stride")));
 }
 
+// At bfloat16 compute the decode runs (every op has a bf16 CPU kernel) and
+// returns bf16; its error is bf16's (8-bit mantissa: ~1% of the image's
+// magnitude), far above the float32 tolerance, so the bound here is loose.
+TEST(VaeParityBf16, DecodeRunsAtTheComputeDtype) {
+  ModelLoadOptions options;
+  options.compute_dtype = torch::kBFloat16;
+  testing::LoadedModel l = load_test_model(fixture_dir() + "/single_file.safetensors", options);
+  ASSERT_TRUE(l.pin);
+  const auto* model = dynamic_cast<const VaeModel*>(&l.pin.as<diffusiond::LoadedModel>()->model());
+  ASSERT_NE(model, nullptr);
+  TensorFile io(fixture_dir() + "/io.safetensors");
+  absl::StatusOr<torch::Tensor> image = model->decode(io.get("decode.latents"));
+  ASSERT_THAT(image, IsOk());
+  EXPECT_EQ(image->scalar_type(), torch::kBFloat16);
+  const torch::Tensor reference = io.get("decode.image");
+  const double diff = max_abs_diff(*image, reference);
+  const double scale = reference.abs().max().item<double>();
+  std::printf("bf16 decode: max abs diff %.3g (image max %.3g)\n", diff, scale);
+  EXPECT_LT(diff, 0.1 * scale);
+}
+
 TEST(VaeParityParams, TableMatchesTheFixtureFiles) {
   const nlohmann::json stats = read_json("stats.json");
   absl::StatusOr<std::string> text = read_text_file(fixture_dir() + "/config.json");
