@@ -111,7 +111,9 @@ class VaeParity : public ::testing::TestWithParam<Source> {
     EXPECT_EQ(c.use_post_quant_conv, config.at("use_post_quant_conv").get<bool>());
     return c.norm_num_groups != config.at("norm_num_groups").get<int64_t>() ||
            c.scaling_factor != config.at("scaling_factor").get<double>() ||
-           c.shift_factor != config.value("shift_factor", 0.0);
+           c.shift_factor != (config.value("shift_factor", nlohmann::json()).is_null()
+                                  ? 0.0
+                                  : config.at("shift_factor").get<double>());
   }
 
   testing::TempDir tmp_;
@@ -170,9 +172,14 @@ TEST_P(VaeParity, TiledDecodeAndEncode) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(, VaeParity,
+INSTANTIATE_TEST_SUITE_P(Sources, VaeParity,
                          ::testing::Values(Source::kDiffusersFolder, Source::kSingleFileWithConfig,
-                                           Source::kSingleFile));
+                                           Source::kSingleFile),
+                         [](const auto& info) {
+                           return info.param == Source::kDiffusersFolder        ? "DiffusersFolder"
+                                  : info.param == Source::kSingleFileWithConfig ? "SingleFileWithConfig"
+                                                                                : "SingleFile";
+                         });
 
 TEST(VaeParityPixels, PreprocessMatchesUpstreamExactly) {
   TensorFile io(fixture_dir() + "/io.safetensors");
