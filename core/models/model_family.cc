@@ -1,6 +1,7 @@
 #include "core/models/model_family.h"
 
 #include "core/denoise/scheduler_config.h"
+#include "core/models/vae/vae_family.h"
 #include "core/models/z_image/z_image_family.h"
 #include "core/util/json.h"
 
@@ -28,7 +29,7 @@ absl::StatusOr<ScheduleOptions> checkpoint_schedule(const Checkpoint& checkpoint
 
 const std::vector<const ModelFamily*>& model_families() {
   // Leaked on purpose: statics stay trivially destructible.
-  static const auto* const families = new std::vector<const ModelFamily*>{z_image_family()};
+  static const auto* const families = new std::vector<const ModelFamily*>{z_image_family(), vae_family()};
   return *families;
 }
 

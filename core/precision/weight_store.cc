@@ -3,6 +3,7 @@
 #include <cassert>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace diffusiond {
 
@@ -57,6 +58,23 @@ absl::Status WeightStore::split_rows(absl::string_view fused,
     }
     first += n;
   }
+  return absl::OkStatus();
+}
+
+absl::Status WeightStore::reshape(absl::string_view name, const std::vector<int64_t>& shape) {
+  auto it = weights_.find(name);
+  torch::Tensor* dense = it == weights_.end() ? nullptr : std::get_if<torch::Tensor>(&it->second);
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  if (dense == nullptr || dense->numel() != numel || !dense->is_contiguous()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot reshape parameter '", name, "' to [", absl::StrJoin(shape, ", "), "]: ",
+        it == weights_.end() ? "no such parameter"
+        : dense == nullptr   ? "it is stored as FP8"
+        : dense->numel() != numel ? absl::StrCat("it has ", dense->numel(), " elements")
+                                  : "it is not contiguous, so a view would copy"));
+  }
+  *dense = dense->view(shape);
   return absl::OkStatus();
 }
 

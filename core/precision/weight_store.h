@@ -39,6 +39,11 @@ class WeightStore {
   // not add up; nothing changes then.
   absl::Status split_rows(absl::string_view fused,
                           const std::vector<std::pair<std::string, int64_t>>& parts);
+  // Replaces `name` by a view of it with `shape` (same element count): zero
+  // copy, so nbytes() is unchanged. INVALID_ARGUMENT if `name` is missing,
+  // FP8 (its scale layout is per tensor, but no caller needs it), or the
+  // element counts differ; nothing changes then.
+  absl::Status reshape(absl::string_view name, const std::vector<int64_t>& shape);
   // Renames a parameter. INVALID_ARGUMENT if `from` is missing or `to` exists.
   absl::Status rename(absl::string_view from, const std::string& to);
 

@@ -1,0 +1,208 @@
+#include "core/models/vae/vae_config.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "core/util/json.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+using json = nlohmann::json;
+
+absl::Status field_error(absl::string_view what, absl::string_view field, const json& value,
+                         absl::string_view expected) {
+  return absl::InvalidArgumentError(absl::StrCat(what, ": field '", field, "' is ", value.dump(),
+                                                 ", expected ", expected));
+}
+
+// Reads an optional integer (T integral), number or boolean field; absent or
+// null leaves `*out` unchanged.
+template <typename T>
+absl::Status read_field(const json& root, const char* field, absl::string_view what, T* out) {
+  if (!root.contains(field) || root.at(field).is_null()) return absl::OkStatus();
+  const json& v = root.at(field);
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean()) return field_error(what, field, v, "a boolean");
+  } else if constexpr (std::is_integral_v<T>) {
+    if (!v.is_number_integer()) return field_error(what, field, v, "an integer");
+  } else {
+    if (!v.is_number()) return field_error(what, field, v, "a number");
+  }
+  *out = v.get<T>();
+  return absl::OkStatus();
+}
+
+// Checks that an optional list of block types has `n` entries, all `type`.
+absl::Status check_block_types(const json& root, const char* field, absl::string_view type,
+                               int64_t n, absl::string_view what) {
+  if (!root.contains(field)) return absl::OkStatus();
+  const json& v = root.at(field);
+  const std::string expected = absl::StrCat("a list of ", n, " \"", type, "\"");
+  if (!v.is_array() || static_cast<int64_t>(v.size()) != n) return field_error(what, field, v, expected);
+  for (const json& t : v) {
+    if (t != json(std::string(type))) return field_error(what, field, v, expected);
+  }
+  return absl::OkStatus();
+}
+
+// Largest N + 1 over names "<prefix>N.<rest>".
+int64_t count_indices(const std::vector<std::string>& names, absl::string_view prefix) {
+  int64_t count = 0;
+  for (const std::string& name : names) {
+    absl::string_view rest = name;
+    if (!absl::ConsumePrefix(&rest, prefix)) continue;
+    int64_t index = 0;
+    if (absl::SimpleAtoi(rest.substr(0, rest.find('.')), &index)) count = std::max(count, index + 1);
+  }
+  return count;
+}
+
+}  // namespace
+
+absl::Status VaeConfig::validate() const {
+  if (block_out_channels.empty() || block_out_channels.size() > 8) {
+    return absl::InvalidArgumentError(absl::StrCat("VAE config: ", block_out_channels.size(),
+                                                   " blocks, expected 1 to 8"));
+  }
+  for (auto [name, value] : {std::pair<const char*, int64_t>{"in_channels", in_channels},
+                             {"out_channels", out_channels}, {"layers_per_block", layers_per_block},
+                             {"norm_num_groups", norm_num_groups}, {"latent_channels", latent_channels},
+                             {"sample_size", sample_size}}) {
+    if (value <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("VAE config: ", name, " is ", value, ", expected a positive integer"));
+    }
+  }
+  for (int64_t c : block_out_channels) {
+    if (c <= 0 || c % norm_num_groups != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "VAE config: block_out_channels [", absl::StrJoin(block_out_channels, ", "),
+          "] must be positive multiples of norm_num_groups ", norm_num_groups));
+    }
+  }
+  if (!(scaling_factor > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("VAE config: scaling_factor is ", scaling_factor, ", expected > 0"));
+  }
+  return absl::OkStatus();
+}
+
+std::string VaeConfig::describe() const {
+  std::string s = absl::StrCat(
+      "AutoencoderKL: block_out_channels [", absl::StrJoin(block_out_channels, ", "), "], ",
+      layers_per_block, " layers per block, ", norm_num_groups, " groups, ", latent_channels,
+      " latent channels, scaling ", scaling_factor, ", shift ", shift_factor,
+      use_quant_conv ? ", quant_conv" : "", use_post_quant_conv ? ", post_quant_conv" : "",
+      mid_block_add_attention ? "" : ", no mid attention");
+  if (!assumed.empty()) absl::StrAppend(&s, " (assumed: ", absl::StrJoin(assumed, ", "), ")");
+  return s;
+}
+
+absl::StatusOr<VaeConfig> parse_vae_config(absl::string_view text, absl::string_view what) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(json root, parse_json_strict(text, what));
+  if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
+  if (root.contains("_class_name") && root.at("_class_name") != json("AutoencoderKL")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": _class_name is ", root.at("_class_name").dump(), ", expected \"AutoencoderKL\""));
+  }
+  // Upstream's constructor defaults where the field is absent.
+  VaeConfig c;
+  c.block_out_channels = {64};
+  c.layers_per_block = 1;
+  c.latent_channels = 4;
+  c.sample_size = 32;
+  c.scaling_factor = 0.18215;
+  c.shift_factor = 0.0;
+  c.use_quant_conv = true;
+  c.use_post_quant_conv = true;
+  if (root.contains("block_out_channels")) {
+    const json& v = root.at("block_out_channels");
+    if (!v.is_array() || v.empty() ||
+        !std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_integer(); })) {
+      return field_error(what, "block_out_channels", v, "a non-empty list of integers");
+    }
+    c.block_out_channels = v.get<std::vector<int64_t>>();
+  }
+  if (root.contains("act_fn") && root.at("act_fn") != json("silu")) {
+    return field_error(what, "act_fn", root.at("act_fn"), "\"silu\" (the only activation supported)");
+  }
+  if (root.contains("sample_size") && root.at("sample_size").is_array()) {
+    const json& v = root.at("sample_size");
+    if (v.empty() || !v[0].is_number_integer()) return field_error(what, "sample_size", v, "an integer");
+    c.sample_size = v[0].get<int64_t>();  // upstream tiles by the first entry
+  } else {
+    DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "sample_size", what, &c.sample_size));
+  }
+  for (const char* field : {"latents_mean", "latents_std"}) {
+    if (root.contains(field) && !root.at(field).is_null()) {
+      return field_error(what, field, root.at(field), "null (per-channel latent statistics are not supported)");
+    }
+  }
+  const int64_t n = c.num_blocks();
+  DIFFUSIOND_RETURN_IF_ERROR(check_block_types(root, "down_block_types", "DownEncoderBlock2D", n, what));
+  DIFFUSIOND_RETURN_IF_ERROR(check_block_types(root, "up_block_types", "UpDecoderBlock2D", n, what));
+  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "in_channels", what, &c.in_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "out_channels", what, &c.out_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "layers_per_block", what, &c.layers_per_block));
+  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "norm_num_groups", what, &c.norm_num_groups));
+  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "latent_channels", what, &c.latent_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "scaling_factor", what, &c.scaling_factor));
+  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "shift_factor", what, &c.shift_factor));
+  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "use_quant_conv", what, &c.use_quant_conv));
+  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "use_post_quant_conv", what, &c.use_post_quant_conv));
+  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "mid_block_add_attention", what, &c.mid_block_add_attention));
+  if (absl::Status s = c.validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
+  }
+  return c;
+}
+
+absl::StatusOr<VaeConfig> infer_vae_config(
+    const std::function<std::optional<std::vector<int64_t>>(absl::string_view)>& shape_of,
+    const std::vector<std::string>& names, absl::string_view what) {
+  const auto need = [&](const std::string& name) -> absl::StatusOr<std::vector<int64_t>> {
+    std::optional<std::vector<int64_t>> shape = shape_of(name);
+    if (!shape.has_value() || shape->size() != 4) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": cannot infer the VAE config: tensor '", name, "' is missing or not a 4-D conv weight"));
+    }
+    return *shape;
+  };
+  VaeConfig c;
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> conv_in, need("encoder.conv_in.weight"));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> dec_in, need("decoder.conv_in.weight"));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> dec_out, need("decoder.conv_out.weight"));
+  c.in_channels = conv_in[1];
+  c.out_channels = dec_out[0];
+  c.latent_channels = dec_in[1];
+  const int64_t blocks = count_indices(names, "encoder.down_blocks.");
+  c.block_out_channels.clear();
+  for (int64_t i = 0; i < blocks; ++i) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> conv1,
+                                need(absl::StrCat("encoder.down_blocks.", i, ".resnets.0.conv1.weight")));
+    c.block_out_channels.push_back(conv1[0]);
+  }
+  c.layers_per_block = count_indices(names, "encoder.down_blocks.0.resnets.");
+  c.use_quant_conv = shape_of("quant_conv.weight").has_value();
+  c.use_post_quant_conv = shape_of("post_quant_conv.weight").has_value();
+  c.mid_block_add_attention = shape_of("decoder.mid_block.attentions.0.to_q.weight").has_value();
+  c.norm_num_groups = 32;
+  for (int64_t ch : c.block_out_channels) {
+    while (c.norm_num_groups > 1 && ch % c.norm_num_groups != 0) c.norm_num_groups /= 2;
+  }
+  c.assumed = {absl::StrCat("norm_num_groups ", c.norm_num_groups), "sample_size 1024",
+               absl::StrCat("FLUX scaling_factor ", kFluxVaeScalingFactor),
+               absl::StrCat("FLUX shift_factor ", kFluxVaeShiftFactor)};
+  if (absl::Status s = c.validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": inferred ", s.message()));
+  }
+  return c;
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,115 @@
+#include "core/models/vae/vae_family.h"
+
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/models/vae/vae_config.h"
+#include "core/models/vae/vae_model.h"
+#include "core/models/vae/vae_params.h"
+#include "core/util/json.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+constexpr absl::string_view kConfigClass = "AutoencoderKL";
+
+std::vector<std::string> tensor_names(const Checkpoint& checkpoint) {
+  std::vector<std::string> names;
+  for (const TensorRecord& t : checkpoint.tensors()) names.push_back(t.name);
+  return names;
+}
+
+class VaeRecipe final : public LoadRecipe {
+ public:
+  explicit VaeRecipe(const VaeConfig& config) : config_(config) {
+    for (const VaeParam& p : vae_parameter_table(config)) kinds_[p.name] = p.kind;
+  }
+
+  std::string describe() const override { return config_.describe(); }
+  std::optional<std::string> canonical_name(absl::string_view name) const override {
+    return vae_canonical_name(name, config_.num_blocks());
+  }
+  ParamKind classify(absl::string_view name, const std::vector<int64_t>& shape) const override {
+    auto it = kinds_.find(std::string(name));
+    return it != kinds_.end() ? it->second : classify_by_rule(name, shape);
+  }
+  PrecisionDeclaration declaration() const override { return vae_precision_declaration(); }
+
+  absl::StatusOr<std::unique_ptr<Model>> build(std::unique_ptr<WeightStore> weights) const override {
+    // ldm files store the attention projections as [C, C, 1, 1] convs.
+    for (const std::string& name : vae_attention_weight_names(config_)) {
+      const torch::Tensor* w = weights->dense(name);
+      if (w != nullptr && w->dim() == 4 && w->size(2) == 1 && w->size(3) == 1) {
+        DIFFUSIOND_RETURN_IF_ERROR(weights->reshape(name, {w->size(0), w->size(1)}));
+      }
+    }
+    DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<VaeModel> model, VaeModel::create(config_, std::move(weights)));
+    return std::unique_ptr<Model>(std::move(model));
+  }
+
+ private:
+  const VaeConfig config_;
+  std::map<std::string, ParamKind> kinds_;
+};
+
+class VaeFamily final : public ModelFamily {
+ public:
+  absl::string_view name() const override { return kVaeArchitecture; }
+
+  bool recognizes(const Checkpoint& checkpoint) const override {
+    if (config_class_name(checkpoint) == kConfigClass) return true;
+    if (checkpoint.layout() == CheckpointLayout::kDiffusersFolder) return false;
+    // A single file: the VAE's ends must be there, and no denoiser (a full
+    // ldm checkpoint also holds a VAE, but is not one).
+    const std::vector<std::string> names = tensor_names(checkpoint);
+    const int64_t blocks = vae_num_blocks_in(names);
+    bool enc_in = false, dec_in = false, dec_out = false;
+    for (const std::string& raw : names) {
+      if (absl::StartsWith(raw, "model.diffusion_model.")) return false;
+      const std::optional<std::string> name = vae_canonical_name(raw, blocks);
+      if (!name.has_value()) continue;
+      enc_in |= *name == "encoder.conv_in.weight";
+      dec_in |= *name == "decoder.conv_in.weight";
+      dec_out |= *name == "decoder.conv_out.weight";
+    }
+    return enc_in && dec_in && dec_out;
+  }
+
+  absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe(const Checkpoint& checkpoint) const override {
+    VaeConfig config;
+    if (config_class_name(checkpoint) == kConfigClass) {
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, parse_vae_config(checkpoint.config_json(), checkpoint.config_path()));
+    } else {
+      const std::vector<std::string> raw = tensor_names(checkpoint);
+      const int64_t blocks = vae_num_blocks_in(raw);
+      std::map<std::string, std::vector<int64_t>, std::less<>> shapes;
+      std::vector<std::string> names;
+      for (const TensorRecord& t : checkpoint.tensors()) {
+        if (std::optional<std::string> name = vae_canonical_name(t.name, blocks)) {
+          shapes[*name] = t.shape;
+          names.push_back(*name);
+        }
+      }
+      DIFFUSIOND_ASSIGN_OR_RETURN(
+          config, infer_vae_config(
+                      [&](absl::string_view name) -> std::optional<std::vector<int64_t>> {
+                        auto it = shapes.find(name);
+                        if (it != shapes.end()) return it->second;
+                        return std::nullopt;
+                      },
+                      names, checkpoint.path()));
+    }
+    return std::unique_ptr<LoadRecipe>(new VaeRecipe(config));
+  }
+};
+
+}  // namespace
+
+const ModelFamily* vae_family() {
+  static const ModelFamily* const family = new VaeFamily();
+  return family;
+}
+
+}  // namespace diffusiond
