@@ -4,7 +4,8 @@
 // state of the padded pipeline batch, the pipeline's prompt and negative
 // embeds, prompts encoded alone, and the RoPE tables; loaded from the
 // fixture folder, a clean transformers folder and a sharded copy with
-// Qwen3Model's (unprefixed) names; and the FP8-storage forward.
+// Qwen3Model's (unprefixed) names; the FP8-storage forward (the fixture
+// has no FP8 reference) and bfloat16 compute.
 //
 // Tolerance: 1e-5 absolute. The fixture's float32 noise floor (its float64
 // run against the float32 one) is ~2e-6 on hidden states of magnitude ~5;
@@ -271,6 +272,33 @@ TEST(Qwen3ParityFp8, ProjectionsOnlyAndTheForwardOverDecodedWeights) {
               exact, codec, scale);
   EXPECT_LT(exact, kTolerance);
   EXPECT_LT(codec, 0.1 * scale);
+}
+
+// At bfloat16 compute the fixture's weights are exact (they are BF16), so
+// the embeddings match bit for bit; later states carry bfloat16 rounding.
+TEST(Qwen3ParityBf16, RunsAtTheComputeDtype) {
+  ModelLoadOptions options;
+  options.compute_dtype = torch::kBFloat16;
+  testing::LoadedModel l = load_test_model(fixture_dir(), options);
+  ASSERT_TRUE(l.pin);
+  const auto* model = dynamic_cast<const Qwen3Model*>(&l.pin.as<LoadedModel>()->model());
+  ASSERT_NE(model, nullptr);
+  TensorFile io(fixture_dir() + "/io.safetensors");
+  const torch::Tensor ids = io.get("pipe.input_ids"), mask = io.get("pipe.attention_mask");
+  absl::StatusOr<torch::Tensor> h0 = model->hidden_states(ids, mask, 0);
+  ASSERT_THAT(h0, IsOk());
+  EXPECT_EQ(h0->scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(max_abs_diff(*h0, io.get("pipe.hidden_states.0")), 0.0);
+  absl::StatusOr<std::vector<torch::Tensor>> feats = z_image_caption_features(*model, ids, mask);
+  ASSERT_THAT(feats, IsOk());
+  for (size_t i = 0; i < feats->size(); ++i) {
+    const torch::Tensor expected = io.get(absl::StrCat("pipe.prompt_embeds.", i));
+    EXPECT_EQ((*feats)[i].scalar_type(), torch::kBFloat16);
+    const double diff = max_abs_diff((*feats)[i], expected);
+    const double scale = expected.abs().max().item<double>();
+    std::printf("bfloat16 pipe.prompt_embeds.%zu: max abs diff %.3g (max abs %.3g)\n", i, diff, scale);
+    EXPECT_LT(diff, 0.05 * scale);
+  }
 }
 
 }  // namespace
