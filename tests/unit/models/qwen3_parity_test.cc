@@ -271,7 +271,10 @@ TEST(Qwen3ParityFp8, ProjectionsOnlyAndTheForwardOverDecodedWeights) {
   std::printf("FP8 storage: vs decoded-weight forward %.3g, vs float32 reference %.3g (max abs %.3g)\n",
               exact, codec, scale);
   EXPECT_LT(exact, kTolerance);
-  EXPECT_LT(codec, 0.1 * scale);
+  // E4M3 keeps 3 mantissa bits (~6% per weight; 7% of the scale on
+  // qwen3-tiny); a codec fault (a wrong scale or byte order) errs by the
+  // order of the scale itself.
+  EXPECT_LT(codec, 0.25 * scale);
 }
 
 // At bfloat16 compute the fixture's weights are exact (they are BF16), so
