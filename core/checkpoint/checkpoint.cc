@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -21,14 +22,28 @@ constexpr absl::string_view kLayoutNames[] = {"single-file", "diffusers-folder",
                                               "scaled-fp8-file"};
 static_assert(sizeof(kLayoutNames) / sizeof(kLayoutNames[0]) == 3, "one name per layout");
 
-constexpr absl::string_view kWeightsFile = "diffusion_pytorch_model.safetensors";
+// The weights file of a model folder, by the library that wrote it, in
+// order of preference: diffusers, then transformers (whose folders may hold
+// other .safetensors files beside the model's).
+constexpr absl::string_view kWeightsFiles[] = {"diffusion_pytorch_model.safetensors",
+                                               "model.safetensors"};
 constexpr absl::string_view kIndexSuffix = ".safetensors.index.json";
 
 bool is_marker(absl::string_view name) {
   return name == "scaled_fp8" || absl::EndsWith(name, ".scaled_fp8");
 }
 
-// Finds the weight files of a diffusers folder: the shards of its index, or
+// Returns the first of kWeightsFiles (plus `suffix`) present in `found`.
+std::optional<fs::path> preferred_file(const fs::path& dir, const std::vector<fs::path>& found,
+                                       absl::string_view suffix) {
+  for (absl::string_view name : kWeightsFiles) {
+    const fs::path candidate = dir / absl::StrCat(name, suffix);
+    if (std::find(found.begin(), found.end(), candidate) != found.end()) return candidate;
+  }
+  return std::nullopt;
+}
+
+// Finds the weight files of a diffusers or transformers folder: the shards of its index, or
 // its one weights file.
 absl::StatusOr<std::vector<std::string>> folder_weight_files(const fs::path& dir,
                                                              ShardIndex* index) {
@@ -43,29 +58,27 @@ absl::StatusOr<std::vector<std::string>> folder_weight_files(const fs::path& dir
   std::sort(indexes.begin(), indexes.end());
   std::sort(singles.begin(), singles.end());
   if (!indexes.empty()) {
-    const fs::path preferred = dir / (std::string(kWeightsFile) + ".index.json");
-    const fs::path chosen =
-        std::find(indexes.begin(), indexes.end(), preferred) != indexes.end() ? preferred
-                                                                              : indexes.front();
-    if (indexes.size() > 1 && chosen != preferred) {
+    std::optional<fs::path> chosen = preferred_file(dir, indexes, ".index.json");
+    if (!chosen.has_value() && indexes.size() > 1) {
       return absl::InvalidArgumentError(absl::StrCat(
-          dir.string(), ": ", indexes.size(), " shard indexes and none is ", kWeightsFile,
-          ".index.json; cannot tell which to load"));
+          dir.string(), ": ", indexes.size(), " shard indexes and none is ", kWeightsFiles[0],
+          ".index.json or ", kWeightsFiles[1], ".index.json; cannot tell which to load"));
     }
-    DIFFUSIOND_ASSIGN_OR_RETURN(std::string text, read_text_file(chosen.string(), 64 << 20));
-    DIFFUSIOND_ASSIGN_OR_RETURN(*index, parse_shard_index(text, chosen.string()));
+    if (!chosen.has_value()) chosen = indexes.front();
+    DIFFUSIOND_ASSIGN_OR_RETURN(std::string text, read_text_file(chosen->string(), 64 << 20));
+    DIFFUSIOND_ASSIGN_OR_RETURN(*index, parse_shard_index(text, chosen->string()));
     std::vector<std::string> files;
     for (const std::string& shard : index->shards) files.push_back((dir / shard).string());
     return files;
   }
-  const fs::path preferred = dir / std::string(kWeightsFile);
-  if (std::find(singles.begin(), singles.end(), preferred) != singles.end()) {
-    return std::vector<std::string>{preferred.string()};
+  if (std::optional<fs::path> chosen = preferred_file(dir, singles, "")) {
+    return std::vector<std::string>{chosen->string()};
   }
   if (singles.size() == 1) return std::vector<std::string>{singles.front().string()};
   return absl::InvalidArgumentError(absl::StrCat(
-      dir.string(), ": diffusers folder has ", singles.size(),
-      " .safetensors files and no shard index; expected ", kWeightsFile));
+      dir.string(), ": model folder has ", singles.size(),
+      " .safetensors files and no shard index; expected ", kWeightsFiles[0], " or ",
+      kWeightsFiles[1]));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Checkpoint: one model's weights on disk, whatever the layout — a single
-// .safetensors file, a diffusers folder (config.json plus one weights file
-// or shards named by an index), or a ComfyUI "scaled fp8" single file — as
-// one set of tensor records with positional reads.
+// .safetensors file, a diffusers or transformers folder (config.json plus
+// one weights file or shards named by an index), or a ComfyUI "scaled fp8"
+// single file — as one set of tensor records with positional reads.
 //
 // Layout detection happens once, here, and yields a typed result; nothing
 // downstream sniffs names again.
@@ -23,7 +23,8 @@ namespace diffusiond {
 
 enum class CheckpointLayout {
   kSingleFile,       // one .safetensors file
-  kDiffusersFolder,  // config.json + weights (one file or shards)
+  kDiffusersFolder,  // config.json + weights (one file or shards; diffusers or
+                     // transformers file names)
   kScaledFp8File,    // single file with ComfyUI scaled-fp8 weights
 };
 absl::string_view layout_name(CheckpointLayout layout);

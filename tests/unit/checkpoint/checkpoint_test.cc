@@ -67,6 +67,44 @@ TEST(Checkpoint, ShardedDiffusersFolder) {
   EXPECT_EQ(data, std::string(24, 2));
 }
 
+// transformers names the weights model.safetensors and may keep other
+// .safetensors files beside them.
+TEST(Checkpoint, TransformersFolderPrefersModelSafetensors) {
+  TempDir dir;
+  dir.write("config.json", kConfig);
+  write_safetensors(dir.path("model.safetensors"), {filled_tensor("a.weight", DType::kF32, {2, 3})});
+  write_safetensors(dir.path("extra.safetensors"), {filled_tensor("x", DType::kF32, {1})});
+  absl::StatusOr<std::unique_ptr<Checkpoint>> c = Checkpoint::open(dir.path());
+  ASSERT_THAT(c, IsOk());
+  ASSERT_EQ((*c)->files().size(), 1u);
+  EXPECT_EQ((*c)->files()[0], dir.path("model.safetensors"));
+  EXPECT_NE((*c)->find("a.weight"), nullptr);
+}
+
+TEST(Checkpoint, ShardedTransformersFolder) {
+  TempDir dir;
+  dir.write("config.json", kConfig);
+  dir.write("model.safetensors.index.json", kIndex);
+  dir.write("other.safetensors.index.json", R"({"weight_map": {"z": "m-3.safetensors"}})");
+  write_safetensors(dir.path("m-1.safetensors"), {filled_tensor("a.weight", DType::kF32, {2, 3}, 1)});
+  write_safetensors(dir.path("m-2.safetensors"), {filled_tensor("b.weight", DType::kF32, {2, 3}, 2)});
+  absl::StatusOr<std::unique_ptr<Checkpoint>> c = Checkpoint::open(dir.path());
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ((*c)->layout(), CheckpointLayout::kDiffusersFolder);
+  ASSERT_EQ((*c)->tensors().size(), 2u);
+}
+
+TEST(Checkpoint, FolderWithSeveralWeightFilesAndNoKnownNameIsRejected) {
+  TempDir dir;
+  dir.write("config.json", kConfig);
+  write_safetensors(dir.path("a.safetensors"), {filled_tensor("a.weight", DType::kF32, {2})});
+  write_safetensors(dir.path("b.safetensors"), {filled_tensor("b.weight", DType::kF32, {2})});
+  EXPECT_THAT(Checkpoint::open(dir.path()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("2 .safetensors files and no shard index; expected "
+                                 "diffusion_pytorch_model.safetensors or model.safetensors")));
+}
+
 TEST(Checkpoint, IndexNamingAMissingShardIsNotFound) {
   TempDir dir;
   dir.write("config.json", kConfig);

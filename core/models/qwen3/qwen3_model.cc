@@ -1,0 +1,151 @@
+#include "core/models/qwen3/qwen3_model.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/models/common/layers.h"
+#include "core/models/qwen3/qwen3_attention.h"
+#include "core/models/qwen3/qwen3_params.h"
+#include "core/util/exception_status.h"
+
+namespace diffusiond {
+namespace {
+
+std::string shape_string(const torch::Tensor& t) {
+  return t.defined() ? absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]") : "nothing";
+}
+
+bool is_integral(const torch::Tensor& t) {
+  return !t.is_floating_point() && !t.is_complex();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Qwen3Model>> Qwen3Model::create(const Qwen3Config& config,
+                                                               std::unique_ptr<WeightStore> weights) {
+  if (absl::Status s = config.validate(); !s.ok()) return s;
+  const std::vector<Qwen3Param> table = qwen3_parameter_table(config);
+  for (const Qwen3Param& p : table) {
+    const torch::Tensor* dense = weights->dense(p.name);
+    const Fp8Weight* fp8 = weights->fp8(p.name);
+    if (dense == nullptr && fp8 == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("Qwen3 checkpoint lacks parameter '", p.name, "'"));
+    }
+    const torch::IntArrayRef shape = dense != nullptr ? dense->sizes() : fp8->codes.sizes();
+    if (shape != torch::IntArrayRef(p.shape)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "Qwen3 parameter '", p.name, "' has shape [", absl::StrJoin(shape, ", "),
+          "], but the config expects [", absl::StrJoin(p.shape, ", "), "]"));
+    }
+  }
+  // Every table entry is present, so a larger store holds something extra.
+  if (weights->size() != static_cast<int64_t>(table.size())) {
+    std::set<std::string> known;
+    for (const Qwen3Param& p : table) known.insert(p.name);
+    for (const std::string& name : weights->names()) {
+      if (known.count(name) == 0) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("Qwen3 checkpoint has unexpected tensor '", name, "'"));
+      }
+    }
+  }
+  return std::unique_ptr<Qwen3Model>(new Qwen3Model(config, std::move(weights)));
+}
+
+Qwen3Model::Qwen3Model(const Qwen3Config& config, std::unique_ptr<WeightStore> weights)
+    : Model(std::move(weights)), config_(config) {}
+
+absl::Status Qwen3Model::check_inputs(const torch::Tensor& ids, const torch::Tensor& mask,
+                                      int64_t layer) const {
+  if (!ids.defined() || ids.dim() != 2 || ids.size(0) < 1 || ids.size(1) < 1 || !is_integral(ids) ||
+      ids.scalar_type() == torch::kBool) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Qwen3 input_ids must be integer [B, L] with B, L >= 1, got ", shape_string(ids),
+        ids.defined() ? absl::StrCat(" of ", c10::toString(ids.scalar_type())) : ""));
+  }
+  const int64_t lowest = ids.min().item<int64_t>(), highest = ids.max().item<int64_t>();
+  if (lowest < 0 || highest >= config_.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat("Qwen3 input_ids hold ids in [", lowest, ", ",
+                                                   highest, "], but the vocabulary is [0, ",
+                                                   config_.vocab_size, ")"));
+  }
+  if (mask.defined() && (mask.sizes() != ids.sizes() || !is_integral(mask))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Qwen3 attention_mask must be bool or integer ", shape_string(ids), " like input_ids, got ",
+        shape_string(mask), " of ", c10::toString(mask.scalar_type())));
+  }
+  const int64_t states = config_.num_hidden_layers + 1;
+  if (layer < -states || layer >= states) {
+    return absl::InvalidArgumentError(absl::StrCat("Qwen3 hidden layer ", layer,
+                                                   " is out of range: the model has ", states,
+                                                   " hidden states, so expected [", -states, ", ",
+                                                   states - 1, "]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<torch::Tensor> Qwen3Model::hidden_states(const torch::Tensor& input_ids,
+                                                        const torch::Tensor& attention_mask,
+                                                        int64_t layer) const {
+  if (absl::Status s = check_inputs(input_ids, attention_mask, layer); !s.ok()) return s;
+  const int64_t states = config_.num_hidden_layers + 1;
+  const int64_t index = layer < 0 ? layer + states : layer;
+  return status_of("the Qwen3 forward", [&]() -> absl::StatusOr<torch::Tensor> {
+    torch::NoGradGuard no_grad;
+    const bool final_norm = index == config_.num_hidden_layers;
+    return run(input_ids, attention_mask, final_norm ? config_.num_hidden_layers : index, final_norm);
+  });
+}
+
+torch::Tensor Qwen3Model::linear(const torch::Tensor& x, const std::string& name) const {
+  return torch::linear(x, param(name));
+}
+
+torch::Tensor Qwen3Model::run(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                              int64_t layers_to_run, bool final_norm) const {
+  const int64_t batch = input_ids.size(0), seq = input_ids.size(1);
+  torch::Tensor h = torch::embedding(param("embed_tokens.weight"), input_ids.to(torch::kInt64));
+  if (layers_to_run > 0) {
+    const torch::Tensor key_mask = attention_mask.defined() ? attention_mask.ne(0) : torch::Tensor();
+    const torch::Tensor allowed = qwen3_attention_mask(key_mask, batch, seq);
+    const auto [cos, sin] = qwen3_rope_tables(config_.rope_theta, config_.head_dim, seq);
+    for (int64_t i = 0; i < layers_to_run; ++i) h = decoder_layer(i, h, allowed, cos, sin);
+  }
+  if (final_norm) h = rms_norm(h, param("norm.weight"), config_.rms_norm_eps);
+  return h;
+}
+
+torch::Tensor Qwen3Model::decoder_layer(int64_t index, const torch::Tensor& h_in,
+                                        const torch::Tensor& allowed, const torch::Tensor& cos,
+                                        const torch::Tensor& sin) const {
+  const Qwen3Config& c = config_;
+  const int64_t batch = h_in.size(0), seq = h_in.size(1), hd = c.head_dim;
+  const double eps = c.rms_norm_eps;
+  const std::string p = absl::StrCat("layers.", index, ".");
+  const std::string a = p + "self_attn.";
+
+  const torch::Tensor x = rms_norm(h_in, param(p + "input_layernorm.weight"), eps);
+  // q and k: projection, RMSNorm over each head, then RoPE.
+  const auto heads_of = [&](const char* proj, const char* norm, int64_t heads) {
+    const torch::Tensor projected = linear(x, absl::StrCat(a, proj, ".weight")).view({batch, seq, heads, hd});
+    const torch::Tensor normed = rms_norm(projected, param(absl::StrCat(a, norm, ".weight")), eps);
+    return apply_half_split_rope(normed.transpose(1, 2), cos, sin);
+  };
+  const torch::Tensor q = heads_of("q_proj", "q_norm", c.num_attention_heads);
+  const torch::Tensor k = heads_of("k_proj", "k_norm", c.num_key_value_heads);
+  const torch::Tensor v =
+      linear(x, a + "v_proj.weight").view({batch, seq, c.num_key_value_heads, hd}).transpose(1, 2);
+  const torch::Tensor attn = grouped_query_attention(q, k, v, allowed);
+  torch::Tensor h = h_in + linear(attn.transpose(1, 2).reshape({batch, seq, c.num_attention_heads * hd}),
+                                  a + "o_proj.weight");
+
+  // SwiGLU: silu(gate) * up in place, the largest activation allocated once.
+  const torch::Tensor y = rms_norm(h, param(p + "post_attention_layernorm.weight"), eps);
+  torch::Tensor hidden = linear(y, p + "mlp.gate_proj.weight");
+  torch::silu_(hidden).mul_(linear(y, p + "mlp.up_proj.weight"));
+  return h.add_(linear(hidden, p + "mlp.down_proj.weight"));
+}
+
+}  // namespace diffusiond
