@@ -1,0 +1,25 @@
+// The FLUX ModelFamily: recognises FluxTransformer2DModel checkpoints as
+// diffusers folders (config.json), original Black Forest Labs single files,
+// ComfyUI files (with or without the "model.diffusion_model." prefix) and
+// ComfyUI scaled-fp8 files.
+#ifndef DIFFUSIOND_CORE_MODELS_FLUX_FLUX_FAMILY_H_
+#define DIFFUSIOND_CORE_MODELS_FLUX_FLUX_FAMILY_H_
+
+#include <memory>
+
+#include "core/models/flux/flux_config.h"
+#include "core/models/model_family.h"
+
+namespace diffusiond {
+
+// The process-wide instance.
+const ModelFamily* flux_family();
+
+// The recipe for a FLUX checkpoint of `config`, whatever its key naming:
+// for a single file whose config is known from elsewhere (the family
+// itself infers it from shapes). The caller owns it.
+std::unique_ptr<LoadRecipe> flux_recipe(const FluxConfig& config);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_MODELS_FLUX_FLUX_FAMILY_H_

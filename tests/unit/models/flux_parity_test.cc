@@ -1,0 +1,331 @@
+// Parity of the FLUX port with upstream diffusers, on the reference fixture
+// (DIFFUSIOND_FLUX_FIXTURE, default the shared flux-tiny): the single
+// forward from every weight format (diffusers folder, original single file,
+// the same with ComfyUI's "model.diffusion_model." prefix, scaled fp8), the
+// batched forward, FP8 storage, the RoPE tables and the latent packing.
+// Sizes, counts and guidance come from the fixture's config.json and
+// io.safetensors, so another fixture of the same layout passes unchanged.
+//
+// Tolerance: 1e-5 absolute. The fixture's float32 noise floor (float64
+// runs against the float32 one) is ~5e-7 on outputs of magnitude ~2.4; the
+// margin allows libtorch's other summation orders, while a real mistake (a
+// swapped modulation half, a wrong RoPE pairing or eps) moves outputs by
+// 1e-3 or more.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "core/checkpoint/safetensors_writer.h"
+#include "core/engine/model_admission.h"
+#include "core/models/flux/flux_family.h"
+#include "core/models/flux/flux_latents.h"
+#include "core/models/flux/flux_model.h"
+#include "core/models/flux/flux_params.h"
+#include "core/models/flux/flux_rope.h"
+#include "core/util/file_text.h"
+#include "core/util/json.h"
+#include "gtest/gtest.h"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/tensor_file.h"
+
+namespace diffusiond {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::max_abs_diff;
+using ::diffusiond::testing::TempDir;
+using ::diffusiond::testing::TensorFile;
+
+constexpr double kTolerance = 1e-5;
+
+std::string fixture_dir() {
+  if (const char* env = std::getenv("DIFFUSIOND_FLUX_FIXTURE"); env != nullptr && *env) return env;
+  return ::diffusiond::testing::fixtures_dir() + "/flux-tiny";
+}
+
+FluxConfig fixture_config() {
+  absl::StatusOr<std::string> text = read_text_file(fixture_dir() + "/config.json");
+  EXPECT_THAT(text, IsOk());
+  absl::StatusOr<FluxConfig> config = parse_flux_config(text.ok() ? *text : "{}", "config.json");
+  EXPECT_THAT(config, IsOk());
+  return config.ok() ? *config : FluxConfig();
+}
+
+// A model loaded through the real cache and streaming loader. Member order
+// matters for teardown: the pin before the cache, the cache before its budget.
+struct LoadedFlux {
+  std::unique_ptr<Budget> ram;
+  std::unique_ptr<ModelCache> cache;
+  std::unique_ptr<Checkpoint> checkpoint;
+  Pin pin;
+  const FluxModel* model = nullptr;
+};
+
+// Loads `path`; with `recipe` (a single file whose config is known) instead
+// of the family's own. Failures are test failures and leave `model` null.
+LoadedFlux load_flux(const std::string& path, const ModelLoadOptions& options,
+                     std::unique_ptr<LoadRecipe> recipe) {
+  LoadedFlux l;
+  l.ram = std::make_unique<Budget>(Device::kCpu, int64_t{1} << 30);
+  ModelCacheOptions co;
+  co.ram_budget = l.ram.get();
+  l.cache = std::move(*ModelCache::create(co));
+  absl::StatusOr<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(path);
+  EXPECT_THAT(ckpt, IsOk());
+  if (!ckpt.ok()) return l;
+  l.checkpoint = std::move(*ckpt);
+  EXPECT_EQ(find_model_family(*l.checkpoint), flux_family()) << path;
+  absl::StatusOr<ModelPlan> plan = plan_model(*l.checkpoint, options);
+  if (recipe != nullptr) {
+    // The same planning as plan_model, with the given recipe.
+    plan = ModelPlan();
+    plan->family = flux_family();
+    plan->recipe = std::move(recipe);
+    const LoadRecipe* r = plan->recipe.get();
+    PlanOptions po;
+    po.compute_dtype = options.compute_dtype;
+    po.fp8 = options.fp8;
+    po.declaration = r->declaration();
+    po.classifier = [r](absl::string_view name, const std::vector<int64_t>& shape) { return r->classify(name, shape); };
+    po.rename = [r](absl::string_view name) { return r->canonical_name(name); };
+    absl::StatusOr<LoadPlan> lp = plan_load(*l.checkpoint, po);
+    EXPECT_THAT(lp, IsOk());
+    if (!lp.ok()) return l;
+    plan->plan = std::move(*lp);
+  }
+  EXPECT_THAT(plan, IsOk());
+  if (!plan.ok()) return l;
+  absl::StatusOr<Pin> pin =
+      l.cache->get_or_load("model", [&] { return load_planned_model(*l.checkpoint, *plan, *l.cache); });
+  EXPECT_THAT(pin, IsOk());
+  if (!pin.ok()) return l;
+  l.pin = std::move(*pin);
+  l.model = dynamic_cast<const FluxModel*>(&l.pin.as<diffusiond::LoadedModel>()->model());
+  EXPECT_NE(l.model, nullptr);
+  return l;
+}
+
+// Rewrites `from` with every name prefixed, as ComfyUI full checkpoints carry them.
+std::string prefixed_copy(const std::string& from, const std::string& to, const std::string& prefix) {
+  absl::StatusOr<std::unique_ptr<Checkpoint>> src = Checkpoint::open(from);
+  EXPECT_THAT(src, IsOk());
+  if (!src.ok()) return to;
+  std::vector<TensorSpec> specs;
+  for (const TensorRecord& t : (*src)->tensors()) specs.push_back({prefix + t.name, t.dtype, t.shape});
+  auto writer = SafetensorsWriter::create(to, specs);
+  EXPECT_THAT(writer, IsOk());
+  if (!writer.ok()) return to;
+  for (const TensorRecord& t : (*src)->tensors()) {
+    std::string bytes(t.nbytes, '\0');
+    EXPECT_THAT((*src)->read(t, bytes.data()), IsOk());
+    EXPECT_THAT((*writer)->append(bytes.data(), t.nbytes), IsOk());
+  }
+  EXPECT_THAT((*writer)->close(), IsOk());
+  return to;
+}
+
+enum class Source { kDiffusersFolder, kSingleFile, kPrefixedSingleFile, kScaledFp8File };
+
+class FluxParity : public ::testing::TestWithParam<Source> {
+ protected:
+  LoadedFlux load(bool fp8_storage) {
+    ModelLoadOptions options;
+    if (fp8_storage) options.fp8.format = Fp8Format::kE4M3Fn;
+    const std::string dir = fixture_dir();
+    switch (GetParam()) {
+      case Source::kDiffusersFolder:
+        // The fixture keeps config.json beside transformer/: lay out a model folder with links.
+        std::filesystem::create_symlink(dir + "/config.json", tmp_.path("config.json"));
+        std::filesystem::create_symlink(dir + "/transformer/diffusion_pytorch_model.safetensors",
+                                        tmp_.path("diffusion_pytorch_model.safetensors"));
+        return load_flux(tmp_.path(), options, nullptr);
+      // A single file's RoPE split is not in its shapes: give the config.
+      case Source::kSingleFile:
+        return load_flux(dir + "/single_file.safetensors", options, flux_recipe(config_));
+      case Source::kPrefixedSingleFile:
+        return load_flux(prefixed_copy(dir + "/single_file.safetensors", tmp_.path("comfy.safetensors"),
+                                       "model.diffusion_model."),
+                         options, flux_recipe(config_));
+      case Source::kScaledFp8File:
+        return load_flux(dir + "/single_file_scaled_fp8.safetensors", options, flux_recipe(config_));
+    }
+    return LoadedFlux();
+  }
+
+  // The inputs "<prefix>.*" of io.safetensors; guidance only for a guidance-distilled model.
+  FluxInputs inputs(const std::string& prefix) const {
+    FluxInputs in;
+    in.hidden_states = io_.get(prefix + ".hidden_states");
+    in.encoder_hidden_states = io_.get(prefix + ".encoder_hidden_states");
+    in.pooled_projections = io_.get(prefix + ".pooled_projections");
+    in.timestep = io_.get(prefix + ".timestep");
+    in.img_ids = io_.get("fwd.img_ids");
+    in.txt_ids = io_.get("fwd.txt_ids");
+    if (config_.guidance_embeds) in.guidance = io_.get(prefix + ".guidance");
+    return in;
+  }
+
+  TempDir tmp_;
+  TensorFile io_{fixture_dir() + "/io.safetensors"};
+  FluxConfig config_ = fixture_config();
+};
+
+double forward_diff(const FluxModel& model, const FluxInputs& in, const torch::Tensor& expected) {
+  absl::StatusOr<torch::Tensor> out = model.forward(in);
+  EXPECT_THAT(out, IsOk());
+  if (!out.ok()) return 1e9;
+  EXPECT_EQ(out->sizes(), expected.sizes());
+  EXPECT_EQ(out->scalar_type(), torch::kFloat32);
+  return max_abs_diff(*out, expected);
+}
+
+TEST_P(FluxParity, SingleForward) {
+  LoadedFlux l = load(/*fp8_storage=*/false);
+  ASSERT_NE(l.model, nullptr);
+  const std::string expected = GetParam() == Source::kScaledFp8File ? "fwd.out_fp8_scaled" : "fwd.out";
+  const double diff = forward_diff(*l.model, inputs("fwd"), io_.get(expected));
+  std::printf("single forward vs %s: max abs diff %.3g\n", expected.c_str(), diff);
+  EXPECT_LT(diff, kTolerance);
+}
+
+TEST_P(FluxParity, BatchedForward) {
+  if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "the fixture has no scaled-fp8 batch output";
+  LoadedFlux l = load(false);
+  ASSERT_NE(l.model, nullptr);
+  const double diff = forward_diff(*l.model, inputs("batch"), io_.get("batch.out"));
+  std::printf("batched forward vs batch.out: max abs diff %.3g\n", diff);
+  EXPECT_LT(diff, kTolerance);
+}
+
+// Our FP8 storage rounds layer weights only (biases stay dense): that is
+// fwd.out_fp8, not diffusers' layerwise casting (fwd.out_fp8_lwc, biases too).
+TEST_P(FluxParity, Fp8StorageForward) {
+  if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "already FP8: see SingleForward";
+  LoadedFlux l = load(/*fp8_storage=*/true);
+  ASSERT_NE(l.model, nullptr);
+  EXPECT_GT(l.model->weights().fp8_count(), 0);
+  absl::StatusOr<torch::Tensor> out = l.model->forward(inputs("fwd"));
+  ASSERT_THAT(out, IsOk());
+  const double diff = max_abs_diff(*out, io_.get("fwd.out_fp8"));
+  std::printf("FP8-storage forward vs fwd.out_fp8: %.3g (vs fwd.out_fp8_lwc: %.3g)\n", diff,
+              max_abs_diff(*out, io_.get("fwd.out_fp8_lwc")));
+  EXPECT_LT(diff, kTolerance);
+}
+
+TEST_P(FluxParity, StepMatchesForward) {
+  LoadedFlux l = load(false);
+  ASSERT_NE(l.model, nullptr);
+  const FluxInputs in = inputs("fwd");
+  NamedTensors named = {{"hidden_states", in.hidden_states}, {"encoder_hidden_states", in.encoder_hidden_states},
+                        {"pooled_projections", in.pooled_projections}, {"timestep", in.timestep},
+                        {"img_ids", in.img_ids}, {"txt_ids", in.txt_ids}};
+  if (config_.guidance_embeds) named["guidance"] = in.guidance;
+  absl::StatusOr<NamedTensors> out = l.model->step(named);
+  ASSERT_THAT(out, IsOk());
+  absl::StatusOr<torch::Tensor> direct = l.model->forward(in);
+  ASSERT_THAT(direct, IsOk());
+  EXPECT_EQ(max_abs_diff(out->at("out"), *direct), 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(FluxParityFormats, FluxParity,
+                         ::testing::Values(Source::kDiffusersFolder, Source::kSingleFile,
+                                           Source::kPrefixedSingleFile, Source::kScaledFp8File),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case Source::kDiffusersFolder: return "DiffusersFolder";
+                             case Source::kSingleFile: return "SingleFile";
+                             case Source::kPrefixedSingleFile: return "PrefixedSingleFile";
+                             case Source::kScaledFp8File: return "ScaledFp8File";
+                           }
+                           return "";
+                         });
+
+TEST(FluxParityLatents, PackUnpackAndImageIds) {
+  TensorFile io(fixture_dir() + "/io.safetensors");
+  const torch::Tensor latents = io.get("pack.latents"), packed = io.get("pack.packed");
+  absl::StatusOr<torch::Tensor> ours = pack_latents(latents);
+  ASSERT_THAT(ours, IsOk());
+  EXPECT_EQ(ours->sizes(), packed.sizes());
+  EXPECT_EQ(max_abs_diff(*ours, packed), 0.0);
+  const int64_t h = latents.size(2), w = latents.size(3);
+  absl::StatusOr<torch::Tensor> back = unpack_latents(packed, h, w);
+  ASSERT_THAT(back, IsOk());
+  EXPECT_EQ(back->sizes(), latents.sizes());
+  EXPECT_EQ(max_abs_diff(*back, latents), 0.0);
+  absl::StatusOr<torch::Tensor> ids = latent_image_ids(h, w);
+  ASSERT_THAT(ids, IsOk());
+  EXPECT_EQ(ids->sizes(), io.get("pack.img_ids").sizes());
+  EXPECT_EQ(max_abs_diff(*ids, io.get("pack.img_ids")), 0.0);
+  EXPECT_EQ(max_abs_diff(*ids, io.get("fwd.img_ids")), 0.0);
+}
+
+TEST(FluxParityRope, TablesMatchUpstreamBitExactly) {
+  TensorFile io(fixture_dir() + "/io.safetensors");
+  const auto [cos, sin] = flux_rope_tables(torch::cat({io.get("fwd.txt_ids"), io.get("fwd.img_ids")}, 0),
+                                           fixture_config().axes_dims_rope);
+  // Upstream repeats each value for the pair (2j, 2j+1).
+  EXPECT_EQ(max_abs_diff(cos.repeat_interleave(2, 1), io.get("dbg.rope_cos")), 0.0);
+  EXPECT_EQ(max_abs_diff(sin.repeat_interleave(2, 1), io.get("dbg.rope_sin")), 0.0);
+}
+
+// Every original key lands on the diffusers names upstream's converter
+// gives it (stats.json "sf_to_diffusers", which lists a fused tensor's
+// parts as a set: their row order is checked by the forwards).
+TEST(FluxParityKeyMap, OriginalKeysMapAsUpstream) {
+  absl::StatusOr<std::string> stats_text = read_text_file(fixture_dir() + "/stats.json");
+  ASSERT_THAT(stats_text, IsOk());
+  absl::StatusOr<nlohmann::json> stats = parse_json_strict(*stats_text, "stats.json");
+  ASSERT_THAT(stats, IsOk());
+  const FluxConfig config = fixture_config();
+  int checked = 0;
+  for (const auto& [original, expected] : stats->at("sf_to_diffusers").items()) {
+    const std::optional<std::string> canonical = flux_canonical_name(original);
+    ASSERT_TRUE(canonical.has_value()) << original;
+    std::vector<std::string> ours = {*canonical};
+    for (const FusedSplit& split : flux_fused_splits(config, {*canonical})) {
+      ours.clear();
+      for (const auto& part : split.parts) ours.push_back(part.first);
+    }
+    for (const auto& swap : flux_swapped_halves({*canonical})) ours = {swap.second};
+    std::vector<std::string> theirs = expected.get<std::vector<std::string>>();
+    std::sort(ours.begin(), ours.end());
+    std::sort(theirs.begin(), theirs.end());
+    EXPECT_EQ(ours, theirs) << original;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+// FP8 storage picks the Linear weights upstream's layerwise casting would
+// cast (stats.json "fp8_weights"), from the diffusers folder's headers.
+TEST(FluxParitySelection, Fp8WeightsAreUpstreams) {
+  absl::StatusOr<std::string> stats_text = read_text_file(fixture_dir() + "/stats.json");
+  ASSERT_THAT(stats_text, IsOk());
+  absl::StatusOr<nlohmann::json> stats = parse_json_strict(*stats_text, "stats.json");
+  ASSERT_THAT(stats, IsOk());
+  std::set<std::string> expected;
+  for (const auto& name : stats->at("fp8_weights")) expected.insert(name.get<std::string>());
+  TempDir tmp;
+  std::filesystem::create_symlink(fixture_dir() + "/config.json", tmp.path("config.json"));
+  std::filesystem::create_symlink(fixture_dir() + "/transformer/diffusion_pytorch_model.safetensors",
+                                  tmp.path("diffusion_pytorch_model.safetensors"));
+  absl::StatusOr<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(tmp.path());
+  ASSERT_THAT(ckpt, IsOk());
+  ModelLoadOptions options;
+  options.fp8.format = Fp8Format::kE4M3Fn;
+  absl::StatusOr<ModelPlan> plan = plan_model(**ckpt, options);
+  ASSERT_THAT(plan, IsOk());
+  std::set<std::string> fp8;
+  for (const PlannedTensor& t : plan->plan.tensors) {
+    if (t.action == PlannedTensor::Action::kFp8Encode) fp8.insert(t.name);
+  }
+  EXPECT_EQ(fp8, expected);
+}
+
+}  // namespace
+}  // namespace diffusiond
