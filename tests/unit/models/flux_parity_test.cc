@@ -273,6 +273,26 @@ TEST(FluxParityRope, TablesMatchUpstreamBitExactly) {
   EXPECT_EQ(max_abs_diff(sin.repeat_interleave(2, 1), io.get("dbg.rope_sin")), 0.0);
 }
 
+// A single file's config comes from its shapes, except the RoPE split:
+// FLUX.1's is assumed only for head_dim 128, any other fails clearly.
+TEST(FluxParityInference, SingleFileConfigIsInferredOrRefusedClearly) {
+  const FluxConfig expected = fixture_config();
+  absl::StatusOr<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(fixture_dir() + "/single_file.safetensors");
+  ASSERT_THAT(ckpt, IsOk());
+  ASSERT_EQ(find_model_family(**ckpt), flux_family());
+  absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe = flux_family()->recipe(**ckpt);
+  if (expected.attention_head_dim != 128) {
+    EXPECT_FALSE(recipe.ok());
+    EXPECT_EQ(recipe.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(recipe.status().message()), ::testing::HasSubstr("axes_dims_rope is not stored"));
+    return;
+  }
+  ASSERT_THAT(recipe, IsOk());
+  FluxConfig described = expected;
+  described.assumed = {"patch_size 1", "axes_dims_rope [16, 56, 56]"};
+  EXPECT_EQ((*recipe)->describe(), described.describe());
+}
+
 // Every original key lands on the diffusers names upstream's converter
 // gives it (stats.json "sf_to_diffusers", which lists a fused tensor's
 // parts as a set: their row order is checked by the forwards).
