@@ -25,6 +25,8 @@
 #include "core/models/flux/flux_model.h"
 #include "core/models/flux/flux_params.h"
 #include "core/models/flux/flux_rope.h"
+#include "core/models/flux/flux_schedule.h"
+#include "core/denoise/denoise_loop.h"
 #include "core/util/file_text.h"
 #include "core/util/json.h"
 #include "gtest/gtest.h"
@@ -46,6 +48,15 @@ constexpr double kTolerance = 1e-5;
 std::string fixture_dir() {
   if (const char* env = std::getenv("DIFFUSIOND_FLUX_FIXTURE"); env != nullptr && *env) return env;
   return ::diffusiond::testing::fixtures_dir() + "/flux-tiny";
+}
+
+// The loop's noise seed: the weights' seed + 2 (variant.json "seed").
+uint64_t config_seed() {
+  absl::StatusOr<std::string> text = read_text_file(fixture_dir() + "/variant.json");
+  EXPECT_THAT(text, IsOk());
+  absl::StatusOr<nlohmann::json> variant = parse_json_strict(text.ok() ? *text : "{}", "variant.json");
+  EXPECT_THAT(variant, IsOk());
+  return variant.ok() ? variant->value("seed", uint64_t{0}) + 2 : 0;
 }
 
 FluxConfig fixture_config() {
@@ -271,6 +282,78 @@ TEST(FluxParityRope, TablesMatchUpstreamBitExactly) {
   // Upstream repeats each value for the pair (2j, 2j+1).
   EXPECT_EQ(max_abs_diff(cos.repeat_interleave(2, 1), io.get("dbg.rope_cos")), 0.0);
   EXPECT_EQ(max_abs_diff(sin.repeat_interleave(2, 1), io.get("dbg.rope_sin")), 0.0);
+}
+
+FluxSchedulerConfig fixture_scheduler() {
+  absl::StatusOr<std::string> text = read_text_file(fixture_dir() + "/scheduler_config.json");
+  EXPECT_THAT(text, IsOk());
+  absl::StatusOr<FluxSchedulerConfig> config =
+      parse_flux_scheduler_config(text.ok() ? *text : "{}", "scheduler_config.json");
+  EXPECT_THAT(config, IsOk());
+  return config.ok() ? *config : FluxSchedulerConfig();
+}
+
+// The pipeline's schedule for the fixture's loop: sigmas, scheduler
+// timesteps and the model's time, bit for bit.
+TEST(FluxParityLoop, Schedule) {
+  TensorFile io(fixture_dir() + "/io.safetensors");
+  const int steps = static_cast<int>(io.get("loop.timesteps").numel());
+  const int64_t seq_len = io.get("loop.noise_packed").size(1);
+  EXPECT_EQ(seq_len, io.get("loop.image_seq_len").item<int64_t>());
+  const FluxSchedulerConfig config = fixture_scheduler();
+  if (config.use_dynamic_shifting) {
+    EXPECT_EQ(static_cast<float>(flux_mu(config, seq_len)), io.get("loop.mu").item<float>());
+  }
+  absl::StatusOr<Schedule> schedule = flux_schedule(config, steps, seq_len);
+  ASSERT_THAT(schedule, IsOk());
+  EXPECT_EQ(max_abs_diff(torch::tensor(schedule->sigmas), io.get("loop.sigmas")), 0.0);
+  EXPECT_EQ(max_abs_diff(torch::tensor(schedule->timesteps), io.get("loop.timesteps")), 0.0);
+  const torch::Tensor model_t = io.get("loop.model_t");
+  for (int i = 0; i < steps; ++i) EXPECT_EQ(flux_model_time(*schedule, i), model_t[i].item<float>()) << i;
+}
+
+// The fixture's loop: Euler steps latents += (sigma[i+1] - sigma[i]) * v in
+// float32 over the model's outputs, from the seeded noise.
+TEST_P(FluxParity, FourStepLoop) {
+  if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "the fixture's loop ran the bf16 weights";
+  LoadedFlux l = load(false);
+  ASSERT_NE(l.model, nullptr);
+  const torch::Tensor noise = io_.get("loop.noise");
+  EXPECT_EQ(max_abs_diff(seeded_noise(noise.sizes().vec(), config_seed()), noise), 0.0) << "seeded noise";
+  absl::StatusOr<torch::Tensor> packed = pack_latents(noise);
+  ASSERT_THAT(packed, IsOk());
+  EXPECT_EQ(max_abs_diff(*packed, io_.get("loop.noise_packed")), 0.0);
+  const int64_t h = noise.size(2), w = noise.size(3);
+  absl::StatusOr<Schedule> schedule = flux_schedule(fixture_scheduler(), static_cast<int>(io_.get("loop.timesteps").numel()),
+                                                    (h / 2) * (w / 2));
+  ASSERT_THAT(schedule, IsOk());
+  FluxInputs in;
+  in.encoder_hidden_states = io_.get("loop.encoder_hidden_states");
+  in.pooled_projections = io_.get("loop.pooled_projections");
+  in.img_ids = *latent_image_ids(h, w);
+  in.txt_ids = io_.get("loop.txt_ids");
+  EXPECT_EQ(max_abs_diff(in.img_ids, io_.get("loop.img_ids")), 0.0);
+  if (config_.guidance_embeds) in.guidance = io_.get("loop.guidance_scale").reshape({1});
+  torch::Tensor latents = *packed;
+  std::vector<torch::Tensor> history;
+  for (int i = 0; i < schedule->steps(); ++i) {
+    in.hidden_states = latents;
+    in.timestep = torch::full({1}, flux_model_time(*schedule, i));
+    absl::StatusOr<torch::Tensor> v = l.model->forward(in);
+    ASSERT_THAT(v, IsOk());
+    latents = latents + (schedule->sigmas[i + 1] - schedule->sigmas[i]) * *v;
+    history.push_back(latents[0]);
+  }
+  const double steps_diff = max_abs_diff(torch::stack(history), io_.get("loop.latents"));
+  const double final_diff = max_abs_diff(latents, io_.get("loop.final"));
+  absl::StatusOr<torch::Tensor> unpacked = unpack_latents(latents, h, w);
+  ASSERT_THAT(unpacked, IsOk());
+  const double unpacked_diff = max_abs_diff(*unpacked, io_.get("loop.final_unpacked"));
+  std::printf("4-step loop: max abs diff per step %.3g, final %.3g, unpacked %.3g\n", steps_diff, final_diff,
+              unpacked_diff);
+  EXPECT_LT(steps_diff, kTolerance);
+  EXPECT_LT(final_diff, kTolerance);
+  EXPECT_LT(unpacked_diff, kTolerance);
 }
 
 // A single file's config comes from its shapes, except the RoPE split:
