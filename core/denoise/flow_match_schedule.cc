@@ -3,10 +3,23 @@
 #include <torch/types.h>
 
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
 namespace diffusiond {
+namespace {
+
+// np.linspace(start, stop, n) in float64 (start + i·step, the last value
+// exactly `stop`), rounded to float32.
+torch::Tensor numpy_linspace(double start, double stop, int n) {
+  std::vector<float> values(n);
+  const double step = n == 1 ? 0.0 : (stop - start) / (n - 1);
+  for (int i = 0; i < n; ++i) values[i] = static_cast<float>(i == n - 1 ? stop : i * step + start);
+  return torch::tensor(values, torch::kFloat32);
+}
+
+}  // namespace
 
 absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
   torch::Tensor sigmas;
@@ -23,8 +36,9 @@ absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
     if (options.steps < 1 || options.steps > 1000) {
       return absl::InvalidArgumentError(absl::StrCat("steps is ", options.steps, ", expected 1 to 1000"));
     }
-    // torch.linspace in float32, as the upstream pipeline computes it.
-    const torch::Tensor s = torch::linspace(1.0, 1.0 / options.steps, options.steps, torch::kFloat32);
+    const torch::Tensor s = options.float64_linspace
+                                ? numpy_linspace(1.0, 1.0 / options.steps, options.steps)
+                                : torch::linspace(1.0, 1.0 / options.steps, options.steps, torch::kFloat32);
     if (options.dynamic_shift) {
       const double m = (options.max_shift - options.base_shift) /
                        static_cast<double>(options.max_seq_len - options.base_seq_len);

@@ -16,6 +16,10 @@ namespace diffusiond {
 
 struct ScheduleOptions {
   int steps = 8;
+  // How the unshifted sigmas linspace(1, 1/N, N) are computed, which
+  // decides their last bits: Z-Image's pipeline uses torch.linspace in
+  // float32, FLUX's np.linspace in float64 rounded to float32.
+  bool float64_linspace = false;
   // Static shift: sigma' = shift·s / (1 + (shift − 1)·s). Z-Image-Turbo's
   // and FLUX.1-schnell's schedulers use 3.0 and 1.0. Ignored when
   // `dynamic_shift` is set.

@@ -44,6 +44,10 @@ absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, a
   if (c.value("time_shift_type", std::string("exponential")) != "exponential") {
     return invalid(path, "only the \"exponential\" time_shift_type is supported");
   }
+  if (c.contains("num_train_timesteps") && !(c.at("num_train_timesteps").is_number() &&
+                                             c.at("num_train_timesteps").get<double>() == 1000)) {
+    return invalid(path, "num_train_timesteps other than 1000 is not supported");
+  }
   ScheduleOptions o = defaults;
   DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "shift", path, &o.shift));
   DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "base_shift", path, &o.base_shift));

@@ -17,7 +17,8 @@ namespace diffusiond {
 // max_image_seq_len). INVALID_ARGUMENT naming `path` for malformed JSON,
 // another scheduler class, out-of-range values, or unsupported settings
 // (Karras/exponential/beta sigmas, shift_terminal, invert_sigmas,
-// stochastic sampling, a linear time shift).
+// stochastic sampling, a linear time shift, num_train_timesteps other than
+// 1000).
 absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, absl::string_view path,
                                                        const ScheduleOptions& defaults);
 

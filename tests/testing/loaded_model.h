@@ -21,17 +21,26 @@ struct LoadedModel {
   std::unique_ptr<Checkpoint> checkpoint;
   Pin pin;
   const ZImageModel* model = nullptr;  // set when the model is a Z-Image
+
+  // The model as a `T`, or null (also when the load failed).
+  template <typename T>
+  const T* get() const {
+    return pin ? dynamic_cast<const T*>(&pin.as<diffusiond::LoadedModel>()->model()) : nullptr;
+  }
 };
 
-// Loads `path` under a 1 GiB budget; failures are test failures and leave
-// `model` null.
-inline LoadedModel load_test_model(const std::string& path, const ModelLoadOptions& options) {
+// Loads `path` under a 1 GiB budget, with the config.json at `config_path`
+// when not empty; failures are test failures and leave `model` null.
+inline LoadedModel load_test_model(const std::string& path, const ModelLoadOptions& options,
+                                   const std::string& config_path = "") {
   LoadedModel l;
   l.ram = std::make_unique<Budget>(Device::kCpu, int64_t{1} << 30);
   ModelCacheOptions co;
   co.ram_budget = l.ram.get();
   l.cache = std::move(*ModelCache::create(co));
-  absl::StatusOr<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(path);
+  OpenOptions open;
+  open.config_path = config_path;
+  absl::StatusOr<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(path, open);
   EXPECT_TRUE(ckpt.ok()) << ckpt.status();
   if (!ckpt.ok()) return l;
   l.checkpoint = std::move(*ckpt);

@@ -1,0 +1,191 @@
+#include "core/models/flux/flux_config.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "core/util/json.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+using json = nlohmann::json;
+
+// FLUX.1's RoPE split, the only one a single file can be assumed to use.
+constexpr int64_t kFlux1HeadDim = 128;
+constexpr std::array<int64_t, 3> kFlux1Axes = {16, 56, 56};
+
+absl::Status field_error(absl::string_view what, absl::string_view field, const json& value,
+                         absl::string_view expected) {
+  return absl::InvalidArgumentError(absl::StrCat(what, ": field '", field, "' is ", value.dump(),
+                                                 ", expected ", expected));
+}
+
+// Reads an optional integer field; absent or null leaves `*out` unchanged.
+absl::Status read_int(const json& root, const char* field, absl::string_view what, int64_t* out) {
+  if (!root.contains(field) || root.at(field).is_null()) return absl::OkStatus();
+  const json& v = root.at(field);
+  if (!v.is_number_integer()) return field_error(what, field, v, "an integer");
+  *out = v.get<int64_t>();
+  return absl::OkStatus();
+}
+
+// Largest N + 1 over names "<prefix>N.<rest>".
+int64_t count_blocks(const std::vector<std::string>& names, absl::string_view prefix) {
+  int64_t count = 0;
+  for (const std::string& name : names) {
+    absl::string_view rest = name;
+    if (!absl::ConsumePrefix(&rest, prefix)) continue;
+    int64_t index = 0;
+    if (absl::SimpleAtoi(rest.substr(0, rest.find('.')), &index)) count = std::max(count, index + 1);
+  }
+  return count;
+}
+
+}  // namespace
+
+absl::Status FluxConfig::validate() const {
+  for (auto [name, value] : {std::pair<const char*, int64_t>{"patch_size", patch_size},
+                             {"in_channels", in_channels},
+                             {"out_channels", out_channels},
+                             {"attention_head_dim", attention_head_dim},
+                             {"num_attention_heads", num_attention_heads},
+                             {"joint_attention_dim", joint_attention_dim},
+                             {"pooled_projection_dim", pooled_projection_dim}}) {
+    if (value <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("FLUX config: ", name, " is ", value, ", expected a positive integer"));
+    }
+  }
+  if (num_layers < 0 || num_single_layers < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("FLUX config: num_layers ", num_layers,
+                                                   " and num_single_layers ", num_single_layers,
+                                                   " must not be negative"));
+  }
+  const int64_t sum = axes_dims_rope[0] + axes_dims_rope[1] + axes_dims_rope[2];
+  if (sum != attention_head_dim || axes_dims_rope[0] <= 0 || axes_dims_rope[1] <= 0 ||
+      axes_dims_rope[2] <= 0 || axes_dims_rope[0] % 2 || axes_dims_rope[1] % 2 || axes_dims_rope[2] % 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "FLUX config: axes_dims_rope [", absl::StrJoin(axes_dims_rope, ", "),
+        "] must be positive, even and sum to attention_head_dim ", attention_head_dim));
+  }
+  return absl::OkStatus();
+}
+
+std::string FluxConfig::describe() const {
+  std::string s = absl::StrCat(
+      "FLUX: inner ", inner_dim(), " (", num_attention_heads, " heads x ", attention_head_dim, "), ",
+      num_layers, " double + ", num_single_layers, " single blocks, in/out channels ", in_channels,
+      "/", out_channels, ", joint_attention_dim ", joint_attention_dim, ", pooled_projection_dim ",
+      pooled_projection_dim, ", guidance ", guidance_embeds ? "yes" : "no", ", axes_dims_rope [",
+      absl::StrJoin(axes_dims_rope, ", "), "]");
+  if (!assumed.empty()) absl::StrAppend(&s, "; assumed: ", absl::StrJoin(assumed, ", "));
+  return s;
+}
+
+absl::StatusOr<FluxConfig> parse_flux_config(absl::string_view text, absl::string_view what) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(json root, parse_json_strict(text, what));
+  if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
+  if (root.contains("_class_name") && root.at("_class_name") != json("FluxTransformer2DModel")) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": _class_name is ",
+                                                   root.at("_class_name").dump(),
+                                                   ", expected \"FluxTransformer2DModel\""));
+  }
+  FluxConfig c;
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "patch_size", what, &c.patch_size));
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "in_channels", what, &c.in_channels));
+  c.out_channels = c.in_channels;
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "out_channels", what, &c.out_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "num_layers", what, &c.num_layers));
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "num_single_layers", what, &c.num_single_layers));
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "attention_head_dim", what, &c.attention_head_dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "num_attention_heads", what, &c.num_attention_heads));
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "joint_attention_dim", what, &c.joint_attention_dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "pooled_projection_dim", what, &c.pooled_projection_dim));
+  if (root.contains("guidance_embeds")) {
+    const json& v = root.at("guidance_embeds");
+    if (!v.is_boolean()) return field_error(what, "guidance_embeds", v, "a boolean");
+    c.guidance_embeds = v.get<bool>();
+  }
+  if (root.contains("axes_dims_rope")) {
+    const json& v = root.at("axes_dims_rope");
+    if (!v.is_array() || v.size() != 3) return field_error(what, "axes_dims_rope", v, "a list of 3 integers");
+    for (int i = 0; i < 3; ++i) {
+      if (!v[i].is_number_integer()) return field_error(what, "axes_dims_rope", v, "a list of 3 integers");
+      c.axes_dims_rope[i] = v[i].get<int64_t>();
+    }
+  }
+  if (absl::Status s = c.validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
+  }
+  return c;
+}
+
+absl::StatusOr<FluxConfig> infer_flux_config(
+    const std::function<std::optional<std::vector<int64_t>>(absl::string_view)>& shape_of,
+    const std::vector<std::string>& names, absl::string_view what) {
+  const auto need = [&](absl::string_view name, size_t rank) -> absl::StatusOr<std::vector<int64_t>> {
+    std::optional<std::vector<int64_t>> shape = shape_of(name);
+    if (!shape.has_value() || shape->size() != rank) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": cannot infer the FLUX config: tensor '",
+                                                     name, "' is missing or not of rank ", rank));
+    }
+    return *shape;
+  };
+  FluxConfig c;
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> x_embed, need("x_embedder.weight", 2));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> context, need("context_embedder.weight", 2));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> pooled,
+                              need("time_text_embed.text_embedder.linear_1.weight", 2));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> proj_out, need("proj_out.weight", 2));
+  const int64_t inner = x_embed[0];
+  c.in_channels = x_embed[1];
+  c.patch_size = 1;
+  c.out_channels = proj_out[0];
+  c.joint_attention_dim = context[1];
+  c.pooled_projection_dim = pooled[1];
+  c.num_layers = count_blocks(names, "transformer_blocks.");
+  c.num_single_layers = count_blocks(names, "single_transformer_blocks.");
+  c.guidance_embeds = shape_of("time_text_embed.guidance_embedder.linear_1.weight").has_value();
+  // The q-norm weight has head_dim entries (BFL: query_norm.scale).
+  const std::string q_norm = c.num_layers > 0 ? "transformer_blocks.0.attn.norm_q.weight"
+                                              : "single_transformer_blocks.0.attn.norm_q.weight";
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> norm, need(q_norm, 1));
+  c.attention_head_dim = norm[0];
+  if (c.attention_head_dim <= 0 || inner % c.attention_head_dim != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": cannot infer the FLUX config: inner dim ",
+                                                   inner, " is not a multiple of head_dim ",
+                                                   c.attention_head_dim, " (from '", q_norm, "')"));
+  }
+  c.num_attention_heads = inner / c.attention_head_dim;
+  if (c.attention_head_dim != kFlux1HeadDim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": cannot infer the FLUX config: axes_dims_rope is not stored in the weights and "
+        "FLUX.1's [16, 56, 56] needs head_dim ", kFlux1HeadDim, ", but the q-norm says ",
+        c.attention_head_dim, "; load it as a diffusers folder with its config.json"));
+  }
+  c.axes_dims_rope = kFlux1Axes;
+  c.assumed = {"patch_size 1", "axes_dims_rope [16, 56, 56]"};
+  if (absl::Status s = c.validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": inferred ", s.message()));
+  }
+  return c;
+}
+
+ScheduleOptions flux_default_schedule(const FluxConfig& config) {
+  ScheduleOptions o;
+  o.float64_linspace = true;
+  o.dynamic_shift = config.guidance_embeds;
+  o.shift = 1.0;
+  o.base_shift = 0.5;
+  o.max_shift = 1.15;
+  o.base_seq_len = 256;
+  o.max_seq_len = 4096;
+  return o;
+}
+
+}  // namespace diffusiond

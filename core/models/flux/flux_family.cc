@@ -1,0 +1,106 @@
+#include "core/models/flux/flux_family.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "core/models/flux/flux_model.h"
+#include "core/models/flux/flux_params.h"
+#include "core/models/flux/flux_weight_layout.h"
+#include "core/util/json.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+constexpr absl::string_view kConfigClass = "FluxTransformer2DModel";
+
+class FluxRecipe final : public LoadRecipe {
+ public:
+  FluxRecipe(const FluxConfig& config, const ScheduleOptions& schedule, std::string config_note)
+      : config_(config), schedule_(schedule), config_note_(std::move(config_note)) {
+    for (const ParamSpec& p : flux_parameter_table(config)) kinds_[p.name] = p.kind;
+  }
+
+  std::string describe() const override { return absl::StrCat(config_.describe(), "; ", config_note_); }
+  std::optional<std::string> canonical_name(absl::string_view name) const override {
+    return flux_canonical_name(name);
+  }
+  ParamKind classify(absl::string_view name, const std::vector<int64_t>& shape) const override {
+    auto it = kinds_.find(std::string(name));
+    // Fused and swapped original tensors are not in the table: by rule,
+    // a rank-2 ".weight" is a Linear's and ".bias" a bias.
+    return it != kinds_.end() ? it->second : classify_by_rule(name, shape);
+  }
+  PrecisionDeclaration declaration() const override { return flux_precision_declaration(); }
+
+  absl::StatusOr<std::unique_ptr<Model>> build(std::unique_ptr<WeightStore> weights) const override {
+    if (absl::Status s = to_diffusers_layout(config_, weights.get()); !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("FLUX checkpoint: ", s.message()));
+    }
+    DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<FluxModel> model, FluxModel::create(config_, std::move(weights), schedule_));
+    return std::unique_ptr<Model>(std::move(model));
+  }
+
+ private:
+  const FluxConfig config_;
+  const ScheduleOptions schedule_;
+  const std::string config_note_;  // where the config came from
+  std::map<std::string, ParamKind> kinds_;
+};
+
+class FluxFamily final : public ModelFamily {
+ public:
+  absl::string_view name() const override { return kFluxArchitecture; }
+
+  bool recognizes(const Checkpoint& checkpoint) const override {
+    if (config_class_name(checkpoint) == kConfigClass) return true;
+    if (checkpoint.layout() == CheckpointLayout::kDiffusersFolder) return false;
+    // img_in / txt_in / vector_in / final_layer.linear in original naming;
+    // SD3, also with a context embedder, has no x_embedder.
+    int found = 0;
+    for (const TensorRecord& t : checkpoint.tensors()) {
+      const std::optional<std::string> name = flux_canonical_name(t.name);
+      found += name == "x_embedder.weight" || name == "context_embedder.weight" ||
+               name == "time_text_embed.text_embedder.linear_1.weight" || name == "proj_out.weight";
+    }
+    return found == 4;
+  }
+
+  absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe(const Checkpoint& checkpoint) const override {
+    FluxConfig config;
+    std::string note;
+    if (config_class_name(checkpoint) == kConfigClass) {
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, parse_flux_config(checkpoint.config_json(), checkpoint.config_path()));
+      note = absl::StrCat("config from ", checkpoint.config_path());
+    } else {
+      std::map<std::string, std::vector<int64_t>> shapes;
+      std::vector<std::string> names;
+      for (const TensorRecord& t : checkpoint.tensors()) {
+        if (std::optional<std::string> name = flux_canonical_name(t.name)) {
+          shapes[*name] = t.shape;
+          names.push_back(*name);
+        }
+      }
+      DIFFUSIOND_ASSIGN_OR_RETURN(
+          config, infer_flux_config(
+                      [&](absl::string_view name) -> std::optional<std::vector<int64_t>> {
+                        auto it = shapes.find(std::string(name));
+                        if (it != shapes.end()) return it->second;
+                        return std::nullopt;
+                      },
+                      names, checkpoint.path()));
+      note = "config inferred from shapes; name a config.json to override";
+    }
+    DIFFUSIOND_ASSIGN_OR_RETURN(ScheduleOptions schedule, checkpoint_schedule(checkpoint, flux_default_schedule(config)));
+    return std::unique_ptr<LoadRecipe>(new FluxRecipe(config, schedule, std::move(note)));
+  }
+};
+
+}  // namespace
+
+const ModelFamily* flux_family() {
+  static const ModelFamily* const family = new FluxFamily();
+  return family;
+}
+
+}  // namespace diffusiond
