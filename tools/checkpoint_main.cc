@@ -6,10 +6,11 @@
 //   diffusiond-checkpoint load PATH [same options] [--budget BYTES] [--json]
 //   diffusiond-checkpoint plan-config CONFIG.json [same options as plan]
 //
-// A checkpoint of a supported architecture (Z-Image) is planned and loaded
-// as that model: its parameter table, key map and precision declaration
-// apply, and `load` builds the model. plan-config sizes a Z-Image model from
-// its diffusers config.json alone (bf16 weights assumed), without weights.
+// A checkpoint of a supported architecture (Z-Image, FLUX.1, the Qwen3 text
+// encoder, the AutoencoderKL VAE) is planned and loaded as that model: its
+// parameter table, key map and precision declaration apply, and `load`
+// builds the model. plan-config sizes a model of any of these from its
+// config.json alone (bf16 weights assumed), without weights.
 //
 // PATH is a .safetensors file or a diffusers model folder. Any bad input
 // exits 1 with one line naming the file and the problem; bad usage exits 2.
@@ -34,7 +35,6 @@
 #include "core/memory/process_memory.h"
 #include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
-#include "core/models/z_image/z_image_params.h"
 #include "core/util/file_text.h"
 #include "core/util/bytes.h"
 #include "core/util/status_macros.h"
@@ -124,13 +124,18 @@ void print_plan(const LoadPlan& plan) {
   }
 }
 
-// Sizes a Z-Image model from its config: the parameter table stands in for
-// the checkpoint's headers (bf16 weights, as released).
+// Sizes a model from its config: the parameter table stands in for the
+// checkpoint's headers (bf16 weights, as released).
 absl::Status run_plan_config(const Args& args) {
   DIFFUSIOND_ASSIGN_OR_RETURN(std::string text, read_text_file(args.path));
-  DIFFUSIOND_ASSIGN_OR_RETURN(ZImageConfig config, parse_z_image_config(text, args.path));
+  const ModelFamily* family = find_family_for_config(text);
+  if (family == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(args.path, ": config class \"", config_class_name(text),
+                                                   "\" is not an architecture this build serves"));
+  }
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<LoadRecipe> recipe, family->recipe_for_config(text, args.path));
   std::vector<TensorRecord> records;
-  for (const ParamSpec& p : z_image_parameter_table(config)) {
+  for (const ParamSpec& p : recipe->parameter_table()) {
     TensorRecord r;
     r.name = p.name;
     r.dtype = DType::kBF16;
@@ -141,11 +146,11 @@ absl::Status run_plan_config(const Args& args) {
     records.push_back(std::move(r));
   }
   PlanOptions po = args.plan;
-  po.declaration = z_image_precision_declaration();
+  po.declaration = recipe->declaration();
   DIFFUSIOND_ASSIGN_OR_RETURN(
       LoadPlan plan, plan_tensors(records, [](absl::string_view) { return nullptr; }, args.path, po));
-  std::printf("config  %s (Z-Image, dim %lld, %lld layers; bf16 weights assumed)\n", args.path.c_str(),
-              static_cast<long long>(config.dim), static_cast<long long>(config.n_layers));
+  std::printf("config  %s (%s: %s; bf16 weights assumed)\n", args.path.c_str(), std::string(family->name()).c_str(),
+              recipe->describe().c_str());
   if (args.json) std::printf("%s\n", plan_json(plan).dump().c_str());
   else print_plan(plan);
   return absl::OkStatus();

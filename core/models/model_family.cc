@@ -9,9 +9,18 @@
 
 namespace diffusiond {
 
-std::string config_class_name(const Checkpoint& checkpoint) {
-  if (checkpoint.config_json().empty()) return "";
-  absl::StatusOr<nlohmann::json> config = parse_json_strict(checkpoint.config_json(), checkpoint.config_path());
+TableRecipe::TableRecipe(std::vector<ParamSpec> table) : table_(std::move(table)) {
+  for (const ParamSpec& p : table_) kinds_[p.name] = p.kind;
+}
+
+ParamKind TableRecipe::classify(absl::string_view name, const std::vector<int64_t>& shape) const {
+  auto it = kinds_.find(name);
+  return it != kinds_.end() ? it->second : classify_by_rule(name, shape);
+}
+
+std::string config_class_name(absl::string_view config_json) {
+  if (config_json.empty()) return "";
+  absl::StatusOr<nlohmann::json> config = parse_json_strict(config_json, "config.json");
   if (!config.ok() || !config->is_object()) return "";
   if (config->contains("_class_name") && config->at("_class_name").is_string()) {
     return config->at("_class_name").get<std::string>();
@@ -34,6 +43,16 @@ const std::vector<const ModelFamily*>& model_families() {
   static const auto* const families = new std::vector<const ModelFamily*>{
       z_image_family(), flux_family(), vae_family(), qwen3_family()};
   return *families;
+}
+
+const ModelFamily* find_family_for_config(absl::string_view config_json) {
+  const std::string cls = config_class_name(config_json);
+  for (const ModelFamily* family : model_families()) {
+    for (const std::string& c : family->config_classes()) {
+      if (!cls.empty() && c == cls) return family;
+    }
+  }
+  return nullptr;
 }
 
 const ModelFamily* find_model_family(const Checkpoint& checkpoint) {

@@ -8,6 +8,7 @@
 #ifndef DIFFUSIOND_CORE_MODELS_MODEL_FAMILY_H_
 #define DIFFUSIOND_CORE_MODELS_MODEL_FAMILY_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/denoise/flow_match_schedule.h"
 #include "core/models/model.h"
+#include "core/models/param_table.h"
 #include "core/precision/param_kind.h"
 #include "core/precision/precision_policy.h"
 
@@ -34,10 +36,27 @@ class LoadRecipe {
   // What the parameter (canonical name) is, from the model's table.
   virtual ParamKind classify(absl::string_view name, const std::vector<int64_t>& shape) const = 0;
   virtual PrecisionDeclaration declaration() const = 0;
+  // Every parameter of the model, by canonical name (what plan-config
+  // sizes without weights).
+  virtual const std::vector<ParamSpec>& parameter_table() const = 0;
   // Builds the model over loaded weights (splitting fused tensors first).
   // FAILED_PRECONDITION naming a missing or misshapen parameter.
   virtual absl::StatusOr<std::unique_ptr<Model>> build(
       std::unique_ptr<WeightStore> weights) const = 0;
+};
+
+// A LoadRecipe over a parameter table: classify() answers from the table,
+// and by rule for checkpoint tensors outside it (fused or differently laid
+// out originals, which build() splits or reshapes into the table's).
+class TableRecipe : public LoadRecipe {
+ public:
+  explicit TableRecipe(std::vector<ParamSpec> table);
+  ParamKind classify(absl::string_view name, const std::vector<int64_t>& shape) const override;
+  const std::vector<ParamSpec>& parameter_table() const override { return table_; }
+
+ private:
+  const std::vector<ParamSpec> table_;
+  std::map<std::string, ParamKind, std::less<>> kinds_;
 };
 
 class ModelFamily {
@@ -49,12 +68,26 @@ class ModelFamily {
   virtual bool recognizes(const Checkpoint& checkpoint) const = 0;
   // INVALID_ARGUMENT for a config that cannot be read or inferred.
   virtual absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe(const Checkpoint& checkpoint) const = 0;
+  // The config.json classes ("_class_name", or transformers'
+  // "architectures") this family reads.
+  virtual std::vector<std::string> config_classes() const = 0;
+  // The recipe for a model of config.json `json` (read from `path`),
+  // without weights: for sizing. INVALID_ARGUMENT for a bad config.
+  virtual absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe_for_config(absl::string_view json,
+                                                                        absl::string_view path) const = 0;
 };
 
-// The class a checkpoint's config.json names — diffusers' "_class_name" or
-// transformers' first "architectures" entry — or "" when it has no
-// readable config.
-std::string config_class_name(const Checkpoint& checkpoint);
+// The class a config.json names — diffusers' "_class_name" or
+// transformers' first "architectures" entry — or "" when it names none or
+// is not readable JSON.
+std::string config_class_name(absl::string_view config_json);
+// config_class_name of the checkpoint's config.json ("" when it has none).
+inline std::string config_class_name(const Checkpoint& checkpoint) {
+  return config_class_name(checkpoint.config_json());
+}
+
+// The family whose config_classes() include `config_json`'s class, or null.
+const ModelFamily* find_family_for_config(absl::string_view config_json);
 
 // The default schedule `defaults` overlaid with the checkpoint's
 // scheduler_config.json when it has one. INVALID_ARGUMENT for a bad one.

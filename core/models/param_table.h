@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -19,6 +20,13 @@ struct ParamSpec {
   std::string name;  // canonical (diffusers / transformers) name
   std::vector<int64_t> shape;
   ParamKind kind;
+};
+
+// A fused checkpoint tensor (e.g. an original qkv) and the consecutive row
+// blocks it splits into on load.
+struct FusedSplit {
+  std::string fused;
+  std::vector<std::pair<std::string, int64_t>> parts;  // name, rows
 };
 
 // OK when `weights` holds every parameter of `table` at its shape and

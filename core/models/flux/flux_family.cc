@@ -14,22 +14,17 @@ namespace {
 
 constexpr absl::string_view kConfigClass = "FluxTransformer2DModel";
 
-class FluxRecipe final : public LoadRecipe {
+class FluxRecipe final : public TableRecipe {
  public:
   FluxRecipe(const FluxConfig& config, const ScheduleOptions& schedule, std::string config_note)
-      : config_(config), schedule_(schedule), config_note_(std::move(config_note)) {
-    for (const ParamSpec& p : flux_parameter_table(config)) kinds_[p.name] = p.kind;
-  }
+      : TableRecipe(flux_parameter_table(config)),
+        config_(config),
+        schedule_(schedule),
+        config_note_(std::move(config_note)) {}
 
   std::string describe() const override { return absl::StrCat(config_.describe(), "; ", config_note_); }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return flux_canonical_name(name);
-  }
-  ParamKind classify(absl::string_view name, const std::vector<int64_t>& shape) const override {
-    auto it = kinds_.find(std::string(name));
-    // Fused and swapped original tensors are not in the table: by rule,
-    // a rank-2 ".weight" is a Linear's and ".bias" a bias.
-    return it != kinds_.end() ? it->second : classify_by_rule(name, shape);
   }
   PrecisionDeclaration declaration() const override { return flux_precision_declaration(); }
 
@@ -45,7 +40,6 @@ class FluxRecipe final : public LoadRecipe {
   const FluxConfig config_;
   const ScheduleOptions schedule_;
   const std::string config_note_;  // where the config came from
-  std::map<std::string, ParamKind> kinds_;
 };
 
 class FluxFamily final : public ModelFamily {
@@ -64,6 +58,15 @@ class FluxFamily final : public ModelFamily {
                name == "time_text_embed.text_embedder.linear_1.weight" || name == "proj_out.weight";
     }
     return found == 4;
+  }
+
+  std::vector<std::string> config_classes() const override { return {std::string(kConfigClass)}; }
+
+  absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe_for_config(absl::string_view json,
+                                                                absl::string_view path) const override {
+    DIFFUSIOND_ASSIGN_OR_RETURN(FluxConfig config, parse_flux_config(json, path));
+    return std::unique_ptr<LoadRecipe>(
+        new FluxRecipe(config, flux_default_schedule(config), absl::StrCat("config from ", path)));
   }
 
   absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe(const Checkpoint& checkpoint) const override {

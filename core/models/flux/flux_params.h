@@ -5,7 +5,7 @@
 // order.
 //
 // Not here: applying the splits and swaps to loaded weights
-// (flux_weight_layout.h). ParamSpec and FusedSplit are shared with Z-Image.
+// (flux_weight_layout.h).
 #ifndef DIFFUSIOND_CORE_MODELS_FLUX_FLUX_PARAMS_H_
 #define DIFFUSIOND_CORE_MODELS_FLUX_FLUX_PARAMS_H_
 
@@ -16,7 +16,7 @@
 
 #include "absl/strings/string_view.h"
 #include "core/models/flux/flux_config.h"
-#include "core/models/z_image/z_image_params.h"
+#include "core/models/param_table.h"
 #include "core/precision/precision_policy.h"
 
 namespace diffusiond {

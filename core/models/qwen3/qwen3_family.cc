@@ -12,11 +12,9 @@
 namespace diffusiond {
 namespace {
 
-class Qwen3Recipe final : public LoadRecipe {
+class Qwen3Recipe final : public TableRecipe {
  public:
-  explicit Qwen3Recipe(const Qwen3Config& config) : config_(config) {
-    for (const Qwen3Param& p : qwen3_parameter_table(config)) kinds_[p.name] = p.kind;
-  }
+  explicit Qwen3Recipe(const Qwen3Config& config) : TableRecipe(qwen3_parameter_table(config)), config_(config) {}
 
   std::string describe() const override {
     const Qwen3Config& c = config_;
@@ -27,11 +25,6 @@ class Qwen3Recipe final : public LoadRecipe {
   }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return qwen3_canonical_name(name);
-  }
-  ParamKind classify(absl::string_view name, const std::vector<int64_t>& shape) const override {
-    auto it = kinds_.find(std::string(name));
-    // Tensors outside the table fail build(); the rule only has to answer.
-    return it != kinds_.end() ? it->second : classify_by_rule(name, shape);
   }
   PrecisionDeclaration declaration() const override { return qwen3_precision_declaration(); }
 
@@ -44,7 +37,6 @@ class Qwen3Recipe final : public LoadRecipe {
 
  private:
   const Qwen3Config config_;
-  std::map<std::string, ParamKind> kinds_;
 };
 
 class Qwen3Family final : public ModelFamily {
@@ -60,9 +52,14 @@ class Qwen3Family final : public ModelFamily {
   }
 
   absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe(const Checkpoint& checkpoint) const override {
-    DIFFUSIOND_ASSIGN_OR_RETURN(
-        Qwen3Config config,
-        parse_qwen3_config(checkpoint.config_json(), checkpoint.config_path()));
+    return recipe_for_config(checkpoint.config_json(), checkpoint.config_path());
+  }
+
+  std::vector<std::string> config_classes() const override { return {"Qwen3ForCausalLM", "Qwen3Model"}; }
+
+  absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe_for_config(absl::string_view json,
+                                                                absl::string_view path) const override {
+    DIFFUSIOND_ASSIGN_OR_RETURN(Qwen3Config config, parse_qwen3_config(json, path));
     return std::unique_ptr<LoadRecipe>(new Qwen3Recipe(config));
   }
 };

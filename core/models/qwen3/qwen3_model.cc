@@ -25,8 +25,8 @@ bool is_integral(const torch::Tensor& t) {
 absl::StatusOr<std::unique_ptr<Qwen3Model>> Qwen3Model::create(const Qwen3Config& config,
                                                                std::unique_ptr<WeightStore> weights) {
   if (absl::Status s = config.validate(); !s.ok()) return s;
-  const std::vector<Qwen3Param> table = qwen3_parameter_table(config);
-  for (const Qwen3Param& p : table) {
+  const std::vector<ParamSpec> table = qwen3_parameter_table(config);
+  for (const ParamSpec& p : table) {
     const torch::Tensor* dense = weights->dense(p.name);
     const Fp8Weight* fp8 = weights->fp8(p.name);
     if (dense == nullptr && fp8 == nullptr) {
@@ -43,7 +43,7 @@ absl::StatusOr<std::unique_ptr<Qwen3Model>> Qwen3Model::create(const Qwen3Config
   // Every table entry is present, so a larger store holds something extra.
   if (weights->size() != static_cast<int64_t>(table.size())) {
     std::set<std::string> known;
-    for (const Qwen3Param& p : table) known.insert(p.name);
+    for (const ParamSpec& p : table) known.insert(p.name);
     for (const std::string& name : weights->names()) {
       if (known.count(name) == 0) {
         return absl::FailedPreconditionError(

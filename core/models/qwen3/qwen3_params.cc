@@ -5,11 +5,11 @@
 
 namespace diffusiond {
 
-std::vector<Qwen3Param> qwen3_parameter_table(const Qwen3Config& c) {
+std::vector<ParamSpec> qwen3_parameter_table(const Qwen3Config& c) {
   const int64_t d = c.hidden_size, hd = c.head_dim, ff = c.intermediate_size;
   const int64_t q_rows = c.num_attention_heads * hd, kv_rows = c.num_key_value_heads * hd;
   const ParamKind W = ParamKind::kLayerWeight, N = ParamKind::kNormWeight;
-  std::vector<Qwen3Param> t = {{"embed_tokens.weight", {c.vocab_size, d}, W}};
+  std::vector<ParamSpec> t = {{"embed_tokens.weight", {c.vocab_size, d}, W}};
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = absl::StrCat("layers.", i, ".");
     t.push_back({p + "self_attn.q_proj.weight", {q_rows, d}, W});

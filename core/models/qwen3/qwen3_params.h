@@ -14,20 +14,15 @@
 
 #include "absl/strings/string_view.h"
 #include "core/models/qwen3/qwen3_config.h"
+#include "core/models/param_table.h"
 #include "core/precision/param_kind.h"
 #include "core/precision/precision_policy.h"
 
 namespace diffusiond {
 
-struct Qwen3Param {
-  std::string name;  // canonical
-  std::vector<int64_t> shape;
-  ParamKind kind;
-};
-
 // Every parameter of Qwen3Model for `config`, in upstream's registration
 // order (embed_tokens first, the final norm last).
-std::vector<Qwen3Param> qwen3_parameter_table(const Qwen3Config& config);
+std::vector<ParamSpec> qwen3_parameter_table(const Qwen3Config& config);
 
 // Embeddings and every norm stay at compute precision; only the attention
 // and MLP projections may take FP8 storage.

@@ -21,19 +21,13 @@ std::vector<std::string> tensor_names(const Checkpoint& checkpoint) {
   return names;
 }
 
-class VaeRecipe final : public LoadRecipe {
+class VaeRecipe final : public TableRecipe {
  public:
-  explicit VaeRecipe(const VaeConfig& config) : config_(config) {
-    for (const VaeParam& p : vae_parameter_table(config)) kinds_[p.name] = p.kind;
-  }
+  explicit VaeRecipe(const VaeConfig& config) : TableRecipe(vae_parameter_table(config)), config_(config) {}
 
   std::string describe() const override { return config_.describe(); }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return vae_canonical_name(name, config_.num_blocks());
-  }
-  ParamKind classify(absl::string_view name, const std::vector<int64_t>& shape) const override {
-    auto it = kinds_.find(std::string(name));
-    return it != kinds_.end() ? it->second : classify_by_rule(name, shape);
   }
   PrecisionDeclaration declaration() const override { return vae_precision_declaration(); }
 
@@ -51,7 +45,6 @@ class VaeRecipe final : public LoadRecipe {
 
  private:
   const VaeConfig config_;
-  std::map<std::string, ParamKind> kinds_;
 };
 
 class VaeFamily final : public ModelFamily {
@@ -75,6 +68,14 @@ class VaeFamily final : public ModelFamily {
       dec_out |= *name == "decoder.conv_out.weight";
     }
     return enc_in && dec_in && dec_out;
+  }
+
+  std::vector<std::string> config_classes() const override { return {std::string(kConfigClass)}; }
+
+  absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe_for_config(absl::string_view json,
+                                                                absl::string_view path) const override {
+    DIFFUSIOND_ASSIGN_OR_RETURN(VaeConfig config, parse_vae_config(json, path));
+    return std::unique_ptr<LoadRecipe>(new VaeRecipe(config));
   }
 
   absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe(const Checkpoint& checkpoint) const override {

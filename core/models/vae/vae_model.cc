@@ -15,8 +15,8 @@ namespace diffusiond {
 absl::StatusOr<std::unique_ptr<VaeModel>> VaeModel::create(const VaeConfig& config,
                                                            std::unique_ptr<WeightStore> weights) {
   if (absl::Status s = config.validate(); !s.ok()) return s;
-  const std::vector<VaeParam> table = vae_parameter_table(config);
-  for (const VaeParam& p : table) {
+  const std::vector<ParamSpec> table = vae_parameter_table(config);
+  for (const ParamSpec& p : table) {
     const torch::Tensor* dense = weights->dense(p.name);
     const Fp8Weight* fp8 = weights->fp8(p.name);
     if (dense == nullptr && fp8 == nullptr) {
@@ -31,7 +31,7 @@ absl::StatusOr<std::unique_ptr<VaeModel>> VaeModel::create(const VaeConfig& conf
   }
   if (weights->size() != static_cast<int64_t>(table.size())) {
     std::set<std::string> known;
-    for (const VaeParam& p : table) known.insert(p.name);
+    for (const ParamSpec& p : table) known.insert(p.name);
     for (const std::string& name : weights->names()) {
       if (known.count(name) == 0) {
         return absl::FailedPreconditionError(absl::StrCat("VAE checkpoint has unexpected tensor '", name, "'"));

@@ -14,7 +14,7 @@ namespace {
 
 class TableBuilder {
  public:
-  explicit TableBuilder(std::vector<VaeParam>* out) : out_(out) {}
+  explicit TableBuilder(std::vector<ParamSpec>* out) : out_(out) {}
 
   void conv(const std::string& prefix, int64_t out_ch, int64_t in_ch, int64_t k) {
     out_->push_back({prefix + ".weight", {out_ch, in_ch, k, k}, ParamKind::kLayerWeight});
@@ -47,7 +47,7 @@ class TableBuilder {
   }
 
  private:
-  std::vector<VaeParam>* out_;
+  std::vector<ParamSpec>* out_;
 };
 
 // ldm's "{mid}.block_1" / "block_2" / "attn_1" and their parts.
@@ -96,8 +96,8 @@ std::optional<std::string> map_ldm_level(absl::string_view side, absl::string_vi
 
 }  // namespace
 
-std::vector<VaeParam> vae_parameter_table(const VaeConfig& c) {
-  std::vector<VaeParam> t;
+std::vector<ParamSpec> vae_parameter_table(const VaeConfig& c) {
+  std::vector<ParamSpec> t;
   TableBuilder b(&t);
   const std::vector<int64_t>& ch = c.block_out_channels;
   const int64_t n = c.num_blocks();

@@ -14,20 +14,15 @@
 
 #include "absl/strings/string_view.h"
 #include "core/models/vae/vae_config.h"
+#include "core/models/param_table.h"
 #include "core/precision/param_kind.h"
 #include "core/precision/precision_policy.h"
 
 namespace diffusiond {
 
-struct VaeParam {
-  std::string name;  // canonical (diffusers) name
-  std::vector<int64_t> shape;
-  ParamKind kind;
-};
-
 // Every parameter of AutoencoderKL for `config`: encoder, decoder, then the
 // quant convs the config enables.
-std::vector<VaeParam> vae_parameter_table(const VaeConfig& config);
+std::vector<ParamSpec> vae_parameter_table(const VaeConfig& config);
 
 // The whole VAE stays at compute precision: its convs feed pixels directly,
 // and the model is small next to the denoiser, so FP8 storage is refused for

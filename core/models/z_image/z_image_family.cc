@@ -14,12 +14,13 @@ namespace {
 
 constexpr absl::string_view kConfigClass = "ZImageTransformer2DModel";
 
-class ZImageRecipe final : public LoadRecipe {
+class ZImageRecipe final : public TableRecipe {
  public:
   ZImageRecipe(const ZImageConfig& config, const ScheduleOptions& schedule, std::string config_note)
-      : config_(config), schedule_(schedule), config_note_(std::move(config_note)) {
-    for (const ParamSpec& p : z_image_parameter_table(config)) kinds_[p.name] = p.kind;
-  }
+      : TableRecipe(z_image_parameter_table(config)),
+        config_(config),
+        schedule_(schedule),
+        config_note_(std::move(config_note)) {}
 
   std::string describe() const override {
     const ZImageConfig& c = config_;
@@ -29,11 +30,6 @@ class ZImageRecipe final : public LoadRecipe {
   }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return z_image_canonical_name(name);
-  }
-  ParamKind classify(absl::string_view name, const std::vector<int64_t>& shape) const override {
-    auto it = kinds_.find(std::string(name));
-    // Fused qkv tensors are not in the table (they split on load): Linear.
-    return it != kinds_.end() ? it->second : classify_by_rule(name, shape);
   }
   PrecisionDeclaration declaration() const override { return z_image_precision_declaration(); }
 
@@ -51,7 +47,6 @@ class ZImageRecipe final : public LoadRecipe {
   const ZImageConfig config_;
   const ScheduleOptions schedule_;
   const std::string config_note_;  // where the config came from, or what was assumed
-  std::map<std::string, ParamKind> kinds_;
 };
 
 class ZImageFamily final : public ModelFamily {
@@ -70,6 +65,15 @@ class ZImageFamily final : public ModelFamily {
       cap_embedder |= *name == "cap_embedder.1.weight";
     }
     return cap_pad && x_pad && cap_embedder;
+  }
+
+  std::vector<std::string> config_classes() const override { return {std::string(kConfigClass)}; }
+
+  absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe_for_config(absl::string_view json,
+                                                                absl::string_view path) const override {
+    DIFFUSIOND_ASSIGN_OR_RETURN(ZImageConfig config, parse_z_image_config(json, path));
+    return std::unique_ptr<LoadRecipe>(
+        new ZImageRecipe(config, z_image_default_schedule(), absl::StrCat("config from ", path)));
   }
 
   absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe(const Checkpoint& checkpoint) const override {

@@ -33,11 +33,6 @@ PrecisionDeclaration z_image_precision_declaration();
 // Returns nothing for tensors upstream's converter drops (norm_final.weight).
 std::optional<std::string> z_image_canonical_name(absl::string_view name);
 
-struct FusedSplit {
-  std::string fused;
-  std::vector<std::pair<std::string, int64_t>> parts;  // name, rows
-};
-
 // The splits to apply to loaded canonical names (a fused qkv per block).
 std::vector<FusedSplit> z_image_fused_splits(const ZImageConfig& config,
                                              const std::vector<std::string>& loaded);

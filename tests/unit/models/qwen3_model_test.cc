@@ -40,7 +40,7 @@ Qwen3Config small_config() {
 std::unique_ptr<WeightStore> random_weights(const Qwen3Config& c) {
   torch::manual_seed(7);
   auto w = std::make_unique<WeightStore>(torch::kFloat32);
-  for (const Qwen3Param& p : qwen3_parameter_table(c)) {
+  for (const ParamSpec& p : qwen3_parameter_table(c)) {
     w->add(p.name, p.kind == ParamKind::kNormWeight ? 1.0 + 0.1 * torch::randn(p.shape)
                                                     : torch::randn(p.shape) * 0.2);
   }

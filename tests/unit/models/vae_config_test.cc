@@ -75,7 +75,7 @@ TEST(VaeConfig, RefusesWhatItCannotRun) {
 // Shapes of a FLUX-sized VAE in ldm naming, mapped to canonical names.
 std::map<std::string, std::vector<int64_t>> canonical_shapes(const VaeConfig& c) {
   std::map<std::string, std::vector<int64_t>> shapes;
-  for (const VaeParam& p : vae_parameter_table(c)) shapes[p.name] = p.shape;
+  for (const ParamSpec& p : vae_parameter_table(c)) shapes[p.name] = p.shape;
   return shapes;
 }
 
@@ -139,7 +139,7 @@ TEST(VaeParams, TableCountsTheFluxVae) {
   absl::StatusOr<VaeConfig> c = parse_vae_config(kFlux, "c");
   ASSERT_THAT(c, IsOk());
   int64_t params = 0;
-  for (const VaeParam& p : vae_parameter_table(*c)) {
+  for (const ParamSpec& p : vae_parameter_table(*c)) {
     int64_t n = 1;
     for (int64_t d : p.shape) n *= d;
     params += n;
@@ -157,7 +157,7 @@ TEST(VaeParams, EveryParameterStaysOffFp8) {
   ASSERT_THAT(policy, IsOk());
   absl::StatusOr<VaeConfig> c = parse_vae_config(kFlux, "c");
   ASSERT_THAT(c, IsOk());
-  for (const VaeParam& p : vae_parameter_table(*c)) {
+  for (const ParamSpec& p : vae_parameter_table(*c)) {
     EXPECT_NE(policy->decide(p.name, p.kind).kind, StorageDecision::Kind::kFp8) << p.name;
   }
 }

@@ -294,7 +294,7 @@ TEST(VaeParityParams, TableMatchesTheFixtureFiles) {
   ASSERT_THAT(config, IsOk());
   int64_t params = 0;
   std::vector<std::string> names;
-  for (const VaeParam& p : vae_parameter_table(*config)) {
+  for (const ParamSpec& p : vae_parameter_table(*config)) {
     int64_t n = 1;
     for (int64_t d : p.shape) n *= d;
     params += n;

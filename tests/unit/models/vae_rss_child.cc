@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   config.layers_per_block = 1;
   config.norm_num_groups = 8;
   auto weights = std::make_unique<WeightStore>(torch::kFloat32);
-  for (const VaeParam& p : vae_parameter_table(config)) {
+  for (const ParamSpec& p : vae_parameter_table(config)) {
     weights->add(p.name, torch::randn(p.shape) * 0.1);
   }
   absl::StatusOr<std::unique_ptr<VaeModel>> model = VaeModel::create(config, std::move(weights));
