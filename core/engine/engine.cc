@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/engine/internal/engine_job.h"
 #include "core/engine/model_admission.h"
 #include "core/loader/torch_dtype.h"
 #include "core/models/model_loader.h"
@@ -53,26 +54,6 @@ std::string Engine::relative_to_models_dir(const std::string& path) const {
   const std::filesystem::path relative = std::filesystem::path(path).lexically_relative(root);
   return ec || relative.empty() ? path : relative.string();
 }
-
-// One unit of work the lifecycle tracks: registered while it runs so that
-// wait_idle() can wait for it and cancel_all() can stop it.
-class Engine::Job {
- public:
-  explicit Job(Engine* engine) : engine_(engine) {}
-  ~Job() {
-    if (!admitted_) return;
-    MutexLock lock(&engine_->mu_);
-    engine_->jobs_.erase(this);
-    if (engine_->jobs_.empty()) engine_->idle_.signal_all();
-  }
-  bool cancelled() const { return cancelled_.load(); }
-
- private:
-  friend class Engine;
-  Engine* const engine_;
-  bool admitted_ = false;
-  std::atomic<bool> cancelled_{false};
-};
 
 Engine::Engine(const EngineOptions& options) : options_(options) {}
 

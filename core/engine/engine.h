@@ -89,6 +89,19 @@ class Engine final : public EngineApi {
   absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request,
                                         const DenoiseOptions& options) override;
 
+  // The conditioning text encoder `model_id` gives `prompt`.
+  // FAILED_PRECONDITION if the model is not a text encoder (or has no
+  // tokenizer), NOT_FOUND if it is not loaded.
+  absl::StatusOr<EncodedPrompt> encode_prompt(const std::string& model_id, const std::string& prompt) override;
+
+  // Decodes pipeline-space `latents` [C, h, w] (or [1, C, h, w]) with VAE
+  // `model_id` into uint8 pixels [8h, 8w, 3]. The decode's activations are
+  // admitted by a reservation first (evicting unpinned models if needed):
+  // untiled when that fits, else tiled as diffusers' enable_tiling();
+  // RESOURCE_EXHAUSTED when neither fits. FAILED_PRECONDITION if the model
+  // is not a VAE, INVALID_ARGUMENT for misshapen latents.
+  absl::StatusOr<torch::Tensor> decode_image(const std::string& model_id, const torch::Tensor& latents) override;
+
   // Lifecycle. After stop_accepting() new work fails with UNAVAILABLE;
   // wait_idle() returns true once no work runs (false at the deadline);
   // cancel_all() stops loads before their next tensor and loops before their
@@ -119,6 +132,10 @@ class Engine final : public EngineApi {
   absl::Status admit(Job& job);
   absl::StatusOr<ResolvedLoad> resolve(const ModelLoadRequest& request) const;
   absl::StatusOr<Pin> pin(const std::string& model_id);
+  // pin(), then the model as a `T`: FAILED_PRECONDITION naming what it is
+  // instead (`what`, e.g. "a text encoder").
+  template <typename T>
+  absl::StatusOr<std::pair<Pin, const T*>> pin_as(const std::string& model_id, absl::string_view what);
   // Claims the model's key: a hit answers, else this caller runs the load
   // and finishes the slot (Engine -> cache -> loader -> model, one way).
   absl::StatusOr<Pin> load_once(const ResolvedLoad& load, LoadBoard::Load& shared);

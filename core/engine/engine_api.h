@@ -23,6 +23,7 @@
 #include "core/engine/loaded_model.h"
 #include "core/memory/device.h"
 #include "core/models/diffusion_model.h"
+#include "core/models/text_encoder.h"
 #include "core/precision/compute_dtype.h"
 #include "core/precision/precision_policy.h"
 
@@ -76,6 +77,8 @@ class EngineApi {
   virtual absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs) = 0;
   virtual absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request,
                                                 const DenoiseOptions& options) = 0;
+  virtual absl::StatusOr<EncodedPrompt> encode_prompt(const std::string& model_id, const std::string& prompt) = 0;
+  virtual absl::StatusOr<torch::Tensor> decode_image(const std::string& model_id, const torch::Tensor& latents) = 0;
   virtual bool draining() const = 0;
 };
 

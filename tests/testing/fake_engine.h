@@ -76,6 +76,12 @@ class FakeEngine final : public EngineApi {
   absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest&, const DenoiseOptions&) override {
     return absl::UnimplementedError("denoise");
   }
+  absl::StatusOr<EncodedPrompt> encode_prompt(const std::string&, const std::string&) override {
+    return absl::UnimplementedError("encode_prompt");
+  }
+  absl::StatusOr<torch::Tensor> decode_image(const std::string&, const torch::Tensor&) override {
+    return absl::UnimplementedError("decode_image");
+  }
   bool draining() const override { return false; }
 
  private:

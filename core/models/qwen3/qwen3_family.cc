@@ -1,11 +1,13 @@
 #include "core/models/qwen3/qwen3_family.h"
 
+#include <filesystem>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "core/models/qwen3/qwen3_config.h"
 #include "core/models/qwen3/qwen3_model.h"
 #include "core/models/qwen3/qwen3_params.h"
+#include "core/text/tokenizer_files.h"
 #include "core/util/json.h"
 #include "core/util/status_macros.h"
 
@@ -14,14 +16,18 @@ namespace {
 
 class Qwen3Recipe final : public TableRecipe {
  public:
-  explicit Qwen3Recipe(const Qwen3Config& config) : TableRecipe(qwen3_parameter_table(config)), config_(config) {}
+  Qwen3Recipe(const Qwen3Config& config, std::shared_ptr<const Tokenizer> tokenizer, std::string tokenizer_note)
+      : TableRecipe(qwen3_parameter_table(config)),
+        config_(config),
+        tokenizer_(std::move(tokenizer)),
+        tokenizer_note_(std::move(tokenizer_note)) {}
 
   std::string describe() const override {
     const Qwen3Config& c = config_;
     return absl::StrCat("Qwen3: hidden ", c.hidden_size, ", ", c.num_hidden_layers, " layers, ",
                         c.num_attention_heads, " heads (", c.num_key_value_heads,
                         " kv) of ", c.head_dim, ", intermediate ", c.intermediate_size,
-                        ", vocab ", c.vocab_size, ", rope_theta ", c.rope_theta);
+                        ", vocab ", c.vocab_size, ", rope_theta ", c.rope_theta, "; ", tokenizer_note_);
   }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return qwen3_canonical_name(name);
@@ -31,12 +37,14 @@ class Qwen3Recipe final : public TableRecipe {
   absl::StatusOr<std::unique_ptr<Model>> build(
       std::unique_ptr<WeightStore> weights) const override {
     DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Qwen3Model> model,
-                                Qwen3Model::create(config_, std::move(weights)));
+                                Qwen3Model::create(config_, std::move(weights), tokenizer_));
     return std::unique_ptr<Model>(std::move(model));
   }
 
  private:
   const Qwen3Config config_;
+  const std::shared_ptr<const Tokenizer> tokenizer_;  // may be null
+  const std::string tokenizer_note_;
 };
 
 class Qwen3Family final : public ModelFamily {
@@ -51,8 +59,22 @@ class Qwen3Family final : public ModelFamily {
     return config.ok() && config->is_object() && config->value("model_type", std::string()) == "qwen3";
   }
 
+  // The tokenizer comes from the model's folder, or a sibling tokenizer/
+  // folder as a diffusers pipeline lays them out.
   absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe(const Checkpoint& checkpoint) const override {
-    return recipe_for_config(checkpoint.config_json(), checkpoint.config_path());
+    DIFFUSIOND_ASSIGN_OR_RETURN(Qwen3Config config,
+                                parse_qwen3_config(checkpoint.config_json(), checkpoint.config_path()));
+    namespace fs = std::filesystem;
+    const fs::path path(checkpoint.path());
+    const fs::path dir = checkpoint.layout() == CheckpointLayout::kDiffusersFolder ? path : path.parent_path();
+    std::error_code ec;
+    for (const fs::path& candidate : {dir, dir.parent_path() / "tokenizer"}) {
+      if (!fs::exists(candidate / "tokenizer.json", ec) && !fs::exists(candidate / "vocab.json", ec)) continue;
+      DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, load_tokenizer(candidate.string()));
+      return std::unique_ptr<LoadRecipe>(
+          new Qwen3Recipe(config, std::move(tokenizer), absl::StrCat("tokenizer from ", candidate.string())));
+    }
+    return std::unique_ptr<LoadRecipe>(new Qwen3Recipe(config, nullptr, "no tokenizer found"));
   }
 
   std::vector<std::string> config_classes() const override { return {"Qwen3ForCausalLM", "Qwen3Model"}; }
@@ -60,7 +82,7 @@ class Qwen3Family final : public ModelFamily {
   absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe_for_config(absl::string_view json,
                                                                 absl::string_view path) const override {
     DIFFUSIOND_ASSIGN_OR_RETURN(Qwen3Config config, parse_qwen3_config(json, path));
-    return std::unique_ptr<LoadRecipe>(new Qwen3Recipe(config));
+    return std::unique_ptr<LoadRecipe>(new Qwen3Recipe(config, nullptr, "sized without a tokenizer"));
   }
 };
 

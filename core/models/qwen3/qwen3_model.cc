@@ -8,6 +8,7 @@
 #include "core/models/qwen3/qwen3_attention.h"
 #include "core/models/qwen3/qwen3_params.h"
 #include "core/util/exception_status.h"
+#include "core/util/status_macros.h"
 
 namespace diffusiond {
 namespace {
@@ -23,39 +24,16 @@ bool is_integral(const torch::Tensor& t) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Qwen3Model>> Qwen3Model::create(const Qwen3Config& config,
-                                                               std::unique_ptr<WeightStore> weights) {
+                                                               std::unique_ptr<WeightStore> weights,
+                                                               std::shared_ptr<const Tokenizer> tokenizer) {
   if (absl::Status s = config.validate(); !s.ok()) return s;
-  const std::vector<ParamSpec> table = qwen3_parameter_table(config);
-  for (const ParamSpec& p : table) {
-    const torch::Tensor* dense = weights->dense(p.name);
-    const Fp8Weight* fp8 = weights->fp8(p.name);
-    if (dense == nullptr && fp8 == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("Qwen3 checkpoint lacks parameter '", p.name, "'"));
-    }
-    const torch::IntArrayRef shape = dense != nullptr ? dense->sizes() : fp8->codes.sizes();
-    if (shape != torch::IntArrayRef(p.shape)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "Qwen3 parameter '", p.name, "' has shape [", absl::StrJoin(shape, ", "),
-          "], but the config expects [", absl::StrJoin(p.shape, ", "), "]"));
-    }
-  }
-  // Every table entry is present, so a larger store holds something extra.
-  if (weights->size() != static_cast<int64_t>(table.size())) {
-    std::set<std::string> known;
-    for (const ParamSpec& p : table) known.insert(p.name);
-    for (const std::string& name : weights->names()) {
-      if (known.count(name) == 0) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("Qwen3 checkpoint has unexpected tensor '", name, "'"));
-      }
-    }
-  }
-  return std::unique_ptr<Qwen3Model>(new Qwen3Model(config, std::move(weights)));
+  DIFFUSIOND_RETURN_IF_ERROR(check_weights_match_table(*weights, qwen3_parameter_table(config), "Qwen3"));
+  return std::unique_ptr<Qwen3Model>(new Qwen3Model(config, std::move(weights), std::move(tokenizer)));
 }
 
-Qwen3Model::Qwen3Model(const Qwen3Config& config, std::unique_ptr<WeightStore> weights)
-    : Model(std::move(weights)), config_(config) {}
+Qwen3Model::Qwen3Model(const Qwen3Config& config, std::unique_ptr<WeightStore> weights,
+                       std::shared_ptr<const Tokenizer> tokenizer)
+    : TextEncoder(std::move(weights)), config_(config), tokenizer_(std::move(tokenizer)) {}
 
 absl::Status Qwen3Model::check_inputs(const torch::Tensor& ids, const torch::Tensor& mask,
                                       int64_t layer) const {

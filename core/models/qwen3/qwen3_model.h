@@ -15,24 +15,26 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/models/model.h"
+#include "core/models/text_encoder.h"
 #include "core/models/qwen3/qwen3_config.h"
+#include "core/text/tokenizer.h"
 
 namespace diffusiond {
 
 inline constexpr absl::string_view kQwen3Architecture = "qwen3";
 
 // Immutable after construction; forwards may run concurrently.
-class Qwen3Model final : public Model {
+class Qwen3Model final : public TextEncoder {
  public:
   // Checks that `weights` holds exactly the parameter table of `config` with
   // the right shapes. FAILED_PRECONDITION naming the first missing,
-  // misshapen or unexpected tensor.
-  static absl::StatusOr<std::unique_ptr<Qwen3Model>> create(const Qwen3Config& config,
-                                                            std::unique_ptr<WeightStore> weights);
+  // misshapen or unexpected tensor. `tokenizer` (may be null) serves
+  // encode_prompt().
+  static absl::StatusOr<std::unique_ptr<Qwen3Model>> create(
+      const Qwen3Config& config, std::unique_ptr<WeightStore> weights,
+      std::shared_ptr<const Tokenizer> tokenizer = nullptr);
 
   absl::string_view architecture() const override { return kQwen3Architecture; }
-  ModelRole role() const override { return ModelRole::kTextEncoder; }
   const Qwen3Config& config() const { return config_; }
 
   // Named inputs: "input_ids" int64 [B, L] (B, L >= 1); "attention_mask"
@@ -45,6 +47,11 @@ class Qwen3Model final : public Model {
   // caption features when hidden_layer is -2. INVALID_ARGUMENT naming a
   // missing, unexpected or misshapen input.
   absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const override;
+
+  // Z-Image's prompt encoding (z_image_text_encoding.h): the Qwen3 chat
+  // template, at most kZImageMaxSequenceLength tokens, hidden_states[-2]
+  // of the tokens as "cap_feats" [L, hidden_size].
+  absl::StatusOr<EncodedPrompt> encode_prompt(const std::string& prompt) const override;
 
   // Returns hidden_states[layer] of upstream's output_hidden_states, [B, L,
   // hidden_size] at the compute dtype: [0] the token embeddings, [k] the
@@ -60,7 +67,8 @@ class Qwen3Model final : public Model {
                                               int64_t layer) const;
 
  private:
-  Qwen3Model(const Qwen3Config& config, std::unique_ptr<WeightStore> weights);
+  Qwen3Model(const Qwen3Config& config, std::unique_ptr<WeightStore> weights,
+             std::shared_ptr<const Tokenizer> tokenizer);
 
   absl::Status check_inputs(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                             int64_t layer) const;
@@ -71,6 +79,7 @@ class Qwen3Model final : public Model {
   torch::Tensor linear(const torch::Tensor& x, const std::string& name) const;
 
   const Qwen3Config config_;
+  const std::shared_ptr<const Tokenizer> tokenizer_;
 };
 
 }  // namespace diffusiond

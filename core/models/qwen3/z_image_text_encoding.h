@@ -20,6 +20,8 @@ namespace diffusiond {
 // The hidden state Z-Image conditions on: the output of the second to last
 // decoder layer (neither the last layer nor the final norm runs).
 inline constexpr int64_t kZImageTextHiddenLayer = -2;
+// ZImagePipeline's default max_sequence_length.
+inline constexpr int64_t kZImageMaxSequenceLength = 512;
 
 // Returns, per item i, hidden[i] at the rows where mask[i] is nonzero, in
 // order: [L_i, hidden] (L_i may be 0). `hidden` [B, L, D]; `mask` [B, L] or

@@ -1,0 +1,187 @@
+#include "core/pipeline/generate.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/pipeline/pipeline_index.h"
+#include "core/util/bounded_text.h"
+#include "core/util/bytes.h"
+#include "core/util/confined_path.h"
+#include "core/util/file_text.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+constexpr int64_t kMaxSide = 4096;
+
+// One Generate call's view of the engine: components made ready on
+// demand, with their loads and the evictions those caused reported.
+class Run {
+ public:
+  Run(EngineApi& engine, const GenerateOptions& options) : engine_(engine), options_(options) {}
+
+  void emit(GenerateEvent e) const {
+    if (options_.on_event) options_.on_event(e);
+  }
+
+  absl::Status check_cancelled(absl::string_view before) const {
+    if (options_.cancelled != nullptr && options_.cancelled->load()) {
+      return absl::CancelledError(absl::StrCat("generate cancelled before ", before));
+    }
+    return absl::OkStatus();
+  }
+
+  // Returns the id of the model `id_or_path` names: a loaded model's id,
+  // else the model loaded from that path now.
+  absl::StatusOr<std::string> ready(const std::string& id_or_path) {
+    for (const ModelInfo& m : engine_.list()) {
+      if (m.model_id == id_or_path) {
+        emit({GenerateEvent::Stage::kLoad, m.model_id, 0, 0, absl::ZeroDuration(), "already loaded"});
+        return m.model_id;
+      }
+    }
+    std::set<std::string> before;
+    for (const CacheEntryStats& e : engine_.stats().entries) before.insert(e.key);
+    const absl::Time start = absl::Now();
+    ModelLoadRequest load;
+    load.path = id_or_path;
+    DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, engine_.load(load));
+    const absl::Duration took = absl::Now() - start;
+    std::set<std::string> after;
+    for (const CacheEntryStats& e : engine_.stats().entries) after.insert(e.key);
+    for (const std::string& key : before) {
+      if (after.count(key) == 0) {
+        emit({GenerateEvent::Stage::kEvict, key, 0, 0, absl::ZeroDuration(),
+              absl::StrCat("evicted to make room for ", info.model_id)});
+      }
+    }
+    emit({GenerateEvent::Stage::kLoad, info.model_id, 0, 0, took,
+          absl::StrCat("loaded ", info.architecture, ", ", format_bytes(info.bytes[static_cast<int>(Device::kCpu)]))});
+    return info.model_id;
+  }
+
+ private:
+  EngineApi& engine_;
+  const GenerateOptions& options_;
+};
+
+absl::Status check_request(const GenerateRequest& r) {
+  for (int64_t side : {r.width, r.height}) {
+    if (side < 16 || side > kMaxSide || side % 16 != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("width and height must be multiples of 16 from 16 to ", kMaxSide,
+                                                     ", got ", r.width, "x", r.height));
+    }
+  }
+  if (r.steps < 1 || r.steps > 1000) {
+    return absl::InvalidArgumentError(absl::StrCat("steps must be 1 to 1000, got ", r.steps));
+  }
+  if (!std::isfinite(r.guidance_scale) || r.guidance_scale < 0 || !std::isfinite(r.shift) || r.shift < 0) {
+    return absl::InvalidArgumentError("guidance_scale and shift must be finite and >= 0");
+  }
+  return absl::OkStatus();
+}
+
+// Fills the components the request does not name from its pipeline folder.
+absl::Status resolve_components(const std::string& models_dir, GenerateRequest& r) {
+  if (r.pipeline.empty()) {
+    if (r.text_encoder.empty() || r.transformer.empty() || r.vae.empty()) {
+      return absl::InvalidArgumentError("give a pipeline, or all three of text_encoder, transformer and vae");
+    }
+    return absl::OkStatus();
+  }
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::string folder, resolve_confined_path(models_dir, r.pipeline));
+  const std::string index_path = folder + "/model_index.json";
+  absl::StatusOr<std::string> text = read_text_file(index_path);
+  if (absl::IsNotFound(text.status())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pipeline \"", bounded(r.pipeline), "\" has no model_index.json: it is not a pipeline folder"));
+  }
+  DIFFUSIOND_RETURN_IF_ERROR(text.status());
+  DIFFUSIOND_ASSIGN_OR_RETURN(PipelineIndex index, parse_pipeline_index(*text, index_path));
+  for (auto [field, name] : {std::pair<std::string*, const char*>{&r.text_encoder, "text_encoder"},
+                             {&r.transformer, "transformer"},
+                             {&r.vae, "vae"}}) {
+    if (!field->empty()) continue;
+    if (index.components.count(name) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pipeline \"", bounded(r.pipeline), "\" (", index.pipeline_class, ") has no ", name));
+    }
+    *field = absl::StrCat(r.pipeline, "/", name);
+  }
+  return absl::OkStatus();
+}
+
+std::string parameters_json(const GenerateRequest& r) {
+  nlohmann::json j = {{"prompt", r.prompt},
+                      {"negative_prompt", r.negative_prompt},
+                      {"width", r.width},
+                      {"height", r.height},
+                      {"steps", r.steps},
+                      {"guidance_scale", r.guidance_scale},
+                      {"seed", r.seed},
+                      {"shift", r.shift},
+                      {"text_encoder", r.text_encoder},
+                      {"transformer", r.transformer},
+                      {"vae", r.vae}};
+  // ASCII only (tEXt is Latin-1): other characters are escaped.
+  return j.dump(-1, ' ', /*ensure_ascii=*/true);
+}
+
+}  // namespace
+
+absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& models_dir,
+                                        const GenerateRequest& given, const GenerateOptions& options) {
+  DIFFUSIOND_RETURN_IF_ERROR(check_request(given));
+  GenerateRequest r = given;
+  DIFFUSIOND_RETURN_IF_ERROR(resolve_components(models_dir, r));
+  Run run(engine, options);
+  const bool guided = r.guidance_scale > 1.0;
+
+  DIFFUSIOND_RETURN_IF_ERROR(run.check_cancelled("encoding"));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const std::string encoder, run.ready(r.text_encoder));
+  absl::Time start = absl::Now();
+  DIFFUSIOND_ASSIGN_OR_RETURN(EncodedPrompt positive, engine.encode_prompt(encoder, r.prompt));
+  std::optional<EncodedPrompt> negative;
+  if (guided) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(negative, engine.encode_prompt(encoder, r.negative_prompt));
+  }
+  run.emit({GenerateEvent::Stage::kEncode, encoder, 0, 0, absl::Now() - start,
+            absl::StrCat(positive.tokens, " prompt tokens", guided ? absl::StrCat(", ", negative->tokens, " negative") : "")});
+
+  DIFFUSIOND_RETURN_IF_ERROR(run.check_cancelled("denoising"));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const std::string transformer, run.ready(r.transformer));
+  EngineDenoiseRequest denoise;
+  denoise.model_id = transformer;
+  denoise.loop.latent_shape = {kLatentChannels, r.height / kVaeScaleFactor, r.width / kVaeScaleFactor};
+  denoise.loop.seed = r.seed;
+  denoise.loop.guidance_scale = r.guidance_scale;
+  denoise.loop.schedule.steps = r.steps;
+  denoise.loop.schedule.shift = r.shift;
+  denoise.positive = std::move(positive.conditioning);
+  if (guided) denoise.negative = std::move(negative->conditioning);
+  DenoiseOptions loop_options;
+  loop_options.cancelled = options.cancelled;
+  loop_options.on_step = [&](const StepEvent& e) {
+    run.emit({GenerateEvent::Stage::kDenoise, transformer, e.step, e.steps, e.step_time, ""});
+  };
+  DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor latents, engine.denoise(denoise, loop_options));
+
+  DIFFUSIOND_RETURN_IF_ERROR(run.check_cancelled("decoding"));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const std::string vae, run.ready(r.vae));
+  start = absl::Now();
+  GeneratedImage image;
+  DIFFUSIOND_ASSIGN_OR_RETURN(image.pixels, engine.decode_image(vae, latents));
+  run.emit({GenerateEvent::Stage::kDecode, vae, 0, 0, absl::Now() - start,
+            absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels")});
+  image.seed = r.seed;
+  image.parameters = {{"parameters", parameters_json(r)}};
+  return image;
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,30 @@
+#include "core/pipeline/pipeline_index.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/util/json.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+
+absl::StatusOr<PipelineIndex> parse_pipeline_index(absl::string_view json, absl::string_view path) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(nlohmann::json root, parse_json_strict(json, path));
+  if (!root.is_object() || !root.contains("_class_name") || !root.at("_class_name").is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": expected an object with a \"_class_name\" string"));
+  }
+  PipelineIndex index;
+  index.pipeline_class = root.at("_class_name").get<std::string>();
+  for (const auto& [name, value] : root.items()) {
+    if (absl::StartsWith(name, "_") || !value.is_array() || value.size() != 2 || !value[0].is_string() ||
+        !value[1].is_string()) {
+      continue;  // metadata, or an absent optional component ([null, null])
+    }
+    if (name.empty() || name == "." || name == ".." || absl::StrContains(name, "/") || absl::StrContains(name, "\\")) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": component name \"", name, "\" is not a folder name"));
+    }
+    index.components[name] = value[1].get<std::string>();
+  }
+  return index;
+}
+
+}  // namespace diffusiond

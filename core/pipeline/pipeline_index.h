@@ -1,0 +1,29 @@
+// A diffusers pipeline folder's model_index.json: which components it has
+// (text_encoder, tokenizer, transformer, vae, scheduler, ...) and the class
+// each is.
+#ifndef DIFFUSIOND_CORE_PIPELINE_PIPELINE_INDEX_H_
+#define DIFFUSIOND_CORE_PIPELINE_PIPELINE_INDEX_H_
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace diffusiond {
+
+struct PipelineIndex {
+  std::string pipeline_class;  // "_class_name", e.g. "ZImagePipeline"
+  // Component name (its subfolder) -> its class, e.g. "vae" -> "AutoencoderKL".
+  std::map<std::string, std::string> components;
+};
+
+// Parses model_index.json text. A component is an entry whose value is a
+// [library, class] pair; null entries (absent optional components) are
+// skipped. INVALID_ARGUMENT naming `path` for malformed JSON, a missing
+// _class_name, or a component name that is not a plain folder name.
+absl::StatusOr<PipelineIndex> parse_pipeline_index(absl::string_view json, absl::string_view path);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_PIPELINE_PIPELINE_INDEX_H_
