@@ -1,0 +1,238 @@
+// encode_png / decode_png: round trips, text chunks and the chunk type each
+// value gets, the refusals, other writers' colour types, and damaged files.
+#include "core/image/png.h"
+
+#include <png.h>
+#include <zlib.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace diffusiond {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+std::vector<uint8_t> pattern(int64_t width, int64_t height, int channels = 3) {
+  std::vector<uint8_t> pixels(static_cast<size_t>(width * height * channels));
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 37 + i / 7);
+  return pixels;
+}
+
+uint32_t read_be32(const std::string& bytes, size_t at) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(bytes[at + i]);
+  return v;
+}
+
+std::string be32(uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+          static_cast<char>(v)};
+}
+
+// A chunk of type `type` holding `data`, with its CRC.
+std::string chunk(const std::string& type, const std::string& data) {
+  const std::string body = type + data;
+  const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(body.data()), body.size());
+  return be32(static_cast<uint32_t>(data.size())) + body + be32(static_cast<uint32_t>(crc));
+}
+
+struct ChunkAt {
+  std::string type;
+  size_t data_offset;
+  size_t length;
+};
+
+std::vector<ChunkAt> chunks_of(const std::string& png) {
+  std::vector<ChunkAt> chunks;
+  for (size_t at = 8; at + 12 <= png.size();) {
+    const uint32_t length = read_be32(png, at);
+    chunks.push_back({png.substr(at + 4, 4), at + 8, length});
+    at += 12 + length;
+  }
+  return chunks;
+}
+
+std::vector<std::string> chunk_types(const std::string& png) {
+  std::vector<std::string> types;
+  for (const ChunkAt& c : chunks_of(png)) types.push_back(c.type);
+  return types;
+}
+
+// `png` with `extra` inserted before its IEND chunk (the last 12 bytes).
+std::string insert_before_end(const std::string& png, const std::string& extra) {
+  return png.substr(0, png.size() - 12) + extra + png.substr(png.size() - 12);
+}
+
+// A PNG written by libpng's simplified API in `format` (another writer's
+// colour type and depth).
+std::string simplified_png(int width, int height, png_uint_32 format, const void* pixels) {
+  png_image image;
+  std::memset(&image, 0, sizeof(image));
+  image.version = PNG_IMAGE_VERSION;
+  image.width = width;
+  image.height = height;
+  image.format = format;
+  png_alloc_size_t size = 0;
+  EXPECT_TRUE(png_image_write_get_memory_size(image, size, 0, pixels, 0, nullptr));
+  std::string out(size, '\0');
+  EXPECT_TRUE(png_image_write_to_memory(&image, out.data(), &size, 0, pixels, 0, nullptr));
+  out.resize(size);
+  return out;
+}
+
+TEST(PngTest, RoundTripKeepsSizeAndPixels) {
+  for (const auto& [w, h] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 5}, {64, 3}}) {
+    const std::vector<uint8_t> rgb = pattern(w, h);
+    absl::StatusOr<std::string> png = encode_png(rgb.data(), w, h, {});
+    ASSERT_THAT(png, IsOk());
+    EXPECT_EQ(png->substr(0, 8), "\x89PNG\r\n\x1a\n");
+    absl::StatusOr<DecodedPng> decoded = decode_png(*png);
+    ASSERT_THAT(decoded, IsOk());
+    EXPECT_EQ(decoded->width, w);
+    EXPECT_EQ(decoded->height, h);
+    EXPECT_EQ(decoded->rgb, rgb);
+    EXPECT_TRUE(decoded->text.empty());
+  }
+}
+
+TEST(PngTest, TextChunksRoundTripInOrderAsciiAsTextOthersAsInternational) {
+  const std::vector<uint8_t> rgb = pattern(4, 4);
+  const PngText text = {{"prompt", "a cat\non a mat"},
+                        {"negative_prompt", ""},
+                        {"seed", "18446744073709551615"},
+                        {"prompt", "\xe7\x8c\xab caf\xc3\xa9"},  // UTF-8: 猫 café
+                        {std::string(79, 'k'), "long keyword"},
+                        {"Caf\xe9 Au Lait", "Latin-1 keyword"}};
+  absl::StatusOr<std::string> png = encode_png(rgb.data(), 4, 4, text);
+  ASSERT_THAT(png, IsOk());
+  EXPECT_THAT(chunk_types(*png), ElementsAre("IHDR", "tEXt", "tEXt", "tEXt", "iTXt", "tEXt",
+                                             "tEXt", "IDAT", "IEND"));
+  absl::StatusOr<DecodedPng> decoded = decode_png(*png);
+  ASSERT_THAT(decoded, IsOk());
+  EXPECT_EQ(decoded->text, text);
+}
+
+TEST(PngTest, DecodeConvertsLatin1TextAndReadsTextAfterTheImage) {
+  const std::vector<uint8_t> rgb = pattern(2, 2);
+  absl::StatusOr<std::string> png = encode_png(rgb.data(), 2, 2, {{"first", "1"}});
+  ASSERT_THAT(png, IsOk());
+  const std::string latin1 = chunk("tEXt", std::string("Comment\0caf\xe9", 12));
+  absl::StatusOr<DecodedPng> decoded = decode_png(insert_before_end(*png, latin1));
+  ASSERT_THAT(decoded, IsOk());
+  EXPECT_THAT(decoded->text, ElementsAre(Pair("first", "1"), Pair("Comment", "caf\xc3\xa9")));
+}
+
+TEST(PngTest, RefusesSizesPngCannotHold) {
+  const uint8_t pixel[3] = {};
+  const int64_t max_side = (int64_t{1} << 31) - 1;
+  for (const auto& [w, h] : std::vector<std::pair<int64_t, int64_t>>{
+           {0, 1}, {1, 0}, {-4, 4}, {max_side + 1, 1}, {1, max_side + 1}, {max_side, max_side}}) {
+    EXPECT_THAT(encode_png(pixel, w, h, {}),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(absl::StrCat("PNG size ", w, "x", h, " is not"))));
+  }
+}
+
+TEST(PngTest, RefusesBadKeywordsNamingThem) {
+  const uint8_t pixel[3] = {};
+  const auto refused = [&](const std::string& keyword, const std::string& why) {
+    EXPECT_THAT(encode_png(pixel, 1, 1, {{"fine", "x"}, {keyword, "value"}}),
+                StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("PNG text keyword"),
+                                                                  HasSubstr(why))))
+        << keyword;
+  };
+  refused("", "has 0 bytes; expected 1 to 79");
+  refused(std::string(80, 'k'), "has 80 bytes");
+  refused(std::string("nul\0inside", 10), "\"nul\\x00inside\" has byte 0x00 at offset 3");
+  refused("tab\there", "byte 0x09 at offset 3");
+  refused("del\x7f", "byte 0x7f");
+  refused("nbsp\xa0", "byte 0xa0");
+  refused(" lead", "\" lead\" has a leading, trailing or doubled space");
+  refused("trail ", "leading, trailing or doubled space");
+  refused("two  spaces", "leading, trailing or doubled space");
+}
+
+TEST(PngTest, RefusesValuesWithNulOrBadUtf8) {
+  const uint8_t pixel[3] = {};
+  EXPECT_THAT(encode_png(pixel, 1, 1, {{"prompt", std::string("a\0b", 3)}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "value of PNG text keyword \"prompt\" has a NUL byte at offset 1"));
+  EXPECT_THAT(encode_png(pixel, 1, 1, {{"prompt", "caf\xe9"}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("value of PNG text keyword \"prompt\"")));
+}
+
+TEST(PngTest, DecodesOtherWritersColourTypesToRgb) {
+  const uint8_t grey[] = {0, 128, 255, 7};
+  absl::StatusOr<DecodedPng> g = decode_png(simplified_png(2, 2, PNG_FORMAT_GRAY, grey));
+  ASSERT_THAT(g, IsOk());
+  EXPECT_EQ(g->rgb, std::vector<uint8_t>({0, 0, 0, 128, 128, 128, 255, 255, 255, 7, 7, 7}));
+
+  const uint8_t rgba[] = {1, 2, 3, 0, 4, 5, 6, 255};
+  absl::StatusOr<DecodedPng> a = decode_png(simplified_png(2, 1, PNG_FORMAT_RGBA, rgba));
+  ASSERT_THAT(a, IsOk());
+  EXPECT_EQ(a->rgb, std::vector<uint8_t>({1, 2, 3, 4, 5, 6}));  // alpha dropped, not composited
+
+  const uint16_t grey16[] = {0x1234, 0xff00};
+  absl::StatusOr<DecodedPng> g16 = decode_png(simplified_png(1, 2, PNG_FORMAT_LINEAR_Y, grey16));
+  ASSERT_THAT(g16, IsOk());
+  EXPECT_EQ(g16->rgb, std::vector<uint8_t>({0x12, 0x12, 0x12, 0xff, 0xff, 0xff}));
+}
+
+TEST(PngTest, DecodeRefusesWhatIsNotAPng) {
+  EXPECT_THAT(decode_png(""), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       "not a PNG: 0 bytes that do not start with the PNG signature"));
+  EXPECT_THAT(decode_png(std::string("GIF89a\x01\x00\x01\x00", 10)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a PNG: 10 bytes")));
+}
+
+TEST(PngTest, DecodeReportsCorruptAndTruncatedFiles) {
+  const std::vector<uint8_t> rgb = pattern(16, 16);
+  absl::StatusOr<std::string> png = encode_png(rgb.data(), 16, 16, {{"k", "v"}});
+  ASSERT_THAT(png, IsOk());
+  const std::vector<ChunkAt> chunks = chunks_of(*png);
+
+  std::string bad_crc = *png;
+  bad_crc[chunks[0].data_offset] ^= 0x01;  // IHDR's width, CRC left as it was
+  EXPECT_THAT(decode_png(bad_crc),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("corrupt PNG header: IHDR: CRC error")));
+
+  // Damaged compressed data under a valid CRC: zlib, not the CRC, notices.
+  const ChunkAt& idat = chunks[chunks.size() - 2];
+  ASSERT_EQ(idat.type, "IDAT");
+  std::string data = png->substr(idat.data_offset, idat.length);
+  for (size_t i = 2; i < data.size(); i += 3) data[i] = static_cast<char>(~data[i]);
+  const std::string damaged = png->substr(0, idat.data_offset - 8) + chunk("IDAT", data) +
+                              png->substr(idat.data_offset + idat.length + 4);
+  EXPECT_THAT(decode_png(damaged), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("corrupt PNG (16x16)")));
+
+  EXPECT_THAT(decode_png(png->substr(0, 20)),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("the file ends early (truncated)")));
+  EXPECT_THAT(decode_png(png->substr(0, idat.data_offset + idat.length / 2)),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("truncated")));
+}
+
+TEST(PngTest, DecodeRefusesImagesOverThePixelLimit) {
+  const std::vector<uint8_t> rgb = pattern(10, 10);
+  absl::StatusOr<std::string> png = encode_png(rgb.data(), 10, 10, {});
+  ASSERT_THAT(png, IsOk());
+  EXPECT_THAT(decode_png(*png, 99),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "PNG of 10x10 pixels is larger than the limit of 99 pixels"));
+  EXPECT_THAT(decode_png(*png, 100), IsOk());
+}
+
+}  // namespace
+}  // namespace diffusiond
