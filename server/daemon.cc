@@ -145,6 +145,7 @@ absl::Status Daemon::start_serving() {
   ServiceDeps deps{engine_.get(), load_queue_.get(), compute_queue_.get(), admin_queue_.get(), metrics_.get()};
   model_service_ = std::make_unique<ModelServiceImpl>(deps);
   denoise_service_ = std::make_unique<DenoiseServiceImpl>(deps);
+  pipeline_service_ = std::make_unique<PipelineServiceImpl>(deps, options_.models_dir);
   cache_service_ = std::make_unique<CacheServiceImpl>(deps);
 
   DIFFUSIOND_RETURN_IF_ERROR(start_grpc());
@@ -186,6 +187,7 @@ absl::Status Daemon::start_grpc() {
   builder.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
   builder.RegisterService(model_service_.get());
   builder.RegisterService(denoise_service_.get());
+  builder.RegisterService(pipeline_service_.get());
   builder.RegisterService(cache_service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || grpc_port_ == 0) {

@@ -23,6 +23,7 @@
 #include "server/cache_service.h"
 #include "server/daemon_options.h"
 #include "server/denoise_service.h"
+#include "server/pipeline_service.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/model_service.h"
@@ -79,6 +80,7 @@ class Daemon {
   std::unique_ptr<WorkQueue> load_queue_, compute_queue_, admin_queue_;
   std::unique_ptr<ModelServiceImpl> model_service_;
   std::unique_ptr<DenoiseServiceImpl> denoise_service_;
+  std::unique_ptr<PipelineServiceImpl> pipeline_service_;
   std::unique_ptr<CacheServiceImpl> cache_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsServer> metrics_server_;

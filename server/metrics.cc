@@ -42,7 +42,7 @@ const Histogram::BucketBoundaries& denoise_buckets() {
 }
 
 // Label values pre-created so dashboards see 0 rather than no series.
-constexpr const char* kCancellableOperations[] = {"load", "denoise", "step"};
+constexpr const char* kCancellableOperations[] = {"load", "denoise", "step", "generate"};
 constexpr const char* kQueues[] = {"load", "compute"};
 
 }  // namespace

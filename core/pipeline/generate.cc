@@ -37,33 +37,8 @@ class Run {
     return absl::OkStatus();
   }
 
-  // Returns the id of the model `id_or_path` names: a loaded model's id,
-  // else the model loaded from that path now.
   absl::StatusOr<std::string> ready(const std::string& id_or_path) {
-    for (const ModelInfo& m : engine_.list()) {
-      if (m.model_id == id_or_path) {
-        emit({GenerateEvent::Stage::kLoad, m.model_id, 0, 0, absl::ZeroDuration(), "already loaded"});
-        return m.model_id;
-      }
-    }
-    std::set<std::string> before;
-    for (const CacheEntryStats& e : engine_.stats().entries) before.insert(e.key);
-    const absl::Time start = absl::Now();
-    ModelLoadRequest load;
-    load.path = id_or_path;
-    DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, engine_.load(load));
-    const absl::Duration took = absl::Now() - start;
-    std::set<std::string> after;
-    for (const CacheEntryStats& e : engine_.stats().entries) after.insert(e.key);
-    for (const std::string& key : before) {
-      if (after.count(key) == 0) {
-        emit({GenerateEvent::Stage::kEvict, key, 0, 0, absl::ZeroDuration(),
-              absl::StrCat("evicted to make room for ", info.model_id)});
-      }
-    }
-    emit({GenerateEvent::Stage::kLoad, info.model_id, 0, 0, took,
-          absl::StrCat("loaded ", info.architecture, ", ", format_bytes(info.bytes[static_cast<int>(Device::kCpu)]))});
-    return info.model_id;
+    return ready_component(engine_, id_or_path, options_.on_event);
   }
 
  private:
@@ -134,6 +109,37 @@ std::string parameters_json(const GenerateRequest& r) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string& id_or_path,
+                                          const std::function<void(const GenerateEvent&)>& on_event) {
+  const auto emit = [&](GenerateEvent e) {
+    if (on_event) on_event(e);
+  };
+  for (const ModelInfo& m : engine.list()) {
+    if (m.model_id == id_or_path) {
+      emit({GenerateEvent::Stage::kLoad, m.model_id, 0, 0, absl::ZeroDuration(), "already loaded"});
+      return m.model_id;
+    }
+  }
+  std::set<std::string> before;
+  for (const CacheEntryStats& e : engine.stats().entries) before.insert(e.key);
+  const absl::Time start = absl::Now();
+  ModelLoadRequest load;
+  load.path = id_or_path;
+  DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, engine.load(load));
+  const absl::Duration took = absl::Now() - start;
+  std::set<std::string> after;
+  for (const CacheEntryStats& e : engine.stats().entries) after.insert(e.key);
+  for (const std::string& key : before) {
+    if (after.count(key) == 0) {
+      emit({GenerateEvent::Stage::kEvict, key, 0, 0, absl::ZeroDuration(),
+            absl::StrCat("evicted to make room for ", info.model_id)});
+    }
+  }
+  emit({GenerateEvent::Stage::kLoad, info.model_id, 0, 0, took,
+        absl::StrCat("loaded ", info.architecture, ", ", format_bytes(info.bytes[static_cast<int>(Device::kCpu)]))});
+  return info.model_id;
+}
 
 absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& models_dir,
                                         const GenerateRequest& given, const GenerateOptions& options) {

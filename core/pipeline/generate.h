@@ -68,6 +68,13 @@ struct GeneratedImage {
 inline constexpr int64_t kVaeScaleFactor = 8;
 inline constexpr int64_t kLatentChannels = 16;
 
+// Returns the id of the model `id_or_path` names: a loaded model's id, else
+// the model the engine loads from that path now, reporting the load and
+// the evictions it caused through `on_event` (may be empty). The engine's
+// load errors otherwise.
+absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string& id_or_path,
+                                            const std::function<void(const GenerateEvent&)>& on_event);
+
 // Runs the pipeline. INVALID_ARGUMENT for a bad request (size, steps,
 // missing components, a pipeline folder without model_index.json),
 // CANCELLED when `cancelled` reads true, and the engine's errors (e.g.

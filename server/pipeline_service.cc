@@ -1,0 +1,155 @@
+#include "server/pipeline_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/image/png.h"
+#include "core/util/status_macros.h"
+#include "server/event_stream.h"
+#include "server/grpc_status.h"
+#include "server/wire_tensor.h"
+
+namespace diffusiond {
+namespace {
+
+constexpr int kDefaultSide = 1024;
+constexpr int kDefaultSteps = 8;
+
+// Encodes uint8 pixels [H, W, 3] as the API's Image.
+absl::Status to_wire_image(const torch::Tensor& pixels, uint64_t seed, const PngText& text, v1::Image* image) {
+  const torch::Tensor rgb = pixels.contiguous();
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::string png, encode_png(rgb.data_ptr<uint8_t>(), rgb.size(1), rgb.size(0), text));
+  image->set_png(std::move(png));
+  image->set_width(static_cast<int32_t>(rgb.size(1)));
+  image->set_height(static_cast<int32_t>(rgb.size(0)));
+  image->set_seed(seed);
+  return absl::OkStatus();
+}
+
+v1::GenerateProgress::Stage stage_to_wire(GenerateEvent::Stage stage) {
+  switch (stage) {
+    case GenerateEvent::Stage::kLoad: return v1::GenerateProgress::STAGE_LOAD;
+    case GenerateEvent::Stage::kEvict: return v1::GenerateProgress::STAGE_EVICT;
+    case GenerateEvent::Stage::kEncode: return v1::GenerateProgress::STAGE_ENCODE;
+    case GenerateEvent::Stage::kDenoise: return v1::GenerateProgress::STAGE_DENOISE;
+    case GenerateEvent::Stage::kDecode: return v1::GenerateProgress::STAGE_DECODE;
+  }
+  return v1::GenerateProgress::STAGE_UNSPECIFIED;
+}
+
+// Runs `work` on the compute queue and finishes `reactor` with its status.
+void run_unary(const ServiceDeps& deps, grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
+               std::function<absl::Status()> work) {
+  absl::Status queued = deps.compute_queue->submit([context, reactor, work = std::move(work)] {
+    if (context->IsCancelled()) {
+      reactor->Finish(to_grpc_status(absl::CancelledError("the call was cancelled before it ran")));
+      return;
+    }
+    reactor->Finish(to_grpc_status(work()));
+  });
+  if (!queued.ok()) {
+    deps.metrics->count_queue_rejection("compute");
+    reactor->Finish(to_grpc_status(queued));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<GenerateRequest> generate_request(const v1::GenerateRequest& wire) {
+  if (wire.width() < 0 || wire.height() < 0 || wire.steps() < 0) {
+    return absl::InvalidArgumentError("width, height and steps must not be negative (0: the defaults)");
+  }
+  GenerateRequest r;
+  r.pipeline = wire.pipeline();
+  r.text_encoder = wire.text_encoder();
+  r.transformer = wire.transformer();
+  r.vae = wire.vae();
+  r.prompt = wire.prompt();
+  r.negative_prompt = wire.negative_prompt();
+  r.width = wire.width() == 0 ? kDefaultSide : wire.width();
+  r.height = wire.height() == 0 ? kDefaultSide : wire.height();
+  r.steps = wire.steps() == 0 ? kDefaultSteps : wire.steps();
+  r.guidance_scale = wire.guidance_scale();
+  r.seed = wire.seed();
+  r.shift = wire.shift();
+  return r;
+}
+
+grpc::ServerUnaryReactor* PipelineServiceImpl::EncodePrompt(grpc::CallbackServerContext* context,
+                                                            const v1::EncodePromptRequest* request,
+                                                            v1::EncodePromptResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  run_unary(deps_, context, reactor, [deps = deps_, request, response]() -> absl::Status {
+    DIFFUSIOND_ASSIGN_OR_RETURN(std::string id, ready_component(*deps.engine, request->text_encoder(), nullptr));
+    DIFFUSIOND_ASSIGN_OR_RETURN(EncodedPrompt encoded, deps.engine->encode_prompt(id, request->prompt()));
+    for (const auto& [name, tensor] : encoded.conditioning.tensors) {
+      v1::NamedTensor* out = response->mutable_conditioning()->add_tensors();
+      out->set_name(name);
+      DIFFUSIOND_RETURN_IF_ERROR(to_wire(tensor, out->mutable_tensor()));
+    }
+    for (const auto& [name, value] : encoded.conditioning.scalars) {
+      (*response->mutable_conditioning()->mutable_scalars())[name] = value;
+    }
+    response->set_tokens(static_cast<int32_t>(encoded.tokens));
+    return absl::OkStatus();
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PipelineServiceImpl::Decode(grpc::CallbackServerContext* context,
+                                                      const v1::DecodeRequest* request, v1::Image* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<torch::Tensor> latents = from_wire(request->latents(), "latents");
+  if (!latents.ok()) {
+    reactor->Finish(to_grpc_status(latents.status()));
+    return reactor;
+  }
+  run_unary(deps_, context, reactor, [deps = deps_, request, response, latents = *std::move(latents)]() -> absl::Status {
+    DIFFUSIOND_ASSIGN_OR_RETURN(std::string id, ready_component(*deps.engine, request->vae(), nullptr));
+    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor pixels, deps.engine->decode_image(id, latents));
+    return to_wire_image(pixels, 0, {}, response);
+  });
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::GenerateEvent>* PipelineServiceImpl::Generate(grpc::CallbackServerContext*,
+                                                                          const v1::GenerateRequest* wire) {
+  auto* stream = new EventStream<v1::GenerateEvent>();
+  absl::StatusOr<GenerateRequest> request = generate_request(*wire);
+  if (!request.ok()) {
+    stream->finish(to_grpc_status(request.status()));
+    return stream;
+  }
+  const ServiceDeps deps = deps_;
+  absl::Status queued = deps.compute_queue->submit([deps, stream, models_dir = models_dir_,
+                                                    request = *std::move(request)] {
+    GenerateOptions options;
+    options.cancelled = stream->cancelled_flag();
+    options.on_event = [&](const GenerateEvent& e) {
+      v1::GenerateEvent event;
+      v1::GenerateProgress* p = event.mutable_progress();
+      p->set_stage(stage_to_wire(e.stage));
+      p->set_model_id(e.model_id);
+      p->set_step(e.step);
+      p->set_steps(e.steps);
+      p->set_seconds(absl::ToDoubleSeconds(e.time));
+      p->set_detail(e.detail);
+      if (e.stage == GenerateEvent::Stage::kDenoise) deps.metrics->observe_step(e.model_id, e.time);
+      stream->send(std::move(event));
+    };
+    absl::StatusOr<GeneratedImage> image = generate(*deps.engine, models_dir, request, options);
+    absl::Status status = image.status();
+    if (image.ok()) {
+      v1::GenerateEvent event;
+      status = to_wire_image(image->pixels, image->seed, image->parameters, event.mutable_image());
+      if (status.ok()) stream->send(std::move(event));
+    }
+    if (absl::IsCancelled(status) || stream->cancelled()) deps.metrics->count_cancellation("generate");
+    stream->finish(to_grpc_status(status));
+  });
+  if (!queued.ok()) {
+    deps.metrics->count_queue_rejection("compute");
+    stream->finish(to_grpc_status(queued));
+  }
+  return stream;
+}
+
+}  // namespace diffusiond
