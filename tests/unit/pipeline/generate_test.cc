@@ -1,0 +1,197 @@
+// Generate through a real Engine over a random-weight Z-Image pipeline
+// folder (Qwen3 encoder + tokenizer, transformer, VAE): the image, the
+// events, and a budget that holds only two of the three components, where
+// the encoder must be evicted to make room and nothing over-commits.
+#include "core/pipeline/generate.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/engine/engine.h"
+#include "core/memory/budget.h"
+#include "core/models/vae/vae_memory.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "tools/random_models/pipeline_random.h"
+
+namespace diffusiond {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::StatusIs;
+using ::testing::HasSubstr;
+using Stage = GenerateEvent::Stage;
+
+class GenerateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    models_dir_ = dir_.path("models");
+    sizes_ = demo_pipeline_sizes();
+    // A wider encoder than the demo's, so that it dominates the decode's activations.
+    sizes_.text_encoder.vocab_size = 8192;
+    ASSERT_THAT(write_random_pipeline(sizes_, models_dir_ + "/pipe", 3), IsOk());
+  }
+
+  void start(int64_t capacity) {
+    engine_.reset();
+    ram_ = std::make_unique<Budget>(Device::kCpu, capacity);
+    EngineOptions o;
+    o.models_dir = models_dir_;
+    o.ram_budget = ram_.get();
+    absl::StatusOr<std::unique_ptr<Engine>> e = Engine::create(o);
+    ASSERT_THAT(e, IsOk());
+    engine_ = std::move(*e);
+  }
+
+  GenerateRequest request() const {
+    GenerateRequest r;
+    r.pipeline = "pipe";
+    r.prompt = "a lighthouse at dawn, 灯塔";
+    r.negative_prompt = "blurry";
+    r.width = 64;
+    r.height = 48;
+    r.steps = 2;
+    r.guidance_scale = 3.0;
+    r.seed = 11;
+    return r;
+  }
+
+  absl::StatusOr<GeneratedImage> run(std::vector<GenerateEvent>* events) {
+    GenerateOptions options;
+    options.on_event = [&](const GenerateEvent& e) {
+      events->push_back(e);
+      EXPECT_GE(ram_->available_bytes(), 0) << "over-committed";
+    };
+    return generate(*engine_, models_dir_, request(), options);
+  }
+
+  // Each component's held bytes, measured by loading it alone.
+  std::map<std::string, int64_t> component_bytes() {
+    start(int64_t{1} << 32);
+    std::map<std::string, int64_t> bytes;
+    for (const char* c : {"text_encoder", "transformer", "vae"}) {
+      ModelLoadRequest r;
+      r.path = std::string("pipe/") + c;
+      absl::StatusOr<ModelInfo> info = engine_->load(r);
+      EXPECT_THAT(info, IsOk());
+      bytes[c] = info.ok() ? info->bytes[static_cast<int>(Device::kCpu)] : 0;
+    }
+    return bytes;
+  }
+
+  testing::TempDir dir_;
+  std::string models_dir_;
+  PipelineSizes sizes_;
+  std::unique_ptr<Budget> ram_;
+  std::unique_ptr<Engine> engine_;
+};
+
+int count(const std::vector<GenerateEvent>& events, Stage stage) {
+  return static_cast<int>(std::count_if(events.begin(), events.end(), [&](const auto& e) { return e.stage == stage; }));
+}
+
+TEST_F(GenerateTest, PromptToPixelsThroughThreeCachedComponents) {
+  start(int64_t{1} << 32);
+  std::vector<GenerateEvent> events;
+  absl::StatusOr<GeneratedImage> image = run(&events);
+  ASSERT_THAT(image, IsOk());
+  EXPECT_EQ(image->pixels.sizes().vec(), (std::vector<int64_t>{48, 64, 3}));
+  EXPECT_EQ(image->pixels.scalar_type(), torch::kUInt8);
+  EXPECT_EQ(image->seed, 11u);
+  ASSERT_EQ(image->parameters.size(), 1u);
+  EXPECT_THAT(image->parameters[0].second, HasSubstr("\"seed\":11"));
+  EXPECT_THAT(image->parameters[0].second, HasSubstr("\\u706f\\u5854"));  // escaped: tEXt is Latin-1
+  EXPECT_EQ(count(events, Stage::kLoad), 3);
+  EXPECT_EQ(count(events, Stage::kEncode), 1);
+  EXPECT_EQ(count(events, Stage::kDenoise), 2);
+  EXPECT_EQ(count(events, Stage::kDecode), 1);
+  EXPECT_EQ(count(events, Stage::kEvict), 0);
+  EXPECT_EQ(events.front().model_id, "pipe/text_encoder");
+  EXPECT_EQ(engine_->list().size(), 3u);
+
+  // A second run finds them loaded and gives the same pixels (same seed).
+  std::vector<GenerateEvent> again;
+  absl::StatusOr<GeneratedImage> second = run(&again);
+  ASSERT_THAT(second, IsOk());
+  EXPECT_TRUE(torch::equal(second->pixels, image->pixels));
+  EXPECT_EQ(again.front().detail, "already loaded");
+}
+
+TEST_F(GenerateTest, ABudgetForTwoOfThreeEvictsTheEncoder) {
+  const std::map<std::string, int64_t> bytes = component_bytes();
+  const int64_t te = bytes.at("text_encoder"), tr = bytes.at("transformer"), vae = bytes.at("vae");
+  const GenerateRequest r = request();
+  const int64_t decode = vae_decode_activation_bytes(sizes_.vae, 1, r.height / 8, r.width / 8, 4, std::nullopt);
+  const int64_t capacity = std::max(te + tr, tr + vae + decode) + 4096;
+  ASSERT_LT(capacity, te + tr + vae) << "the test's sizes must not let all three fit";
+  start(capacity);
+  std::vector<GenerateEvent> events;
+  absl::StatusOr<GeneratedImage> image = run(&events);
+  ASSERT_THAT(image, IsOk());
+  EXPECT_EQ(image->pixels.size(0), 48);
+  bool encoder_evicted = false;
+  for (const GenerateEvent& e : events) encoder_evicted |= e.stage == Stage::kEvict && e.model_id == "pipe/text_encoder";
+  EXPECT_TRUE(encoder_evicted);
+  EXPECT_GE(ram_->available_bytes(), 0);
+}
+
+TEST_F(GenerateTest, ABudgetForOneComponentIsRefusedClearly) {
+  const std::map<std::string, int64_t> bytes = component_bytes();
+  start(bytes.at("transformer") - 1);
+  std::vector<GenerateEvent> events;
+  EXPECT_THAT(run(&events), StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("bytes")));
+}
+
+TEST_F(GenerateTest, BadRequestsAreRefusedBeforeAnyLoad) {
+  start(int64_t{1} << 32);
+  GenerateRequest r = request();
+  r.width = 50;
+  EXPECT_THAT(generate(*engine_, models_dir_, r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("multiples of 16")));
+  r = request();
+  r.steps = 0;
+  EXPECT_THAT(generate(*engine_, models_dir_, r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("steps")));
+  r = request();
+  r.pipeline = "pipe/vae";
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no model_index.json")));
+  r = request();
+  r.pipeline.clear();
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("all three of text_encoder")));
+  r = request();
+  r.pipeline = "../elsewhere";
+  EXPECT_FALSE(generate(*engine_, models_dir_, r).ok());
+  EXPECT_TRUE(engine_->list().empty());
+}
+
+TEST_F(GenerateTest, CancelledBeforeItStartsLoadsNothing) {
+  start(int64_t{1} << 32);
+  std::atomic<bool> cancelled{true};
+  GenerateOptions options;
+  options.cancelled = &cancelled;
+  EXPECT_THAT(generate(*engine_, models_dir_, request(), options), StatusIs(absl::StatusCode::kCancelled, HasSubstr("before encoding")));
+  EXPECT_TRUE(engine_->list().empty());
+}
+
+TEST_F(GenerateTest, ComponentsCanBeNamedOneByOne) {
+  start(int64_t{1} << 32);
+  ModelLoadRequest load;
+  load.path = "pipe/vae";
+  load.model_id = "my-vae";
+  ASSERT_THAT(engine_->load(load), IsOk());
+  GenerateRequest r = request();
+  r.pipeline.clear();
+  r.text_encoder = "pipe/text_encoder";
+  r.transformer = "pipe/transformer";
+  r.vae = "my-vae";
+  std::vector<GenerateEvent> events;
+  GenerateOptions options;
+  options.on_event = [&](const GenerateEvent& e) { events.push_back(e); };
+  ASSERT_THAT(generate(*engine_, models_dir_, r, options), IsOk());
+  EXPECT_EQ(engine_->list().size(), 3u);  // the VAE was not loaded twice
+}
+
+}  // namespace
+}  // namespace diffusiond
