@@ -12,6 +12,9 @@
 //     writes the model (and, with --inputs_dir, random conditioning as
 //     DIR2/conditioning.safetensors and DIR2/negative.safetensors, for
 //     clients of the daemon) and exits.
+//   diffusiond-demo --write_pipeline DIR
+//     writes a random-weight Z-Image pipeline folder (text encoder with its
+//     tokenizer, transformer, VAE) for the daemon's Generate, and exits.
 #include <unistd.h>
 
 #include <cstdio>
@@ -31,6 +34,7 @@
 #include "core/models/model_loader.h"
 #include "core/models/diffusion_model.h"
 #include "tools/random_models/demo_models.h"
+#include "tools/random_models/pipeline_random.h"
 #include "core/util/bytes.h"
 #include "core/util/status_macros.h"
 
@@ -48,6 +52,7 @@ struct Args {
   Fp8Options fp8 = {Fp8Format::kE4M3Fn, Fp8Scaling::kNone};
   bool generate_only = false;  // write the demo model for the daemon and stop
   std::string inputs_dir;      // with generate_only: also write the caption features
+  std::string pipeline_dir;    // write a pipeline folder there and stop
 };
 
 absl::StatusOr<Args> parse(int argc, char** argv) {
@@ -63,6 +68,7 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
     int64_t n = 0;
     double d = 0;
     if (flag == "--arch") a.arch = v;
+    else if (flag == "--write_pipeline") a.pipeline_dir = v;
     else if (flag == "--model_dir") a.model_dir = v;
     else if (flag == "--inputs_dir") a.inputs_dir = v;
     else if (flag == "--out") a.out = v;
@@ -98,6 +104,11 @@ Conditioning demo_conditioning(const DiffusionModel& model, uint64_t seed, bool 
 
 absl::Status run(const Args& args) {
   tune_allocator_for_serving();
+  if (!args.pipeline_dir.empty()) {
+    if (std::filesystem::exists(std::filesystem::path(args.pipeline_dir) / "model_index.json")) return absl::OkStatus();
+    std::printf("generating a Z-Image pipeline (random weights, diffusers layout) in %s\n", args.pipeline_dir.c_str());
+    return write_random_pipeline(demo_pipeline_sizes(), args.pipeline_dir, args.seed);
+  }
   DIFFUSIOND_RETURN_IF_ERROR(generate(args));
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::open(args.model_dir));
   DIFFUSIOND_ASSIGN_OR_RETURN(MachineMemory machine, probe_machine_memory());
