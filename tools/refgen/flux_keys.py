@@ -1,4 +1,5 @@
-"""FLUX.1 weights in the original Black Forest Labs / ComfyUI layout, and their scaled-fp8 form.
+"""FLUX.1 weights in the original Black Forest Labs / ComfyUI layout, and which of them its scaled-fp8
+form quantises.
 
 diffusers ships only the original -> diffusers direction (single_file_utils.
 convert_flux_transformer_checkpoint_to_diffusers); `to_original` is the inverse, written from the
@@ -11,8 +12,6 @@ import re
 
 import numpy as np
 import torch
-
-import fp8_e4m3
 
 _PLAIN = [  # (diffusers prefix, original prefix); both followed by ".weight" / ".bias"
     ("x_embedder", "img_in"), ("context_embedder", "txt_in"),
@@ -95,28 +94,12 @@ def to_original(diffusers_state):
     return out
 
 
-def scaled_fp8(original_state, diffusers_fp8_weights, diffusers_state):
-    """ComfyUI's legacy scaled fp8: each original weight whose diffusers parts are all in
-    `diffusers_fp8_weights` becomes uint8 e4m3fn codes of w / s with `<layer>.scale_weight` = s =
-    max|w| / 448 (float32, shape [1] as ComfyUI's files hold it); everything else stays as is. Returns (tensors, dtypes, quantised
-    keys, dequantised original state) -- the last is what a loader computes: float(q) * s."""
+def scaled_fp8_names(diffusers_fp8_weights, diffusers_state):
+    """Original weights to store as scaled fp8: those whose diffusers parts are all in
+    `diffusers_fp8_weights` (a fused tensor is quantised iff all its parts are)."""
     parts, _ = original_parts(diffusers_state)
     wanted = set(diffusers_fp8_weights)
-    tensors, dtypes, quantised, dequantised = {}, {}, [], {}
-    for name, w in original_state.items():
-        if name.endswith(".weight") and all(p in wanted for p in parts[name]):
-            s = (w.abs().max() / 448.0).to(torch.float32)
-            q = torch.from_numpy(fp8_e4m3.encode((w / s).numpy()))
-            layer = name[: -len(".weight")]
-            tensors[name], dtypes[name] = q, "F8_E4M3"
-            tensors[layer + ".scale_weight"], dtypes[layer + ".scale_weight"] = s.reshape([1]), "F32"
-            dequantised[name] = torch.from_numpy(fp8_e4m3.decode_table()[q.numpy()]) * s
-            quantised.append(name)
-        else:
-            tensors[name], dtypes[name] = w, "BF16"
-            dequantised[name] = w
-    tensors["scaled_fp8"], dtypes["scaled_fp8"] = torch.zeros([0], dtype=torch.uint8), "F8_E4M3"
-    return tensors, dtypes, sorted(quantised), dequantised
+    return sorted(n for n, ds in parts.items() if n.endswith(".weight") and all(d in wanted for d in ds))
 
 
 def split_like(original_state, diffusers_state):

@@ -19,7 +19,6 @@ import json
 import os
 import sys
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -70,18 +69,6 @@ def patched_converter(diffusers, inner_dim):
     return scope["convert_flux_transformer_checkpoint_to_diffusers"]
 
 
-def key_map_through_upstream(convert, original):
-    """original key -> the diffusers keys upstream's converter puts its values into (each tensor is
-    filled with its own index, so every converted tensor names its source)."""
-    names = sorted(original)
-    tagged = {n: torch.full_like(original[n], float(i)) for i, n in enumerate(names)}
-    out = {}
-    for d, t in convert(dict(tagged)).items():
-        for v in torch.unique(t).tolist():
-            out.setdefault(names[int(v)], []).append(d)
-    return {k: sorted(v) for k, v in sorted(out.items())}
-
-
 def forward(model, x, ehs, pooled, t, img_ids, txt_ids, guidance, dtype=torch.float32):
     m = model.to(dtype)
     with torch.no_grad():
@@ -114,26 +101,6 @@ def debug_hooks(model, io):
         handles.append(block.register_forward_hook(keep(f"dbg.single{n}_txt", lambda i, o: o[0][0])))
         handles.append(block.register_forward_hook(keep(f"dbg.single{n}_img", lambda i, o: o[1][0])))
     return handles
-
-
-def layerwise_casting_selection(model):
-    """The parameters upstream's enable_layerwise_casting stores in low precision (probed with fp16
-    storage on a copy), and the Linear weights among them."""
-    probe = copy.deepcopy(model)
-    probe.enable_layerwise_casting(storage_dtype=torch.float16, compute_dtype=torch.float32)
-    lwc = [n for n, p in probe.named_parameters() if p.dtype == torch.float16]
-    linear = {n + ".weight" for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
-    return lwc, [n for n in lwc if n in linear]
-
-
-def with_rounded(model, names):
-    """A copy of `model` whose parameters `names` went through float8_e4m3fn and back."""
-    out = copy.deepcopy(model)
-    params = dict(out.named_parameters())
-    with torch.no_grad():
-        for n in names:
-            params[n].copy_(torch.from_numpy(fp8_e4m3.round_trip(params[n].numpy())))
-    return out
 
 
 def run_loop(diffusers, model, v, io, lat_h, lat_w):
@@ -224,14 +191,15 @@ def main(argv=None):
     convert = patched_converter(diffusers, inner)
     rc.require_same(convert(dict(original)), state, "upstream converter(single_file) vs diffusers weights")
     stats["sf_keys"] = sorted(original)
-    stats["sf_to_diffusers"] = key_map_through_upstream(convert, original)
-    lwc, fp8_weights = layerwise_casting_selection(model)
+    stats["sf_to_diffusers"] = rc.key_map_through_upstream(convert, original)
+    lwc, fp8_weights = rc.layerwise_casting_selection(model)
     linear_params = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)
                      for n in (n + ".weight", n + ".bias")]
     stats.update(lwc_params=lwc, fp8_weights=fp8_weights, not_rounded_linear=[n for n in linear_params if n not in lwc],
                  skip_patterns=sorted(set(diffusers.hooks.layerwise_casting.DEFAULT_SKIP_MODULES_PATTERN)
                                       | set(model._skip_layerwise_casting_patterns or [])))
-    tensors, dtypes, quantised, dequantised = flux_keys.scaled_fp8(original, fp8_weights, state)
+    quantised = flux_keys.scaled_fp8_names(fp8_weights, state)
+    tensors, dtypes, dequantised = fp8_e4m3.scaled_fp8_file(original, quantised)
     rc.write_safetensors(os.path.join(args.out, "single_file_scaled_fp8.safetensors"), tensors, dtypes)
     stats["scaled_fp8_keys"] = quantised
 
@@ -272,8 +240,8 @@ def main(argv=None):
     io["batch.out"] = fwd(model, "batch")
     io["fwd.out_f64"] = fwd(model, "fwd", torch.float64)
     io["fwd.out_bf16"] = fwd(model, "fwd", torch.bfloat16)
-    io["fwd.out_fp8"] = fwd(with_rounded(model, fp8_weights), "fwd")
-    io["fwd.out_fp8_lwc"] = fwd(with_rounded(model, lwc), "fwd")
+    io["fwd.out_fp8"] = fwd(rc.with_rounded(model, fp8_weights), "fwd")
+    io["fwd.out_fp8_lwc"] = fwd(rc.with_rounded(model, lwc), "fwd")
     scaled = copy.deepcopy(model)
     scaled.load_state_dict(flux_keys.split_like(dequantised, state))
     io["fwd.out_fp8_scaled"] = fwd(scaled, "fwd")

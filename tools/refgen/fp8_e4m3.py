@@ -3,10 +3,12 @@
 e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities; 0x7f / 0xff are NaN; largest
 finite 448; subnormals m * 2^-9. Encoding rounds to nearest, ties to even, as torch's float32 ->
 float8_e4m3fn cast does; magnitudes above 464 (halfway to the next would-be value) become NaN like
-torch's cast (no saturation). `self_test` checks the encoder against a brute-force nearest search.
+torch's cast (no saturation). `self_test` checks the encoder against a brute-force nearest search;
+`scaled_fp8_file` builds ComfyUI's scaled-fp8 weight files.
 """
 
 import numpy as np
+import torch
 
 # Positive codes 0..126 decode to increasing values, so a sorted search finds the neighbours.
 _POS = np.array([(c & 7) * 2.0 ** -9 if c >> 3 == 0 else (1 + (c & 7) / 8) * 2.0 ** ((c >> 3) - 7)
@@ -63,3 +65,24 @@ def self_test(count=120000, seed=0):
             want = 128 if np.signbit(v) else 0
         assert table[code] == table[want], (v, code, want)
     return f"{len(edges)} edge cases + {len(values) - len(edges)} values vs brute-force oracle: OK"
+
+
+def scaled_fp8_file(original_state, names):
+    """ComfyUI's legacy "scaled fp8" file: each weight in `names` becomes uint8 e4m3fn codes of w / s with
+    `<layer>.scale_weight` = s = max|w| / 448 (float32, shape [1] as ComfyUI's files hold it); everything
+    else stays BF16; marker `scaled_fp8` = an empty F8_E4M3 tensor. Returns (tensors, dtypes,
+    dequantised) -- the last is what a loader computes: float(q) * s, other tensors unchanged."""
+    tensors, dtypes, dequantised = {}, {}, {}
+    for name, w in original_state.items():
+        if name in names:
+            s = (w.abs().max() / 448.0).to(torch.float32)
+            q = encode((w / s).numpy())
+            layer = name[: -len(".weight")]
+            tensors[name], dtypes[name] = torch.from_numpy(q), "F8_E4M3"
+            tensors[layer + ".scale_weight"], dtypes[layer + ".scale_weight"] = s.reshape([1]), "F32"
+            dequantised[name] = torch.from_numpy(decode_table()[q]) * s
+        else:
+            tensors[name], dtypes[name] = w, "BF16"
+            dequantised[name] = w
+    tensors["scaled_fp8"], dtypes["scaled_fp8"] = torch.zeros([0], dtype=torch.uint8), "F8_E4M3"
+    return tensors, dtypes, dequantised

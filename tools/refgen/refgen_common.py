@@ -1,7 +1,8 @@
-"""Pieces every reference generator here shares: seeded BF16-rounded random weights, exact-equality
-checks, JSON / weight writing, provenance, and the fixture's stats.json + README.md.
+"""Pieces every reference generator here shares: seeded BF16-rounded random weights, the FP8
+selections (layerwise casting), key maps through upstream converters, exact-equality checks, JSON / weight writing, provenance, and the fixture's stats.json + README.md.
 Not here: anything model-specific (see <model>_refgen.py)."""
 
+import copy
 import json
 import os
 import subprocess
@@ -9,6 +10,7 @@ import subprocess
 import numpy as np
 import torch
 
+import fp8_e4m3
 from safetensors_io import read_safetensors, write_safetensors  # noqa: F401  (re-exported)
 
 
@@ -51,6 +53,38 @@ def randomize_bf16(model, generator, rule="linear"):
                 raise SystemExit(f"{name}: no init rule for {type(modules[owner]).__name__}.{pname}")
             draw = torch.randn(p.shape, generator=generator, dtype=torch.float32) * ms[1] + ms[0]
             p.copy_(draw.to(torch.bfloat16).to(torch.float32))
+
+
+def key_map_through_upstream(convert, original):
+    """original key -> the diffusers keys upstream's converter puts its values into (each tensor is
+    filled with its own index, so every converted tensor names its source)."""
+    names = sorted(original)
+    tagged = {n: torch.full_like(original[n], float(i)) for i, n in enumerate(names)}
+    out = {}
+    for d, t in convert(dict(tagged)).items():
+        for v in torch.unique(t).tolist():
+            out.setdefault(names[int(v)], []).append(d)
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def layerwise_casting_selection(model):
+    """The parameters upstream's enable_layerwise_casting stores in low precision (probed with fp16
+    storage on a copy), and the Linear weights among them."""
+    probe = copy.deepcopy(model)
+    probe.enable_layerwise_casting(storage_dtype=torch.float16, compute_dtype=torch.float32)
+    lwc = [n for n, p in probe.named_parameters() if p.dtype == torch.float16]
+    linear = {n + ".weight" for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    return lwc, [n for n in lwc if n in linear]
+
+
+def with_rounded(model, names):
+    """A copy of `model` whose parameters `names` went through float8_e4m3fn and back."""
+    out = copy.deepcopy(model)
+    params = dict(out.named_parameters())
+    with torch.no_grad():
+        for n in names:
+            params[n].copy_(torch.from_numpy(fp8_e4m3.round_trip(params[n].numpy())))
+    return out
 
 
 def max_diff(a, b):
