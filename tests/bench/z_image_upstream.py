@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "refgen"))
 from safetensors_io import read_safetensors, st_header, write_safetensors  # noqa: E402
-from upstream_env import limit_openblas_threads, sdpa_reference  # noqa: E402
+from upstream_env import fix_z_image_for_torch1, limit_openblas_threads, sdpa_reference  # noqa: E402
 
 
 def model_weight_files(model_dir):
@@ -112,7 +112,7 @@ def _module(name, package=False, **attrs):
 
 def _load_file(name, path, patch=None):
     """Executes the real diffusers source file `path` as module `name` (optionally with a textual
-    `patch(source) -> source`, used once below)."""
+    `patch(source) -> source`)."""
     with open(path, encoding="utf-8") as f:
         source = f.read()
     if patch is not None:
@@ -123,19 +123,6 @@ def _load_file(name, path, patch=None):
     sys.modules[name] = mod
     exec(compile(source, path, "exec"), mod.__dict__)
     return mod
-
-
-def _patch_device_context(source):
-    """RopeEmbedder.precompute_freqs_cis wraps its body in `with torch.device("cpu"):` (a default-device
-    context, torch >= 2.0 only). Every tensor it makes already passes device="cpu" explicitly or inherits
-    it from one that does, so on torch < 2 the context is replaced by a no-op: same tensors, same values."""
-    if hasattr(torch.device, "__enter__"):
-        return source
-    needle = 'with torch.device("cpu"):'
-    if source.count(needle) != 1:
-        raise RuntimeError(f"transformer_z_image.py: expected one `{needle}` to neutralise, "
-                           f"found {source.count(needle)}")
-    return source.replace(needle, 'with __import__("contextlib").nullcontext():')
 
 
 def load_upstream_class(diffusers_root):
@@ -186,12 +173,8 @@ def load_upstream_class(diffusers_root):
     _load_file(f"{_PKG}.models.normalization", os.path.join(models, "normalization.py"))
     _load_file(f"{_PKG}.models.attention_processor", os.path.join(models, "attention_processor.py"))
     zi = _load_file(f"{_PKG}.models.transformers.transformer_z_image",
-                    os.path.join(models, "transformers", "transformer_z_image.py"), _patch_device_context)
-
-    # RopeEmbedder indexes its tables with int32 position ids; torch < 2 only indexes with int64.
-    # Widening the ids keeps every value, so the gathered rows are the same.
-    rope_call = zi.RopeEmbedder.__call__
-    zi.RopeEmbedder.__call__ = lambda self, ids: rope_call(self, ids.long())
+                    os.path.join(models, "transformers", "transformer_z_image.py"))
+    fix_z_image_for_torch1(zi)
     return zi.ZImageTransformer2DModel
 
 

@@ -16,7 +16,9 @@ from safetensors_io import read_safetensors, write_safetensors  # noqa: F401  (r
 
 def _linear_rule(module, pname, shape):
     """FLUX / Z-Image: Linear weights N(0, clamp(0.6/sqrt(fan_in), 0.02, 0.1)^2), biases N(0, 0.05^2),
-    norm weights N(1, 0.15^2)."""
+    norm weights N(1, 0.15^2), pad tokens N(0, 0.5^2)."""
+    if pname.endswith("pad_token"):
+        return 0.0, 0.5
     if isinstance(module, torch.nn.Linear):
         fan_in = shape[1] if pname == "weight" else None
         return (0.0, float(np.clip(0.6 / np.sqrt(fan_in), 0.02, 0.1))) if fan_in else (0.0, 0.05)

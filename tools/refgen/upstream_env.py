@@ -13,10 +13,12 @@ Also here: `sdpa_reference`, which tests/bench's upstream runner installs for th
 import functools
 import importlib
 import importlib.machinery
+import inspect
 import math
 import os
 import re
 import sys
+import textwrap
 import types
 
 import torch
@@ -235,6 +237,32 @@ def _install_shims():
     sys.modules["diffusers.dependency_versions_check"] = types.SimpleNamespace(
         dep_version_check=lambda *a, **k: None)
     SHIMS.append("diffusers.dependency_versions_check -> no-op (installed-version check of stubbed packages)")
+
+
+def fix_z_image_for_torch1(zi):
+    """Makes upstream's transformer_z_image module `zi` run on torch < 2, same values:
+    - RopeEmbedder.precompute_freqs_cis wraps its body in `with torch.device("cpu"):` (a default-device
+      context, torch >= 2.0 only). Every tensor it makes already passes device="cpu" explicitly or
+      inherits it from one that does, so the method is recompiled from upstream's source with that
+      context replaced by a no-op.
+    - RopeEmbedder indexes its tables with int32 position ids; torch < 2 only indexes with int64.
+      Widening the ids keeps every value, so the gathered rows are the same."""
+    if hasattr(torch.device, "__enter__") or getattr(zi.RopeEmbedder, "_torch1_fixed", False):
+        return
+    source = textwrap.dedent(inspect.getsource(zi.RopeEmbedder.precompute_freqs_cis))
+    needle = 'with torch.device("cpu"):'
+    if source.count(needle) != 1:
+        raise RuntimeError(f"RopeEmbedder.precompute_freqs_cis: expected one `{needle}`, found {source.count(needle)}")
+    source = source.replace(needle, 'with __import__("contextlib").nullcontext():')
+    source = "\n".join(line for line in source.splitlines() if not line.startswith("@staticmethod"))
+    scope = dict(zi.__dict__)
+    exec(compile(source, zi.__file__, "exec"), scope)
+    zi.RopeEmbedder.precompute_freqs_cis = staticmethod(scope["precompute_freqs_cis"])
+    rope_call = zi.RopeEmbedder.__call__
+    zi.RopeEmbedder.__call__ = lambda self, ids: rope_call(self, ids.long())
+    zi.RopeEmbedder._torch1_fixed = True
+    SHIMS.append("transformer_z_image: `with torch.device('cpu')` -> no-op context (all tensors there are CPU)")
+    SHIMS.append("RopeEmbedder.__call__: int32 position ids -> int64 before indexing (same values)")
 
 
 def limit_openblas_threads(n):
