@@ -44,6 +44,14 @@ VARIANTS = {
                           attention_head_dim=8, num_attention_heads=3, joint_attention_dim=40,
                           pooled_projection_dim=20, guidance_embeds=False, axes_dims_rope=[2, 2, 4]),
               scheduler=dict(DEV_SCHEDULER, shift=1.0, use_dynamic_shifting=False)),
+    # FLUX.1-dev's head layout (head_dim 128 split [16, 56, 56], so a bare single file's config can be
+    # inferred), one head, one block of each kind, other shift bounds, a small non-square latent.
+    "c": dict(flavour="FLUX.1-dev", seed=20250611, lat_hw=[4, 6], txt_len=5, t=0.35, guidance=2.0,
+              batch_t=[0.2, 1.0], batch_guidance=[2.0, 7.5], loop_guidance=4.5, steps=3,
+              config=dict(patch_size=1, in_channels=64, out_channels=None, num_layers=1, num_single_layers=1,
+                          attention_head_dim=128, num_attention_heads=1, joint_attention_dim=48,
+                          pooled_projection_dim=16, guidance_embeds=True, axes_dims_rope=[16, 56, 56]),
+              scheduler=dict(DEV_SCHEDULER, base_shift=0.3, max_shift=1.4)),
 }
 
 
