@@ -26,7 +26,6 @@ import refgen_common as rc  # noqa: E402
 import upstream_env  # noqa: E402
 
 FLUX_VAE = dict(in_channels=3, out_channels=3, latent_channels=16, act_fn="silu", sample_size=1024,
-                down_block_types=["DownEncoderBlock2D"] * 4, up_block_types=["UpDecoderBlock2D"] * 4,
                 scaling_factor=0.3611, shift_factor=0.1159, use_quant_conv=False, use_post_quant_conv=False,
                 mid_block_add_attention=True, force_upcast=True)
 VARIANTS = {
@@ -36,6 +35,10 @@ VARIANTS = {
     # four groups, a non-square latent.
     "b": dict(seed=20260129, lat_hw=[6, 10], tile=dict(sample=32, latent=4),
               config=dict(block_out_channels=[12, 20, 32, 40], layers_per_block=2, norm_num_groups=4)),
+    # Three blocks (latent = image / 4), SD3-style latent scaling and shift, a portrait latent.
+    "c": dict(seed=20260412, lat_hw=[6, 4], tile=dict(sample=16, latent=4),
+              config=dict(block_out_channels=[8, 16, 24], layers_per_block=1, norm_num_groups=8,
+                          scaling_factor=1.5305, shift_factor=0.0609)),
 }
 
 
@@ -112,11 +115,12 @@ def main(argv=None):
     os.makedirs(os.path.join(args.out, "vae"), exist_ok=True)
     stats = rc.provenance(args.diffusers, upstream_env.SHIMS, args.commit)
 
-    vae = diffusers.AutoencoderKL(**FLUX_VAE, **v["config"]).eval()
+    n_blocks = len(v["config"]["block_out_channels"])
+    vae = diffusers.AutoencoderKL(**dict(FLUX_VAE, down_block_types=["DownEncoderBlock2D"] * n_blocks,
+                                         up_block_types=["UpDecoderBlock2D"] * n_blocks, **v["config"])).eval()
     rc.randomize_bf16(vae, torch.Generator().manual_seed(v["seed"]), rule="conv")
     state = {k: t.detach().clone() for k, t in vae.state_dict().items()}
     config = json.loads(vae.to_json_string())
-    n_blocks = len(config["block_out_channels"])
     rc.write_json(os.path.join(args.out, "config.json"), config)
     rc.write_json(os.path.join(args.out, "variant.json"), v)
     rc.write_weights(os.path.join(args.out, "vae", "diffusion_pytorch_model.safetensors"), state)
@@ -133,7 +137,7 @@ def main(argv=None):
     g = torch.Generator().manual_seed(v["seed"] + 1)
     processor = VaeImageProcessor(vae_scale_factor=2 ** (n_blocks - 1) * 2)  # as the pipelines build it
     io = {"decode.latents": torch.randn([1, 16, lat_h, lat_w], generator=g)}
-    h, w = 8 * lat_h, 8 * lat_w
+    h, w = 2 ** (n_blocks - 1) * lat_h, 2 ** (n_blocks - 1) * lat_w
     io["encode.image_u8"] = torch.randint(0, 256, [1, h, w, 3], generator=g, dtype=torch.int64).to(torch.uint8)
     io["encode.image"] = processor.preprocess(io["encode.image_u8"].numpy().astype(np.float32) / 255.0)
     eps_seed = v["seed"] + 2
