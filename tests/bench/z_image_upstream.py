@@ -15,85 +15,31 @@ Needs only torch, numpy and the standard library.
 """
 
 import argparse
-import ctypes
 import functools
 import importlib.util
 import inspect
 import json
-import math
 import os
 import re
-import struct
 import sys
 import time
 import types
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# ---------------------------------------------------------------------------------------------------
-# safetensors (the `safetensors` package is not available): 8-byte little-endian header length, a
-# JSON header {name: {dtype, shape, data_offsets}} (offsets relative to the end of the header), data.
-
-_NP_DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "F64": "<f8"}
-
-
-def _st_header(path):
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-    header.pop("__metadata__", None)
-    return header, 8 + n
-
-
-def read_safetensors(path, names=None):
-    """Yields (name, tensor) in file order, one tensor read at a time so that loading a model costs
-    one tensor of extra memory, not a second copy of the file. BF16/F16 come back as float32 (an exact
-    widening; this benchmark computes in float32)."""
-    header, base = _st_header(path)
-    entries = sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0])
-    with open(path, "rb") as f:
-        for name, e in entries:
-            if names is not None and name not in names:
-                continue
-            begin, end = e["data_offsets"]
-            f.seek(base + begin)
-            raw = f.read(end - begin)
-            if e["dtype"] == "BF16":  # bf16 is the top half of a float32
-                arr = (np.frombuffer(raw, "<u2").astype("<u4") << 16).view("<f4")
-            elif e["dtype"] in _NP_DTYPES:
-                arr = np.frombuffer(raw, _NP_DTYPES[e["dtype"]])
-                arr = arr.astype("<f4") if e["dtype"] == "F16" else arr.copy()
-            else:
-                raise ValueError(f"{path}: {name}: unsupported dtype {e['dtype']}")
-            yield name, torch.from_numpy(arr.reshape(e["shape"]))
-
-
-def write_safetensors(path, tensors):
-    """Writes float32 tensors (name -> tensor) to ``path``."""
-    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
-    for name in sorted(tensors):
-        data = tensors[name].detach().to(torch.float32).contiguous().numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)  # the format pads the header to 8 bytes
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text)
-        for b in blobs:
-            f.write(b)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "refgen"))
+from safetensors_io import read_safetensors, st_header, write_safetensors  # noqa: E402
+from upstream_env import fix_z_image_for_torch1, limit_openblas_threads, sdpa_reference  # noqa: E402
 
 
 def model_weight_files(model_dir):
     """name -> file for a diffusers model folder: one safetensors file, or shards with an index."""
     single = os.path.join(model_dir, "diffusion_pytorch_model.safetensors")
     if os.path.exists(single):
-        return {name: single for name in _st_header(single)[0]}
+        return {name: single for name in st_header(single)[0]}
     with open(single + ".index.json") as f:
         return {name: os.path.join(model_dir, shard) for name, shard in json.load(f)["weight_map"].items()}
 
@@ -104,23 +50,6 @@ def model_weight_files(model_dir):
 # so an installed diffusers cannot get mixed in).
 
 _PKG = "_dfu"
-
-
-def _sdpa_reference(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
-    """F.scaled_dot_product_attention's definition, for torch < 2.0 which lacks it:
-    softmax(Q Kᵀ · scale + mask) V on [B, H, S, D], scale defaulting to 1/sqrt(D); a bool mask is True
-    where a key takes part (False -> -inf), a float mask is added. A fully masked query row gives NaN
-    as in torch's math backend; Z-Image only masks cross-item batch padding, whose rows it discards."""
-    if dropout_p or is_causal:
-        raise NotImplementedError("dropout / causal attention are not used by Z-Image")
-    scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
-    scores = torch.matmul(query, key.transpose(-2, -1)).mul_(scale)
-    if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            scores.masked_fill_(~attn_mask, float("-inf"))
-        else:
-            scores += attn_mask
-    return torch.matmul(torch.softmax(scores, dim=-1), value)
 
 
 def dispatch_attention_fn(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -183,7 +112,7 @@ def _module(name, package=False, **attrs):
 
 def _load_file(name, path, patch=None):
     """Executes the real diffusers source file `path` as module `name` (optionally with a textual
-    `patch(source) -> source`, used once below)."""
+    `patch(source) -> source`)."""
     with open(path, encoding="utf-8") as f:
         source = f.read()
     if patch is not None:
@@ -196,19 +125,6 @@ def _load_file(name, path, patch=None):
     return mod
 
 
-def _patch_device_context(source):
-    """RopeEmbedder.precompute_freqs_cis wraps its body in `with torch.device("cpu"):` (a default-device
-    context, torch >= 2.0 only). Every tensor it makes already passes device="cpu" explicitly or inherits
-    it from one that does, so on torch < 2 the context is replaced by a no-op: same tensors, same values."""
-    if hasattr(torch.device, "__enter__"):
-        return source
-    needle = 'with torch.device("cpu"):'
-    if source.count(needle) != 1:
-        raise RuntimeError(f"transformer_z_image.py: expected one `{needle}` to neutralise, "
-                           f"found {source.count(needle)}")
-    return source.replace(needle, 'with __import__("contextlib").nullcontext():')
-
-
 def load_upstream_class(diffusers_root):
     """Returns upstream's ZImageTransformer2DModel class, loaded from `diffusers_root`/src/diffusers."""
     src = os.path.join(diffusers_root, "src", "diffusers")
@@ -216,8 +132,8 @@ def load_upstream_class(diffusers_root):
         raise SystemExit(f"--diffusers {diffusers_root}: no src/diffusers/models/transformers/transformer_z_image.py")
     if not hasattr(F, "scaled_dot_product_attention"):
         # The attention processor refuses to construct without it (a torch >= 2 capability check);
-        # dispatch_attention_fn above calls it, so it must compute exactly SDPA: see _sdpa_reference.
-        F.scaled_dot_product_attention = _sdpa_reference
+        # dispatch_attention_fn above calls it, so it must compute exactly SDPA: see sdpa_reference.
+        F.scaled_dot_product_attention = sdpa_reference
 
     import logging
     _module(_PKG, package=True)
@@ -257,12 +173,8 @@ def load_upstream_class(diffusers_root):
     _load_file(f"{_PKG}.models.normalization", os.path.join(models, "normalization.py"))
     _load_file(f"{_PKG}.models.attention_processor", os.path.join(models, "attention_processor.py"))
     zi = _load_file(f"{_PKG}.models.transformers.transformer_z_image",
-                    os.path.join(models, "transformers", "transformer_z_image.py"), _patch_device_context)
-
-    # RopeEmbedder indexes its tables with int32 position ids; torch < 2 only indexes with int64.
-    # Widening the ids keeps every value, so the gathered rows are the same.
-    rope_call = zi.RopeEmbedder.__call__
-    zi.RopeEmbedder.__call__ = lambda self, ids: rope_call(self, ids.long())
+                    os.path.join(models, "transformers", "transformer_z_image.py"))
+    fix_z_image_for_torch1(zi)
     return zi.ZImageTransformer2DModel
 
 
@@ -298,22 +210,6 @@ def build_model(cls, model_dir):
                                      f"{list(params[name].shape)} in the model")
                 params[name].copy_(value)
     return model
-
-
-def limit_openblas_threads(n):
-    """torch.set_num_threads sets OpenMP's pool, but a pthreads OpenBLAS (Debian's default, which runs
-    torch 1.13's CPU matmuls) keeps one worker per core regardless. Tell it `n` too, through its own
-    API, so that --threads N holds for the GEMMs; the environment is left alone. (libtorch links the
-    BLAS library, so it is mapped as soon as torch is imported.)"""
-    with open("/proc/self/maps") as f:
-        libs = sorted({line.split()[-1] for line in f if "blas" in line.split()[-1]})
-    for path in libs:
-        try:
-            ctypes.CDLL(path).openblas_set_num_threads(ctypes.c_int(n))
-            return path
-        except (OSError, AttributeError):
-            continue
-    return None
 
 
 def peak_rss_bytes():

@@ -116,6 +116,10 @@ class FluxParity : public ::testing::TestWithParam<Source> {
       // fixture's config.json, as a client would.
       case Source::kSingleFile: return dir + "/single_file.safetensors";
       case Source::kPrefixedSingleFile:
+        // The copy gets the fixture's scheduler_config.json beside it too:
+        // without it the loop would run FLUX.1-dev's default schedule, not
+        // the fixture's.
+        std::filesystem::create_symlink(dir + "/scheduler_config.json", tmp_.path("scheduler_config.json"));
         return prefixed_copy(dir + "/single_file.safetensors", tmp_.path("comfy.safetensors"), "model.diffusion_model.");
       case Source::kScaledFp8File: return dir + "/single_file_scaled_fp8.safetensors";
     }
