@@ -1,0 +1,41 @@
+#include "tools/random_models/random_weights.h"
+
+#include <torch/types.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "core/checkpoint/safetensors_writer.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+
+absl::Status write_random_bf16_weights(const std::vector<ParamSpec>& table, const std::string& path,
+                                       uint64_t seed) {
+  std::vector<TensorSpec> specs;
+  for (const ParamSpec& p : table) specs.push_back({p.name, DType::kBF16, p.shape});
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsWriter> writer,
+                              SafetensorsWriter::create(path, specs, {{"format", "pt"}}));
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  for (const ParamSpec& p : table) {
+    torch::Tensor t = torch::randn(p.shape, gen, torch::kFloat32);
+    switch (p.kind) {
+      case ParamKind::kLayerWeight: {
+        const double fan_in = static_cast<double>(p.shape.back());
+        t.mul_(std::clamp(0.6 / std::sqrt(fan_in), 0.02, 0.1));
+        break;
+      }
+      case ParamKind::kBias: t.mul_(0.05); break;
+      case ParamKind::kNormWeight: t.mul_(0.15).add_(1.0); break;
+      case ParamKind::kBare: t.mul_(0.5); break;
+    }
+    const torch::Tensor bf16 = t.to(torch::kBFloat16).contiguous();
+    DIFFUSIOND_RETURN_IF_ERROR(writer->append(bf16.data_ptr(), static_cast<int64_t>(bf16.nbytes())));
+  }
+  return writer->close();
+}
+
+}  // namespace diffusiond
