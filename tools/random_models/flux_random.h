@@ -19,11 +19,11 @@ namespace diffusiond {
 // The built-in demo model: FLUX.1-dev's architecture (guidance-distilled,
 // in_channels 64) at a size two CPU cores denoise at 512x512 in seconds:
 // 4 heads x 64 (axes 16 + 24 + 24), 2 double + 4 single blocks,
-// joint_attention_dim 256, pooled_projection_dim 128 (~20 MB of bf16).
+// joint_attention_dim 256, pooled_projection_dim 128 (~18.5 MB of bf16).
 FluxConfig demo_flux_config();
 // The benchmarks' mid-size configuration: 12 heads x 128 (inner 1536,
 // FLUX.1's head_dim and axes), 3 double + 6 single blocks, FLUX.1's T5 and
-// CLIP widths, guidance-distilled (~0.95 GB of bf16 weights).
+// CLIP widths, guidance-distilled (~0.98 GB of bf16 weights).
 FluxConfig mid_size_flux_config();
 
 // Serialises `config` as diffusers' FluxTransformer2DModel config.json
