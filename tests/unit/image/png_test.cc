@@ -191,6 +191,59 @@ TEST(PngTest, DecodesOtherWritersColourTypesToRgb) {
   EXPECT_EQ(g16->rgb, std::vector<uint8_t>({0x12, 0x12, 0x12, 0xff, 0xff, 0xff}));
 }
 
+// A 3x3 Adam7-interlaced 8-bit RGB PNG of `rgb`, built by hand: each
+// pass's pixels as filter-0 scanlines, all passes in one zlib stream.
+std::string interlaced_3x3(const std::vector<uint8_t>& rgb) {
+  struct Pass {
+    int x0, y0, dx, dy;
+  };
+  const Pass passes[] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
+                         {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
+  std::string raw;
+  for (const Pass& p : passes) {
+    for (int y = p.y0; y < 3; y += p.dy) {
+      if (p.x0 >= 3) continue;  // a pass with no columns has no scanlines
+      raw.push_back('\0');
+      for (int x = p.x0; x < 3; x += p.dx) {
+        raw.append(reinterpret_cast<const char*>(&rgb[(y * 3 + x) * 3]), 3);
+      }
+    }
+  }
+  uLongf size = compressBound(raw.size());
+  std::string compressed(size, '\0');
+  EXPECT_EQ(compress(reinterpret_cast<Bytef*>(compressed.data()), &size,
+                     reinterpret_cast<const Bytef*>(raw.data()), raw.size()),
+            Z_OK);
+  compressed.resize(size);
+  const std::string ihdr = be32(3) + be32(3) + std::string("\x08\x02\x00\x00\x01", 5);
+  return "\x89PNG\r\n\x1a\n" + chunk("IHDR", ihdr) + chunk("IDAT", compressed) + chunk("IEND", "");
+}
+
+TEST(PngTest, DecodesInterlacedAndPaletteImages) {
+  const std::vector<uint8_t> rgb = pattern(3, 3);
+  absl::StatusOr<DecodedPng> interlaced = decode_png(interlaced_3x3(rgb));
+  ASSERT_THAT(interlaced, IsOk());
+  EXPECT_EQ(interlaced->rgb, rgb);
+
+  const uint8_t colormap[] = {10, 20, 30, 40, 50, 60};
+  const uint8_t indices[] = {1, 0, 0, 1};
+  png_image image;
+  std::memset(&image, 0, sizeof(image));
+  image.version = PNG_IMAGE_VERSION;
+  image.width = 2;
+  image.height = 2;
+  image.format = PNG_FORMAT_RGB_COLORMAP;
+  image.colormap_entries = 2;
+  std::string png(1024, '\0');
+  png_alloc_size_t size = png.size();
+  ASSERT_TRUE(png_image_write_to_memory(&image, png.data(), &size, 0, indices, 0, colormap));
+  png.resize(size);
+  absl::StatusOr<DecodedPng> palette = decode_png(png);
+  ASSERT_THAT(palette, IsOk());
+  EXPECT_EQ(palette->rgb,
+            std::vector<uint8_t>({40, 50, 60, 10, 20, 30, 10, 20, 30, 40, 50, 60}));
+}
+
 TEST(PngTest, DecodeRefusesWhatIsNotAPng) {
   EXPECT_THAT(decode_png(""), StatusIs(absl::StatusCode::kInvalidArgument,
                                        "not a PNG: 0 bytes that do not start with the PNG signature"));
