@@ -54,8 +54,8 @@ absl::Status write_file(const std::string& path, const std::string& bytes) {
 absl::StatusOr<DecodedPng> check_image(const v1::Image& image, absl::string_view method) {
   absl::StatusOr<DecodedPng> png = decode_png(image.png());
   if (!png.ok()) {
-    return absl::DataLossError(
-        absl::StrCat("the daemon's ", method, " image is not a valid PNG: ", png.status().message()));
+    return absl::DataLossError(absl::StrCat("the daemon's ", method,
+                                            " image is not a valid PNG: ", png.status().message()));
   }
   if (png->width != image.width() || png->height != image.height()) {
     return absl::DataLossError(absl::StrCat("the daemon's ", method, " image is ", png->width, "x",
@@ -136,10 +136,11 @@ absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) 
   if (!status.ok()) {
     absl::Status s = from_grpc(env, status);
     if (s.code() != absl::StatusCode::kCancelled) return s;
-    return absl::CancelledError(absl::StrCat(
-        "generate cancelled ",
-        last_progress.empty() ? "before any progress" : absl::StrCat("after \"", last_progress, "\""),
-        " (", s.message(), ")"));
+    return absl::CancelledError(absl::StrCat("generate cancelled ",
+                                             last_progress.empty()
+                                                 ? "before any progress"
+                                                 : absl::StrCat("after \"", last_progress, "\""),
+                                             " (", s.message(), ")"));
   }
   if (!image.has_value()) return absl::InternalError("the daemon ended Generate without an image");
   return write_image(env, options.out_path, *image, "Generate", /*with_seed=*/true);

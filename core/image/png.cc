@@ -113,8 +113,7 @@ bool read_header_guarded(png_structp png, png_infop info, DecodeHeader* header) 
   return true;
 }
 
-bool read_image_guarded(png_structp png, png_infop info, const DecodeHeader& header,
-                        uint8_t* rgb) {
+bool read_image_guarded(png_structp png, png_infop info, const DecodeHeader& header, uint8_t* rgb) {
   if (setjmp(png_jmpbuf(png))) return false;
   // With interlace handling on, each pass fills in its pixels of every row.
   for (int pass = 0; pass < header.passes; ++pass) {
@@ -244,8 +243,8 @@ absl::StatusOr<std::string> encode_png(const uint8_t* rgb, int64_t width, int64_
       return absl::ResourceExhaustedError(absl::StrCat(
           "out of memory encoding a ", width, "x", height, " PNG after ", out.size(), " bytes"));
     }
-    return absl::InternalError(absl::StrCat("libpng failed to encode a ", width, "x", height,
-                                            " PNG: ", state.message));
+    return absl::InternalError(
+        absl::StrCat("libpng failed to encode a ", width, "x", height, " PNG: ", state.message));
   }
   return out;
 }
@@ -282,7 +281,8 @@ absl::StatusOr<DecodedPng> decode_png(absl::string_view bytes, int64_t max_pixel
   decoded.height = height;
   decoded.rgb.resize(static_cast<size_t>(width * height * 3));
   if (!read_image_guarded(read.png(), read.info(), header, decoded.rgb.data())) {
-    return absl::DataLossError(absl::StrCat("corrupt PNG (", width, "x", height, "): ", state.message));
+    return absl::DataLossError(
+        absl::StrCat("corrupt PNG (", width, "x", height, "): ", state.message));
   }
 
   png_textp chunks = nullptr;
@@ -293,10 +293,11 @@ absl::StatusOr<DecodedPng> decode_png(absl::string_view bytes, int64_t max_pixel
     const bool international = chunk.compression == PNG_ITXT_COMPRESSION_NONE ||
                                chunk.compression == PNG_ITXT_COMPRESSION_zTXt;
     const absl::string_view value =
-        chunk.text == nullptr ? absl::string_view()
-                              : absl::string_view(chunk.text, international ? chunk.itxt_length
-                                                                            : chunk.text_length);
-    decoded.text.emplace_back(chunk.key, international ? std::string(value) : latin1_to_utf8(value));
+        chunk.text == nullptr
+            ? absl::string_view()
+            : absl::string_view(chunk.text, international ? chunk.itxt_length : chunk.text_length);
+    decoded.text.emplace_back(chunk.key,
+                              international ? std::string(value) : latin1_to_utf8(value));
   }
   return decoded;
 }

@@ -28,7 +28,8 @@ absl::StatusOr<int> int_in(const std::string& flag, const std::string& text, int
 absl::StatusOr<int> image_side(const std::string& flag, const std::string& text) {
   constexpr int kMax = std::numeric_limits<int32_t>::max() / 16 * 16;
   absl::StatusOr<int> v = int_in(flag, text, 16, kMax, "a positive multiple of 16, such as 1024");
-  if (v.ok() && *v % 16 != 0) return bad_value(flag, text, "a positive multiple of 16, such as 1024");
+  if (v.ok() && *v % 16 != 0)
+    return bad_value(flag, text, "a positive multiple of 16, such as 1024");
   return v;
 }
 
@@ -57,7 +58,8 @@ absl::StatusOr<CommandOptions> build_generate(const ParsedArgs& p) {
   if (!out.ok()) return out.status();
   o.out_path = *out;
   if (const std::string* v = p.flag("negative")) o.negative_prompt = *v;
-  for (const auto& [flag, field] : {std::pair<const char*, int*>{"width", &o.width}, {"height", &o.height}}) {
+  for (const auto& [flag, field] :
+       {std::pair<const char*, int*>{"width", &o.width}, {"height", &o.height}}) {
     if (const std::string* v = p.flag(flag)) {
       absl::StatusOr<int> side = image_side(absl::StrCat("--", flag), *v);
       if (!side.ok()) return side.status();
@@ -121,9 +123,9 @@ std::vector<CommandSpec> pipeline_commands() {
        1,
        1,
        "Make an image from a prompt: encode it, denoise and decode, loading (and evicting) models "
-       "as the budget needs, one progress line each on stderr; Ctrl-C cancels. PIPELINE is a "
-       "pipeline folder in the models directory, or - when all three components are given. "
-       "Writes the PNG and prints its path, size and seed.",
+       "as the budget needs, with a progress line per stage on stderr; Ctrl-C cancels. PIPELINE "
+       "is a pipeline folder in the models directory, or \"-\" when --text_encoder, --transformer "
+       "and --vae are all given. Writes the PNG and prints its path, size and seed.",
        {{"prompt", "TEXT", "what to draw (required)"},
         {"negative", "TEXT", "negative prompt, used when --guidance > 1"},
         {"width", "N", "pixels, a multiple of 16 (default: the daemon's, 1024)"},
@@ -151,7 +153,8 @@ std::vector<CommandSpec> pipeline_commands() {
        1,
        1,
        "Decode latents with a VAE (a loaded model's id or a path) and write the image as a PNG.",
-       {{"latents", "FILE", "latents [C,H,W] as denoise wrote them: one tensor, or \"latents\" (required)"},
+       {{"latents", "FILE",
+         "latents [C,H,W] as denoise wrote them: one tensor, or \"latents\" (required)"},
         {"out", "FILE", "where to write the image (required)"}},
        build_decode},
   };

@@ -33,10 +33,27 @@ void expect_usage_error(const std::vector<std::string>& args, const std::string&
 }
 
 TEST(PipelineCommandLine, GenerateTakesEveryFlag) {
-  const GenerateOptions o = options<GenerateOptions>(
-      {"generate", "z-image-turbo", "--prompt", "a cat", "--negative", "blurry", "--width", "768",
-       "--height=512", "--steps", "9", "--guidance", "4.5", "--seed", "18446744073709551615",
-       "--shift", "3", "--vae", "my-vae", "--out", "cat.png"});
+  const GenerateOptions o = options<GenerateOptions>({"generate",
+                                                      "z-image-turbo",
+                                                      "--prompt",
+                                                      "a cat",
+                                                      "--negative",
+                                                      "blurry",
+                                                      "--width",
+                                                      "768",
+                                                      "--height=512",
+                                                      "--steps",
+                                                      "9",
+                                                      "--guidance",
+                                                      "4.5",
+                                                      "--seed",
+                                                      "18446744073709551615",
+                                                      "--shift",
+                                                      "3",
+                                                      "--vae",
+                                                      "my-vae",
+                                                      "--out",
+                                                      "cat.png"});
   EXPECT_EQ(o.pipeline, "z-image-turbo");
   EXPECT_EQ(o.prompt, "a cat");
   EXPECT_EQ(o.negative_prompt, "blurry");
@@ -65,9 +82,9 @@ TEST(PipelineCommandLine, GenerateDefaultsLeaveTheChoiceToTheDaemon) {
 }
 
 TEST(PipelineCommandLine, GenerateWithoutAPipelineNeedsEveryComponent) {
-  const GenerateOptions o = options<GenerateOptions>(
-      {"generate", "-", "--prompt", "x", "--text_encoder", "te", "--transformer", "dit", "--vae",
-       "v", "--out", "o.png"});
+  const GenerateOptions o =
+      options<GenerateOptions>({"generate", "-", "--prompt", "x", "--text_encoder", "te",
+                                "--transformer", "dit", "--vae", "v", "--out", "o.png"});
   EXPECT_EQ(o.pipeline, "");
   EXPECT_EQ(o.text_encoder, "te");
   EXPECT_EQ(o.transformer, "dit");
@@ -111,15 +128,16 @@ TEST(PipelineCommandLine, EncodeAndDecodeNeedTheirFiles) {
   EXPECT_EQ(d.vae, "vae");
   EXPECT_EQ(d.latents_path, "l.safetensors");
   EXPECT_EQ(d.out_path, "i.png");
-  expect_usage_error({"decode", "vae", "--out", "i.png"}, "decode needs --latents FILE.safetensors");
+  expect_usage_error({"decode", "vae", "--out", "i.png"},
+                     "decode needs --latents FILE.safetensors");
   expect_usage_error({"decode", "vae", "--latents", "l"}, "decode needs --out FILE.png");
 }
 
 TEST(PipelineCommandLine, HelpListsTheCommandsWithinEightyColumns) {
   const std::string help = help_text("");
-  for (const char* word : {"generate PIPELINE", "encode TEXT_ENCODER", "decode VAE", "--prompt TEXT",
-                           "--negative TEXT", "--width N", "--height N", "--text_encoder ID",
-                           "--transformer ID", "--vae ID"}) {
+  for (const char* word : {"generate PIPELINE", "encode TEXT_ENCODER", "decode VAE",
+                           "--prompt TEXT", "--negative TEXT", "--width N", "--height N",
+                           "--text_encoder ID", "--transformer ID", "--vae ID"}) {
     EXPECT_THAT(help, HasSubstr(word));
   }
   for (const char* command : {"generate", "encode", "decode"}) {

@@ -126,8 +126,8 @@ class FakePipelineService final : public v1::PipelineService::Service {
     if (request->text_encoder() == "missing") {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "models/missing: no such file or folder");
     }
-    const int tokens = static_cast<int>(
-        std::vector<std::string>(absl::StrSplit(request->prompt(), ' ')).size());
+    const int tokens =
+        static_cast<int>(std::vector<std::string>(absl::StrSplit(request->prompt(), ' ')).size());
     v1::NamedTensor* t = response->mutable_conditioning()->add_tensors();
     t->set_name("cap_feats");
     *t->mutable_tensor() = f32({tokens, 4}, 0.5f);
@@ -150,8 +150,8 @@ class FakePipelineService final : public v1::PipelineService::Service {
     return grpc::Status::OK;
   }
 
-  // Pipeline "hang" sends one event and waits for release(); "full" fails; "no-image" ends without one; "garbage" sends
-  // bytes that are no PNG. Any other sends every stage and the image.
+  // Pipeline "hang" sends one event and waits for release(); "full" fails; "no-image" ends without
+  // one; "garbage" sends bytes that are no PNG. Any other sends every stage and the image.
   grpc::Status Generate(grpc::ServerContext*, const v1::GenerateRequest* request,
                         grpc::ServerWriter<v1::GenerateEvent>* writer) override {
     generate.set(*request);
@@ -161,26 +161,26 @@ class FakePipelineService final : public v1::PipelineService::Service {
     if (pipeline == "full") {
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "needed 12 GiB, available 3 GiB");
     }
-    writer->Write(progress(v1::GenerateProgress::STAGE_LOAD, pipeline + "/text_encoder", 0, 0,
-                           1.25, "loaded 7.49 GiB"));
+    writer->Write(progress(v1::GenerateProgress::STAGE_LOAD, pipeline + "/text_encoder", 0, 0, 1.25,
+                           "loaded 7.49 GiB"));
     if (pipeline == "hang") {
       released_.wait();
       return grpc::Status::OK;
     }
-    writer->Write(progress(v1::GenerateProgress::STAGE_EVICT, "old", 0, 0, 0.0,
-                           "evicted to make room"));
-    writer->Write(progress(v1::GenerateProgress::STAGE_ENCODE, pipeline + "/text_encoder", 0, 0,
-                           0.5, ""));
+    writer->Write(
+        progress(v1::GenerateProgress::STAGE_EVICT, "old", 0, 0, 0.0, "evicted to make room"));
+    writer->Write(
+        progress(v1::GenerateProgress::STAGE_ENCODE, pipeline + "/text_encoder", 0, 0, 0.5, ""));
     for (int i = 1; i <= request->steps(); ++i) {
-      writer->Write(progress(v1::GenerateProgress::STAGE_DENOISE, transformer, i,
-                             request->steps(), 0.25, ""));
+      writer->Write(progress(v1::GenerateProgress::STAGE_DENOISE, transformer, i, request->steps(),
+                             0.25, ""));
     }
     writer->Write(progress(v1::GenerateProgress::STAGE_DECODE, request->vae(), 0, 0, 0.75, ""));
     if (pipeline == "no-image") return grpc::Status::OK;
     v1::GenerateEvent done;
-    *done.mutable_image() = image(request->width(), request->height(), request->seed(),
-                                  {{"prompt", request->prompt()},
-                                   {"seed", std::to_string(request->seed())}});
+    *done.mutable_image() =
+        image(request->width(), request->height(), request->seed(),
+              {{"prompt", request->prompt()}, {"seed", std::to_string(request->seed())}});
     if (pipeline == "garbage") done.mutable_image()->set_png("not a png");
     writer->Write(done);
     return grpc::Status::OK;
@@ -319,10 +319,10 @@ TEST_F(PipelineCommandsTest, GenerateFailuresKeepTheCodeAndWriteNothing) {
 
   GenerateOptions unwritable = generate("z-image");
   unwritable.out_path = dir_.path("no/such/folder/cat.png");
-  EXPECT_THAT(run_command(env_, unwritable),
-              StatusIs(absl::StatusCode::kUnavailable,
-                       absl::StrCat("cannot write ", unwritable.out_path,
-                                    ": No such file or directory")));
+  EXPECT_THAT(
+      run_command(env_, unwritable),
+      StatusIs(absl::StatusCode::kUnavailable,
+               absl::StrCat("cannot write ", unwritable.out_path, ": No such file or directory")));
 }
 
 TEST_F(PipelineCommandsTest, CancelStopsARunningGenerate) {
@@ -394,8 +394,8 @@ TEST_F(PipelineCommandsTest, DecodeSendsTheLatentsAndWritesThePng) {
   EXPECT_EQ(png->width, 24);
   EXPECT_EQ(png->height, 16);
   EXPECT_THAT(png->text, ElementsAre(Pair("vae", "vae")));
-  EXPECT_EQ(out_.str(), absl::StrCat("wrote ", out, ": 24x16, ", read_file(out).size(),
-                                     " B\n  vae: vae\n"));
+  EXPECT_EQ(out_.str(),
+            absl::StrCat("wrote ", out, ": 24x16, ", read_file(out).size(), " B\n  vae: vae\n"));
 
   EXPECT_THAT(run_command(env_, DecodeOptions{"liar", in, dir_.path("liar.png")}),
               StatusIs(absl::StatusCode::kDataLoss,

@@ -117,8 +117,8 @@ TEST(PngTest, TextChunksRoundTripInOrderAsciiAsTextOthersAsInternational) {
                         {"Caf\xe9 Au Lait", "Latin-1 keyword"}};
   absl::StatusOr<std::string> png = encode_png(rgb.data(), 4, 4, text);
   ASSERT_THAT(png, IsOk());
-  EXPECT_THAT(chunk_types(*png), ElementsAre("IHDR", "tEXt", "tEXt", "tEXt", "iTXt", "tEXt",
-                                             "tEXt", "IDAT", "IEND"));
+  EXPECT_THAT(chunk_types(*png),
+              ElementsAre("IHDR", "tEXt", "tEXt", "tEXt", "iTXt", "tEXt", "tEXt", "IDAT", "IEND"));
   absl::StatusOr<DecodedPng> decoded = decode_png(*png);
   ASSERT_THAT(decoded, IsOk());
   EXPECT_EQ(decoded->text, text);
@@ -149,8 +149,8 @@ TEST(PngTest, RefusesBadKeywordsNamingThem) {
   const uint8_t pixel[3] = {};
   const auto refused = [&](const std::string& keyword, const std::string& why) {
     EXPECT_THAT(encode_png(pixel, 1, 1, {{"fine", "x"}, {keyword, "value"}}),
-                StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("PNG text keyword"),
-                                                                  HasSubstr(why))))
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("PNG text keyword"), HasSubstr(why))))
         << keyword;
   };
   refused("", "has 0 bytes; expected 1 to 79");
@@ -240,13 +240,13 @@ TEST(PngTest, DecodesInterlacedAndPaletteImages) {
   png.resize(size);
   absl::StatusOr<DecodedPng> palette = decode_png(png);
   ASSERT_THAT(palette, IsOk());
-  EXPECT_EQ(palette->rgb,
-            std::vector<uint8_t>({40, 50, 60, 10, 20, 30, 10, 20, 30, 40, 50, 60}));
+  EXPECT_EQ(palette->rgb, std::vector<uint8_t>({40, 50, 60, 10, 20, 30, 10, 20, 30, 40, 50, 60}));
 }
 
 TEST(PngTest, DecodeRefusesWhatIsNotAPng) {
-  EXPECT_THAT(decode_png(""), StatusIs(absl::StatusCode::kInvalidArgument,
-                                       "not a PNG: 0 bytes that do not start with the PNG signature"));
+  EXPECT_THAT(decode_png(""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "not a PNG: 0 bytes that do not start with the PNG signature"));
   EXPECT_THAT(decode_png(std::string("GIF89a\x01\x00\x01\x00", 10)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a PNG: 10 bytes")));
 }
@@ -259,8 +259,8 @@ TEST(PngTest, DecodeReportsCorruptAndTruncatedFiles) {
 
   std::string bad_crc = *png;
   bad_crc[chunks[0].data_offset] ^= 0x01;  // IHDR's width, CRC left as it was
-  EXPECT_THAT(decode_png(bad_crc),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("corrupt PNG header: IHDR: CRC error")));
+  EXPECT_THAT(decode_png(bad_crc), StatusIs(absl::StatusCode::kDataLoss,
+                                            HasSubstr("corrupt PNG header: IHDR: CRC error")));
 
   // Damaged compressed data under a valid CRC: zlib, not the CRC, notices.
   const ChunkAt& idat = chunks[chunks.size() - 2];
@@ -269,7 +269,8 @@ TEST(PngTest, DecodeReportsCorruptAndTruncatedFiles) {
   for (size_t i = 2; i < data.size(); i += 3) data[i] = static_cast<char>(~data[i]);
   const std::string damaged = png->substr(0, idat.data_offset - 8) + chunk("IDAT", data) +
                               png->substr(idat.data_offset + idat.length + 4);
-  EXPECT_THAT(decode_png(damaged), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("corrupt PNG (16x16)")));
+  EXPECT_THAT(decode_png(damaged),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("corrupt PNG (16x16)")));
 
   EXPECT_THAT(decode_png(png->substr(0, 20)),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("the file ends early (truncated)")));
