@@ -12,10 +12,15 @@
 #      prompt, guidance 4), FLUX with its distilled guidance scalar
 #      (guidance=3.5, one pass per step) — with per-step progress, lists the
 #      cache (both models) and reads the daemon's statistics;
-#   4. SIGTERM drains the daemon, which exits 0.
+#   4. from a prompt to a PNG: diffusionctl generate runs a Z-Image pipeline
+#      folder (build/models/zpipe: Qwen3 text encoder with its tokenizer,
+#      transformer, VAE — random weights in the real layouts, so the image is
+#      noise) through the daemon, which loads each component as a cached
+#      model, encodes, denoises and decodes, and streams every stage;
+#   5. SIGTERM drains the daemon, which exits 0.
 # The final latents are written to build/demo-latents.safetensors and
-# build/demo-flux-latents.safetensors. Extra arguments go to both
-# `diffusionctl denoise` calls (e.g. --steps 4 --seed 7).
+# build/demo-flux-latents.safetensors, the image to build/demo.png. Extra
+# arguments go to both `diffusionctl denoise` calls (e.g. --steps 4 --seed 7).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source deploy/build-env.sh
@@ -35,6 +40,9 @@ fi
 if [[ ! -f build/models/flux-demo/config.json ]]; then
   "$tools/diffusiond-demo" --arch flux --model_dir build/models/flux-demo --generate_only \
     --inputs_dir build/models/flux-demo-inputs
+fi
+if [[ ! -f build/models/zpipe/model_index.json ]]; then
+  "$tools/diffusiond-demo" --write_pipeline build/models/zpipe
 fi
 
 log=build/diffusiond-demo.log
@@ -65,6 +73,9 @@ echo "== diffusionctl load flux-demo"
 echo "== diffusionctl denoise flux-demo (512x512, distilled guidance 3.5)"
 "${ctl[@]}" denoise flux-demo --conditioning build/models/flux-demo-inputs/conditioning.safetensors \
   --scalars guidance=3.5 --shape 16,64,64 --seed 42 --out build/demo-flux-latents.safetensors "$@"
+echo "== diffusionctl generate zpipe (prompt -> 512x512 PNG through text encoder, transformer, VAE)"
+"${ctl[@]}" generate zpipe --prompt "a lighthouse on a cliff at dawn" --negative "blurry" \
+  --width 512 --height 512 --steps 8 --guidance 4 --seed 42 --out build/demo.png
 echo "== diffusionctl ls"
 "${ctl[@]}" ls
 echo "== diffusionctl stats"
