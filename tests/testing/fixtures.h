@@ -20,6 +20,14 @@ inline std::string fixtures_dir() {
   return DIFFUSIOND_FIXTURES_DIR;
 }
 
+// Returns the folder of one reference fixture: $`env_var` if set (parity
+// tests must pass unchanged on another fixture of the same layout), else
+// fixtures_dir()/`default_name`.
+inline std::string fixture_folder(const char* env_var, const char* default_name) {
+  if (const char* env = std::getenv(env_var); env != nullptr && *env != '\0') return env;
+  return fixtures_dir() + "/" + default_name;
+}
+
 // Returns the bytes of fixtures_dir()/relative, or an empty vector if absent
 // (tests then fail naming the file: the fixtures are part of the suite).
 inline std::vector<char> read_fixture(const std::string& relative) {

@@ -47,10 +47,7 @@ using ::diffusiond::testing::TensorFile;
 
 constexpr double kTolerance = 1e-5;
 
-std::string fixture_dir() {
-  if (const char* env = std::getenv("DIFFUSIOND_FLUX_FIXTURE"); env != nullptr && *env) return env;
-  return ::diffusiond::testing::fixtures_dir() + "/flux-tiny";
-}
+std::string fixture_dir() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_FLUX_FIXTURE", "flux-tiny"); }
 
 // The loop's noise seed: the weights' seed + 2 (variant.json "seed").
 uint64_t config_seed() {

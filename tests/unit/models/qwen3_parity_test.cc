@@ -43,10 +43,7 @@ using ::diffusiond::testing::TensorFile;
 
 constexpr double kTolerance = 1e-5;
 
-std::string fixture_dir() {
-  if (const char* env = std::getenv("DIFFUSIOND_QWEN3_FIXTURE"); env != nullptr && *env) return env;
-  return ::diffusiond::testing::fixtures_dir() + "/qwen3-tiny";
-}
+std::string fixture_dir() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_QWEN3_FIXTURE", "qwen3-tiny"); }
 
 Qwen3Config fixture_config() {
   absl::StatusOr<std::string> text = read_text_file(fixture_dir() + "/config.json");

@@ -40,10 +40,7 @@ using ::diffusiond::testing::TensorFile;
 
 constexpr double kTolerance = 1e-5;
 
-std::string fixture_dir() {
-  if (const char* env = std::getenv("DIFFUSIOND_VAE_FIXTURE"); env != nullptr && *env) return env;
-  return ::diffusiond::testing::fixtures_dir() + "/vae-tiny";
-}
+std::string fixture_dir() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_VAE_FIXTURE", "vae-tiny"); }
 
 nlohmann::json read_json(const std::string& file) {
   absl::StatusOr<std::string> text = read_text_file(fixture_dir() + "/" + file);

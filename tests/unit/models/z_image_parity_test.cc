@@ -34,10 +34,7 @@ using ::diffusiond::testing::TensorFile;
 
 constexpr double kTolerance = 1e-5;
 
-std::string fixture_dir() {
-  if (const char* env = std::getenv("DIFFUSIOND_ZIMAGE_FIXTURE"); env != nullptr && *env) return env;
-  return ::diffusiond::testing::fixtures_dir() + "/zimage-tiny";
-}
+std::string fixture_dir() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_ZIMAGE_FIXTURE", "zimage-tiny"); }
 
 // The static shift of the fixture's scheduler_config.json (3.0 in zimage-tiny).
 double fixture_shift() {

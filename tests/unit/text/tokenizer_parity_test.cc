@@ -29,10 +29,7 @@ namespace {
 using ::diffusiond::testing::IsOk;
 using json = nlohmann::json;
 
-std::string fixture_dir() {
-  if (const char* env = std::getenv("DIFFUSIOND_QWEN3_FIXTURE"); env != nullptr && *env != '\0') return env;
-  return ::diffusiond::testing::fixtures_dir() + "/qwen3-tiny";
-}
+std::string fixture_dir() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_QWEN3_FIXTURE", "qwen3-tiny"); }
 
 json read_tokens_json() {
   const std::string path = fixture_dir() + "/tokens.json";
