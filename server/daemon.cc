@@ -241,6 +241,7 @@ void Daemon::drain() {
   if (lease_timer_.joinable()) lease_timer_.join();
   if (server_ != nullptr) {
     // Calls still open (health watches, calls refused just now) end here.
+    // gRPC takes a real-time deadline: the clock seam does not reach into it.
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     server_->Wait();
   }

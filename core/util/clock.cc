@@ -8,7 +8,7 @@ namespace {
 class RealClock final : public Clock {
  public:
   absl::Time now() override { return absl::Now(); }
-  bool wait_until(CondVar* cv, Mutex* mu, absl::Time deadline) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  bool wait_until(CondVar* cv, Mutex* mu, absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) override {
     return cv->wait_until(mu, deadline) || absl::Now() >= deadline;
   }
 };

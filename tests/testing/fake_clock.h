@@ -22,7 +22,7 @@ class FakeClock final : public Clock {
     return now_;
   }
 
-  bool wait_until(CondVar* cv, Mutex* mu, absl::Time deadline) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  bool wait_until(CondVar* cv, Mutex* mu, absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) override {
     {
       MutexLock lock(&mu_);
       if (now_ >= deadline) return true;
