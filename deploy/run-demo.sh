@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the project's main job: the
-# diffusiond daemon serving the built-in demo model, driven by a client.
-#   1. diffusiond-demo writes a small Z-Image-architecture model (random
-#      weights, real diffusers file format) and caption features into
-#      build/models if absent;
+# diffusiond daemon serving the built-in demo models of both architectures
+# side by side, driven by a client.
+#   1. diffusiond-demo writes two small models (random weights, real
+#      diffusers file format) and conditioning for them into build/models if
+#      absent: a Z-Image-architecture model (caption features) and a
+#      FLUX.1-dev-architecture model (T5 sequence and CLIP pooled vector);
 #   2. diffusiond starts on loopback with build/models as its models dir;
-#   3. diffusionctl loads the model (progress bar), denoises a 512x512
-#      latent with guidance (per-step progress), lists the cache and reads
-#      the daemon's statistics;
+#   3. diffusionctl loads both models (progress bar), denoises a 512x512
+#      latent with each — Z-Image with classifier-free guidance (a negative
+#      prompt, guidance 4), FLUX with its distilled guidance scalar
+#      (guidance=3.5, one pass per step) — with per-step progress, lists the
+#      cache (both models) and reads the daemon's statistics;
 #   4. SIGTERM drains the daemon, which exits 0.
-# The final latents are written to build/demo-latents.safetensors. Extra
-# arguments go to `diffusionctl denoise` (e.g. --steps 4 --seed 7).
+# The final latents are written to build/demo-latents.safetensors and
+# build/demo-flux-latents.safetensors. Extra arguments go to both
+# `diffusionctl denoise` calls (e.g. --steps 4 --seed 7).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source deploy/build-env.sh
@@ -26,6 +31,10 @@ mkdir -p build/models
 if [[ ! -f build/models/demo/config.json ]]; then
   "$tools/diffusiond-demo" --arch z-image --model_dir build/models/demo --generate_only \
     --inputs_dir build/models/demo-inputs
+fi
+if [[ ! -f build/models/flux-demo/config.json ]]; then
+  "$tools/diffusiond-demo" --arch flux --model_dir build/models/flux-demo --generate_only \
+    --inputs_dir build/models/flux-demo-inputs
 fi
 
 log=build/diffusiond-demo.log
@@ -51,6 +60,11 @@ echo "== diffusionctl denoise demo (512x512, guidance 4)"
 "${ctl[@]}" denoise demo --conditioning build/models/demo-inputs/conditioning.safetensors \
   --negative build/models/demo-inputs/negative.safetensors --guidance 4 --shape 16,64,64 --seed 42 \
   --out build/demo-latents.safetensors "$@"
+echo "== diffusionctl load flux-demo"
+"${ctl[@]}" load flux-demo
+echo "== diffusionctl denoise flux-demo (512x512, distilled guidance 3.5)"
+"${ctl[@]}" denoise flux-demo --conditioning build/models/flux-demo-inputs/conditioning.safetensors \
+  --scalars guidance=3.5 --shape 16,64,64 --seed 42 --out build/demo-flux-latents.safetensors "$@"
 echo "== diffusionctl ls"
 "${ctl[@]}" ls
 echo "== diffusionctl stats"

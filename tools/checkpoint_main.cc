@@ -35,6 +35,8 @@
 #include "core/memory/process_memory.h"
 #include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
+#include "core/models/vae/vae_family.h"
+#include "core/models/vae/vae_memory.h"
 #include "core/util/file_text.h"
 #include "core/util/bytes.h"
 #include "core/util/status_macros.h"
@@ -124,6 +126,21 @@ void print_plan(const LoadPlan& plan) {
   }
 }
 
+// A VAE's decode also needs activations, which the engine reserves before
+// each decode: shown for common image sizes, untiled and tiled.
+void print_vae_activations(const std::string& text, const std::string& path, torch::ScalarType dtype) {
+  absl::StatusOr<VaeConfig> config = parse_vae_config(text, path);
+  if (!config.ok()) return;
+  const int64_t element = torch::elementSize(dtype);
+  std::printf("\ndecode activations (reserved per decode)\n  image        untiled      tiled\n");
+  for (int64_t side : {512, 1024, 2048}) {
+    const int64_t h = side / config->scale_factor();
+    std::printf("  %4lldx%-4lld  %-11s  %s\n", static_cast<long long>(side), static_cast<long long>(side),
+                format_bytes(vae_decode_activation_bytes(*config, 1, h, h, element, std::nullopt)).c_str(),
+                format_bytes(vae_decode_activation_bytes(*config, 1, h, h, element, default_vae_tiling(*config))).c_str());
+  }
+}
+
 // Sizes a model from its config: the parameter table stands in for the
 // checkpoint's headers (bf16 weights, as released).
 absl::Status run_plan_config(const Args& args) {
@@ -153,6 +170,7 @@ absl::Status run_plan_config(const Args& args) {
               recipe->describe().c_str());
   if (args.json) std::printf("%s\n", plan_json(plan).dump().c_str());
   else print_plan(plan);
+  if (family == vae_family() && !args.json) print_vae_activations(text, args.path, args.plan.compute_dtype);
   return absl::OkStatus();
 }
 

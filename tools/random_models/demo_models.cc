@@ -4,16 +4,21 @@
 #include "absl/strings/str_join.h"
 #include "core/checkpoint/safetensors_writer.h"
 #include "core/denoise/denoise_loop.h"
+#include "core/models/flux/flux_model.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/util/status_macros.h"
+#include "tools/random_models/flux_random.h"
 #include "tools/random_models/z_image_random.h"
 
 namespace diffusiond {
 
-std::vector<std::string> demo_architectures() { return {std::string(kZImageArchitecture)}; }
+std::vector<std::string> demo_architectures() {
+  return {std::string(kZImageArchitecture), std::string(kFluxArchitecture)};
+}
 
 absl::Status write_demo_model(absl::string_view architecture, const std::string& folder, uint64_t seed) {
   if (architecture == kZImageArchitecture) return write_random_z_image(demo_z_image_config(), folder, seed);
+  if (architecture == kFluxArchitecture) return write_random_flux(demo_flux_config(), folder, seed);
   return absl::InvalidArgumentError(absl::StrCat("no demo model for architecture \"", architecture,
                                                  "\"; there are: ", absl::StrJoin(demo_architectures(), ", ")));
 }

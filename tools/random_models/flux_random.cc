@@ -1,0 +1,72 @@
+#include "tools/random_models/flux_random.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "core/models/flux/flux_params.h"
+#include "core/util/status_macros.h"
+#include "tools/random_models/random_weights.h"
+
+namespace diffusiond {
+
+FluxConfig demo_flux_config() {
+  FluxConfig c;
+  c.num_attention_heads = 4;
+  c.attention_head_dim = 64;
+  c.axes_dims_rope = {16, 24, 24};
+  c.num_layers = 2;
+  c.num_single_layers = 4;
+  c.joint_attention_dim = 256;
+  c.pooled_projection_dim = 128;
+  c.guidance_embeds = true;
+  return c;
+}
+
+FluxConfig mid_size_flux_config() {
+  FluxConfig c;
+  c.num_attention_heads = 12;
+  c.num_layers = 3;
+  c.num_single_layers = 6;
+  c.guidance_embeds = true;
+  return c;
+}
+
+std::string flux_config_json(const FluxConfig& c) {
+  nlohmann::ordered_json j;
+  j["_class_name"] = "FluxTransformer2DModel";
+  j["attention_head_dim"] = c.attention_head_dim;
+  j["axes_dims_rope"] = c.axes_dims_rope;
+  j["guidance_embeds"] = c.guidance_embeds;
+  j["in_channels"] = c.in_channels;
+  j["joint_attention_dim"] = c.joint_attention_dim;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["num_layers"] = c.num_layers;
+  j["num_single_layers"] = c.num_single_layers;
+  j["out_channels"] = c.out_channels == c.in_channels ? nlohmann::ordered_json() : nlohmann::ordered_json(c.out_channels);
+  j["patch_size"] = c.patch_size;
+  j["pooled_projection_dim"] = c.pooled_projection_dim;
+  return j.dump(2);
+}
+
+std::string flux_scheduler_config_json(const FluxConfig& c) {
+  nlohmann::ordered_json j;
+  j["_class_name"] = "FlowMatchEulerDiscreteScheduler";
+  j["base_image_seq_len"] = 256;
+  j["base_shift"] = 0.5;
+  j["max_image_seq_len"] = 4096;
+  j["max_shift"] = 1.15;
+  j["num_train_timesteps"] = 1000;
+  j["shift"] = c.guidance_embeds ? 3.0 : 1.0;
+  j["use_dynamic_shifting"] = c.guidance_embeds;
+  return j.dump(2);
+}
+
+absl::Status write_random_flux(const FluxConfig& config, absl::string_view folder, uint64_t seed) {
+  DIFFUSIOND_RETURN_IF_ERROR(config.validate());
+  const std::string dir(folder);
+  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(dir + "/config.json", flux_config_json(config) + "\n"));
+  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(dir + "/scheduler_config.json", flux_scheduler_config_json(config) + "\n"));
+  return write_random_weights(dir + "/diffusion_pytorch_model.safetensors", flux_parameter_table(config), seed);
+}
+
+}  // namespace diffusiond
