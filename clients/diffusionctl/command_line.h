@@ -88,9 +88,38 @@ struct DenoiseOptions {
   std::string out_path;
 };
 
+// The PipelineService commands. Model fields hold a loaded model's id or a
+// path in the daemon's models directory.
+struct GenerateOptions {
+  std::string pipeline;  // a pipeline folder; empty: all three components given
+  std::string text_encoder;  // each empty: the pipeline's component
+  std::string transformer;
+  std::string vae;
+  std::string prompt;
+  std::string negative_prompt;  // used when guidance_scale > 1
+  int width = 0;                // pixels, a multiple of 16; 0: the daemon's (1024)
+  int height = 0;
+  int steps = 0;                // 0: the daemon's (8)
+  double guidance_scale = 0.0;  // <= 1 is off
+  std::optional<uint64_t> seed;  // empty: a random seed, printed with the result
+  double shift = 0.0;           // 0: the transformer's schedule
+  std::string out_path;         // the PNG
+};
+struct EncodeOptions {
+  std::string text_encoder;
+  std::string prompt;
+  std::string out_path;  // the conditioning tensors, as .safetensors
+};
+struct DecodeOptions {
+  std::string vae;
+  std::string latents_path;  // one tensor, or one called "latents"
+  std::string out_path;      // the PNG
+};
+
 using CommandOptions =
     std::variant<LoadOptions, UnloadOptions, ListOptions, StatsOptions, MakeRoomOptions,
-                 LeaseOptions, RenewOptions, ReleaseOptions, HealthOptions, StepOptions, DenoiseOptions>;
+                 LeaseOptions, RenewOptions, ReleaseOptions, HealthOptions, StepOptions, DenoiseOptions,
+                 GenerateOptions, EncodeOptions, DecodeOptions>;
 
 struct Invocation {
   GlobalOptions global;

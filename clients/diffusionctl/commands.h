@@ -50,6 +50,11 @@ absl::Status run_command(const CommandEnv& env, const HealthOptions& options);
 // Reads the input file and writes the output file before printing.
 absl::Status run_command(const CommandEnv& env, const StepOptions& options);
 absl::Status run_command(const CommandEnv& env, const DenoiseOptions& options);
+// Show each progress event on env.err; write the PNG or tensors, then print
+// what was written. Nothing is written when the call fails.
+absl::Status run_command(const CommandEnv& env, const GenerateOptions& options);
+absl::Status run_command(const CommandEnv& env, const EncodeOptions& options);
+absl::Status run_command(const CommandEnv& env, const DecodeOptions& options);
 
 // Runs whichever command `options` holds.
 absl::Status run_command(const CommandEnv& env, const CommandOptions& options);

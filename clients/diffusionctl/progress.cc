@@ -47,6 +47,25 @@ std::string format_denoise_step(const v1::DenoiseStep& step) {
                          step.step_seconds());
 }
 
+std::string format_generate_progress(const v1::GenerateProgress& progress) {
+  const char* stage = "stage";
+  switch (progress.stage()) {
+    case v1::GenerateProgress::STAGE_LOAD: stage = "load"; break;
+    case v1::GenerateProgress::STAGE_EVICT: stage = "evict"; break;
+    case v1::GenerateProgress::STAGE_ENCODE: stage = "encode"; break;
+    case v1::GenerateProgress::STAGE_DENOISE: stage = "denoise"; break;
+    case v1::GenerateProgress::STAGE_DECODE: stage = "decode"; break;
+    default: break;  // a stage newer than this client: still one line
+  }
+  std::string line = absl::StrFormat("%-7s %s", stage, progress.model_id());
+  if (progress.stage() == v1::GenerateProgress::STAGE_DENOISE) {
+    absl::StrAppend(&line, absl::StrFormat(" step %d/%d", progress.step(), progress.steps()));
+  }
+  absl::StrAppend(&line, absl::StrFormat(" %.2f s", progress.seconds()));
+  if (!progress.detail().empty()) absl::StrAppend(&line, " (", progress.detail(), ")");
+  return line;
+}
+
 void LoadProgressPrinter::update(const v1::LoadProgress& progress) {
   const int percent = load_percent(progress);
   if (terminal_) {

@@ -1,5 +1,5 @@
 // Progress of a running call, written to stderr while results go to stdout:
-// a load's progress bar and the lines of a denoise.
+// a load's progress bar and the lines of a denoise or a generate.
 //
 // Not here: results (format.h).
 #ifndef DIFFUSIOND_CLIENTS_DIFFUSIONCTL_PROGRESS_H_
@@ -10,6 +10,7 @@
 
 #include "diffusiond/v1/denoise_service.pb.h"
 #include "diffusiond/v1/model_service.pb.h"
+#include "diffusiond/v1/pipeline_service.pb.h"
 
 namespace diffusiond::ctl {
 
@@ -25,6 +26,11 @@ std::string format_load_progress(const v1::LoadProgress& progress);
 
 // "step 3/8 sigma 0.812 0.41 s"
 std::string format_denoise_step(const v1::DenoiseStep& step);
+
+// One line per pipeline stage, e.g.
+// "load    z/transformer 2.31 s (loaded 11.46 GiB)" or
+// "denoise z/transformer step 3/8 0.41 s".
+std::string format_generate_progress(const v1::GenerateProgress& progress);
 
 // Shows one load's progress. On a terminal, a single line redrawn in place
 // with '\r'; otherwise a line each time another quarter is reached, so logs

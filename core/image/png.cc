@@ -97,29 +97,45 @@ struct DecodeHeader {
   int passes = 1;
 };
 
-bool read_header_guarded(png_structp png, png_infop info, DecodeHeader* header) {
+bool read_info_guarded(png_structp png, png_infop info) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_set_user_limits(png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);  // decode_png checks max_pixels
   png_read_info(png, info);
+  return true;
+}
+
+bool set_rgb8_guarded(png_structp png, png_infop info, DecodeHeader* header) {
+  if (setjmp(png_jmpbuf(png))) return false;
   png_set_expand(png);  // palette to RGB, grey below 8 bits to 8, tRNS to alpha
   png_set_strip_16(png);
   png_set_strip_alpha(png);
   png_set_gray_to_rgb(png);
   header->passes = png_set_interlace_handling(png);
-  png_read_update_info(png, info);
+  png_read_update_info(png, info);  // allocates libpng's row buffers
   header->width = png_get_image_width(png, info);
   header->height = png_get_image_height(png, info);
   header->row_bytes = png_get_rowbytes(png, info);
   return true;
 }
 
+// A non-interlaced image grows `rgb` a row at a time, so that a file which
+// claims a large size but ends early fails before that size is allocated.
+// An interlaced one needs every row from the first pass on.
 bool read_image_guarded(png_structp png, png_infop info, const DecodeHeader& header,
-                        uint8_t* rgb) {
+                        std::vector<uint8_t>* rgb) {
   if (setjmp(png_jmpbuf(png))) return false;
-  // With interlace handling on, each pass fills in its pixels of every row.
-  for (int pass = 0; pass < header.passes; ++pass) {
+  if (header.passes == 1) {
     for (png_uint_32 y = 0; y < header.height; ++y) {
-      png_read_row(png, rgb + static_cast<size_t>(y) * header.row_bytes, nullptr);
+      rgb->resize((static_cast<size_t>(y) + 1) * header.row_bytes);
+      png_read_row(png, rgb->data() + static_cast<size_t>(y) * header.row_bytes, nullptr);
+    }
+  } else {
+    rgb->resize(static_cast<size_t>(header.height) * header.row_bytes);
+    // With interlace handling on, each pass fills in its pixels of every row.
+    for (int pass = 0; pass < header.passes; ++pass) {
+      for (png_uint_32 y = 0; y < header.height; ++y) {
+        png_read_row(png, rgb->data() + static_cast<size_t>(y) * header.row_bytes, nullptr);
+      }
     }
   }
   png_read_end(png, info);  // the text chunks after the image data
@@ -160,6 +176,27 @@ absl::StatusOr<bool> check_value(const std::string& keyword, const std::string& 
     if (static_cast<uint8_t>(c) >= 0x80) return true;
   }
   return false;
+}
+
+// Checks that every chunk up to IEND lies within the file. libpng allocates
+// and zeroes an ancillary chunk's claimed length before reading it, so a
+// damaged length would cost up to 2 GiB before the read fails.
+absl::Status check_chunk_lengths(absl::string_view bytes) {
+  size_t at = 8;  // after the signature
+  while (at + 8 <= bytes.size()) {
+    uint32_t length = 0;
+    for (size_t i = 0; i < 4; ++i) length = (length << 8) | static_cast<uint8_t>(bytes[at + i]);
+    const absl::string_view type = bytes.substr(at + 4, 4);
+    if (uint64_t{length} + 12 > bytes.size() - at) {
+      return absl::DataLossError(absl::StrFormat(
+          "corrupt PNG: chunk \"%s\" at offset %d claims %d bytes, but the file ends early "
+          "(truncated) %d bytes later",
+          absl::CHexEscape(type), at, length, bytes.size() - at - 8));
+    }
+    if (type == "IEND") break;
+    at += 12 + length;
+  }
+  return absl::OkStatus();  // libpng reports a file cut between chunks
 }
 
 std::string latin1_to_utf8(absl::string_view latin1) {
@@ -244,8 +281,8 @@ absl::StatusOr<std::string> encode_png(const uint8_t* rgb, int64_t width, int64_
       return absl::ResourceExhaustedError(absl::StrCat(
           "out of memory encoding a ", width, "x", height, " PNG after ", out.size(), " bytes"));
     }
-    return absl::InternalError(absl::StrCat("libpng failed to encode a ", width, "x", height,
-                                            " PNG: ", state.message));
+    return absl::InternalError(
+        absl::StrCat("libpng failed to encode a ", width, "x", height, " PNG: ", state.message));
   }
   return out;
 }
@@ -257,6 +294,7 @@ absl::StatusOr<DecodedPng> decode_png(absl::string_view bytes, int64_t max_pixel
     return absl::InvalidArgumentError(absl::StrCat(
         "not a PNG: ", bytes.size(), " bytes that do not start with the PNG signature"));
   }
+  DIFFUSIOND_RETURN_IF_ERROR(check_chunk_lengths(bytes));
   PngState state;
   state.in = bytes.data();
   state.in_size = bytes.size();
@@ -264,25 +302,40 @@ absl::StatusOr<DecodedPng> decode_png(absl::string_view bytes, int64_t max_pixel
   if (read.info() == nullptr) return absl::ResourceExhaustedError("out of memory reading a PNG");
   png_set_read_fn(read.png(), &state, on_read);
 
-  DecodeHeader header;
-  if (!read_header_guarded(read.png(), read.info(), &header)) {
+  if (!read_info_guarded(read.png(), read.info())) {
     return absl::DataLossError(absl::StrCat("corrupt PNG header: ", state.message));
   }
-  const int64_t width = header.width;
-  const int64_t height = header.height;
+  const int64_t width = png_get_image_width(read.png(), read.info());
+  const int64_t height = png_get_image_height(read.png(), read.info());
   if (width * height > max_pixels) {
     return absl::InvalidArgumentError(absl::StrCat("PNG of ", width, "x", height,
                                                    " pixels is larger than the limit of ",
                                                    max_pixels, " pixels"));
+  }
+  // Deflate packs at most 1032 bytes into one, so the rest of the file bounds
+  // the image data: a file that claims more is refused before libpng or this
+  // function allocates rows of the claimed size.
+  constexpr double kMaxDeflateRatio = 1032;
+  const double stored_bytes =
+      static_cast<double>(height) * static_cast<double>(png_get_rowbytes(read.png(), read.info()));
+  const size_t bytes_left = bytes.size() - state.in_offset;
+  if (stored_bytes > static_cast<double>(bytes_left) * kMaxDeflateRatio) {
+    return absl::DataLossError(absl::StrCat("corrupt PNG: a ", width, "x", height,
+                                            " image cannot fit in the ", bytes_left,
+                                            " bytes left after its header"));
+  }
+  DecodeHeader header;
+  if (!set_rgb8_guarded(read.png(), read.info(), &header)) {
+    return absl::DataLossError(absl::StrCat("corrupt PNG header: ", state.message));
   }
   // The transforms above always end in 8-bit RGB.
   assert(header.row_bytes == static_cast<size_t>(width) * 3);
   DecodedPng decoded;
   decoded.width = width;
   decoded.height = height;
-  decoded.rgb.resize(static_cast<size_t>(width * height * 3));
-  if (!read_image_guarded(read.png(), read.info(), header, decoded.rgb.data())) {
-    return absl::DataLossError(absl::StrCat("corrupt PNG (", width, "x", height, "): ", state.message));
+  if (!read_image_guarded(read.png(), read.info(), header, &decoded.rgb)) {
+    return absl::DataLossError(
+        absl::StrCat("corrupt PNG (", width, "x", height, "): ", state.message));
   }
 
   png_textp chunks = nullptr;
@@ -293,10 +346,11 @@ absl::StatusOr<DecodedPng> decode_png(absl::string_view bytes, int64_t max_pixel
     const bool international = chunk.compression == PNG_ITXT_COMPRESSION_NONE ||
                                chunk.compression == PNG_ITXT_COMPRESSION_zTXt;
     const absl::string_view value =
-        chunk.text == nullptr ? absl::string_view()
-                              : absl::string_view(chunk.text, international ? chunk.itxt_length
-                                                                            : chunk.text_length);
-    decoded.text.emplace_back(chunk.key, international ? std::string(value) : latin1_to_utf8(value));
+        chunk.text == nullptr
+            ? absl::string_view()
+            : absl::string_view(chunk.text, international ? chunk.itxt_length : chunk.text_length);
+    decoded.text.emplace_back(chunk.key,
+                              international ? std::string(value) : latin1_to_utf8(value));
   }
   return decoded;
 }

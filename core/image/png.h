@@ -59,7 +59,8 @@ absl::StatusOr<std::string> encode_png(const uint8_t* rgb, int64_t width, int64_
 // to UTF-8, iTXt values are returned as stored. INVALID_ARGUMENT if `bytes`
 // does not start with the PNG signature, or the image has more than
 // `max_pixels` pixels; DATA_LOSS naming libpng's message for a corrupt or
-// truncated file.
+// truncated file. A damaged file costs no more memory than its size allows:
+// chunk lengths and the image size are checked against it first.
 absl::StatusOr<DecodedPng> decode_png(absl::string_view bytes,
                                       int64_t max_pixels = kDefaultMaxPngPixels);
 

@@ -11,7 +11,6 @@
 #include "kernels/fp8_format.h"
 
 namespace diffusiond::ctl::internal {
-namespace {
 
 absl::Status bad_value(absl::string_view flag, absl::string_view value,
                        absl::string_view expected) {
@@ -23,6 +22,8 @@ absl::StatusOr<double> finite_number(absl::string_view flag, const std::string& 
   if (!absl::SimpleAtod(text, &v) || !std::isfinite(v)) return bad_value(flag, text, "a number");
   return v;
 }
+
+namespace {
 
 absl::StatusOr<std::string> one_of(absl::string_view flag, const std::string& text,
                                    const std::vector<std::string>& allowed) {
@@ -322,7 +323,9 @@ std::vector<CommandSpec> compute_commands() {
 const std::vector<CommandSpec>& commands() {
   static const auto* const table = [] {
     auto* all = new std::vector<CommandSpec>(model_commands());
-    for (auto group : {cache_commands(), compute_commands()}) all->insert(all->end(), group.begin(), group.end());
+    for (auto group : {cache_commands(), compute_commands(), pipeline_commands()}) {
+      all->insert(all->end(), group.begin(), group.end());
+    }
     return all;
   }();
   return *table;

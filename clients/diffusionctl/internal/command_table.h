@@ -49,6 +49,14 @@ struct CommandSpec {
   Builder build;
 };
 
+// The PipelineService commands (pipeline_command_table.cc).
+std::vector<CommandSpec> pipeline_commands();
+
+// INVALID_ARGUMENT "FLAG: 'VALUE' is not EXPECTED".
+absl::Status bad_value(absl::string_view flag, absl::string_view value, absl::string_view expected);
+// Parses a finite number; bad_value naming `flag` otherwise.
+absl::StatusOr<double> finite_number(absl::string_view flag, const std::string& text);
+
 // Every command, in the order the help lists them.
 const std::vector<CommandSpec>& commands();
 // Flags every command accepts.

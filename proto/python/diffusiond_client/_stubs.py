@@ -13,6 +13,8 @@ try:
     from diffusiond.v1 import denoise_service_pb2_grpc
     from diffusiond.v1 import model_service_pb2
     from diffusiond.v1 import model_service_pb2_grpc
+    from diffusiond.v1 import pipeline_service_pb2
+    from diffusiond.v1 import pipeline_service_pb2_grpc
     from diffusiond.v1 import tensor_pb2
     from grpc_health.v1 import health_pb2
     from grpc_health.v1 import health_pb2_grpc
@@ -25,5 +27,6 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 __all__ = [
     "cache_service_pb2", "cache_service_pb2_grpc", "denoise_service_pb2",
     "denoise_service_pb2_grpc", "model_service_pb2", "model_service_pb2_grpc",
+    "pipeline_service_pb2", "pipeline_service_pb2_grpc",
     "tensor_pb2", "health_pb2", "health_pb2_grpc",
 ]

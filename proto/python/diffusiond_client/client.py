@@ -6,20 +6,23 @@ overrides the client's default deadline; ``None`` means no deadline. A
 failed call raises a DiffusiondError subclass (errors.py) naming the gRPC
 code and the daemon's message.
 
-Not here: tensor conversion (tensor.py) and the result types (results.py).
+Not here: tensor conversion (tensor.py), the result types (results.py), and
+the PipelineService's requests and stream (pipeline.py).
 """
 
 import grpc
 
 from . import _stubs
+from . import pipeline as _pipeline
 from .errors import DiffusiondError, from_rpc_error
 from .tensor import WireTensor, to_wire_proto
-from .results import (DenoiseStep, LoadProgress, MakeRoomResult, ModelInfo, Stats,
-                    UnloadResult)
+from .results import (DenoiseStep, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats,
+                      UnloadResult)
 
 _ms = _stubs.model_service_pb2
 _ds = _stubs.denoise_service_pb2
 _cs = _stubs.cache_service_pb2
+_ps = _stubs.pipeline_service_pb2
 _hs = _stubs.health_pb2
 
 _DEFAULT = object()  # "use the client's timeout"
@@ -122,6 +125,7 @@ class Client:
         self._models = _stubs.model_service_pb2_grpc.ModelServiceStub(self._channel)
         self._denoise = _stubs.denoise_service_pb2_grpc.DenoiseServiceStub(self._channel)
         self._cache = _stubs.cache_service_pb2_grpc.CacheServiceStub(self._channel)
+        self._pipeline = _stubs.pipeline_service_pb2_grpc.PipelineServiceStub(self._channel)
         self._health = _stubs.health_pb2_grpc.HealthStub(self._channel)
 
     def close(self):
@@ -285,6 +289,51 @@ class Client:
         """
         return self.denoise_stream(model_id, conditioning, negative, latents, shape, seed, steps, guidance_scale,
                                    shift, sigmas, timeout).result(on_step)
+
+    # --- PipelineService --------------------------------------------------
+
+    def encode_prompt(self, text_encoder, prompt, timeout=_DEFAULT):
+        """Encodes ``prompt`` with a text encoder (a loaded model's id or a path to load).
+
+        Returns ``(conditioning, tokens)``: conditioning maps names to
+        WireTensors (scalars, if any, to floats), as denoise() takes it, e.g.
+        {"cap_feats": [L, 2560]} for Z-Image; tokens counts the prompt's tokens
+        after the chat template and truncation.
+        """
+        r = self._unary("EncodePrompt", self._pipeline.EncodePrompt,
+                        _ps.EncodePromptRequest(text_encoder=text_encoder, prompt=prompt), timeout)
+        return _pipeline.conditioning_dict(r.conditioning), r.tokens
+
+    def decode(self, vae, latents, timeout=_DEFAULT):
+        """Decodes final latents [C, H, W] (or [1, C, H, W]) with a VAE; returns an Image."""
+        r = self._unary("Decode", self._pipeline.Decode, _pipeline.decode_request(vae, latents), timeout)
+        return Image.from_proto(r)
+
+    def generate_stream(self, pipeline=None, prompt="", negative_prompt=None, *, text_encoder=None,
+                        transformer=None, vae=None, width=0, height=0, steps=0, guidance_scale=0.0, seed=None,
+                        shift=0.0, timeout=_DEFAULT):
+        """Starts a Generate and returns its GenerateCall (iterable, cancellable).
+
+        ``pipeline`` is a pipeline folder in the models directory; a component
+        given by ``text_encoder``/``transformer``/``vae`` (a loaded model's id
+        or a path) replaces the pipeline's, and with all three no pipeline is
+        needed (ValueError otherwise). 0 for ``width``/``height`` (multiples of
+        16) and ``steps`` takes the daemon's defaults (1024, 8);
+        ``guidance_scale`` <= 1 is off; ``shift`` 0 is the transformer's
+        schedule; ``seed`` None draws a random one (the Image reports it).
+        """
+        request = _pipeline.generate_request(pipeline, prompt, negative_prompt, text_encoder, transformer, vae,
+                                             width, height, steps, guidance_scale, seed, shift)
+        return _pipeline.GenerateCall(self._pipeline.Generate(request, timeout=self._deadline(timeout)))
+
+    def generate(self, pipeline=None, prompt="", negative_prompt=None, *, on_progress=None, **kwargs):
+        """Runs a Generate and returns the Image.
+
+        Arguments as generate_stream; ``on_progress(GenerateProgress)`` is
+        called per event, and if it raises the call is cancelled and the
+        exception propagates.
+        """
+        return self.generate_stream(pipeline, prompt, negative_prompt, **kwargs).result(on_progress)
 
     # --- grpc.health.v1 ---------------------------------------------------
 

@@ -126,3 +126,48 @@ class MakeRoomResult:
 
     available_bytes: int
     evicted_model_ids: tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerateProgress:
+    """One finished stage of a Generate (diffusiond.v1.GenerateProgress).
+
+    ``stage`` is "load", "evict", "encode", "denoise" or "decode" (or
+    "stage_<n>" for a stage newer than this client); ``step`` and ``steps``
+    count denoise steps, 1-based; ``seconds`` is the stage's wall time and
+    ``detail`` one line such as "loaded 1.2 GiB".
+    """
+
+    stage: str
+    model_id: str
+    step: int
+    steps: int
+    seconds: float
+    detail: str
+
+    @classmethod
+    def from_proto(cls, m):
+        value = m.DESCRIPTOR.fields_by_name["stage"].enum_type.values_by_number.get(m.stage)
+        stage = value.name[len("STAGE_"):].lower() if value is not None else f"stage_{m.stage}"
+        return cls(stage, m.model_id, m.step, m.steps, m.seconds, m.detail)
+
+
+@dataclasses.dataclass(frozen=True)
+class Image(_FromProto):
+    """A generated or decoded image (diffusiond.v1.Image): ``png`` holds an
+    8-bit RGB PNG whose text chunks carry its parameters; ``seed`` is the
+    noise seed of a Generate (0 for a Decode)."""
+
+    png: bytes
+    width: int
+    height: int
+    seed: int
+
+    def __repr__(self):
+        return f"Image(width={self.width}, height={self.height}, seed={self.seed}, png=<{len(self.png)} bytes>)"
+
+    def save(self, path):
+        """Writes the PNG bytes to ``path``; returns ``path``."""
+        with open(path, "wb") as f:
+            f.write(self.png)
+        return path

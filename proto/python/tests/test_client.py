@@ -4,10 +4,12 @@ Run: PYTHONPATH=<build>/python:proto/python python3 proto/python/tests/test_clie
 """
 
 import array
+import dataclasses
 import math
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -21,6 +23,7 @@ from diffusiond_client import _stubs
 _ms, _ds, _cs, _ts = (_stubs.model_service_pb2, _stubs.denoise_service_pb2, _stubs.cache_service_pb2,
                       _stubs.tensor_pb2)
 _hs = _stubs.health_pb2
+_ps = _stubs.pipeline_service_pb2
 
 
 class FakeModels(_stubs.model_service_pb2_grpc.ModelServiceServicer):
@@ -108,6 +111,54 @@ class FakeHealth(_stubs.health_pb2_grpc.HealthServicer):
         if request.service not in ("", "liveness", "readiness"):
             context.abort(grpc.StatusCode.NOT_FOUND, "unknown service")
         return _hs.HealthCheckResponse(status=_hs.HealthCheckResponse.SERVING)
+
+
+class FakePipeline(_stubs.pipeline_service_pb2_grpc.PipelineServiceServicer):
+    """One token per word; a PNG-looking image 8x the latents; pipeline "slow"
+    waits after its first event until cancelled, "full" fails, "no-image"
+    ends without one."""
+
+    def __init__(self):
+        self.requests = []
+        self.cancelled = threading.Event()
+
+    def EncodePrompt(self, request, context):
+        self.requests.append(request)
+        if request.text_encoder == "missing":
+            context.abort(grpc.StatusCode.NOT_FOUND, "models/missing: no such file or folder")
+        n = len(request.prompt.split())
+        conditioning = _ts.Conditioning(tensors=[_ts.NamedTensor(
+            name="cap_feats", tensor=_ts.Tensor(dtype=_ts.DTYPE_FLOAT32, shape=[n, 4], data=bytes(16 * n)))])
+        if request.text_encoder == "flux":
+            conditioning.scalars["guidance"] = 3.5
+        return _ps.EncodePromptResponse(conditioning=conditioning, tokens=n)
+
+    def Decode(self, request, context):
+        self.requests.append(request)
+        shape = request.latents.shape
+        return _ps.Image(png=b"\x89PNG decoded", width=shape[-1] * 8, height=shape[-2] * 8)
+
+    def Generate(self, request, context):
+        self.requests.append(request)
+        if request.pipeline == "full":
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "needed 12 GiB, available 3 GiB")
+        stage = _ps.GenerateProgress
+        yield _ps.GenerateEvent(progress=stage(stage=stage.STAGE_LOAD, model_id="te", seconds=1.5, detail="loaded"))
+        if request.pipeline == "slow":
+            context.add_callback(self.cancelled.set)
+            deadline = time.monotonic() + 10
+            while context.is_active() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return
+        yield _ps.GenerateEvent(progress=stage(stage=stage.STAGE_EVICT, model_id="old"))
+        yield _ps.GenerateEvent(progress=stage(stage=stage.STAGE_ENCODE, model_id="te"))
+        for i in range(request.steps):
+            yield _ps.GenerateEvent(progress=stage(stage=stage.STAGE_DENOISE, model_id="dit", step=i + 1,
+                                                   steps=request.steps, seconds=0.25))
+        yield _ps.GenerateEvent(progress=stage(stage=stage.STAGE_DECODE, model_id="vae"))
+        if request.pipeline != "no-image":
+            yield _ps.GenerateEvent(image=_ps.Image(png=b"\x89PNG generated", width=request.width,
+                                                    height=request.height, seed=request.seed))
 
 
 class ClientTest(unittest.TestCase):
@@ -242,6 +293,105 @@ class ClientTest(unittest.TestCase):
                 c.list_models()
             with self.assertRaises(dc.UnavailableError):
                 c.wait_for_ready(timeout=0.2)
+
+
+class PipelineClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        cls.pipeline = FakePipeline()
+        _stubs.pipeline_service_pb2_grpc.add_PipelineServiceServicer_to_server(cls.pipeline, cls.server)
+        port = cls.server.add_insecure_port("127.0.0.1:0")
+        cls.server.start()
+        cls.client = dc.Client(f"127.0.0.1:{port}", timeout=20)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.server.stop(None)
+
+    def test_encode_prompt_returns_conditioning_and_tokens(self):
+        conditioning, tokens = self.client.encode_prompt("qwen", "a cat on a mat")
+        self.assertEqual(tokens, 5)
+        self.assertEqual(list(conditioning), ["cap_feats"])
+        self.assertEqual((conditioning["cap_feats"].dtype, conditioning["cap_feats"].shape), ("float32", (5, 4)))
+        sent = self.pipeline.requests[-1]
+        self.assertEqual((sent.text_encoder, sent.prompt), ("qwen", "a cat on a mat"))
+
+    def test_encode_prompt_scalars_are_floats_and_errors_raise(self):
+        conditioning, tokens = self.client.encode_prompt("flux", "two words")
+        self.assertEqual((tokens, conditioning["guidance"]), (2, 3.5))
+        with self.assertRaises(dc.NotFoundError) as e:
+            self.client.encode_prompt("missing", "x")
+        self.assertEqual(e.exception.details, "models/missing: no such file or folder")
+
+    def test_decode_sends_the_latents_and_returns_an_image(self):
+        image = self.client.decode("vae", dc.WireTensor.zeros((16, 3, 5)))
+        self.assertIsInstance(image, dc.Image)
+        self.assertEqual((image.width, image.height, image.seed, image.png), (40, 24, 0, b"\x89PNG decoded"))
+        sent = self.pipeline.requests[-1]
+        self.assertEqual((sent.vae, list(sent.latents.shape)), ("vae", [16, 3, 5]))
+        with tempfile.TemporaryDirectory() as d:
+            path = image.save(os.path.join(d, "out.png"))
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), image.png)
+        with self.assertRaises(dataclasses.FrozenInstanceError):
+            image.width = 1
+
+    def test_generate_reports_progress_then_the_image(self):
+        progress = []
+        image = self.client.generate("z-image", "a cat", "blurry", width=32, height=16, steps=2, guidance_scale=4.0,
+                                     seed=7, shift=3.0, vae="my-vae", on_progress=progress.append)
+        self.assertEqual([p.stage for p in progress], ["load", "evict", "encode", "denoise", "denoise", "decode"])
+        self.assertEqual(progress[0], dc.GenerateProgress("load", "te", 0, 0, 1.5, "loaded"))
+        self.assertEqual([(p.step, p.steps) for p in progress if p.stage == "denoise"], [(1, 2), (2, 2)])
+        self.assertEqual(image, dc.Image(b"\x89PNG generated", 32, 16, 7))
+        sent = self.pipeline.requests[-1]
+        self.assertEqual((sent.pipeline, sent.prompt, sent.negative_prompt, sent.vae, sent.text_encoder),
+                         ("z-image", "a cat", "blurry", "my-vae", ""))
+        self.assertEqual((sent.width, sent.height, sent.steps, sent.guidance_scale, sent.seed, sent.shift),
+                         (32, 16, 2, 4.0, 7, 3.0))
+
+    def test_generate_without_a_pipeline_needs_every_component_and_draws_a_seed(self):
+        with self.assertRaisesRegex(ValueError, "give pipeline="):
+            self.client.generate(prompt="x", transformer="dit", vae="vae")
+        image = self.client.generate(prompt="x", text_encoder="te", transformer="dit", vae="vae", steps=1)
+        sent = self.pipeline.requests[-1]
+        self.assertEqual((sent.pipeline, sent.text_encoder, sent.transformer), ("", "te", "dit"))
+        self.assertEqual(image.seed, sent.seed)
+
+    def test_generate_errors(self):
+        with self.assertRaises(dc.ResourceExhaustedError):
+            self.client.generate("full", "x")
+        with self.assertRaisesRegex(dc.DiffusiondError, "without an image") as e:
+            self.client.generate("no-image", "x", steps=1)
+        self.assertEqual(e.exception.code, grpc.StatusCode.INTERNAL)
+
+    def test_generate_stream_yields_events_and_cancels(self):
+        self.pipeline.cancelled.clear()
+        call = self.client.generate_stream("slow", "x")
+        self.assertIsInstance(call, dc.GenerateCall)
+        events = iter(call)
+        self.assertEqual(next(events).stage, "load")
+        self.assertTrue(call.cancel())
+        with self.assertRaises(dc.CancelledError):
+            next(events)
+        self.assertTrue(self.pipeline.cancelled.wait(10), "the server never saw the cancellation")
+        self.assertEqual(call.code(), grpc.StatusCode.CANCELLED)
+
+    def test_on_progress_exception_cancels_the_call(self):
+        self.pipeline.cancelled.clear()
+
+        def stop(progress):
+            raise KeyboardInterrupt
+
+        with self.assertRaises(KeyboardInterrupt):
+            self.client.generate("slow", "x", on_progress=stop)
+        self.assertTrue(self.pipeline.cancelled.wait(10))
+
+    def test_progress_of_an_unknown_stage(self):
+        p = dc.GenerateProgress.from_proto(_ps.GenerateProgress(stage=42, model_id="m"))
+        self.assertEqual((p.stage, p.model_id), ("stage_42", "m"))
 
 
 class WireTensorTest(unittest.TestCase):

@@ -1,5 +1,5 @@
-// Load and denoise progress: the percent, the bar, the lines, and how the
-// printer redraws on a terminal and reports quarters otherwise.
+// Load, denoise and generate progress: the percent, the bar, the lines, and
+// how the printer redraws on a terminal and reports quarters otherwise.
 #include <sstream>
 
 #include "gmock/gmock.h"
@@ -89,6 +89,26 @@ TEST(Progress, NothingPrintedForAnAlreadyLoadedModel) {
   LoadProgressPrinter printer(&out, /*terminal=*/true);
   printer.finish();
   EXPECT_EQ(out.str(), "");
+}
+
+TEST(Progress, GenerateLineNamesTheStageModelAndSeconds) {
+  v1::GenerateProgress p;
+  p.set_stage(v1::GenerateProgress::STAGE_LOAD);
+  p.set_model_id("z/transformer");
+  p.set_seconds(2.314);
+  p.set_detail("loaded 11.46 GiB");
+  EXPECT_EQ(format_generate_progress(p), "load    z/transformer 2.31 s (loaded 11.46 GiB)");
+  p.set_stage(v1::GenerateProgress::STAGE_DENOISE);
+  p.set_step(3);
+  p.set_steps(8);
+  p.set_seconds(0.414);
+  p.clear_detail();
+  EXPECT_EQ(format_generate_progress(p), "denoise z/transformer step 3/8 0.41 s");
+  p.set_stage(v1::GenerateProgress::STAGE_EVICT);
+  p.set_detail("evicted to make room");
+  EXPECT_EQ(format_generate_progress(p), "evict   z/transformer 0.41 s (evicted to make room)");
+  p.set_stage(v1::GenerateProgress::STAGE_UNSPECIFIED);
+  EXPECT_EQ(format_generate_progress(p), "stage   z/transformer 0.41 s (evicted to make room)");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -117,8 +118,8 @@ TEST(PngTest, TextChunksRoundTripInOrderAsciiAsTextOthersAsInternational) {
                         {"Caf\xe9 Au Lait", "Latin-1 keyword"}};
   absl::StatusOr<std::string> png = encode_png(rgb.data(), 4, 4, text);
   ASSERT_THAT(png, IsOk());
-  EXPECT_THAT(chunk_types(*png), ElementsAre("IHDR", "tEXt", "tEXt", "tEXt", "iTXt", "tEXt",
-                                             "tEXt", "IDAT", "IEND"));
+  EXPECT_THAT(chunk_types(*png),
+              ElementsAre("IHDR", "tEXt", "tEXt", "tEXt", "iTXt", "tEXt", "tEXt", "IDAT", "IEND"));
   absl::StatusOr<DecodedPng> decoded = decode_png(*png);
   ASSERT_THAT(decoded, IsOk());
   EXPECT_EQ(decoded->text, text);
@@ -149,8 +150,8 @@ TEST(PngTest, RefusesBadKeywordsNamingThem) {
   const uint8_t pixel[3] = {};
   const auto refused = [&](const std::string& keyword, const std::string& why) {
     EXPECT_THAT(encode_png(pixel, 1, 1, {{"fine", "x"}, {keyword, "value"}}),
-                StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("PNG text keyword"),
-                                                                  HasSubstr(why))))
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("PNG text keyword"), HasSubstr(why))))
         << keyword;
   };
   refused("", "has 0 bytes; expected 1 to 79");
@@ -191,9 +192,62 @@ TEST(PngTest, DecodesOtherWritersColourTypesToRgb) {
   EXPECT_EQ(g16->rgb, std::vector<uint8_t>({0x12, 0x12, 0x12, 0xff, 0xff, 0xff}));
 }
 
+// A 3x3 Adam7-interlaced 8-bit RGB PNG of `rgb`, built by hand: each
+// pass's pixels as filter-0 scanlines, all passes in one zlib stream.
+std::string interlaced_3x3(const std::vector<uint8_t>& rgb) {
+  struct Pass {
+    int x0, y0, dx, dy;
+  };
+  const Pass passes[] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
+                         {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
+  std::string raw;
+  for (const Pass& p : passes) {
+    for (int y = p.y0; y < 3; y += p.dy) {
+      if (p.x0 >= 3) continue;  // a pass with no columns has no scanlines
+      raw.push_back('\0');
+      for (int x = p.x0; x < 3; x += p.dx) {
+        raw.append(reinterpret_cast<const char*>(&rgb[(y * 3 + x) * 3]), 3);
+      }
+    }
+  }
+  uLongf size = compressBound(raw.size());
+  std::string compressed(size, '\0');
+  EXPECT_EQ(compress(reinterpret_cast<Bytef*>(compressed.data()), &size,
+                     reinterpret_cast<const Bytef*>(raw.data()), raw.size()),
+            Z_OK);
+  compressed.resize(size);
+  const std::string ihdr = be32(3) + be32(3) + std::string("\x08\x02\x00\x00\x01", 5);
+  return "\x89PNG\r\n\x1a\n" + chunk("IHDR", ihdr) + chunk("IDAT", compressed) + chunk("IEND", "");
+}
+
+TEST(PngTest, DecodesInterlacedAndPaletteImages) {
+  const std::vector<uint8_t> rgb = pattern(3, 3);
+  absl::StatusOr<DecodedPng> interlaced = decode_png(interlaced_3x3(rgb));
+  ASSERT_THAT(interlaced, IsOk());
+  EXPECT_EQ(interlaced->rgb, rgb);
+
+  const uint8_t colormap[] = {10, 20, 30, 40, 50, 60};
+  const uint8_t indices[] = {1, 0, 0, 1};
+  png_image image;
+  std::memset(&image, 0, sizeof(image));
+  image.version = PNG_IMAGE_VERSION;
+  image.width = 2;
+  image.height = 2;
+  image.format = PNG_FORMAT_RGB_COLORMAP;
+  image.colormap_entries = 2;
+  std::string png(1024, '\0');
+  png_alloc_size_t size = png.size();
+  ASSERT_TRUE(png_image_write_to_memory(&image, png.data(), &size, 0, indices, 0, colormap));
+  png.resize(size);
+  absl::StatusOr<DecodedPng> palette = decode_png(png);
+  ASSERT_THAT(palette, IsOk());
+  EXPECT_EQ(palette->rgb, std::vector<uint8_t>({40, 50, 60, 10, 20, 30, 10, 20, 30, 40, 50, 60}));
+}
+
 TEST(PngTest, DecodeRefusesWhatIsNotAPng) {
-  EXPECT_THAT(decode_png(""), StatusIs(absl::StatusCode::kInvalidArgument,
-                                       "not a PNG: 0 bytes that do not start with the PNG signature"));
+  EXPECT_THAT(decode_png(""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "not a PNG: 0 bytes that do not start with the PNG signature"));
   EXPECT_THAT(decode_png(std::string("GIF89a\x01\x00\x01\x00", 10)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a PNG: 10 bytes")));
 }
@@ -206,8 +260,8 @@ TEST(PngTest, DecodeReportsCorruptAndTruncatedFiles) {
 
   std::string bad_crc = *png;
   bad_crc[chunks[0].data_offset] ^= 0x01;  // IHDR's width, CRC left as it was
-  EXPECT_THAT(decode_png(bad_crc),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("corrupt PNG header: IHDR: CRC error")));
+  EXPECT_THAT(decode_png(bad_crc), StatusIs(absl::StatusCode::kDataLoss,
+                                            HasSubstr("corrupt PNG header: IHDR: CRC error")));
 
   // Damaged compressed data under a valid CRC: zlib, not the CRC, notices.
   const ChunkAt& idat = chunks[chunks.size() - 2];
@@ -216,12 +270,65 @@ TEST(PngTest, DecodeReportsCorruptAndTruncatedFiles) {
   for (size_t i = 2; i < data.size(); i += 3) data[i] = static_cast<char>(~data[i]);
   const std::string damaged = png->substr(0, idat.data_offset - 8) + chunk("IDAT", data) +
                               png->substr(idat.data_offset + idat.length + 4);
-  EXPECT_THAT(decode_png(damaged), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("corrupt PNG (16x16)")));
+  EXPECT_THAT(decode_png(damaged),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("corrupt PNG (16x16)")));
+
+  // A chunk that claims more bytes than the file has is refused before libpng
+  // allocates them.
+  const std::string long_text =
+      png->substr(0, chunks[1].data_offset - 8) + be32(1u << 30) + "tEXt" + std::string("k\0v", 3);
+  ASSERT_EQ(chunks[1].type, "tEXt");
+  EXPECT_THAT(decode_png(long_text),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       "corrupt PNG: chunk \"tEXt\" at offset 33 claims 1073741824 bytes, but the "
+                       "file ends early (truncated) 3 bytes later"));
+
+  // An IHDR that claims far more pixels than the data could hold.
+  const std::string huge =
+      "\x89PNG\r\n\x1a\n" +
+      chunk("IHDR", be32(16384) + be32(16384) + std::string("\x08\x02\x00\x00\x00", 5)) +
+      png->substr(chunks[1].data_offset - 8);
+  EXPECT_THAT(decode_png(huge),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("corrupt PNG: a 16384x16384 image cannot fit in the")));
 
   EXPECT_THAT(decode_png(png->substr(0, 20)),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("the file ends early (truncated)")));
   EXPECT_THAT(decode_png(png->substr(0, idat.data_offset + idat.length / 2)),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("truncated")));
+}
+
+// Every damaged file ends in a Status, never a crash or a leak (the
+// sanitizer builds run this), whichever libpng error path it takes.
+TEST(PngTest, DecodeSurvivesRandomDamage) {
+  const std::vector<uint8_t> rgb = pattern(9, 7);
+  absl::StatusOr<std::string> png = encode_png(rgb.data(), 9, 7, {{"prompt", "a cat"}});
+  ASSERT_THAT(png, IsOk());
+  std::mt19937 random(1234);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string damaged = *png;
+    const int flips = 1 + static_cast<int>(random() % 4);
+    for (int i = 0; i < flips; ++i) {
+      damaged[8 + random() % (damaged.size() - 8)] ^= static_cast<char>(1 + random() % 255);
+    }
+    if (trial % 2 == 1) {  // recompute every CRC, so the damage reaches the decoder
+      std::string fixed = damaged.substr(0, 8);
+      for (const ChunkAt& c : chunks_of(damaged)) {
+        if (c.data_offset + c.length + 4 > damaged.size()) break;
+        fixed += chunk(c.type, damaged.substr(c.data_offset, c.length));
+      }
+      damaged = fixed;
+    }
+    if (trial % 5 == 0) damaged.resize(random() % damaged.size());
+    absl::StatusOr<DecodedPng> decoded = decode_png(damaged);
+    if (decoded.ok()) {
+      EXPECT_EQ(decoded->rgb.size(), static_cast<size_t>(decoded->width * decoded->height * 3));
+    } else {
+      EXPECT_THAT(decoded.status().code(),
+                  ::testing::AnyOf(absl::StatusCode::kDataLoss, absl::StatusCode::kInvalidArgument))
+          << decoded.status();
+    }
+  }
 }
 
 TEST(PngTest, DecodeRefusesImagesOverThePixelLimit) {

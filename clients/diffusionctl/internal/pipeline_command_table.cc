@@ -1,0 +1,163 @@
+// The PipelineService commands' table entries and builders: generate,
+// encode, decode.
+#include <limits>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "clients/diffusionctl/internal/command_table.h"
+
+namespace diffusiond::ctl::internal {
+namespace {
+
+// The value of the flag `name`, which the command requires.
+absl::StatusOr<std::string> required(const ParsedArgs& p, absl::string_view command,
+                                     const std::string& name, absl::string_view value) {
+  if (const std::string* v = p.flag(name)) return *v;
+  return absl::InvalidArgumentError(absl::StrCat(command, " needs --", name, " ", value));
+}
+
+// Parses an integer in [min, max], bad_value naming `flag` otherwise.
+absl::StatusOr<int> int_in(const std::string& flag, const std::string& text, int min, int max,
+                           absl::string_view expected) {
+  int v = 0;
+  if (!absl::SimpleAtoi(text, &v) || v < min || v > max) return bad_value(flag, text, expected);
+  return v;
+}
+
+absl::StatusOr<int> image_side(const std::string& flag, const std::string& text) {
+  constexpr int kMax = std::numeric_limits<int32_t>::max() / 16 * 16;
+  absl::StatusOr<int> v = int_in(flag, text, 16, kMax, "a positive multiple of 16, such as 1024");
+  if (v.ok() && *v % 16 != 0)
+    return bad_value(flag, text, "a positive multiple of 16, such as 1024");
+  return v;
+}
+
+absl::StatusOr<CommandOptions> build_generate(const ParsedArgs& p) {
+  GenerateOptions o;
+  o.pipeline = p.args[0] == "-" ? "" : p.args[0];
+  if (const std::string* v = p.flag("text_encoder")) o.text_encoder = *v;
+  if (const std::string* v = p.flag("transformer")) o.transformer = *v;
+  if (const std::string* v = p.flag("vae")) o.vae = *v;
+  if (o.pipeline.empty()) {
+    std::vector<std::string> missing;
+    for (const char* name : {"text_encoder", "transformer", "vae"}) {
+      if (!p.has(name)) missing.push_back(absl::StrCat("--", name));
+    }
+    if (!missing.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("generate - (no pipeline) needs --text_encoder, --transformer and --vae; "
+                       "missing ",
+                       absl::StrJoin(missing, ", ")));
+    }
+  }
+  absl::StatusOr<std::string> prompt = required(p, "generate", "prompt", "TEXT");
+  if (!prompt.ok()) return prompt.status();
+  o.prompt = *prompt;
+  absl::StatusOr<std::string> out = required(p, "generate", "out", "FILE.png");
+  if (!out.ok()) return out.status();
+  o.out_path = *out;
+  if (const std::string* v = p.flag("negative")) o.negative_prompt = *v;
+  for (const auto& [flag, field] :
+       {std::pair<const char*, int*>{"width", &o.width}, {"height", &o.height}}) {
+    if (const std::string* v = p.flag(flag)) {
+      absl::StatusOr<int> side = image_side(absl::StrCat("--", flag), *v);
+      if (!side.ok()) return side.status();
+      *field = *side;
+    }
+  }
+  if (const std::string* v = p.flag("steps")) {
+    absl::StatusOr<int> steps = int_in("--steps", *v, 1, 10000, "an integer from 1 to 10000");
+    if (!steps.ok()) return steps.status();
+    o.steps = *steps;
+  }
+  if (const std::string* v = p.flag("guidance")) {
+    absl::StatusOr<double> x = finite_number("--guidance", *v);
+    if (!x.ok()) return x.status();
+    o.guidance_scale = *x;
+  }
+  if (const std::string* v = p.flag("shift")) {
+    absl::StatusOr<double> x = finite_number("--shift", *v);
+    if (!x.ok()) return x.status();
+    if (*x < 0) return bad_value("--shift", *v, "a number >= 0 (0: the transformer's schedule)");
+    o.shift = *x;
+  }
+  if (const std::string* v = p.flag("seed")) {
+    uint64_t seed = 0;
+    if (!absl::SimpleAtoi(*v, &seed)) return bad_value("--seed", *v, "an integer from 0 to 2^64-1");
+    o.seed = seed;
+  }
+  return o;
+}
+
+absl::StatusOr<CommandOptions> build_encode(const ParsedArgs& p) {
+  EncodeOptions o;
+  o.text_encoder = p.args[0];
+  absl::StatusOr<std::string> prompt = required(p, "encode", "prompt", "TEXT");
+  if (!prompt.ok()) return prompt.status();
+  o.prompt = *prompt;
+  absl::StatusOr<std::string> out = required(p, "encode", "out", "FILE.safetensors");
+  if (!out.ok()) return out.status();
+  o.out_path = *out;
+  return o;
+}
+
+absl::StatusOr<CommandOptions> build_decode(const ParsedArgs& p) {
+  DecodeOptions o;
+  o.vae = p.args[0];
+  absl::StatusOr<std::string> latents = required(p, "decode", "latents", "FILE.safetensors");
+  if (!latents.ok()) return latents.status();
+  o.latents_path = *latents;
+  absl::StatusOr<std::string> out = required(p, "decode", "out", "FILE.png");
+  if (!out.ok()) return out.status();
+  o.out_path = *out;
+  return o;
+}
+
+}  // namespace
+
+std::vector<CommandSpec> pipeline_commands() {
+  return {
+      {"generate",
+       "PIPELINE",
+       1,
+       1,
+       "Make an image from a prompt: encode it, denoise and decode, loading (and evicting) models "
+       "as the budget needs, with a progress line per stage on stderr; Ctrl-C cancels. PIPELINE "
+       "is a pipeline folder in the models directory, or \"-\" when --text_encoder, --transformer "
+       "and --vae are all given. Writes the PNG and prints its path, size and seed.",
+       {{"prompt", "TEXT", "what to draw (required)"},
+        {"negative", "TEXT", "negative prompt, used when --guidance > 1"},
+        {"width", "N", "pixels, a multiple of 16 (default: the daemon's, 1024)"},
+        {"height", "N", "pixels, a multiple of 16 (default: the daemon's, 1024)"},
+        {"steps", "N", "denoise steps (default: the daemon's, 8)"},
+        {"guidance", "S", "classifier-free guidance scale; <= 1 is off (default: off)"},
+        {"seed", "N", "seed of the initial noise (default: a random one, printed)"},
+        {"shift", "X", "flow-match shift (default: the transformer's schedule)"},
+        {"text_encoder", "ID", "a loaded model's id or a path, instead of the pipeline's"},
+        {"transformer", "ID", "a loaded model's id or a path, instead of the pipeline's"},
+        {"vae", "ID", "a loaded model's id or a path, instead of the pipeline's"},
+        {"out", "FILE", "where to write the image (required)"}},
+       build_generate},
+      {"encode",
+       "TEXT_ENCODER",
+       1,
+       1,
+       "Encode a prompt with a text encoder (a loaded model's id or a path) and write the "
+       "conditioning tensors by name, for denoise --conditioning; prints the token count.",
+       {{"prompt", "TEXT", "the prompt (required)"},
+        {"out", "FILE", "where to write the tensors (required)"}},
+       build_encode},
+      {"decode",
+       "VAE",
+       1,
+       1,
+       "Decode latents with a VAE (a loaded model's id or a path) and write the image as a PNG.",
+       {{"latents", "FILE",
+         "latents [C,H,W] as denoise wrote them: one tensor, or \"latents\" (required)"},
+        {"out", "FILE", "where to write the image (required)"}},
+       build_decode},
+  };
+}
+
+}  // namespace diffusiond::ctl::internal

@@ -1,0 +1,212 @@
+// generate, encode, decode: the PipelineService commands. Images arrive as
+// PNG bytes, which are checked to decode to the size the daemon states
+// before they are written; conditioning tensors go to .safetensors files.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "clients/diffusionctl/commands.h"
+#include "clients/diffusionctl/format.h"
+#include "clients/diffusionctl/progress.h"
+#include "clients/diffusionctl/tensor_file.h"
+#include "core/image/png.h"
+#include "diffusiond/v1/pipeline_service.grpc.pb.h"
+#include "server/wire_format.h"
+
+namespace diffusiond::ctl {
+namespace {
+
+using internal::from_grpc;
+using internal::new_context;
+using internal::unary_call;
+
+uint64_t random_seed() {
+  std::random_device device;
+  return (uint64_t{device()} << 32) | device();
+}
+
+// Writes `bytes` to `path`, replacing the file. UNAVAILABLE naming the path
+// and the system's reason if that fails; a partial file is removed.
+absl::Status write_file(const std::string& path, const std::string& bytes) {
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) {
+    return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+  }
+  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
+  int error = written ? 0 : errno;
+  if (std::fclose(file) != 0 && error == 0) error = errno;
+  if (!written || error != 0) {
+    std::remove(path.c_str());
+    return absl::UnavailableError(
+        absl::StrCat("cannot write ", path, ": ", std::strerror(error != 0 ? error : EIO)));
+  }
+  return absl::OkStatus();
+}
+
+// Decodes the daemon's PNG: DATA_LOSS if it does not decode, or not to the
+// width and height the message states.
+absl::StatusOr<DecodedPng> check_image(const v1::Image& image, absl::string_view method) {
+  absl::StatusOr<DecodedPng> png = decode_png(image.png());
+  if (!png.ok()) {
+    return absl::DataLossError(absl::StrCat("the daemon's ", method,
+                                            " image is not a valid PNG: ", png.status().message()));
+  }
+  if (png->width != image.width() || png->height != image.height()) {
+    return absl::DataLossError(absl::StrCat("the daemon's ", method, " image is ", png->width, "x",
+                                            png->height, " but was announced as ", image.width(),
+                                            "x", image.height()));
+  }
+  return png;
+}
+
+// Says what was written: the path, size (and seed), then the PNG's text
+// chunks; or one JSON object.
+void print_image(const CommandEnv& env, const std::string& path, const v1::Image& image,
+                 const DecodedPng& png, bool with_seed) {
+  if (env.json) {
+    nlohmann::json json{{"path", path},
+                        {"width", image.width()},
+                        {"height", image.height()},
+                        {"bytes", image.png().size()}};
+    if (with_seed) json["seed"] = image.seed();
+    nlohmann::json text = nlohmann::json::object();
+    for (const auto& [keyword, value] : png.text) text[keyword] = value;
+    json["text"] = text;
+    *env.out << json.dump() << "\n";
+    return;
+  }
+  *env.out << "wrote " << path << ": " << image.width() << "x" << image.height() << ", "
+           << short_bytes(static_cast<int64_t>(image.png().size()));
+  if (with_seed) *env.out << ", seed " << image.seed();
+  *env.out << "\n";
+  for (const auto& [keyword, value] : png.text) {
+    *env.out << "  " << keyword << ": " << absl::StrReplaceAll(value, {{"\n", "\n    "}}) << "\n";
+  }
+}
+
+absl::Status write_image(const CommandEnv& env, const std::string& path, const v1::Image& image,
+                         absl::string_view method, bool with_seed) {
+  absl::StatusOr<DecodedPng> png = check_image(image, method);
+  if (!png.ok()) return png.status();
+  if (absl::Status s = write_file(path, image.png()); !s.ok()) return s;
+  print_image(env, path, image, *png, with_seed);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) {
+  v1::GenerateRequest request;
+  request.set_pipeline(options.pipeline);
+  request.set_text_encoder(options.text_encoder);
+  request.set_transformer(options.transformer);
+  request.set_vae(options.vae);
+  request.set_prompt(options.prompt);
+  request.set_negative_prompt(options.negative_prompt);
+  request.set_width(options.width);
+  request.set_height(options.height);
+  request.set_steps(options.steps);
+  request.set_guidance_scale(options.guidance_scale);
+  request.set_seed(options.seed.has_value() ? *options.seed : random_seed());
+  request.set_shift(options.shift);
+
+  auto stub = v1::PipelineService::NewStub(env.channel);
+  std::unique_ptr<grpc::ClientContext> context = new_context(env);
+  CallCanceller::Scope scope(env.canceller, context.get());
+  std::unique_ptr<grpc::ClientReader<v1::GenerateEvent>> reader =
+      stub->Generate(context.get(), request);
+  v1::GenerateEvent event;
+  std::string last_progress;
+  std::optional<v1::Image> image;
+  while (reader->Read(&event)) {
+    if (event.has_progress()) {
+      last_progress = format_generate_progress(event.progress());
+      *env.err << last_progress << std::endl;
+    } else if (event.has_image()) {
+      image = std::move(*event.mutable_image());
+    }
+  }
+  const grpc::Status status = reader->Finish();
+  if (!status.ok()) {
+    absl::Status s = from_grpc(env, status);
+    if (s.code() != absl::StatusCode::kCancelled) return s;
+    return absl::CancelledError(absl::StrCat("generate cancelled ",
+                                             last_progress.empty()
+                                                 ? "before any progress"
+                                                 : absl::StrCat("after \"", last_progress, "\""),
+                                             " (", s.message(), ")"));
+  }
+  if (!image.has_value()) return absl::InternalError("the daemon ended Generate without an image");
+  return write_image(env, options.out_path, *image, "Generate", /*with_seed=*/true);
+}
+
+absl::Status run_command(const CommandEnv& env, const EncodeOptions& options) {
+  v1::EncodePromptRequest request;
+  request.set_text_encoder(options.text_encoder);
+  request.set_prompt(options.prompt);
+  v1::EncodePromptResponse response;
+  if (absl::Status s =
+          unary_call(env, &v1::PipelineService::Stub::EncodePrompt, request, &response);
+      !s.ok()) {
+    return s;
+  }
+  const v1::Conditioning& conditioning = response.conditioning();
+  if (conditioning.tensors().empty()) {
+    return absl::InternalError("the daemon's EncodePrompt returned no conditioning tensors");
+  }
+  if (absl::Status s = write_tensor_file(options.out_path, conditioning.tensors()); !s.ok()) {
+    return s;
+  }
+  // Scalars have no place in a .safetensors file: they are printed, for
+  // denoise --scalars.
+  const std::map<std::string, double> scalars(conditioning.scalars().begin(),
+                                              conditioning.scalars().end());
+  if (env.json) {
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const v1::NamedTensor& t : conditioning.tensors()) {
+      tensors.push_back(
+          {{"name", t.name()},
+           {"dtype", wire_dtype_name(t.tensor().dtype())},
+           {"shape", std::vector<int64_t>(t.tensor().shape().begin(), t.tensor().shape().end())}});
+    }
+    *env.out << nlohmann::json{{"path", options.out_path},
+                               {"tokens", response.tokens()},
+                               {"tensors", tensors},
+                               {"scalars", scalars}}
+                    .dump()
+             << "\n";
+    return absl::OkStatus();
+  }
+  *env.out << "wrote " << options.out_path << " (" << response.tokens() << " tokens):\n";
+  for (const v1::NamedTensor& t : conditioning.tensors()) {
+    *env.out << "  " << t.name() << " " << wire_dtype_name(t.tensor().dtype()) << " ["
+             << absl::StrJoin(t.tensor().shape(), ", ") << "]\n";
+  }
+  if (!scalars.empty()) {
+    *env.out << "scalars (not in the file): "
+             << absl::StrJoin(scalars, ",", absl::PairFormatter("=")) << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status run_command(const CommandEnv& env, const DecodeOptions& options) {
+  v1::DecodeRequest request;
+  request.set_vae(options.vae);
+  absl::StatusOr<v1::Tensor> latents = read_single_tensor(options.latents_path, "latents");
+  if (!latents.ok()) return latents.status();
+  request.mutable_latents()->Swap(&*latents);
+  v1::Image image;
+  if (absl::Status s = unary_call(env, &v1::PipelineService::Stub::Decode, request, &image);
+      !s.ok()) {
+    return s;
+  }
+  return write_image(env, options.out_path, image, "Decode", /*with_seed=*/false);
+}
+
+}  // namespace diffusiond::ctl

@@ -1,0 +1,152 @@
+// The command line of generate, encode and decode: their options, the usage
+// errors refused before any call, and their help.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "clients/diffusionctl/command_line.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace diffusiond::ctl {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::StatusIs;
+using ::testing::HasSubstr;
+
+template <typename T>
+T options(const std::vector<std::string>& args) {
+  absl::StatusOr<Invocation> inv = parse_command_line(args, nullptr);
+  EXPECT_THAT(inv, IsOk());
+  if (!inv.ok() || !std::holds_alternative<T>(inv->command)) {
+    ADD_FAILURE() << "not the expected command";
+    return T{};
+  }
+  return std::get<T>(inv->command);
+}
+
+void expect_usage_error(const std::vector<std::string>& args, const std::string& message) {
+  EXPECT_THAT(parse_command_line(args, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(message)));
+}
+
+TEST(PipelineCommandLine, GenerateTakesEveryFlag) {
+  const GenerateOptions o = options<GenerateOptions>({"generate",
+                                                      "z-image-turbo",
+                                                      "--prompt",
+                                                      "a cat",
+                                                      "--negative",
+                                                      "blurry",
+                                                      "--width",
+                                                      "768",
+                                                      "--height=512",
+                                                      "--steps",
+                                                      "9",
+                                                      "--guidance",
+                                                      "4.5",
+                                                      "--seed",
+                                                      "18446744073709551615",
+                                                      "--shift",
+                                                      "3",
+                                                      "--vae",
+                                                      "my-vae",
+                                                      "--out",
+                                                      "cat.png"});
+  EXPECT_EQ(o.pipeline, "z-image-turbo");
+  EXPECT_EQ(o.prompt, "a cat");
+  EXPECT_EQ(o.negative_prompt, "blurry");
+  EXPECT_EQ(o.width, 768);
+  EXPECT_EQ(o.height, 512);
+  EXPECT_EQ(o.steps, 9);
+  EXPECT_EQ(o.guidance_scale, 4.5);
+  EXPECT_EQ(o.seed, uint64_t{18446744073709551615u});
+  EXPECT_EQ(o.shift, 3.0);
+  EXPECT_EQ(o.text_encoder, "");
+  EXPECT_EQ(o.transformer, "");
+  EXPECT_EQ(o.vae, "my-vae");
+  EXPECT_EQ(o.out_path, "cat.png");
+}
+
+TEST(PipelineCommandLine, GenerateDefaultsLeaveTheChoiceToTheDaemon) {
+  const GenerateOptions o =
+      options<GenerateOptions>({"generate", "p", "--prompt", "x", "--out", "o.png"});
+  EXPECT_EQ(o.width, 0);
+  EXPECT_EQ(o.height, 0);
+  EXPECT_EQ(o.steps, 0);
+  EXPECT_EQ(o.guidance_scale, 0.0);
+  EXPECT_EQ(o.shift, 0.0);
+  EXPECT_FALSE(o.seed.has_value());
+  EXPECT_EQ(o.negative_prompt, "");
+}
+
+TEST(PipelineCommandLine, GenerateWithoutAPipelineNeedsEveryComponent) {
+  const GenerateOptions o =
+      options<GenerateOptions>({"generate", "-", "--prompt", "x", "--text_encoder", "te",
+                                "--transformer", "dit", "--vae", "v", "--out", "o.png"});
+  EXPECT_EQ(o.pipeline, "");
+  EXPECT_EQ(o.text_encoder, "te");
+  EXPECT_EQ(o.transformer, "dit");
+  EXPECT_EQ(o.vae, "v");
+  expect_usage_error({"generate", "-", "--prompt", "x", "--transformer", "dit", "--out", "o"},
+                     "generate - (no pipeline) needs --text_encoder, --transformer and --vae; "
+                     "missing --text_encoder, --vae");
+}
+
+TEST(PipelineCommandLine, GenerateRefusesBadValues) {
+  const std::vector<std::string> base = {"generate", "p", "--prompt", "x", "--out", "o.png"};
+  auto with = [&base](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_usage_error({"generate", "p", "--out", "o"}, "generate needs --prompt TEXT");
+  expect_usage_error({"generate", "p", "--prompt", "x"}, "generate needs --out FILE.png");
+  expect_usage_error(with({"--width", "1000"}), "--width: '1000' is not a positive multiple of 16");
+  expect_usage_error(with({"--height", "0"}), "--height: '0' is not a positive multiple of 16");
+  expect_usage_error(with({"--width", "abc"}), "--width: 'abc'");
+  expect_usage_error(with({"--steps", "0"}), "--steps: '0' is not an integer from 1 to 10000");
+  expect_usage_error(with({"--guidance", "inf"}), "--guidance: 'inf' is not a number");
+  expect_usage_error(with({"--shift", "-1"}), "--shift: '-1' is not a number >= 0");
+  expect_usage_error(with({"--seed", "-1"}), "--seed: '-1' is not an integer from 0 to 2^64-1");
+  expect_usage_error({"generate", "--prompt", "x", "--out", "o"},
+                     "generate takes PIPELINE, got 0 arguments");
+}
+
+TEST(PipelineCommandLine, EncodeAndDecodeNeedTheirFiles) {
+  const EncodeOptions e =
+      options<EncodeOptions>({"encode", "qwen", "--prompt", "a cat", "--out", "cap.safetensors"});
+  EXPECT_EQ(e.text_encoder, "qwen");
+  EXPECT_EQ(e.prompt, "a cat");
+  EXPECT_EQ(e.out_path, "cap.safetensors");
+  expect_usage_error({"encode", "qwen", "--out", "c"}, "encode needs --prompt TEXT");
+  expect_usage_error({"encode", "qwen", "--prompt", "x"}, "encode needs --out FILE.safetensors");
+
+  const DecodeOptions d =
+      options<DecodeOptions>({"decode", "vae", "--latents", "l.safetensors", "--out", "i.png"});
+  EXPECT_EQ(d.vae, "vae");
+  EXPECT_EQ(d.latents_path, "l.safetensors");
+  EXPECT_EQ(d.out_path, "i.png");
+  expect_usage_error({"decode", "vae", "--out", "i.png"},
+                     "decode needs --latents FILE.safetensors");
+  expect_usage_error({"decode", "vae", "--latents", "l"}, "decode needs --out FILE.png");
+}
+
+TEST(PipelineCommandLine, HelpListsTheCommandsWithinEightyColumns) {
+  const std::string help = help_text("");
+  for (const char* word : {"generate PIPELINE", "encode TEXT_ENCODER", "decode VAE",
+                           "--prompt TEXT", "--negative TEXT", "--width N", "--height N",
+                           "--text_encoder ID", "--transformer ID", "--vae ID"}) {
+    EXPECT_THAT(help, HasSubstr(word));
+  }
+  for (const char* command : {"generate", "encode", "decode"}) {
+    for (absl::string_view line : absl::StrSplit(help_text(command), '\n')) {
+      EXPECT_LE(line.size(), 80u) << line;
+    }
+  }
+  for (absl::string_view line : absl::StrSplit(help, '\n')) EXPECT_LE(line.size(), 80u) << line;
+}
+
+}  // namespace
+}  // namespace diffusiond::ctl
