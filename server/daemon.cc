@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.pb.h"
-#include "absl/time/clock.h"
 #include "core/precision/compute_dtype.h"
 #include "core/memory/allocator.h"
 #include "core/memory/default_budget.h"
@@ -91,15 +90,16 @@ class WithoutReflection final : public grpc::ServerBuilderOption {
 
 }  // namespace
 
-Daemon::Daemon(const DaemonOptions& options, const Log& log) : options_(options), log_(log) {}
+Daemon::Daemon(const DaemonOptions& options, const Log& log, Clock* clock)
+    : options_(options), log_(log), clock_(clock != nullptr ? clock : real_clock()) {}
 
-absl::StatusOr<std::unique_ptr<Daemon>> Daemon::start(const DaemonOptions& options, const Log& log) {
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::start(const DaemonOptions& options, const Log& log, Clock* clock) {
   if (options.device != "cpu") {
     return absl::FailedPreconditionError(
         "--device cuda: this version runs models on the CPU only (the CUDA FP8 kernels exist, the GPU "
         "forward does not yet); use --device cpu");
   }
-  std::unique_ptr<Daemon> d(new Daemon(options, log));
+  std::unique_ptr<Daemon> d(new Daemon(options, log, clock));
   DIFFUSIOND_RETURN_IF_ERROR(d->start_serving());
   return d;
 }
@@ -129,6 +129,7 @@ absl::Status Daemon::start_serving() {
   eo.models_dir = options_.models_dir;
   eo.ram_budget = ram_budget_.get();
   eo.observer = observers_.get();
+  eo.clock = clock_;
   if (!options_.compute_dtype.empty()) {
     // daemon_options checked the spelling against the same table.
     eo.compute_dtype = parse_compute_dtype_name(options_.compute_dtype).value_or(ComputeDtype::kFloat32);
@@ -210,7 +211,7 @@ int Daemon::metrics_port() const { return metrics_server_ != nullptr ? metrics_s
 void Daemon::expire_leases_until_stopped() {
   MutexLock lock(&mu_);
   while (!stopping_) {
-    stop_changed_.wait_until(&mu_, absl::Now() + absl::Seconds(1));
+    clock_->wait_until(&stop_changed_, &mu_, clock_->now() + absl::Seconds(1));
     if (const int expired = engine_->expire_leases(); expired > 0) {
       log_.info("leases expired", absl::StrCat("count=", expired));
     }
@@ -219,18 +220,18 @@ void Daemon::expire_leases_until_stopped() {
 
 void Daemon::drain() {
   if (drained_.exchange(true)) return;
-  const absl::Time start = absl::Now();
+  const absl::Time start = clock_->now();
   const absl::Time deadline = start + options_.drain_grace;
   if (ready_) {
     log_.info("draining", absl::StrCat("grace_seconds=", absl::ToDoubleSeconds(options_.drain_grace)));
     set_ready(false);
-    absl::SleepFor(std::min(options_.drain_grace / 10, kMaxAcceptGrace));
+    clock_->sleep_for(std::min(options_.drain_grace / 10, kMaxAcceptGrace));
   }
   engine_->stop_accepting();
   if (!engine_->wait_idle(deadline)) {
     log_.warning("drain grace over; cancelling in-flight work");
     engine_->cancel_all();
-    if (!engine_->wait_idle(absl::Now() + kCancelWait)) log_.error("work still running after cancellation");
+    if (!engine_->wait_idle(clock_->now() + kCancelWait)) log_.error("work still running after cancellation");
   }
   {
     MutexLock lock(&mu_);
@@ -240,6 +241,7 @@ void Daemon::drain() {
   if (lease_timer_.joinable()) lease_timer_.join();
   if (server_ != nullptr) {
     // Calls still open (health watches, calls refused just now) end here.
+    // gRPC takes a real-time deadline: the clock seam does not reach into it.
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     server_->Wait();
   }
@@ -249,7 +251,7 @@ void Daemon::drain() {
   const int64_t freed = engine_->unload_all(absl::Seconds(5));
   const BudgetSnapshot b = ram_budget_->snapshot();
   metrics_server_.reset();
-  log_.info("stopped", absl::StrCat("seconds=", absl::ToDoubleSeconds(absl::Now() - start), " freed_bytes=", freed,
+  log_.info("stopped", absl::StrCat("seconds=", absl::ToDoubleSeconds(clock_->now() - start), " freed_bytes=", freed,
                                     " reserved_bytes=", b.reserved_bytes, " committed_bytes=", b.committed_bytes));
 }
 

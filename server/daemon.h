@@ -17,6 +17,7 @@
 #include "core/cache/cache_observer_list.h"
 #include "core/engine/engine.h"
 #include "core/memory/budget.h"
+#include "core/util/clock.h"
 #include "core/util/mutex.h"
 #include "core/util/work_queue.h"
 #include "server/cache_event_log.h"
@@ -34,8 +35,11 @@ class Daemon {
  public:
   // Starts serving. INVALID_ARGUMENT / FAILED_PRECONDITION / UNAVAILABLE
   // for settings it cannot honour (naming the flag), such as an address that
-  // cannot be bound or a missing models directory. `log` must outlive it.
-  static absl::StatusOr<std::unique_ptr<Daemon>> start(const DaemonOptions& options, const Log& log);
+  // cannot be bound or a missing models directory. `log` (and `clock`, which
+  // times leases, idleness and the drain; default real_clock()) must
+  // outlive it.
+  static absl::StatusOr<std::unique_ptr<Daemon>> start(const DaemonOptions& options, const Log& log,
+                                                       Clock* clock = nullptr);
   ~Daemon();
 
   // The graceful shutdown. Returns once nothing runs and nothing is held;
@@ -48,7 +52,7 @@ class Daemon {
   int metrics_port() const;
 
  private:
-  Daemon(const DaemonOptions& options, const Log& log);
+  Daemon(const DaemonOptions& options, const Log& log, Clock* clock);
   absl::Status start_serving();
   // Builds and starts the gRPC server (services, health, reflection, TLS),
   // health NOT_SERVING. UNAVAILABLE if --listen cannot be bound.
@@ -58,6 +62,7 @@ class Daemon {
 
   const DaemonOptions options_;
   const Log& log_;
+  Clock* const clock_;
   // Teardown order matters: members are destroyed bottom-up, and each one
   // below uses the ones above it, so nothing outlives what it calls.
   //   ram_budget_      every charge of the cache is against it: last to go

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/cancellable_reactor.h"
 #include "server/event_stream.h"
 #include "server/grpc_status.h"
 #include "server/wire_tensor.h"
@@ -58,9 +59,9 @@ absl::StatusOr<EngineDenoiseRequest> denoise_request(const v1::DenoiseRequest& w
   return r;
 }
 
-grpc::ServerUnaryReactor* DenoiseServiceImpl::Step(grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* DenoiseServiceImpl::Step(grpc::CallbackServerContext*,
                                                    const v1::StepRequest* request, v1::StepResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto* reactor = new CancellableUnaryReactor();
   absl::StatusOr<NamedTensors> inputs = from_wire(request->inputs());
   if (!inputs.ok()) {
     reactor->Finish(to_grpc_status(inputs.status()));
@@ -68,14 +69,15 @@ grpc::ServerUnaryReactor* DenoiseServiceImpl::Step(grpc::CallbackServerContext* 
   }
   const ServiceDeps deps = deps_;
   absl::Status queued = deps.compute_queue->submit(
-      [deps, context, reactor, response, id = request->model_id(), inputs = *std::move(inputs)] {
-        if (context->IsCancelled()) {
+      [deps, reactor, response, id = request->model_id(), inputs = *std::move(inputs)] {
+        const CancellationToken cancel = reactor->token();
+        if (cancel.cancelled()) {
           deps.metrics->count_cancellation("step");
           reactor->Finish(to_grpc_status(absl::CancelledError("the call was cancelled before it ran")));
           return;
         }
         const absl::Time start = absl::Now();
-        absl::StatusOr<NamedTensors> outputs = deps.engine->step(id, inputs);
+        absl::StatusOr<NamedTensors> outputs = deps.engine->step(id, inputs, cancel);
         absl::Status status = outputs.status();
         if (outputs.ok()) {
           deps.metrics->observe_step(id, absl::Now() - start);
@@ -106,7 +108,7 @@ grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::Ca
   absl::Status queued = deps.compute_queue->submit([deps, stream, request = *std::move(request)] {
     const absl::Time start = absl::Now();
     DenoiseOptions options;
-    options.cancelled = stream->cancelled_flag();
+    options.cancel = stream->token();
     options.on_step = [&](const StepEvent& e) {
       deps.metrics->observe_step(request.model_id, e.step_time);
       v1::DenoiseEvent event;

@@ -9,10 +9,11 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
 #include <deque>
 
+#include "core/util/cancellation.h"
 #include "core/util/mutex.h"
+#include "server/cancellable_reactor.h"
 
 namespace diffusiond {
 
@@ -55,8 +56,10 @@ class EventStream final : public grpc::ServerWriteReactor<Event> {
   }
 
   // True once the client cancelled or its deadline passed.
-  bool cancelled() const { return cancelled_.load(); }
-  const std::atomic<bool>* cancelled_flag() const { return &cancelled_; }
+  bool cancelled() const { return cancel_.cancelled(); }
+  // Fires (CANCELLED) when the client cancels or its deadline passes; valid
+  // after the reactor is gone.
+  CancellationToken token() const { return cancel_.token(); }
 
   void OnWriteDone(bool ok) override {
     const Event* next = nullptr;
@@ -77,7 +80,7 @@ class EventStream final : public grpc::ServerWriteReactor<Event> {
     if (next != nullptr) this->StartWrite(next);
     if (finish_now) this->Finish(status);
   }
-  void OnCancel() override { cancelled_.store(true); }
+  void OnCancel() override { cancel_.cancel(absl::CancelledError(kClientGaveUp)); }
   void OnDone() override { delete this; }
 
  private:
@@ -107,7 +110,7 @@ class EventStream final : public grpc::ServerWriteReactor<Event> {
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
-  std::atomic<bool> cancelled_{false};
+  CancellationSource cancel_;
 };
 
 }  // namespace diffusiond

@@ -1,6 +1,7 @@
 #include "server/model_service.h"
 
 #include "core/util/status_macros.h"
+#include "server/cancellable_reactor.h"
 #include "server/event_stream.h"
 #include "server/grpc_status.h"
 #include "server/model_info_wire.h"
@@ -57,7 +58,7 @@ grpc::ServerWriteReactor<v1::LoadModelEvent>* ModelServiceImpl::LoadModel(grpc::
       w->set_total_tensors(p.total_tensors);
       stream->send(std::move(event), /*replaceable=*/true);
     };
-    watcher.cancelled = [stream] { return stream->cancelled(); };
+    watcher.cancel = stream->token();
     absl::StatusOr<ModelInfo> info = stream->cancelled()
                                          ? absl::CancelledError("the call was cancelled before the load started")
                                          : deps.engine->load(request, watcher);
@@ -81,15 +82,15 @@ grpc::ServerWriteReactor<v1::LoadModelEvent>* ModelServiceImpl::LoadModel(grpc::
 grpc::ServerUnaryReactor* ModelServiceImpl::UnloadModel(grpc::CallbackServerContext* context,
                                                         const v1::UnloadModelRequest* request,
                                                         v1::UnloadModelResponse* response) {
+  auto* reactor = new CancellableUnaryReactor();
   UnloadOptions options;
   options.wait = request->wait();
   options.timeout = time_left(*context);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // The client giving up wakes the waiting unload at once.
+  options.cancel = reactor->token();
   const ServiceDeps deps = deps_;
-  absl::Status queued = deps.admin_queue->submit([deps, context, reactor, response, options,
-                                                  id = request->model_id()] {
-    absl::StatusOr<UnloadResult> r =
-        deps.engine->unload(id, options, [context] { return context->IsCancelled(); });
+  absl::Status queued = deps.admin_queue->submit([deps, reactor, response, options, id = request->model_id()] {
+    absl::StatusOr<UnloadResult> r = deps.engine->unload(id, options);
     if (r.ok()) {
       response->set_ram_bytes_freed(r->freed_bytes[static_cast<int>(Device::kCpu)]);
       response->set_vram_bytes_freed(r->freed_bytes[static_cast<int>(Device::kCuda)]);

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/image/png.h"
 #include "core/util/status_macros.h"
+#include "server/cancellable_reactor.h"
 #include "server/event_stream.h"
 #include "server/grpc_status.h"
 #include "server/wire_tensor.h"
@@ -35,15 +36,18 @@ v1::GenerateProgress::Stage stage_to_wire(GenerateEvent::Stage stage) {
   return v1::GenerateProgress::STAGE_UNSPECIFIED;
 }
 
-// Runs `work` on the compute queue and finishes `reactor` with its status.
-void run_unary(const ServiceDeps& deps, grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
-               std::function<absl::Status()> work) {
-  absl::Status queued = deps.compute_queue->submit([context, reactor, work = std::move(work)] {
-    if (context->IsCancelled()) {
+// Runs `work` on the compute queue with the client's token and finishes
+// `reactor` with its status.
+void run_unary(const ServiceDeps& deps, CancellableUnaryReactor* reactor,
+               std::function<absl::Status(const GenerateOptions&)> work) {
+  absl::Status queued = deps.compute_queue->submit([reactor, work = std::move(work)] {
+    GenerateOptions options;
+    options.cancel = reactor->token();
+    if (options.cancel.cancelled()) {
       reactor->Finish(to_grpc_status(absl::CancelledError("the call was cancelled before it ran")));
       return;
     }
-    reactor->Finish(to_grpc_status(work()));
+    reactor->Finish(to_grpc_status(work(options)));
   });
   if (!queued.ok()) {
     deps.metrics->count_queue_rejection("compute");
@@ -73,13 +77,14 @@ absl::StatusOr<GenerateRequest> generate_request(const v1::GenerateRequest& wire
   return r;
 }
 
-grpc::ServerUnaryReactor* PipelineServiceImpl::EncodePrompt(grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* PipelineServiceImpl::EncodePrompt(grpc::CallbackServerContext*,
                                                             const v1::EncodePromptRequest* request,
                                                             v1::EncodePromptResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  run_unary(deps_, context, reactor, [deps = deps_, request, response]() -> absl::Status {
-    DIFFUSIOND_ASSIGN_OR_RETURN(std::string id, ready_component(*deps.engine, request->text_encoder(), nullptr));
-    DIFFUSIOND_ASSIGN_OR_RETURN(EncodedPrompt encoded, deps.engine->encode_prompt(id, request->prompt()));
+  auto* reactor = new CancellableUnaryReactor();
+  run_unary(deps_, reactor, [deps = deps_, request, response](const GenerateOptions& options) -> absl::Status {
+    DIFFUSIOND_ASSIGN_OR_RETURN(std::string id, ready_component(*deps.engine, request->text_encoder(), options));
+    DIFFUSIOND_ASSIGN_OR_RETURN(EncodedPrompt encoded,
+                                deps.engine->encode_prompt(id, request->prompt(), options.cancel));
     for (const auto& [name, tensor] : encoded.conditioning.tensors) {
       v1::NamedTensor* out = response->mutable_conditioning()->add_tensors();
       out->set_name(name);
@@ -94,17 +99,18 @@ grpc::ServerUnaryReactor* PipelineServiceImpl::EncodePrompt(grpc::CallbackServer
   return reactor;
 }
 
-grpc::ServerUnaryReactor* PipelineServiceImpl::Decode(grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* PipelineServiceImpl::Decode(grpc::CallbackServerContext*,
                                                       const v1::DecodeRequest* request, v1::Image* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto* reactor = new CancellableUnaryReactor();
   absl::StatusOr<torch::Tensor> latents = from_wire(request->latents(), "latents");
   if (!latents.ok()) {
     reactor->Finish(to_grpc_status(latents.status()));
     return reactor;
   }
-  run_unary(deps_, context, reactor, [deps = deps_, request, response, latents = *std::move(latents)]() -> absl::Status {
-    DIFFUSIOND_ASSIGN_OR_RETURN(std::string id, ready_component(*deps.engine, request->vae(), nullptr));
-    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor pixels, deps.engine->decode_image(id, latents));
+  run_unary(deps_, reactor, [deps = deps_, request, response,
+                             latents = *std::move(latents)](const GenerateOptions& options) -> absl::Status {
+    DIFFUSIOND_ASSIGN_OR_RETURN(std::string id, ready_component(*deps.engine, request->vae(), options));
+    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor pixels, deps.engine->decode_image(id, latents, options.cancel));
     return to_wire_image(pixels, 0, {}, response);
   });
   return reactor;
@@ -122,7 +128,7 @@ grpc::ServerWriteReactor<v1::GenerateEvent>* PipelineServiceImpl::Generate(grpc:
   absl::Status queued = deps.compute_queue->submit([deps, stream, models_dir = models_dir_,
                                                     request = *std::move(request)] {
     GenerateOptions options;
-    options.cancelled = stream->cancelled_flag();
+    options.cancel = stream->token();
     options.on_event = [&](const GenerateEvent& e) {
       v1::GenerateEvent event;
       v1::GenerateProgress* p = event.mutable_progress();

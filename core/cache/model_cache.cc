@@ -16,10 +16,6 @@ namespace {
 
 using cache_internal::EntryState;
 
-// While an unload waits on leases, it wakes this often to expire them: lease
-// deadlines follow the injected clock, which a CondVar cannot wait on.
-constexpr absl::Duration kLeasePollInterval = absl::Milliseconds(100);
-
 // Returns a Status with its own rep. Copies share a refcounted rep, and
 // Debian's libabsl, built without TSan annotations, hides that refcount's
 // ordering; a Status handed to other threads is therefore never a copy.
@@ -287,16 +283,26 @@ absl::StatusOr<UnloadResult> ModelCache::unload(absl::string_view key,
                                                 const UnloadOptions& options) {
   std::vector<CacheEvent> events;
   absl::StatusOr<UnloadResult> result;
+  // Wakes the waits below when the caller gives up. Made outside mu_, which
+  // the callback takes (so the wake cannot fall between a check and a wait).
+  const CancellationCallback wake = options.cancel.on_cancel([this] {
+    MutexLock lock(&mu_);
+    changed_.signal_all();
+  });
   {
     MutexLock lock(&mu_);
     expire_leases_locked();
-    const absl::Time deadline = absl::Now() + options.timeout;
+    const absl::Time deadline = clock_->now() + options.timeout;
     auto it = entries_.find(key);
     std::shared_ptr<Entry> entry = it == entries_.end() ? nullptr : it->second;
-    while (entry != nullptr && entry->state == EntryState::kLoading && options.wait &&
-           !changed_.wait_until(&mu_, deadline)) {
+    while (entry != nullptr && entry->state == EntryState::kLoading && options.wait && !options.cancel.cancelled() &&
+           !clock_->wait_until(&changed_, &mu_, deadline)) {
     }
-    if (entry == nullptr || entry->state == EntryState::kRemoved) {
+    if (options.wait && options.cancel.cancelled()) {
+      const absl::Status why = options.cancel.status();
+      result = absl::Status(why.code(), absl::StrCat("the unload of model '", key, "' was cancelled (", why.message(),
+                                                     "); it stays loaded"));
+    } else if (entry == nullptr || entry->state == EntryState::kRemoved) {
       result = absl::NotFoundError(absl::StrCat("model '", key, "' is not loaded"));
     } else if (entry->state == EntryState::kLoading) {
       result = options.wait ? absl::DeadlineExceededError(absl::StrCat(
@@ -312,16 +318,16 @@ absl::StatusOr<UnloadResult> ModelCache::unload(absl::string_view key,
                        entry->leases, " are leases"));
     } else {
       entry->state = EntryState::kDraining;
-      while (entry->pins > 0 && absl::Now() < deadline) {
-        changed_.wait_until(&mu_, std::min(deadline, absl::Now() + kLeasePollInterval));
-        expire_leases_locked();
-      }
+      await_unpinned_locked(*entry, deadline, options.cancel);
       if (entry->pins > 0) {
         entry->state = EntryState::kReady;
         changed_.signal_all();
-        result = absl::DeadlineExceededError(absl::StrCat(
-            "model '", key, "' still has ", entry->pins, " pins after waiting ",
-            absl::FormatDuration(options.timeout)));
+        const absl::Status why = options.cancel.status();
+        result = !why.ok() ? absl::Status(why.code(), absl::StrCat("the unload of model '", key, "' was cancelled (",
+                                                                   why.message(), "); it stays loaded"))
+                           : absl::DeadlineExceededError(absl::StrCat("model '", key, "' still has ", entry->pins,
+                                                                      " pins after waiting ",
+                                                                      absl::FormatDuration(options.timeout)));
       } else {
         CacheEvent event = remove_locked(entry, CacheEvent::Kind::kUnloaded);
         ++counters_.unloads;
@@ -399,6 +405,21 @@ int ModelCache::expire_leases_locked() {
     changed_.signal_all();
   }
   return expired;
+}
+
+absl::Time ModelCache::next_lease_expiry_locked() const {
+  absl::Time next = absl::InfiniteFuture();
+  for (const auto& [id, lease] : leases_) next = std::min(next, lease.deadline);
+  return next;
+}
+
+void ModelCache::await_unpinned_locked(const Entry& entry, absl::Time deadline, const CancellationToken& cancel) {
+  // No polling: a pin dropped or an unload cancelled signals changed_, and
+  // the wait ends by itself at the next lease expiry on the clock.
+  while (entry.pins > 0 && !cancel.cancelled() && clock_->now() < deadline) {
+    clock_->wait_until(&changed_, &mu_, std::min(deadline, next_lease_expiry_locked()));
+    expire_leases_locked();
+  }
 }
 
 CacheStats ModelCache::stats() const {

@@ -27,6 +27,7 @@
 #include "core/cache/load_slot.h"
 #include "core/cache/pin.h"
 #include "core/memory/budget.h"
+#include "core/util/cancellation.h"
 #include "core/util/clock.h"
 
 namespace diffusiond {
@@ -54,9 +55,12 @@ struct UnloadOptions {
   // Wait for pins (in-flight work and leases) to drain. When false an
   // entry that is pinned or still loading fails with FAILED_PRECONDITION.
   bool wait = true;
-  // How long to wait; past it the unload fails with DEADLINE_EXCEEDED and
-  // the entry stays loaded.
+  // How long to wait, on the cache's clock; past it the unload fails with
+  // DEADLINE_EXCEEDED and the entry stays loaded.
   absl::Duration timeout = absl::InfiniteDuration();
+  // Wakes the wait and ends it at once with the token's reason (e.g.
+  // CANCELLED); the entry stays loaded. Default: never cancelled.
+  CancellationToken cancel;
 };
 
 struct UnloadResult {
@@ -142,6 +146,12 @@ class ModelCache {
   Pin pin_locked(const std::shared_ptr<Entry>& entry)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int expire_leases_locked()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The earliest lease deadline; InfiniteFuture() if there is no lease.
+  absl::Time next_lease_expiry_locked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits, for unload(), until `entry` has no pins, `deadline` passes or
+  // `cancel` fires, ending leases as they expire.
+  void await_unpinned_locked(const Entry& entry, absl::Time deadline, const CancellationToken& cancel)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes `entry` out of the map and frees its memory, then its charges.
   CacheEvent remove_locked(const std::shared_ptr<Entry>& entry, CacheEvent::Kind kind)

@@ -45,8 +45,10 @@ absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowCo
   // Upstream's g: pred = pos + g·(pos − neg).
   const float g = static_cast<float>(request.guidance_scale - 1.0);
   for (int i = 0; i < s.steps(); ++i) {
-    if (options.cancelled != nullptr && options.cancelled->load()) {
-      return absl::CancelledError(absl::StrCat("denoise cancelled after ", i, " of ", s.steps(), " steps"));
+    if (options.cancel.cancelled()) {
+      const absl::Status why = options.cancel.status();
+      return absl::Status(why.code(), absl::StrCat("denoise cancelled after ", i, " of ", s.steps(), " steps: ",
+                                                   why.message()));
     }
     const absl::Time start = clock->now();
     DIFFUSIOND_ASSIGN_OR_RETURN(FlowPrediction p,

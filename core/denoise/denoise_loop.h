@@ -6,7 +6,6 @@
 
 #include <torch/types.h>
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -16,6 +15,7 @@
 #include "core/denoise/flow_convention.h"
 #include "core/denoise/flow_match_schedule.h"
 #include "core/util/clock.h"
+#include "core/util/cancellation.h"
 
 namespace diffusiond {
 
@@ -55,7 +55,9 @@ struct StepEvent {
 
 struct DenoiseOptions {
   std::function<void(const StepEvent&)> on_step;  // optional
-  const std::atomic<bool>* cancelled = nullptr;   // checked between steps
+  // Checked between steps (and, through the engine's scope, between a
+  // forward's blocks); default: never cancelled.
+  CancellationToken cancel;
   Clock* clock = nullptr;                         // default real_clock()
   bool keep_history = false;  // fill DenoiseResult::history (for tests)
 };

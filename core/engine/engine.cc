@@ -10,6 +10,7 @@
 #include "core/loader/torch_dtype.h"
 #include "core/models/model_loader.h"
 #include "core/util/bounded_text.h"
+#include "core/util/cancellation_scope.h"
 #include "core/util/confined_path.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
@@ -55,7 +56,8 @@ std::string Engine::relative_to_models_dir(const std::string& path) const {
   return ec || relative.empty() ? path : relative.string();
 }
 
-Engine::Engine(const EngineOptions& options) : options_(options) {}
+Engine::Engine(const EngineOptions& options)
+    : options_(options), clock_(options.clock != nullptr ? options.clock : real_clock()) {}
 
 Engine::~Engine() = default;
 
@@ -78,11 +80,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opti
 absl::Status Engine::admit(Job& job) {
   MutexLock lock(&mu_);
   if (!accepting_) return absl::UnavailableError(kShuttingDown);
+  // Work admitted after cancel_all() is stopped like the work before it:
+  // its token is linked to drain_, which already fired.
   jobs_.insert(&job);
   job.admitted_ = true;
-  // Work admitted after cancel_all() is stopped like the work before it
-  // (its loads are already cancelled on the board).
-  if (cancelled_all_) job.cancelled_.store(true);
   return absl::OkStatus();
 }
 
@@ -126,8 +127,7 @@ absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const Lo
   for (int attempt = 0; attempt < 2; ++attempt) {
     LoadBoard::Ticket ticket = load_board_.join(load.model_id, watcher);
     pinned = load_once(load, ticket.load());
-    const bool mine_cancelled = watcher.cancelled && watcher.cancelled();
-    if (!absl::IsCancelled(pinned.status()) || mine_cancelled || job.cancelled()) break;
+    if (!absl::IsCancelled(pinned.status()) || watcher.cancel.cancelled() || job.cancelled()) break;
   }
   if (!pinned.ok()) {
     if (absl::IsCancelled(pinned.status()) && job.cancelled()) return absl::UnavailableError(kShuttingDown);
@@ -158,10 +158,10 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard
   DIFFUSIOND_ASSIGN_OR_RETURN(ModelPlan plan, plan_model(*checkpoint, lo));
   // Everyone may have given up while the load waited for a worker; then it
   // must not evict anything to make room.
-  if (shared.cancelled()->load()) return absl::CancelledError("every caller cancelled the load");
+  if (shared.token().cancelled()) return absl::CancelledError("every caller cancelled the load");
   StreamOptions stream;
   stream.on_progress = [&shared](const LoadProgress& p) { shared.publish(p); };
-  stream.cancelled = shared.cancelled();
+  stream.cancel = shared.token();
   shared.publish(LoadProgress{0, plan.plan.source_bytes, 0,
                               static_cast<int64_t>(plan.plan.tensors.size())});
   return load_planned_model(*checkpoint, plan, *cache_, stream);
@@ -187,29 +187,20 @@ absl::StatusOr<ModelInfo> Engine::answer(const ResolvedLoad& load, Pin pinned) c
                                                     "; unload it first or load under another model_id"));
 }
 
-absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const UnloadOptions& options,
-                                            const std::function<bool()>& cancelled) {
-  Job job(this);
+absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const UnloadOptions& options) {
+  Job job(this, options.cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
-  if (!options.wait) return cache_->unload(model_id, options);
-  // Waits in slices so that a drain can stop it; between slices the entry
-  // briefly accepts users again, which only delays the unload.
-  const absl::Time deadline = options.timeout == absl::InfiniteDuration()
-                                  ? absl::InfiniteFuture()
-                                  : absl::Now() + options.timeout;
-  for (;;) {
-    if (job.cancelled()) return absl::UnavailableError(kShuttingDown);
-    if (cancelled && cancelled()) return absl::CancelledError("the unload was cancelled; the model stays loaded");
-    UnloadOptions slice;
-    slice.timeout = std::min(absl::Milliseconds(100), std::max(absl::ZeroDuration(), deadline - absl::Now()));
-    absl::StatusOr<UnloadResult> r = cache_->unload(model_id, slice);
-    if (!absl::IsDeadlineExceeded(r.status())) return r;
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat("model \"", bounded(model_id), "\" is still in use after ",
-                                                      absl::FormatDuration(options.timeout),
-                                                      " (pins or leases); it stays loaded"));
-    }
+  // The cache's wait wakes the moment the caller gives up or the drain
+  // cancels it.
+  UnloadOptions waiting = options;
+  waiting.cancel = job.token();
+  absl::StatusOr<UnloadResult> r = cache_->unload(model_id, waiting);
+  if (absl::IsDeadlineExceeded(r.status())) {
+    return absl::DeadlineExceededError(absl::StrCat("model \"", bounded(model_id), "\" is still in use after ",
+                                                    absl::FormatDuration(options.timeout),
+                                                    " (pins or leases); it stays loaded"));
   }
+  return r;
 }
 
 std::vector<ModelInfo> Engine::list() const {
@@ -250,15 +241,17 @@ absl::StatusOr<Reservation> Engine::make_room(int64_t bytes, Device device) {
   return cache_->make_room(bytes, device);
 }
 
-absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const NamedTensors& inputs) {
-  Job job(this);
+absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const NamedTensors& inputs,
+                                          const CancellationToken& cancel) {
+  Job job(this, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(model_id));
+  CancellationScope scope(job.token());
   return status_of("the step", [&] { return pinned.as<LoadedModel>()->model().step(inputs); });
 }
 
 absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options) {
-  Job job(this);
+  Job job(this, options.cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(request.model_id));
   const auto* denoiser = dynamic_cast<const DiffusionModel*>(&pinned.as<LoadedModel>()->model());
@@ -291,14 +284,15 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   DIFFUSIOND_ASSIGN_OR_RETURN(
       FlowPredictor predict,
       model.flow_predictor(request.positive, request.negative.has_value() ? &*request.negative : nullptr));
-  // The drain stops the loop before its next model call.
-  FlowPredictor guarded = [&](const torch::Tensor& latents, float t, bool with_negative)
-      -> absl::StatusOr<FlowPrediction> {
-    if (job.cancelled()) return absl::UnavailableError(kShuttingDown);
-    return predict(latents, t, with_negative);
-  };
+  // The caller and the drain stop the loop before its next step, and the
+  // forward in progress before its next block.
+  DenoiseOptions stoppable = options;
+  stoppable.cancel = job.token();
+  if (stoppable.clock == nullptr) stoppable.clock = clock_;
+  CancellationScope scope(job.token());
   return status_of("the denoise loop", [&]() -> absl::StatusOr<torch::Tensor> {
-    DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseResult result, diffusiond::denoise(guarded, model.flow_convention(), loop, options));
+    DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseResult result,
+                                diffusiond::denoise(predict, model.flow_convention(), loop, stoppable));
     return std::move(result.latents);
   });
 }
@@ -316,16 +310,15 @@ bool Engine::draining() const {
 bool Engine::wait_idle(absl::Time deadline) {
   MutexLock lock(&mu_);
   while (!jobs_.empty()) {
-    if (idle_.wait_until(&mu_, deadline) && !jobs_.empty()) return false;
+    if (clock_->wait_until(&idle_, &mu_, deadline) && !jobs_.empty()) return false;
   }
   return true;
 }
 
 void Engine::cancel_all() {
-  load_board_.cancel_all();
-  MutexLock lock(&mu_);
-  cancelled_all_ = true;
-  for (Job* job : jobs_) job->cancelled_.store(true);
+  const absl::Status reason = absl::UnavailableError(kShuttingDown);
+  load_board_.cancel_all(reason);
+  drain_.cancel(reason);
 }
 
 int64_t Engine::unload_all(absl::Duration timeout) {

@@ -9,7 +9,6 @@
 
 #include <torch/types.h>
 
-#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -27,6 +26,8 @@
 #include "core/engine/loaded_model.h"
 #include "core/loader/load_plan.h"
 #include "core/models/diffusion_model.h"
+#include "core/util/cancellation.h"
+#include "core/util/clock.h"
 #include "core/util/mutex.h"
 
 namespace diffusiond {
@@ -67,9 +68,10 @@ class Engine final : public EngineApi {
   absl::StatusOr<ModelInfo> find(const ModelLoadRequest& request) override;
 
   // Returns after the model's memory is released. See UnloadOptions; a
-  // waiting unload also stops with CANCELLED once `cancelled` reads true.
-  absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options,
-                                      const std::function<bool()>& cancelled = nullptr) override;
+  // waiting unload wakes and stops at once when options.cancel fires
+  // (its reason, e.g. CANCELLED) or cancel_all() runs (UNAVAILABLE); the
+  // model then stays loaded.
+  absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options) override;
 
   // Ready models, most recently used first.
   std::vector<ModelInfo> list() const override;
@@ -80,32 +82,39 @@ class Engine final : public EngineApi {
   absl::Status release_lease(LeaseId lease) override;
   absl::StatusOr<Reservation> make_room(int64_t bytes, Device device) override;
 
-  // One forward of `model_id`. NOT_FOUND if it is not loaded.
-  absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs) override;
+  // One forward of `model_id`. NOT_FOUND if it is not loaded. The forward
+  // stops between its blocks once `cancel` fires (its reason) or
+  // cancel_all() runs (UNAVAILABLE).
+  absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs,
+                                    const CancellationToken& cancel = {}) override;
 
-  // The whole loop; `options.cancelled` is honoured, and so is cancel_all().
-  // Returns the final latents [C, H, W] float32. A loop stopped by
-  // cancel_all() fails with UNAVAILABLE.
+  // The whole loop. `options.cancel` and cancel_all() stop it between steps
+  // and inside a step between the forward's blocks, with the token's reason
+  // (CANCELLED) or UNAVAILABLE for cancel_all(). Returns the final latents
+  // [C, H, W] float32.
   absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request,
                                         const DenoiseOptions& options) override;
 
   // The conditioning text encoder `model_id` gives `prompt`.
   // FAILED_PRECONDITION if the model is not a text encoder (or has no
   // tokenizer), NOT_FOUND if it is not loaded.
-  absl::StatusOr<EncodedPrompt> encode_prompt(const std::string& model_id, const std::string& prompt) override;
+  absl::StatusOr<EncodedPrompt> encode_prompt(const std::string& model_id, const std::string& prompt,
+                                              const CancellationToken& cancel = {}) override;
 
   // Decodes pipeline-space `latents` [C, h, w] (or [1, C, h, w]) with VAE
   // `model_id` into uint8 pixels [8h, 8w, 3]. The decode's activations are
   // admitted by a reservation first (evicting unpinned models if needed):
   // untiled when that fits, else tiled as diffusers' enable_tiling();
   // RESOURCE_EXHAUSTED when neither fits. FAILED_PRECONDITION if the model
-  // is not a VAE, INVALID_ARGUMENT for misshapen latents.
-  absl::StatusOr<torch::Tensor> decode_image(const std::string& model_id, const torch::Tensor& latents) override;
+  // is not a VAE, INVALID_ARGUMENT for misshapen latents. `cancel` stops
+  // encode and decode as it stops step().
+  absl::StatusOr<torch::Tensor> decode_image(const std::string& model_id, const torch::Tensor& latents,
+                                             const CancellationToken& cancel = {}) override;
 
   // Lifecycle. After stop_accepting() new work fails with UNAVAILABLE;
-  // wait_idle() returns true once no work runs (false at the deadline);
-  // cancel_all() stops loads before their next tensor and loops before their
-  // next step.
+  // wait_idle() returns true once no work runs (false at the deadline, on
+  // the engine's clock); cancel_all() stops loads before their next tensor,
+  // waiting unloads at once, and forwards before their next block.
   void stop_accepting();
   // True once stop_accepting() was called: UNAVAILABLE then means the drain.
   bool draining() const override;
@@ -144,13 +153,15 @@ class Engine final : public EngineApi {
   absl::StatusOr<ModelInfo> answer(const ResolvedLoad& load, Pin pinned) const;
   std::string relative_to_models_dir(const std::string& path) const;
   const EngineOptions options_;
+  Clock* const clock_;
   std::unique_ptr<ModelCache> cache_;
   LoadBoard load_board_;
+  // Fired by cancel_all(); every Job's token is linked to it.
+  CancellationSource drain_;
 
   mutable Mutex mu_;
   CondVar idle_;
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;
-  bool cancelled_all_ ABSL_GUARDED_BY(mu_) = false;
   std::set<Job*> jobs_ ABSL_GUARDED_BY(mu_);
 };
 

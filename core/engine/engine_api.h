@@ -26,6 +26,7 @@
 #include "core/models/text_encoder.h"
 #include "core/precision/compute_dtype.h"
 #include "core/precision/precision_policy.h"
+#include "core/util/cancellation.h"
 
 namespace diffusiond {
 
@@ -66,19 +67,21 @@ class EngineApi {
 
   virtual absl::StatusOr<ModelInfo> load(const ModelLoadRequest& request, const LoadWatcher& watcher = {}) = 0;
   virtual absl::StatusOr<ModelInfo> find(const ModelLoadRequest& request) = 0;
-  virtual absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options,
-                                              const std::function<bool()>& cancelled = nullptr) = 0;
+  virtual absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options) = 0;
   virtual std::vector<ModelInfo> list() const = 0;
   virtual CacheStats stats() const = 0;
   virtual absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration ttl) = 0;
   virtual absl::Status renew_lease(LeaseId lease, absl::Duration ttl) = 0;
   virtual absl::Status release_lease(LeaseId lease) = 0;
   virtual absl::StatusOr<Reservation> make_room(int64_t bytes, Device device) = 0;
-  virtual absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs) = 0;
+  virtual absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs,
+                                            const CancellationToken& cancel = {}) = 0;
   virtual absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request,
                                                 const DenoiseOptions& options) = 0;
-  virtual absl::StatusOr<EncodedPrompt> encode_prompt(const std::string& model_id, const std::string& prompt) = 0;
-  virtual absl::StatusOr<torch::Tensor> decode_image(const std::string& model_id, const torch::Tensor& latents) = 0;
+  virtual absl::StatusOr<EncodedPrompt> encode_prompt(const std::string& model_id, const std::string& prompt,
+                                                      const CancellationToken& cancel = {}) = 0;
+  virtual absl::StatusOr<torch::Tensor> decode_image(const std::string& model_id, const torch::Tensor& latents,
+                                                     const CancellationToken& cancel = {}) = 0;
   virtual bool draining() const = 0;
 };
 

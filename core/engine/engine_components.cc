@@ -8,6 +8,7 @@
 #include "core/models/vae/vae_memory.h"
 #include "core/models/vae/vae_model.h"
 #include "core/util/bounded_text.h"
+#include "core/util/cancellation_scope.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
 
@@ -26,15 +27,18 @@ absl::StatusOr<std::pair<Pin, const T*>> Engine::pin_as(const std::string& model
   return std::make_pair(std::move(pinned), typed);
 }
 
-absl::StatusOr<EncodedPrompt> Engine::encode_prompt(const std::string& model_id, const std::string& prompt) {
-  Job job(this);
+absl::StatusOr<EncodedPrompt> Engine::encode_prompt(const std::string& model_id, const std::string& prompt,
+                                                    const CancellationToken& cancel) {
+  Job job(this, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(auto pinned, pin_as<TextEncoder>(model_id, "a text encoder"));
+  CancellationScope scope(job.token());
   return status_of("the prompt encoding", [&] { return pinned.second->encode_prompt(prompt); });
 }
 
-absl::StatusOr<torch::Tensor> Engine::decode_image(const std::string& model_id, const torch::Tensor& latents) {
-  Job job(this);
+absl::StatusOr<torch::Tensor> Engine::decode_image(const std::string& model_id, const torch::Tensor& latents,
+                                                  const CancellationToken& cancel) {
+  Job job(this, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(auto pinned, pin_as<VaeModel>(model_id, "a VAE"));
   const VaeModel& vae = *pinned.second;
@@ -60,6 +64,7 @@ absl::StatusOr<torch::Tensor> Engine::decode_image(const std::string& model_id, 
     }
     room = std::move(tiled);
   }
+  CancellationScope scope(job.token());
   return status_of("the decode", [&]() -> absl::StatusOr<torch::Tensor> {
     DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor image, vae.decode(z, tiling));
     DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor pixels, image_to_uint8(image));

@@ -12,9 +12,9 @@ void LoadBoard::Load::publish(const LoadProgress& progress) {
   bool anyone_waiting = false;
   for (auto& [id, w] : watchers_) {
     if (w.on_progress) w.on_progress(progress);
-    if (!w.cancelled || !w.cancelled()) anyone_waiting = true;
+    if (!w.cancel.cancelled()) anyone_waiting = true;
   }
-  if (!anyone_waiting) cancelled_.store(true);
+  if (!anyone_waiting) cancel_.cancel(absl::CancelledError("every caller cancelled the load"));
 }
 
 LoadBoard::Ticket::~Ticket() {
@@ -28,9 +28,9 @@ LoadBoard::Ticket LoadBoard::join(const std::string& key, Watcher watcher) {
     std::shared_ptr<Load>& slot = loads_[key];
     // A load everyone gave up on is not joined: its callers may not have
     // left yet, but a newcomer wants a live load.
-    if (slot == nullptr || (slot->cancelled_.load() && !cancelled_all_)) slot = std::make_shared<Load>();
+    if (slot == nullptr || (slot->cancel_.cancelled() && cancelled_all_.ok())) slot = std::make_shared<Load>();
     load = slot;
-    if (cancelled_all_) load->cancel();
+    if (!cancelled_all_.ok()) load->cancel(cancelled_all_);
   }
   MutexLock lock(&load->mu_);
   if (load->last_.has_value() && watcher.on_progress) watcher.on_progress(*load->last_);
@@ -56,10 +56,10 @@ void LoadBoard::leave(const std::string& key, const std::shared_ptr<Load>& load,
   }
 }
 
-void LoadBoard::cancel_all() {
+void LoadBoard::cancel_all(const absl::Status& reason) {
   MutexLock lock(&mu_);
-  cancelled_all_ = true;
-  for (auto& [key, load] : loads_) load->cancel();
+  cancelled_all_ = reason;
+  for (auto& [key, load] : loads_) load->cancel(reason);
 }
 
 }  // namespace diffusiond

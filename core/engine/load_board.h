@@ -6,7 +6,6 @@
 #ifndef DIFFUSIOND_CORE_ENGINE_LOAD_BOARD_H_
 #define DIFFUSIOND_CORE_ENGINE_LOAD_BOARD_H_
 
-#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -14,6 +13,7 @@
 #include <string>
 
 #include "core/loader/streaming_loader.h"
+#include "core/util/cancellation.h"
 #include "core/util/mutex.h"
 
 namespace diffusiond {
@@ -23,18 +23,19 @@ class LoadBoard {
  public:
   struct Watcher {
     std::function<void(const LoadProgress&)> on_progress;  // optional
-    std::function<bool()> cancelled;                        // optional
+    CancellationToken cancel;  // this caller giving up; default: never
   };
 
   // One key's load as its callers see it.
   class Load {
    public:
     // Called by the loader after each tensor: forwards `progress` to every
-    // watcher, then raises cancelled() if every watcher has given up.
+    // watcher, then cancels the load (CANCELLED) if every watcher has given
+    // up.
     void publish(const LoadProgress& progress);
     // What the loader checks before each tensor.
-    const std::atomic<bool>* cancelled() const { return &cancelled_; }
-    void cancel() { cancelled_.store(true); }
+    CancellationToken token() const { return cancel_.token(); }
+    void cancel(absl::Status reason) { cancel_.cancel(std::move(reason)); }
 
    private:
     friend class LoadBoard;
@@ -42,7 +43,7 @@ class LoadBoard {
     std::map<int, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
     int next_id_ ABSL_GUARDED_BY(mu_) = 0;
     std::optional<LoadProgress> last_ ABSL_GUARDED_BY(mu_);
-    std::atomic<bool> cancelled_{false};
+    CancellationSource cancel_;
   };
 
   // Membership of one caller; leaving (destruction) unregisters its watcher.
@@ -66,15 +67,16 @@ class LoadBoard {
   // A late joiner first receives the latest progress.
   Ticket join(const std::string& key, Watcher watcher);
 
-  // Cancels every load in progress and every load joined later.
-  void cancel_all();
+  // Cancels every load in progress and every load joined later, with
+  // `reason`.
+  void cancel_all(const absl::Status& reason);
 
  private:
   void leave(const std::string& key, const std::shared_ptr<Load>& load, int id);
 
   Mutex mu_;
   std::map<std::string, std::shared_ptr<Load>> loads_ ABSL_GUARDED_BY(mu_);
-  bool cancelled_all_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status cancelled_all_ ABSL_GUARDED_BY(mu_);  // OK until cancel_all()
 };
 
 }  // namespace diffusiond

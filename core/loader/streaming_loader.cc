@@ -155,10 +155,10 @@ absl::StatusOr<std::unique_ptr<WeightStore>> stream_all(const Checkpoint& ckpt,
   progress.total_bytes = plan.source_bytes;
   progress.total_tensors = static_cast<int64_t>(plan.tensors.size());
   for (const PlannedTensor& p : plan.tensors) {
-    if (options.cancelled != nullptr && options.cancelled->load()) {
-      return absl::CancelledError(absl::StrCat("load of ", ckpt.path(), " cancelled after ",
-                                               progress.tensors_done, " of ",
-                                               progress.total_tensors, " tensors"));
+    if (options.cancel.cancelled()) {
+      return absl::Status(options.cancel.status().code(),
+                          absl::StrCat("load of ", ckpt.path(), " cancelled after ", progress.tensors_done, " of ",
+                                       progress.total_tensors, " tensors: ", options.cancel.status().message()));
     }
     DIFFUSIOND_RETURN_IF_ERROR(streamer.load(p, *store));
     progress.bytes_read += p.source->nbytes;

@@ -7,7 +7,6 @@
 #ifndef DIFFUSIOND_CORE_LOADER_STREAMING_LOADER_H_
 #define DIFFUSIOND_CORE_LOADER_STREAMING_LOADER_H_
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -17,6 +16,7 @@
 #include "core/loader/load_plan.h"
 #include "core/memory/budget.h"
 #include "core/precision/weight_store.h"
+#include "core/util/cancellation.h"
 
 namespace diffusiond {
 
@@ -30,9 +30,9 @@ struct LoadProgress {
 struct StreamOptions {
   // Called after each tensor, on the loading thread. Optional.
   std::function<void(const LoadProgress&)> on_progress;
-  // Checked before each tensor; when it reads true the load stops with
-  // CANCELLED. Optional; not owned.
-  const std::atomic<bool>* cancelled = nullptr;
+  // Checked before each tensor; once cancelled the load stops with the
+  // token's reason (CANCELLED, or UNAVAILABLE for a drain). Default: never.
+  CancellationToken cancel;
 };
 
 // Streams `plan` into a new WeightStore, charging every allocation to

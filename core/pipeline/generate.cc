@@ -7,7 +7,6 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "core/pipeline/pipeline_index.h"
 #include "core/util/bounded_text.h"
 #include "core/util/bytes.h"
@@ -31,14 +30,13 @@ class Run {
   }
 
   absl::Status check_cancelled(absl::string_view before) const {
-    if (options_.cancelled != nullptr && options_.cancelled->load()) {
-      return absl::CancelledError(absl::StrCat("generate cancelled before ", before));
-    }
-    return absl::OkStatus();
+    if (!options_.cancel.cancelled()) return absl::OkStatus();
+    const absl::Status why = options_.cancel.status();
+    return absl::Status(why.code(), absl::StrCat("generate cancelled before ", before, ": ", why.message()));
   }
 
   absl::StatusOr<std::string> ready(const std::string& id_or_path) {
-    return ready_component(engine_, id_or_path, options_.on_event);
+    return ready_component(engine_, id_or_path, options_);
   }
 
  private:
@@ -111,9 +109,10 @@ std::string parameters_json(const GenerateRequest& r) {
 }  // namespace
 
 absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string& id_or_path,
-                                          const std::function<void(const GenerateEvent&)>& on_event) {
+                                          const GenerateOptions& options) {
+  Clock* clock = options.clock != nullptr ? options.clock : real_clock();
   const auto emit = [&](GenerateEvent e) {
-    if (on_event) on_event(e);
+    if (options.on_event) options.on_event(e);
   };
   for (const ModelInfo& m : engine.list()) {
     if (m.model_id == id_or_path) {
@@ -123,11 +122,13 @@ absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string
   }
   std::set<std::string> before;
   for (const CacheEntryStats& e : engine.stats().entries) before.insert(e.key);
-  const absl::Time start = absl::Now();
+  const absl::Time start = clock->now();
   ModelLoadRequest load;
   load.path = id_or_path;
-  DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, engine.load(load));
-  const absl::Duration took = absl::Now() - start;
+  LoadWatcher watcher;
+  watcher.cancel = options.cancel;
+  DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, engine.load(load, watcher));
+  const absl::Duration took = clock->now() - start;
   std::set<std::string> after;
   for (const CacheEntryStats& e : engine.stats().entries) after.insert(e.key);
   for (const std::string& key : before) {
@@ -147,17 +148,18 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   GenerateRequest r = given;
   DIFFUSIOND_RETURN_IF_ERROR(resolve_components(models_dir, r));
   Run run(engine, options);
+  Clock* clock = options.clock != nullptr ? options.clock : real_clock();
   const bool guided = r.guidance_scale > 1.0;
 
   DIFFUSIOND_RETURN_IF_ERROR(run.check_cancelled("encoding"));
   DIFFUSIOND_ASSIGN_OR_RETURN(const std::string encoder, run.ready(r.text_encoder));
-  absl::Time start = absl::Now();
-  DIFFUSIOND_ASSIGN_OR_RETURN(EncodedPrompt positive, engine.encode_prompt(encoder, r.prompt));
+  absl::Time start = clock->now();
+  DIFFUSIOND_ASSIGN_OR_RETURN(EncodedPrompt positive, engine.encode_prompt(encoder, r.prompt, options.cancel));
   std::optional<EncodedPrompt> negative;
   if (guided) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(negative, engine.encode_prompt(encoder, r.negative_prompt));
+    DIFFUSIOND_ASSIGN_OR_RETURN(negative, engine.encode_prompt(encoder, r.negative_prompt, options.cancel));
   }
-  run.emit({GenerateEvent::Stage::kEncode, encoder, 0, 0, absl::Now() - start,
+  run.emit({GenerateEvent::Stage::kEncode, encoder, 0, 0, clock->now() - start,
             absl::StrCat(positive.tokens, " prompt tokens", guided ? absl::StrCat(", ", negative->tokens, " negative") : "")});
 
   DIFFUSIOND_RETURN_IF_ERROR(run.check_cancelled("denoising"));
@@ -172,7 +174,8 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   denoise.positive = std::move(positive.conditioning);
   if (guided) denoise.negative = std::move(negative->conditioning);
   DenoiseOptions loop_options;
-  loop_options.cancelled = options.cancelled;
+  loop_options.cancel = options.cancel;
+  loop_options.clock = clock;
   loop_options.on_step = [&](const StepEvent& e) {
     run.emit({GenerateEvent::Stage::kDenoise, transformer, e.step, e.steps, e.step_time, ""});
   };
@@ -180,10 +183,10 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
 
   DIFFUSIOND_RETURN_IF_ERROR(run.check_cancelled("decoding"));
   DIFFUSIOND_ASSIGN_OR_RETURN(const std::string vae, run.ready(r.vae));
-  start = absl::Now();
+  start = clock->now();
   GeneratedImage image;
-  DIFFUSIOND_ASSIGN_OR_RETURN(image.pixels, engine.decode_image(vae, latents));
-  run.emit({GenerateEvent::Stage::kDecode, vae, 0, 0, absl::Now() - start,
+  DIFFUSIOND_ASSIGN_OR_RETURN(image.pixels, engine.decode_image(vae, latents, options.cancel));
+  run.emit({GenerateEvent::Stage::kDecode, vae, 0, 0, clock->now() - start,
             absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels")});
   image.seed = r.seed;
   image.parameters = {{"parameters", parameters_json(r)}};

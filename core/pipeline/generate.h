@@ -12,7 +12,6 @@
 
 #include <torch/types.h>
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -22,6 +21,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/engine/engine_api.h"
+#include "core/util/cancellation.h"
+#include "core/util/clock.h"
 
 namespace diffusiond {
 
@@ -53,7 +54,10 @@ struct GenerateEvent {
 
 struct GenerateOptions {
   std::function<void(const GenerateEvent&)> on_event;  // optional
-  const std::atomic<bool>* cancelled = nullptr;        // checked between stages and steps
+  // Checked between stages and steps, and passed to every engine call, so
+  // a forward stops between its blocks. Default: never cancelled.
+  CancellationToken cancel;
+  Clock* clock = nullptr;  // times the stages; default real_clock()
 };
 
 struct GeneratedImage {
@@ -70,14 +74,14 @@ inline constexpr int64_t kLatentChannels = 16;
 
 // Returns the id of the model `id_or_path` names: a loaded model's id, else
 // the model the engine loads from that path now, reporting the load and
-// the evictions it caused through `on_event` (may be empty). The engine's
-// load errors otherwise.
+// the evictions it caused through `options.on_event`; a load stops when
+// `options.cancel` fires. The engine's load errors otherwise.
 absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string& id_or_path,
-                                            const std::function<void(const GenerateEvent&)>& on_event);
+                                            const GenerateOptions& options);
 
 // Runs the pipeline. INVALID_ARGUMENT for a bad request (size, steps,
 // missing components, a pipeline folder without model_index.json),
-// CANCELLED when `cancelled` reads true, and the engine's errors (e.g.
+// the token's reason (CANCELLED) once `cancel` fires, and the engine's errors (e.g.
 // RESOURCE_EXHAUSTED when a component cannot be admitted).
 absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& models_dir,
                                         const GenerateRequest& request, const GenerateOptions& options = {});

@@ -46,8 +46,7 @@ class FakeEngine final : public EngineApi {
     record(request);
     return find_result;
   }
-  absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions&,
-                                      const std::function<bool()>&) override {
+  absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions&) override {
     MutexLock lock(&mu_);
     last_model_id = model_id;
     return unload_result;
@@ -67,7 +66,8 @@ class FakeEngine final : public EngineApi {
   absl::Status renew_lease(LeaseId, absl::Duration) override { return absl::OkStatus(); }
   absl::Status release_lease(LeaseId) override { return absl::OkStatus(); }
   absl::StatusOr<Reservation> make_room(int64_t bytes, Device) override { return ram.reserve(bytes); }
-  absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs) override {
+  absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs,
+                                    const CancellationToken&) override {
     MutexLock lock(&mu_);
     last_model_id = model_id;
     step_inputs = inputs;
@@ -76,10 +76,12 @@ class FakeEngine final : public EngineApi {
   absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest&, const DenoiseOptions&) override {
     return absl::UnimplementedError("denoise");
   }
-  absl::StatusOr<EncodedPrompt> encode_prompt(const std::string&, const std::string&) override {
+  absl::StatusOr<EncodedPrompt> encode_prompt(const std::string&, const std::string&,
+                                              const CancellationToken&) override {
     return absl::UnimplementedError("encode_prompt");
   }
-  absl::StatusOr<torch::Tensor> decode_image(const std::string&, const torch::Tensor&) override {
+  absl::StatusOr<torch::Tensor> decode_image(const std::string&, const torch::Tensor&,
+                                             const CancellationToken&) override {
     return absl::UnimplementedError("decode_image");
   }
   bool draining() const override { return false; }

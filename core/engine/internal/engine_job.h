@@ -1,10 +1,11 @@
 // Engine::Job, shared by the engine's source files: one unit of work the
 // lifecycle tracks, registered while it runs so that wait_idle() can wait
-// for it and cancel_all() can stop it.
+// for it, with a token that fires when its caller gives up (CANCELLED) or
+// cancel_all() runs (UNAVAILABLE).
 #ifndef DIFFUSIOND_CORE_ENGINE_INTERNAL_ENGINE_JOB_H_
 #define DIFFUSIOND_CORE_ENGINE_INTERNAL_ENGINE_JOB_H_
 
-#include <atomic>
+#include "core/util/cancellation.h"
 
 #include "core/engine/engine.h"
 
@@ -12,20 +13,24 @@ namespace diffusiond {
 
 class Engine::Job {
  public:
-  explicit Job(Engine* engine) : engine_(engine) {}
+  // `caller`: the caller's token, if it may give up.
+  explicit Job(Engine* engine, const CancellationToken& caller = {})
+      : engine_(engine), source_({engine->drain_.token(), caller}) {}
   ~Job() {
     if (!admitted_) return;
     MutexLock lock(&engine_->mu_);
     engine_->jobs_.erase(this);
     if (engine_->jobs_.empty()) engine_->idle_.signal_all();
   }
-  bool cancelled() const { return cancelled_.load(); }
+  bool cancelled() const { return source_.cancelled(); }
+  // What the job's work checks, waits on and runs its forwards under.
+  CancellationToken token() const { return source_.token(); }
 
  private:
   friend class Engine;
   Engine* const engine_;
   bool admitted_ = false;
-  std::atomic<bool> cancelled_{false};
+  CancellationSource source_;
 };
 
 }  // namespace diffusiond

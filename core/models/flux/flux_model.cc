@@ -12,6 +12,7 @@
 #include "core/models/flux/flux_params.h"
 #include "core/models/flux/flux_rope.h"
 #include "core/util/exception_status.h"
+#include "core/util/cancellation_scope.h"
 
 namespace diffusiond {
 namespace {
@@ -137,11 +138,15 @@ torch::Tensor FluxModel::run(const FluxInputs& in) const {
   rope.img_cos = rows_for_batch(cos, l, s, b), rope.img_sin = rows_for_batch(sin, l, s, b);
   rope.cos = rows_for_batch(cos, 0, l + s, b), rope.sin = rows_for_batch(sin, 0, l + s, b);
 
+  // check_cancelled() between blocks: a cancelled step stops within one
+  // block instead of running the whole forward.
   for (int64_t i = 0; i < config_.num_layers; ++i) {
+    check_cancelled();
     std::tie(x, c) = double_block(absl::StrCat("transformer_blocks.", i), x, c, temb, rope);
   }
   torch::Tensor joint = torch::cat({c, x}, 1);
   for (int64_t i = 0; i < config_.num_single_layers; ++i) {
+    check_cancelled();
     joint = single_block(absl::StrCat("single_transformer_blocks.", i), joint, temb, rope);
   }
   x = joint.narrow(1, l, s);

@@ -9,6 +9,7 @@
 #include "core/models/qwen3/qwen3_params.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
+#include "core/util/cancellation_scope.h"
 
 namespace diffusiond {
 namespace {
@@ -89,7 +90,10 @@ torch::Tensor Qwen3Model::run(const torch::Tensor& input_ids, const torch::Tenso
     const torch::Tensor key_mask = attention_mask.defined() ? attention_mask.ne(0) : torch::Tensor();
     const torch::Tensor allowed = qwen3_attention_mask(key_mask, batch, seq);
     const auto [cos, sin] = qwen3_rope_tables(config_.rope_theta, config_.head_dim, seq);
-    for (int64_t i = 0; i < layers_to_run; ++i) h = decoder_layer(i, h, allowed, cos, sin);
+    for (int64_t i = 0; i < layers_to_run; ++i) {
+      check_cancelled();  // a cancelled encoding stops within one layer
+      h = decoder_layer(i, h, allowed, cos, sin);
+    }
   }
   if (final_norm) h = rms_norm(h, param("norm.weight"), config_.rms_norm_eps);
   return h;

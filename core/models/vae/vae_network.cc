@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/cancellation_scope.h"
 
 namespace diffusiond {
 namespace {
@@ -107,6 +108,7 @@ torch::Tensor vae_decoder_forward(const VaeConfig& c, const VaeParamFn& param, t
   for (int64_t i = 0; i < c.num_blocks(); ++i) {
     const std::string block = absl::StrCat("decoder.up_blocks.", i);
     for (int64_t j = 0; j <= c.layers_per_block; ++j) {
+      check_cancelled();  // a cancelled decode stops within one resnet
       x = net.resnet(std::move(x), absl::StrCat(block, ".resnets.", j));
     }
     if (i + 1 < c.num_blocks()) {

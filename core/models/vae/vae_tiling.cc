@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/cancellation_scope.h"
 
 namespace diffusiond {
 namespace {
@@ -60,6 +61,7 @@ torch::Tensor run_tiled(const torch::Tensor& input, int64_t in_tile, int64_t out
     for (int64_t j = 0; j < width; j += stride) {
       const torch::Tensor in = input.narrow(2, i, std::min(in_tile, height - i))
                                    .narrow(3, j, std::min(in_tile, width - j));
+      check_cancelled();  // a cancelled decode stops within one tile
       torch::Tensor tile = fn(in);
       const size_t col = row.size();
       if (!above.empty()) blend(above[col], tile, 2, extent);

@@ -12,6 +12,7 @@
 #include "core/models/z_image/z_image_params.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
+#include "core/util/cancellation_scope.h"
 
 namespace diffusiond {
 namespace {
@@ -185,13 +186,17 @@ std::vector<torch::Tensor> ZImageModel::run(const std::vector<torch::Tensor>& x_
   torch::Tensor xb = pad_items(x.split_with_sizes(x_lens, 0));
   const torch::Tensor x_mask = item_mask(x_lens);
   const torch::Tensor x_cos = pad_items(x_cos_items), x_sin = pad_items(x_sin_items);
+  // check_cancelled() between blocks: a cancelled step stops within one
+  // block instead of running the whole forward.
   for (int64_t l = 0; l < c.n_refiner_layers; ++l) {
+    check_cancelled();
     xb = block(absl::StrCat("noise_refiner.", l), xb, x_mask, x_cos, x_sin, adaln);
   }
   torch::Tensor cb = pad_items(cap.split_with_sizes(cap_lens, 0));
   const torch::Tensor cap_mask = item_mask(cap_lens);
   const torch::Tensor cap_cos = pad_items(cap_cos_items), cap_sin = pad_items(cap_sin_items);
   for (int64_t l = 0; l < c.n_refiner_layers; ++l) {
+    check_cancelled();
     cb = block(absl::StrCat("context_refiner.", l), cb, cap_mask, cap_cos, cap_sin, torch::Tensor());
   }
 
@@ -208,6 +213,7 @@ std::vector<torch::Tensor> ZImageModel::run(const std::vector<torch::Tensor>& x_
   const torch::Tensor u_mask = item_mask(u_lens);
   const torch::Tensor ucos = pad_items(u_cos), usin = pad_items(u_sin);
   for (int64_t l = 0; l < c.n_layers; ++l) {
+    check_cancelled();
     ub = block(absl::StrCat("layers.", l), ub, u_mask, ucos, usin, adaln);
   }
 

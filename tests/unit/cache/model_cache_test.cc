@@ -369,14 +369,45 @@ TEST_F(ModelCacheTest, UnloadWaitsForPinsToDrain) {
   EXPECT_EQ(live_.load(), 0);
 }
 
-TEST_F(ModelCacheTest, UnloadTimeoutLeavesTheEntryLoaded) {
+TEST_F(ModelCacheTest, UnloadTimeoutOnTheClockLeavesTheEntryLoaded) {
   absl::StatusOr<Pin> pin = cache_->get_or_load("a", loader_of(300));
   ASSERT_THAT(pin, IsOk());
   UnloadOptions brief;
-  brief.timeout = absl::Milliseconds(1);
-  EXPECT_THAT(cache_->unload("a", brief),
-              StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("still has 1 pins")));
+  brief.timeout = absl::Seconds(5);
+  absl::StatusOr<UnloadResult> result;
+  std::thread unloader([&] { result = cache_->unload("a", brief); });
+  ASSERT_TRUE(clock_.await_waiters(1));
+  clock_.advance(absl::Seconds(5));
+  unloader.join();
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("still has 1 pins")));
   ASSERT_THAT(cache_->get("a"), IsOk());
+}
+
+TEST_F(ModelCacheTest, ACancelledUnloadWakesAtOnceAndLeavesTheEntryLoaded) {
+  absl::StatusOr<Pin> pin = cache_->get_or_load("a", loader_of(300));
+  ASSERT_THAT(pin, IsOk());
+  CancellationSource caller;
+  UnloadOptions options;
+  options.cancel = caller.token();
+  absl::StatusOr<UnloadResult> result;
+  std::thread unloader([&] { result = cache_->unload("a", options); });
+  ASSERT_TRUE(clock_.await_waiters(1));
+  caller.cancel(absl::CancelledError("the caller gave up"));
+  unloader.join();  // the clock never moved
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled, HasSubstr("the caller gave up")));
+  ASSERT_THAT(cache_->get("a"), IsOk());
+}
+
+TEST_F(ModelCacheTest, AnUnloadWaitingOnALeaseEndsWhenItExpiresOnTheClock) {
+  ASSERT_THAT(cache_->get_or_load("a", loader_of(300)), IsOk());
+  ASSERT_THAT(cache_->acquire_lease("a", absl::Seconds(30)), IsOk());
+  absl::StatusOr<UnloadResult> result;
+  std::thread unloader([&] { result = cache_->unload("a"); });
+  ASSERT_TRUE(clock_.await_waiters(1));
+  clock_.advance(absl::Seconds(30));
+  unloader.join();
+  ASSERT_THAT(result, IsOk());
+  EXPECT_EQ(result->freed_bytes[0], 300);
 }
 
 TEST_F(ModelCacheTest, StatsReportIdleAgeFromTheInjectedClock) {

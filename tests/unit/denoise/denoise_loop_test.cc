@@ -68,10 +68,10 @@ TEST(Denoise, GuidanceWithoutNegativeIsRejected) {
 }
 
 TEST(Denoise, CancelsBetweenSteps) {
-  std::atomic<bool> cancel{false};
+  CancellationSource cancel;
   DenoiseOptions options;
-  options.cancelled = &cancel;
-  options.on_step = [&](const StepEvent& e) { if (e.step == 2) cancel = true; };
+  options.cancel = cancel.token();
+  options.on_step = [&](const StepEvent& e) { if (e.step == 2) cancel.cancel(); };
   DenoiseRequest r;
   r.latent_shape = {1, 2, 2};
   r.schedule.steps = 5;

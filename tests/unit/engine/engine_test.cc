@@ -102,22 +102,21 @@ class Tally {
 // What one caller of load() saw through its watcher. Thread-safe.
 class Progress {
  public:
-  // `give_up` answers the watcher's cancelled() from the events seen so far;
-  // `tally`, if given, counts this caller at its first event.
+  // `give_up` decides from the events seen so far when this caller gives
+  // up (its token fires); `tally`, if given, counts this caller at its first
+  // event.
   LoadWatcher watcher(std::function<bool(int events)> give_up = nullptr, Tally* tally = nullptr) {
-    return LoadWatcher{[this, tally](const LoadProgress& p) {
-                         bool first = false;
+    return LoadWatcher{[this, tally, give_up](const LoadProgress& p) {
+                         int seen = 0;
                          {
                            MutexLock lock(&mu_);
                            events_.push_back(p);
-                           first = events_.size() == 1;
+                           seen = static_cast<int>(events_.size());
                          }
-                         if (first && tally != nullptr) tally->add();
+                         if (seen == 1 && tally != nullptr) tally->add();
+                         if (give_up && give_up(seen)) cancel_.cancel();
                        },
-                       [this, give_up] {
-                         if (!give_up) return false;
-                         return give_up(static_cast<int>(events().size()));
-                       }};
+                       cancel_.token()};
   }
   std::vector<LoadProgress> events() {
     MutexLock lock(&mu_);
@@ -127,6 +126,7 @@ class Progress {
  private:
   Mutex mu_;
   std::vector<LoadProgress> events_ ABSL_GUARDED_BY(mu_);
+  CancellationSource cancel_;
 };
 
 class EngineTest : public ::testing::Test {
@@ -464,8 +464,11 @@ TEST_F(EngineTest, ListShowsReadyModelsAndUnloadFreesThem) {
   // A waiting unload of a leased model stops when its caller cancels.
   absl::StatusOr<LeaseId> lease = engine_->acquire_lease("b", absl::Hours(1));
   ASSERT_THAT(lease, IsOk());
-  EXPECT_THAT(engine_->unload("b", UnloadOptions{}, [] { return true; }),
-              StatusIs(absl::StatusCode::kCancelled, HasSubstr("stays loaded")));
+  CancellationSource gave_up;
+  gave_up.cancel();
+  UnloadOptions cancelled;
+  cancelled.cancel = gave_up.token();
+  EXPECT_THAT(engine_->unload("b", cancelled), StatusIs(absl::StatusCode::kCancelled, HasSubstr("stays loaded")));
   EXPECT_THAT(engine_->release_lease(*lease), IsOk());
 
   EXPECT_EQ(engine_->unload_all(absl::Seconds(10)), b->bytes[kCpu] + back->bytes[kCpu]);

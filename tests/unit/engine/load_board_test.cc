@@ -16,18 +16,18 @@ using ::testing::IsEmpty;
 
 LoadProgress progress(int64_t tensors_done) { return LoadProgress{tensors_done * 10, 100, tensors_done, 10}; }
 
-// Records what one caller saw; its cancelled() answers `*gave_up`.
+// Records what one caller saw; give_up() cancels its token.
 struct Caller {
   std::vector<int64_t> seen;  // tensors_done of each event
-  bool gave_up = false;
+  CancellationSource cancel;
 
   LoadBoard::Watcher watcher() {
-    return LoadBoard::Watcher{[this](const LoadProgress& p) { seen.push_back(p.tensors_done); },
-                              [this] { return gave_up; }};
+    return LoadBoard::Watcher{[this](const LoadProgress& p) { seen.push_back(p.tensors_done); }, cancel.token()};
   }
+  void give_up() { cancel.cancel(); }
 };
 
-bool cancelled(const LoadBoard::Ticket& t) { return t.load().cancelled()->load(); }
+bool cancelled(const LoadBoard::Ticket& t) { return t.load().token().cancelled(); }
 
 TEST(LoadBoard, PublishFansOutToEveryWatcher) {
   LoadBoard board;
@@ -81,10 +81,10 @@ TEST(LoadBoard, WatchersMayLeaveOutCallbacks) {
   Caller a;
   LoadBoard::Ticket silent = board.join("m", LoadBoard::Watcher{});
   LoadBoard::Ticket ta = board.join("m", a.watcher());
-  a.gave_up = true;
+  a.give_up();
   ta.load().publish(progress(1));
   EXPECT_THAT(a.seen, ElementsAre(1));
-  // A watcher without cancelled() never gives up, so the load goes on.
+  // A watcher without a token never gives up, so the load goes on.
   EXPECT_FALSE(cancelled(ta));
 }
 
@@ -93,10 +93,10 @@ TEST(LoadBoard, CancelledOnlyWhenEveryWatcherGaveUp) {
   Caller a, b;
   LoadBoard::Ticket ta = board.join("m", a.watcher());
   LoadBoard::Ticket tb = board.join("m", b.watcher());
-  a.gave_up = true;
+  a.give_up();
   ta.load().publish(progress(1));
   EXPECT_FALSE(cancelled(ta));
-  b.gave_up = true;
+  b.give_up();
   ta.load().publish(progress(2));
   EXPECT_TRUE(cancelled(ta));
   EXPECT_TRUE(cancelled(tb));
@@ -113,7 +113,7 @@ TEST(LoadBoard, CancelledOnlyWhenEveryWatcherGaveUp) {
 TEST(LoadBoard, LeavingStopsEventsAndTheLeaverNoLongerVotes) {
   LoadBoard board;
   Caller stays, leaves;
-  stays.gave_up = true;
+  stays.give_up();
   LoadBoard::Ticket ts = board.join("m", stays.watcher());
   {
     LoadBoard::Ticket tl = board.join("m", leaves.watcher());
@@ -129,7 +129,7 @@ TEST(LoadBoard, LeavingStopsEventsAndTheLeaverNoLongerVotes) {
 TEST(LoadBoard, LastLeaverRemovesTheRecord) {
   LoadBoard board;
   Caller first, second;
-  first.gave_up = true;
+  first.give_up();
   {
     LoadBoard::Ticket t = board.join("m", first.watcher());
     t.load().publish(progress(3));
@@ -172,7 +172,7 @@ TEST(LoadBoard, CancelAllCancelsCurrentAndLaterLoads) {
   Caller a, b;
   LoadBoard::Ticket current = board.join("current", a.watcher());
   EXPECT_FALSE(cancelled(current));
-  board.cancel_all();
+  board.cancel_all(absl::UnavailableError("draining"));
   // At once, without waiting for a publish or for the watchers to give up.
   EXPECT_TRUE(cancelled(current));
   LoadBoard::Ticket later = board.join("later", b.watcher());

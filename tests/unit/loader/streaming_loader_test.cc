@@ -187,13 +187,13 @@ TEST_F(StreamingLoaderTest, CancellationBetweenTensorsReleasesEverything) {
   const LoadPlan p = plan(*c, false);
   Budget ram(Device::kCpu, 1 << 20);
   std::unique_ptr<ModelCache> cache = make_cache(&ram);
-  std::atomic<bool> cancel{false};
+  CancellationSource cancel;
   StreamOptions options;
-  options.cancelled = &cancel;
+  options.cancel = cancel.token();
   std::vector<int64_t> seen;
   options.on_progress = [&](const LoadProgress& progress) {
     seen.push_back(progress.tensors_done);
-    if (progress.tensors_done == 2) cancel = true;
+    if (progress.tensors_done == 2) cancel.cancel();
   };
   EXPECT_THAT(cache->get_or_load("m", [&] { return load_weights(*c, p, *cache, options); }),
               StatusIs(absl::StatusCode::kCancelled, HasSubstr("after 2 of 3 tensors")));

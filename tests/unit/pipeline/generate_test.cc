@@ -168,9 +168,10 @@ TEST_F(GenerateTest, BadRequestsAreRefusedBeforeAnyLoad) {
 
 TEST_F(GenerateTest, CancelledBeforeItStartsLoadsNothing) {
   start(int64_t{1} << 32);
-  std::atomic<bool> cancelled{true};
+  CancellationSource cancelled;
+  cancelled.cancel();
   GenerateOptions options;
-  options.cancelled = &cancelled;
+  options.cancel = cancelled.token();
   EXPECT_THAT(generate(*engine_, models_dir_, request(), options), StatusIs(absl::StatusCode::kCancelled, HasSubstr("before encoding")));
   EXPECT_TRUE(engine_->list().empty());
 }
