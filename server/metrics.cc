@@ -14,6 +14,7 @@
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 #include "server/cache_stats_collector.h"
+#include "server/model_series.h"
 #include "server/process_collector.h"
 
 namespace diffusiond {
@@ -30,17 +31,6 @@ const Histogram::BucketBoundaries& load_buckets() {
       new Histogram::BucketBoundaries{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 600};
   return *kBuckets;
 }
-const Histogram::BucketBoundaries& step_buckets() {
-  static const auto* const kBuckets = new Histogram::BucketBoundaries{
-      0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-  return *kBuckets;
-}
-const Histogram::BucketBoundaries& denoise_buckets() {
-  static const auto* const kBuckets =
-      new Histogram::BucketBoundaries{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 600, 1800};
-  return *kBuckets;
-}
-
 // Label values pre-created so dashboards see 0 rather than no series.
 constexpr const char* kCancellableOperations[] = {"load", "denoise", "step", "generate"};
 constexpr const char* kQueues[] = {"load", "compute"};
@@ -68,8 +58,7 @@ struct DaemonMetrics::Impl {
   Histogram* load_seconds = nullptr;
   Family<Counter>* cancellations = nullptr;
   Family<Counter>* queue_rejections = nullptr;
-  Family<Histogram>* step_seconds = nullptr;
-  Family<Histogram>* denoise_seconds = nullptr;
+  std::unique_ptr<ModelSeries> model_series;  // over the step and denoise families
 };
 
 DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()> cache_stats)
@@ -144,18 +133,19 @@ DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()>
                                  .Register(r);
   for (const char* queue : kQueues) impl_->queue_rejections->Add({{"queue", queue}});
 
-  impl_->step_seconds = &prometheus::BuildHistogram()
+  Family<Histogram>& step_seconds = prometheus::BuildHistogram()
                              .Name("diffusiond_denoise_step_seconds")
                              .Help(
                                  "Seconds one model forward took (a Step call or one step "
                                  "of a Denoise call), by model.")
                              .Register(r);
-  impl_->denoise_seconds = &prometheus::BuildHistogram()
+  Family<Histogram>& denoise_seconds = prometheus::BuildHistogram()
                                 .Name("diffusiond_denoise_seconds")
                                 .Help(
                                     "Seconds a whole Denoise call took, by model and result "
                                     "(ok, cancelled or error).")
                                 .Register(r);
+  impl_->model_series = std::make_unique<ModelSeries>(&step_seconds, &denoise_seconds);
 }
 
 DaemonMetrics::~DaemonMetrics() = default;
@@ -178,11 +168,14 @@ void DaemonMetrics::on_cache_event(const CacheEvent& event) {
           impl_->loads_error->Increment();
           return;
       }
+    // A model that left the cache takes its series with it.
     case CacheEvent::Kind::kEvicted:
       impl_->evictions->Increment();
+      impl_->model_series->forget(event.key);
       return;
     case CacheEvent::Kind::kUnloaded:
       impl_->unloads->Increment();
+      impl_->model_series->forget(event.key);
       return;
     case CacheEvent::Kind::kRejected:
       impl_->admission_rejections->Increment();
@@ -191,15 +184,12 @@ void DaemonMetrics::on_cache_event(const CacheEvent& event) {
 }
 
 void DaemonMetrics::observe_step(absl::string_view model, absl::Duration took) {
-  impl_->step_seconds->Add({{"model", std::string(model)}}, step_buckets())
-      .Observe(absl::ToDoubleSeconds(took));
+  impl_->model_series->observe_step(model, absl::ToDoubleSeconds(took));
 }
 
 void DaemonMetrics::observe_denoise(absl::string_view model, absl::string_view result,
                                     absl::Duration took) {
-  impl_->denoise_seconds
-      ->Add({{"model", std::string(model)}, {"result", std::string(result)}}, denoise_buckets())
-      .Observe(absl::ToDoubleSeconds(took));
+  impl_->model_series->observe_denoise(model, result, absl::ToDoubleSeconds(took));
 }
 
 void DaemonMetrics::count_cancellation(absl::string_view operation) {

@@ -56,7 +56,9 @@ class DaemonMetrics final : public CacheObserver {
   // and counts evictions, unloads and admission rejections.
   void on_cache_event(const CacheEvent& event) override;
 
-  // Observes one model forward (a Step call or one denoise step).
+  // Observes one model forward (a Step call or one denoise step). Series
+  // by model are bounded (server/model_series.h): removed when the model is
+  // evicted or unloaded, and beyond 64 models aggregated under "other".
   void observe_step(absl::string_view model, absl::Duration took);
   // Observes a whole Denoise call, by result (ok | cancelled | error).
   void observe_denoise(absl::string_view model, absl::string_view result, absl::Duration took);
@@ -83,10 +85,12 @@ class DaemonMetrics final : public CacheObserver {
   std::unique_ptr<Impl> impl_;
 };
 
-// Serves `metrics` at http://<address>/metrics (GET or HEAD; one thread,
-// one connection at a time, 5 s to send a request) until destroyed, which it must
-// be before `metrics` (metrics_http_server.cc says why it is not
-// prometheus::Exposer).
+// Serves `metrics` at http://<address>/metrics (GET or HEAD) until
+// destroyed, which it must be before `metrics` (metrics_http_server.cc says
+// why it is not prometheus::Exposer). One thread serves up to 32
+// connections at once without blocking on any: a client has 2 s to send its
+// request and 2 s more to take the response, and an idle or slow client
+// never delays another's scrape.
 class MetricsServer {
  public:
   // Binds `address` ("host:port"; port 0 picks a free one) and starts

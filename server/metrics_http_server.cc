@@ -4,9 +4,12 @@
 // start ("null context when constructing CivetServer") in any process that
 // also links Debian's libtorch (its dependency tree changes the process
 // before civetweb initialises); reproduced with a ten-line program. Scrapes
-// are one small GET every few seconds, so a single-threaded responder with
-// per-connection timeouts is all the endpoint needs. prometheus-cpp still
-// provides the metric model and the text format.
+// are one small GET every few seconds, so one thread multiplexing
+// non-blocking connections with poll(2) is all the endpoint needs: no client
+// can delay another's scrape, however idle or slow it is, because no read or
+// write ever waits on one connection. Connections are bounded in number and
+// in time. prometheus-cpp still provides the metric model and the text
+// format.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -14,8 +17,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -29,7 +34,11 @@ namespace diffusiond {
 namespace {
 
 constexpr size_t kMaxRequestBytes = 8192;
-constexpr int kClientTimeoutMs = 5000;
+// A client has this long to send its request, and as long again to take
+// the response; then it is dropped.
+constexpr absl::Duration kClientTimeout = absl::Seconds(2);
+// Open connections at most; a new one beyond this displaces the oldest.
+constexpr size_t kMaxConnections = 32;
 
 // "host:port", "[v6]:port" or ":port" (all interfaces).
 absl::Status split_address(const std::string& address, std::string* host, std::string* port) {
@@ -45,15 +54,6 @@ absl::Status split_address(const std::string& address, std::string* host, std::s
   return absl::OkStatus();
 }
 
-bool write_all(int fd, absl::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
 std::string response(absl::string_view status, absl::string_view content_type, absl::string_view body,
                      bool head_only) {
   return absl::StrCat("HTTP/1.1 ", status, "\r\nContent-Type: ", content_type, "\r\nContent-Length: ", body.size(),
@@ -65,6 +65,8 @@ class HttpMetricsServer final : public MetricsServer {
   HttpMetricsServer(const DaemonMetrics& metrics, int listen_fd, int port)
       : metrics_(metrics), listen_fd_(listen_fd), port_(port) {
     if (::pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
+    // Accepts drain the backlog until EAGAIN.
+    ::fcntl(listen_fd_, F_SETFL, ::fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
     thread_ = std::thread([this] { serve(); });
   }
   ~HttpMetricsServer() override {
@@ -77,52 +79,101 @@ class HttpMetricsServer final : public MetricsServer {
   int port() const override { return port_; }
 
  private:
+  // One client: its request as read so far, then its response as left to
+  // send.
+  struct Connection {
+    int fd;
+    absl::Time deadline;
+    std::string request;
+    std::string reply;  // empty while the request is being read
+    size_t sent = 0;
+  };
+
   void serve() {
+    std::vector<Connection> clients;
     for (;;) {
-      pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-      if (::poll(fds, wake_[0] >= 0 ? 2 : 1, -1) < 0) {
-        if (errno == EINTR) continue;
-        return;
+      const absl::Time now = absl::Now();
+      // Drop the expired, and wait no longer than the next expiry.
+      for (const Connection& c : clients) {
+        if (c.deadline <= now) ::close(c.fd);
       }
-      if (fds[1].revents != 0) return;
-      const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client < 0) continue;
-      handle(client);
-      ::close(client);
+      clients.erase(std::remove_if(clients.begin(), clients.end(),
+                                   [&](const Connection& c) { return c.deadline <= now; }),
+                    clients.end());
+      absl::Duration wait = absl::InfiniteDuration();
+      std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+      for (const Connection& c : clients) {
+        wait = std::min(wait, c.deadline - now);
+        fds.push_back({c.fd, static_cast<short>(c.reply.empty() ? POLLIN : POLLOUT), 0});
+      }
+      const int timeout_ms =
+          wait == absl::InfiniteDuration() ? -1 : static_cast<int>(absl::ToInt64Milliseconds(wait) + 1);
+      if (::poll(fds.data(), fds.size(), timeout_ms) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      if (fds[1].revents != 0) break;
+      // Connections first (fds[2..] match `clients` as it was), then accepts.
+      std::vector<Connection> kept;
+      for (size_t i = 0; i < clients.size(); ++i) {
+        if (fds[i + 2].revents == 0 || progress(&clients[i])) {
+          kept.push_back(std::move(clients[i]));
+        } else {
+          ::close(clients[i].fd);
+        }
+      }
+      clients = std::move(kept);
+      if (fds[0].revents != 0) accept_all(&clients);
+    }
+    for (const Connection& c : clients) ::close(c.fd);
+  }
+
+  // Accepts every pending connection, displacing the oldest beyond
+  // kMaxConnections.
+  void accept_all(std::vector<Connection>* clients) {
+    for (;;) {
+      const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (client < 0) return;
+      if (clients->size() >= kMaxConnections) {
+        auto oldest = std::min_element(clients->begin(), clients->end(), [](const Connection& a, const Connection& b) {
+          return a.deadline < b.deadline;
+        });
+        ::close(oldest->fd);
+        clients->erase(oldest);
+      }
+      clients->push_back(Connection{client, absl::Now() + kClientTimeout, {}, {}, 0});
     }
   }
 
-  // One deadline for the whole request, so a client trickling bytes cannot
-  // hold the only responder thread (or the shutdown) for longer.
-  void handle(int client) {
-    const timeval send_timeout{kClientTimeoutMs / 1000, 0};
-    ::setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
-    const absl::Time deadline = absl::Now() + absl::Milliseconds(kClientTimeoutMs);
-    std::string request;
-    char buffer[1024];
-    while (request.find("\r\n\r\n") == std::string::npos && request.size() < kMaxRequestBytes) {
-      const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
-      pollfd fds[2] = {{client, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-      if (left_ms <= 0 || ::poll(fds, wake_[0] >= 0 ? 2 : 1, static_cast<int>(left_ms)) <= 0 ||
-          fds[1].revents != 0) {
-        return;
-      }
-      const ssize_t n = ::recv(client, buffer, sizeof(buffer), 0);
-      if (n <= 0) return;
-      request.append(buffer, static_cast<size_t>(n));
+  // Reads what the client sent or sends what it can take, without
+  // blocking. Returns false when the connection is done or broken.
+  bool progress(Connection* c) {
+    if (c->reply.empty()) {
+      char buffer[1024];
+      const ssize_t n = ::recv(c->fd, buffer, sizeof(buffer), 0);
+      if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+      if (n == 0) return false;
+      c->request.append(buffer, static_cast<size_t>(n));
+      if (c->request.find("\r\n\r\n") == std::string::npos && c->request.size() < kMaxRequestBytes) return true;
+      c->reply = answer(c->request);
+      c->deadline = absl::Now() + kClientTimeout;
     }
+    const ssize_t n = ::send(c->fd, c->reply.data() + c->sent, c->reply.size() - c->sent, MSG_NOSIGNAL);
+    if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    c->sent += static_cast<size_t>(n);
+    return c->sent < c->reply.size();
+  }
+
+  // The whole HTTP response to `request`.
+  std::string answer(const std::string& request) const {
     const std::vector<std::string> line = absl::StrSplit(request.substr(0, request.find("\r\n")), ' ');
     const bool head = !line.empty() && line[0] == "HEAD";
     if (line.size() != 3 || (line[0] != "GET" && !head)) {
-      write_all(client, response("405 Method Not Allowed", "text/plain", "GET /metrics\n", false));
-      return;
+      return response("405 Method Not Allowed", "text/plain", "GET /metrics\n", false);
     }
     const absl::string_view path = absl::string_view(line[1]).substr(0, line[1].find('?'));
-    if (path != "/metrics") {
-      write_all(client, response("404 Not Found", "text/plain", "metrics are at /metrics\n", head));
-      return;
-    }
-    write_all(client, response("200 OK", "text/plain; version=0.0.4; charset=utf-8", metrics_.scrape_text(), head));
+    if (path != "/metrics") return response("404 Not Found", "text/plain", "metrics are at /metrics\n", head);
+    return response("200 OK", "text/plain; version=0.0.4; charset=utf-8", metrics_.scrape_text(), head);
   }
 
   const DaemonMetrics& metrics_;

@@ -1,13 +1,14 @@
 #include "core/checkpoint/random_access_file.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/regular_file.h"
+#include "core/util/status_macros.h"
 
 namespace diffusiond {
 namespace {
@@ -51,23 +52,12 @@ class PosixFile final : public RandomAccessFile {
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> open_random_access_file(
     absl::string_view path) {
-  const std::string p(path);
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    const std::string message = absl::StrCat(p, ": ", std::strerror(err));
-    if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(message);
-    if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
-    return absl::UnavailableError(message);
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(p, ": not a regular file"));
-  }
+  DIFFUSIOND_ASSIGN_OR_RETURN(RegularFile file, open_regular_file(path));
+  const int64_t size = file.size_bytes();
+  const int fd = file.release();
   // Checkpoints are read front to back, once.
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  return std::unique_ptr<RandomAccessFile>(new PosixFile(p, fd, st.st_size));
+  return std::unique_ptr<RandomAccessFile>(new PosixFile(std::string(path), fd, size));
 }
 
 }  // namespace diffusiond

@@ -27,9 +27,10 @@ class RandomAccessFile {
   virtual absl::Status read_at(int64_t offset, int64_t n, char* dst) const = 0;
 };
 
-// Opens `path` for positional reads. NOT_FOUND if it does not exist,
-// INVALID_ARGUMENT if it is not a regular file, PERMISSION_DENIED or
-// UNAVAILABLE for other open errors.
+// Opens `path` for positional reads, without blocking on what is not a
+// regular file (core/util/regular_file.h). NOT_FOUND if it does not exist,
+// FAILED_PRECONDITION naming the path if it is not a regular file (a named
+// pipe, a directory), PERMISSION_DENIED or UNAVAILABLE for other errors.
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> open_random_access_file(
     absl::string_view path);
 

@@ -1,6 +1,7 @@
 #include "core/denoise/scheduler_config.h"
 
 #include <string>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "core/util/json.h"
@@ -13,12 +14,27 @@ absl::Status invalid(absl::string_view path, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
 }
 
-// Reads a number field if present; INVALID_ARGUMENT if it is not a number.
+// Bounds far beyond any released scheduler (shifts of 0.5 to 3, sequence
+// lengths of 256 to 4096) and within what the schedule's float math holds.
+constexpr double kMaxShift = 1000.0;
+constexpr double kMaxMu = 50.0;  // |base_shift|, |max_shift|: e^mu stays finite in float
+constexpr int64_t kMaxSeqLen = int64_t{1} << 30;
+
+// Reads a number field if present into `*out` (an integer field must hold
+// an integer); INVALID_ARGUMENT if it is not one or lies outside [lo, hi].
 template <typename T>
-absl::Status read_number(const nlohmann::json& c, const char* key, absl::string_view path, T* out) {
+absl::Status read_number(const nlohmann::json& c, const char* key, absl::string_view path, T lo, T hi,
+                         T* out) {
   if (!c.contains(key) || c.at(key).is_null()) return absl::OkStatus();
-  if (!c.at(key).is_number()) return invalid(path, absl::StrCat("\"", key, "\" must be a number"));
-  *out = c.at(key).get<T>();
+  constexpr bool kInteger = std::is_integral_v<T>;
+  if (kInteger ? !c.at(key).is_number_integer() : !c.at(key).is_number()) {
+    return invalid(path, absl::StrCat("\"", key, "\" must be ", kInteger ? "an integer" : "a number"));
+  }
+  const T value = c.at(key).get<T>();
+  if (!(value >= lo && value <= hi)) {
+    return invalid(path, absl::StrCat("\"", key, "\" is ", c.at(key).dump(), ", expected ", lo, " to ", hi));
+  }
+  *out = value;
   return absl::OkStatus();
 }
 
@@ -49,12 +65,14 @@ absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, a
     return invalid(path, "num_train_timesteps other than 1000 is not supported");
   }
   ScheduleOptions o = defaults;
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "shift", path, &o.shift));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "base_shift", path, &o.base_shift));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "max_shift", path, &o.max_shift));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "base_image_seq_len", path, &o.base_seq_len));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "max_image_seq_len", path, &o.max_seq_len));
-  if (c.contains("use_dynamic_shifting") && c.at("use_dynamic_shifting").is_boolean()) {
+  // shift's lower end is checked below, with its own message.
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "shift", path, -kMaxShift, kMaxShift, &o.shift));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "base_shift", path, -kMaxMu, kMaxMu, &o.base_shift));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "max_shift", path, -kMaxMu, kMaxMu, &o.max_shift));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "base_image_seq_len", path, int64_t{1}, kMaxSeqLen, &o.base_seq_len));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "max_image_seq_len", path, int64_t{1}, kMaxSeqLen, &o.max_seq_len));
+  if (c.contains("use_dynamic_shifting") && !c.at("use_dynamic_shifting").is_null()) {
+    if (!c.at("use_dynamic_shifting").is_boolean()) return invalid(path, "\"use_dynamic_shifting\" must be a boolean");
     o.dynamic_shift = c.at("use_dynamic_shifting").get<bool>();
   }
   if (!(o.shift > 0)) return invalid(path, absl::StrCat("shift is ", o.shift, ", expected > 0"));

@@ -1,43 +1,37 @@
 #include "core/util/file_text.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/regular_file.h"
+#include "core/util/status_macros.h"
 
 namespace diffusiond {
 
 absl::StatusOr<std::string> read_text_file(absl::string_view path,
                                            int64_t max_bytes) {
-  const std::string p(path);
-  // The type first, without opening: a directory would fail only at read
-  // time (and read as a retryable I/O error), and opening a named pipe
-  // blocks until a writer comes.
-  std::error_code ec;
-  const std::filesystem::file_status status = std::filesystem::status(p, ec);
-  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        p, ": not a regular file (", std::filesystem::is_directory(status) ? "a directory" : "a special file", ")"));
-  }
-  std::ifstream in(p, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    if (err == ENOENT) return absl::NotFoundError(absl::StrCat(p, ": no such file"));
-    return absl::UnavailableError(absl::StrCat(p, ": ", std::strerror(err)));
-  }
+  // The type is checked on the descriptor, opened without blocking: a
+  // directory would fail only at read time (and read as a retryable I/O
+  // error), and a named pipe would block the open until a writer came.
+  DIFFUSIOND_ASSIGN_OR_RETURN(RegularFile file, open_regular_file(path));
   std::string text;
   char buffer[4096];
-  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
-    text.append(buffer, static_cast<size_t>(in.gcount()));
+  while (true) {
+    const ssize_t got = ::read(file.fd(), buffer, sizeof(buffer));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return absl::UnavailableError(absl::StrCat(path, ": read error: ", std::strerror(errno)));
+    }
+    if (got == 0) break;
+    text.append(buffer, static_cast<size_t>(got));
     if (static_cast<int64_t>(text.size()) > max_bytes) {
       return absl::FailedPreconditionError(
-          absl::StrCat(p, ": larger than ", max_bytes, " bytes"));
+          absl::StrCat(path, ": larger than ", max_bytes, " bytes"));
     }
   }
-  if (in.bad()) return absl::UnavailableError(absl::StrCat(p, ": read error"));
   return text;
 }
 

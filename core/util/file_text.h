@@ -13,8 +13,10 @@
 namespace diffusiond {
 
 // Returns the contents of `path`, at most `max_bytes` of it. Returns
-// NOT_FOUND if the file does not exist, UNAVAILABLE for other read errors,
-// and FAILED_PRECONDITION if the file is larger than `max_bytes`.
+// NOT_FOUND if the file does not exist, FAILED_PRECONDITION naming the path
+// if it is not a regular file (checked without blocking, see
+// regular_file.h) or is larger than `max_bytes`, UNAVAILABLE for other
+// read errors.
 absl::StatusOr<std::string> read_text_file(absl::string_view path,
                                            int64_t max_bytes = 1 << 20);
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "core/models/config_limits.h"
 #include "core/util/json.h"
 #include "core/util/status_macros.h"
 
@@ -49,22 +50,30 @@ int64_t count_blocks(const std::vector<std::string>& names, absl::string_view pr
 }  // namespace
 
 absl::Status FluxConfig::validate() const {
-  for (auto [name, value] : {std::pair<const char*, int64_t>{"patch_size", patch_size},
-                             {"in_channels", in_channels},
-                             {"out_channels", out_channels},
-                             {"attention_head_dim", attention_head_dim},
-                             {"num_attention_heads", num_attention_heads},
-                             {"joint_attention_dim", joint_attention_dim},
-                             {"pooled_projection_dim", pooled_projection_dim}}) {
-    if (value <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("FLUX config: ", name, " is ", value, ", expected a positive integer"));
-    }
-  }
   if (num_layers < 0 || num_single_layers < 0) {
     return absl::InvalidArgumentError(absl::StrCat("FLUX config: num_layers ", num_layers,
                                                    " and num_single_layers ", num_single_layers,
                                                    " must not be negative"));
+  }
+  // Bounds next: the counts size the parameter table.
+  DIFFUSIOND_RETURN_IF_ERROR(check_int_fields(
+      "FLUX", {{"patch_size", patch_size, 1, kMaxConfigPatch},
+               {"in_channels", in_channels, 1, kMaxConfigChannels},
+               {"out_channels", out_channels, 1, kMaxConfigChannels},
+               {"attention_head_dim", attention_head_dim, 1, kMaxConfigHeadDim},
+               {"num_attention_heads", num_attention_heads, 1, kMaxConfigHeads},
+               {"joint_attention_dim", joint_attention_dim, 1, kMaxConfigWidth},
+               {"pooled_projection_dim", pooled_projection_dim, 1, kMaxConfigWidth},
+               {"num_layers", num_layers, 0, kMaxConfigLayers},
+               {"num_single_layers", num_single_layers, 0, kMaxConfigLayers}}));
+  if (num_layers + num_single_layers == 0) {
+    return absl::InvalidArgumentError(
+        "FLUX config: num_layers and num_single_layers are both 0, expected at least one block");
+  }
+  if (inner_dim() > kMaxConfigWidth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "FLUX config: num_attention_heads x attention_head_dim is ", inner_dim(), ", expected at most ",
+        kMaxConfigWidth));
   }
   const int64_t sum = axes_dims_rope[0] + axes_dims_rope[1] + axes_dims_rope[2];
   if (sum != attention_head_dim || axes_dims_rope[0] <= 0 || axes_dims_rope[1] <= 0 ||

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/config_limits.h"
 #include "core/models/flux/flux_model.h"
 #include "core/models/flux/flux_params.h"
 #include "core/models/flux/flux_weight_layout.h"
@@ -74,6 +75,13 @@ class FluxFamily final : public ModelFamily {
     std::string note;
     if (config_class_name(checkpoint) == kConfigClass) {
       DIFFUSIOND_ASSIGN_OR_RETURN(config, parse_flux_config(checkpoint.config_json(), checkpoint.config_path()));
+      // The counts size the table: they must be the checkpoint's own.
+      const std::vector<std::string> names = canonical_tensor_names(checkpoint, flux_canonical_name);
+      DIFFUSIOND_RETURN_IF_ERROR(check_declared_count(checkpoint.config_path(), "num_layers", config.num_layers,
+                                                      checkpoint.path(), names, "transformer_blocks."));
+      DIFFUSIOND_RETURN_IF_ERROR(check_declared_count(checkpoint.config_path(), "num_single_layers",
+                                                      config.num_single_layers, checkpoint.path(), names,
+                                                      "single_transformer_blocks."));
       note = absl::StrCat("config from ", checkpoint.config_path());
     } else {
       std::map<std::string, std::vector<int64_t>> shapes;

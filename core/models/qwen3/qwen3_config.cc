@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/config_limits.h"
 #include "core/util/json.h"
 #include "core/util/status_macros.h"
 
@@ -94,19 +95,16 @@ absl::Status check_unsupported(const json& root, absl::string_view what) {
 }  // namespace
 
 absl::Status Qwen3Config::validate() const {
-  for (auto [name, value] : {std::pair<const char*, int64_t>{"vocab_size", vocab_size},
-                             {"hidden_size", hidden_size},
-                             {"intermediate_size", intermediate_size},
-                             {"num_hidden_layers", num_hidden_layers},
-                             {"num_attention_heads", num_attention_heads},
-                             {"num_key_value_heads", num_key_value_heads},
-                             {"head_dim", head_dim},
-                             {"max_position_embeddings", max_position_embeddings}}) {
-    if (value <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Qwen3 config: ", name, " is ", value, ", expected a positive integer"));
-    }
-  }
+  // Bounds first: the counts size the parameter table and the RoPE table.
+  DIFFUSIOND_RETURN_IF_ERROR(check_int_fields(
+      "Qwen3", {{"vocab_size", vocab_size, 1, kMaxConfigVocab},
+                {"hidden_size", hidden_size, 1, kMaxConfigWidth},
+                {"intermediate_size", intermediate_size, 1, kMaxConfigWidth},
+                {"num_hidden_layers", num_hidden_layers, 1, kMaxConfigLayers},
+                {"num_attention_heads", num_attention_heads, 1, kMaxConfigHeads},
+                {"num_key_value_heads", num_key_value_heads, 1, kMaxConfigHeads},
+                {"head_dim", head_dim, 1, kMaxConfigHeadDim},
+                {"max_position_embeddings", max_position_embeddings, 1, kMaxConfigPositions}}));
   if (head_dim % 2 != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("Qwen3 config: head_dim is ", head_dim, ", expected an even number (RoPE pairs)"));
@@ -121,7 +119,8 @@ absl::Status Qwen3Config::validate() const {
                                                    " and rms_norm_eps ", rms_norm_eps,
                                                    " must be positive"));
   }
-  return absl::OkStatus();
+  DIFFUSIOND_RETURN_IF_ERROR(check_positive_real("Qwen3", "rope_theta", rope_theta));
+  return check_positive_real("Qwen3", "rms_norm_eps", rms_norm_eps);
 }
 
 absl::StatusOr<Qwen3Config> parse_qwen3_config(absl::string_view text, absl::string_view what) {

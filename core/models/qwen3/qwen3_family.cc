@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/config_limits.h"
 #include "core/models/qwen3/qwen3_config.h"
 #include "core/models/qwen3/qwen3_model.h"
 #include "core/models/qwen3/qwen3_params.h"
@@ -64,6 +65,11 @@ class Qwen3Family final : public ModelFamily {
   absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe(const Checkpoint& checkpoint) const override {
     DIFFUSIOND_ASSIGN_OR_RETURN(Qwen3Config config,
                                 parse_qwen3_config(checkpoint.config_json(), checkpoint.config_path()));
+    // The count sizes the table: it must be the checkpoint's own.
+    DIFFUSIOND_RETURN_IF_ERROR(check_declared_count(checkpoint.config_path(), "num_hidden_layers",
+                                                    config.num_hidden_layers, checkpoint.path(),
+                                                    canonical_tensor_names(checkpoint, qwen3_canonical_name),
+                                                    "layers."));
     namespace fs = std::filesystem;
     const fs::path path(checkpoint.path());
     const fs::path dir = checkpoint.layout() == CheckpointLayout::kDiffusersFolder ? path : path.parent_path();

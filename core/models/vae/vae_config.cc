@@ -1,12 +1,14 @@
 #include "core/models/vae/vae_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "core/models/config_limits.h"
 #include "core/util/json.h"
 #include "core/util/status_macros.h"
 
@@ -70,16 +72,19 @@ absl::Status VaeConfig::validate() const {
     return absl::InvalidArgumentError(absl::StrCat("VAE config: ", block_out_channels.size(),
                                                    " blocks, expected 1 to 8"));
   }
-  for (auto [name, value] : {std::pair<const char*, int64_t>{"in_channels", in_channels},
-                             {"out_channels", out_channels}, {"layers_per_block", layers_per_block},
-                             {"norm_num_groups", norm_num_groups}, {"latent_channels", latent_channels},
-                             {"sample_size", sample_size}}) {
-    if (value <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("VAE config: ", name, " is ", value, ", expected a positive integer"));
-    }
-  }
+  // Bounds: the counts size the parameter table, sample_size the tiles.
+  DIFFUSIOND_RETURN_IF_ERROR(check_int_fields(
+      "VAE", {{"in_channels", in_channels, 1, kMaxConfigChannels},
+              {"out_channels", out_channels, 1, kMaxConfigChannels},
+              {"layers_per_block", layers_per_block, 1, kMaxConfigLayers},
+              {"norm_num_groups", norm_num_groups, 1, kMaxConfigChannels},
+              {"latent_channels", latent_channels, 1, kMaxConfigChannels},
+              {"sample_size", sample_size, 1, kMaxConfigPositions}}));
   for (int64_t c : block_out_channels) {
+    if (c > kMaxConfigChannels) {
+      return absl::InvalidArgumentError(absl::StrCat("VAE config: block_out_channels entry ", c,
+                                                     ", expected at most ", kMaxConfigChannels));
+    }
     if (c <= 0 || c % norm_num_groups != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "VAE config: block_out_channels [", absl::StrJoin(block_out_channels, ", "),
@@ -89,6 +94,11 @@ absl::Status VaeConfig::validate() const {
   if (!(scaling_factor > 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("VAE config: scaling_factor is ", scaling_factor, ", expected > 0"));
+  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_positive_real("VAE", "scaling_factor", scaling_factor));
+  if (!std::isfinite(shift_factor) || std::abs(shift_factor) > kMaxConfigReal) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("VAE config: shift_factor is ", shift_factor, ", expected a finite number"));
   }
   return absl::OkStatus();
 }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/models/config_limits.h"
 #include "core/models/vae/vae_config.h"
 #include "core/models/vae/vae_model.h"
 #include "core/models/vae/vae_params.h"
@@ -82,6 +83,16 @@ class VaeFamily final : public ModelFamily {
     VaeConfig config;
     if (config_class_name(checkpoint) == kConfigClass) {
       DIFFUSIOND_ASSIGN_OR_RETURN(config, parse_vae_config(checkpoint.config_json(), checkpoint.config_path()));
+      // The counts size the table: they must be the checkpoint's own.
+      const int64_t blocks = vae_num_blocks_in(tensor_names(checkpoint));
+      const std::vector<std::string> names = canonical_tensor_names(
+          checkpoint, [blocks](absl::string_view name) { return vae_canonical_name(name, blocks); });
+      DIFFUSIOND_RETURN_IF_ERROR(check_declared_count(checkpoint.config_path(), "block_out_channels (length)",
+                                                      config.num_blocks(), checkpoint.path(), names,
+                                                      "encoder.down_blocks."));
+      DIFFUSIOND_RETURN_IF_ERROR(check_declared_count(checkpoint.config_path(), "layers_per_block",
+                                                      config.layers_per_block, checkpoint.path(), names,
+                                                      "encoder.down_blocks.0.resnets."));
     } else {
       const std::vector<std::string> raw = tensor_names(checkpoint);
       const int64_t blocks = vae_num_blocks_in(raw);

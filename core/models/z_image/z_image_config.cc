@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/models/config_limits.h"
 #include "core/util/json.h"
 #include "core/util/status_macros.h"
 
@@ -75,17 +76,26 @@ int64_t count_blocks(const std::vector<std::string>& names, absl::string_view pr
 std::string ZImageConfig::patch_key() const { return absl::StrCat(patch_size, "-", f_patch_size); }
 
 absl::Status ZImageConfig::validate() const {
-  for (auto [name, value] : {std::pair<const char*, int64_t>{"dim", dim}, {"n_heads", n_heads},
-                             {"in_channels", in_channels}, {"cap_feat_dim", cap_feat_dim},
-                             {"patch_size", patch_size}, {"f_patch_size", f_patch_size}}) {
-    if (value <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("Z-Image config: ", name, " is ", value,
-                                                     ", expected a positive integer"));
-    }
-  }
-  if (n_layers < 0 || n_refiner_layers < 0) {
-    return absl::InvalidArgumentError("Z-Image config: layer counts must not be negative");
-  }
+  // Bounds first: every count below sizes the parameter table or the RoPE
+  // position table.
+  DIFFUSIOND_RETURN_IF_ERROR(check_int_fields(
+      "Z-Image", {{"dim", dim, 1, kMaxConfigWidth},
+                  {"n_heads", n_heads, 1, kMaxConfigHeads},
+                  {"in_channels", in_channels, 1, kMaxConfigChannels},
+                  {"cap_feat_dim", cap_feat_dim, 1, kMaxConfigWidth},
+                  {"patch_size", patch_size, 1, kMaxConfigPatch},
+                  {"f_patch_size", f_patch_size, 1, kMaxConfigPatch},
+                  {"n_layers", n_layers, 1, kMaxConfigLayers},
+                  {"n_refiner_layers", n_refiner_layers, 0, kMaxConfigLayers},
+                  {"axes_dims[0]", axes_dims[0], 1, kMaxConfigHeadDim},
+                  {"axes_dims[1]", axes_dims[1], 1, kMaxConfigHeadDim},
+                  {"axes_dims[2]", axes_dims[2], 1, kMaxConfigHeadDim},
+                  {"axes_lens[0]", axes_lens[0], 1, kMaxConfigPositions},
+                  {"axes_lens[1]", axes_lens[1], 1, kMaxConfigPositions},
+                  {"axes_lens[2]", axes_lens[2], 1, kMaxConfigPositions}}));
+  DIFFUSIOND_RETURN_IF_ERROR(check_positive_real("Z-Image", "norm_eps", norm_eps));
+  DIFFUSIOND_RETURN_IF_ERROR(check_positive_real("Z-Image", "rope_theta", rope_theta));
+  DIFFUSIOND_RETURN_IF_ERROR(check_positive_real("Z-Image", "t_scale", t_scale));
   if (dim % n_heads != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("Z-Image config: dim ", dim, " is not divisible by n_heads ", n_heads));

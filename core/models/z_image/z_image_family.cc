@@ -1,8 +1,10 @@
 #include "core/models/z_image/z_image_family.h"
 
 #include <map>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/config_limits.h"
 #include "core/models/z_image/z_image_config.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/models/z_image/z_image_params.h"
@@ -81,6 +83,15 @@ class ZImageFamily final : public ModelFamily {
     std::string note;
     if (config_class_name(checkpoint) == kConfigClass) {
       DIFFUSIOND_ASSIGN_OR_RETURN(config, parse_z_image_config(checkpoint.config_json(), checkpoint.config_path()));
+      // The counts size the table: they must be the checkpoint's own.
+      const std::vector<std::string> names = canonical_tensor_names(checkpoint, z_image_canonical_name);
+      for (const auto& [field, count, prefix] :
+           {std::tuple<const char*, int64_t, const char*>{"n_layers", config.n_layers, "layers."},
+            {"n_refiner_layers", config.n_refiner_layers, "noise_refiner."},
+            {"n_refiner_layers", config.n_refiner_layers, "context_refiner."}}) {
+        DIFFUSIOND_RETURN_IF_ERROR(
+            check_declared_count(checkpoint.config_path(), field, count, checkpoint.path(), names, prefix));
+      }
       note = absl::StrCat("config from ", checkpoint.config_path());
     } else {
       std::map<std::string, std::vector<int64_t>> shapes;

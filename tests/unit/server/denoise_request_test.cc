@@ -1,0 +1,66 @@
+// denoise_request: hostile Denoise options (10^6 steps, NaN or infinite
+// guidance and shift, too many sigmas) are refused before the engine.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/denoise_service.h"
+#include "tests/testing/status_matchers.h"
+
+namespace diffusiond {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::StatusIs;
+using ::testing::HasSubstr;
+
+v1::DenoiseRequest valid_request() {
+  v1::DenoiseRequest r;
+  r.set_model_id("m");
+  for (int64_t d : {16, 8, 8}) r.add_latent_shape(d);
+  v1::NamedTensor* t = r.mutable_conditioning()->add_tensors();
+  t->set_name("caption");
+  t->mutable_tensor()->set_dtype(v1::DTYPE_FLOAT32);
+  t->mutable_tensor()->add_shape(1);
+  t->mutable_tensor()->set_data(std::string(4, '\0'));
+  r.set_steps(4);
+  return r;
+}
+
+TEST(DenoiseRequest, AValidRequestPasses) { EXPECT_THAT(denoise_request(valid_request()).status(), IsOk()); }
+
+TEST(DenoiseRequest, AMillionStepsOrNegativeStepsAreRefused) {
+  v1::DenoiseRequest r = valid_request();
+  r.set_steps(1000000);
+  EXPECT_THAT(denoise_request(r).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("steps must be in [0, 1000]")));
+  r.set_steps(-1);
+  EXPECT_THAT(denoise_request(r).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got -1")));
+}
+
+TEST(DenoiseRequest, NonFiniteOrNegativeGuidanceAndShiftAreRefused) {
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -1.0}) {
+    v1::DenoiseRequest r = valid_request();
+    r.set_guidance_scale(bad);
+    EXPECT_THAT(denoise_request(r).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("guidance_scale must be finite")))
+        << bad;
+    r = valid_request();
+    r.set_shift(bad);
+    EXPECT_THAT(denoise_request(r).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("shift must be finite")))
+        << bad;
+  }
+}
+
+TEST(DenoiseRequest, MoreSigmasThanStepsAllowedAreRefused) {
+  v1::DenoiseRequest r = valid_request();
+  for (int i = 0; i < 1001; ++i) r.add_sigmas(1.0f - static_cast<float>(i) / 1001);
+  EXPECT_THAT(denoise_request(r).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 1000 sigmas")));
+}
+
+}  // namespace
+}  // namespace diffusiond
