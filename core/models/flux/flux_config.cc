@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "core/models/config_limits.h"
 #include "core/util/json.h"
+#include "core/util/json_fields.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -19,33 +20,6 @@ using json = nlohmann::json;
 // FLUX.1's RoPE split, the only one a single file can be assumed to use.
 constexpr int64_t kFlux1HeadDim = 128;
 constexpr std::array<int64_t, 3> kFlux1Axes = {16, 56, 56};
-
-absl::Status field_error(absl::string_view what, absl::string_view field, const json& value,
-                         absl::string_view expected) {
-  return absl::InvalidArgumentError(absl::StrCat(what, ": field '", field, "' is ", value.dump(),
-                                                 ", expected ", expected));
-}
-
-// Reads an optional integer field; absent or null leaves `*out` unchanged.
-absl::Status read_int(const json& root, const char* field, absl::string_view what, int64_t* out) {
-  if (!root.contains(field) || root.at(field).is_null()) return absl::OkStatus();
-  const json& v = root.at(field);
-  if (!v.is_number_integer()) return field_error(what, field, v, "an integer");
-  *out = v.get<int64_t>();
-  return absl::OkStatus();
-}
-
-// Largest N + 1 over names "<prefix>N.<rest>".
-int64_t count_blocks(const std::vector<std::string>& names, absl::string_view prefix) {
-  int64_t count = 0;
-  for (const std::string& name : names) {
-    absl::string_view rest = name;
-    if (!absl::ConsumePrefix(&rest, prefix)) continue;
-    int64_t index = 0;
-    if (absl::SimpleAtoi(rest.substr(0, rest.find('.')), &index)) count = std::max(count, index + 1);
-  }
-  return count;
-}
 
 }  // namespace
 
@@ -105,26 +79,26 @@ absl::StatusOr<FluxConfig> parse_flux_config(absl::string_view text, absl::strin
                                                    ", expected \"FluxTransformer2DModel\""));
   }
   FluxConfig c;
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "patch_size", what, &c.patch_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "in_channels", what, &c.in_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "patch_size", what, &c.patch_size));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "in_channels", what, &c.in_channels));
   c.out_channels = c.in_channels;
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "out_channels", what, &c.out_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "num_layers", what, &c.num_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "num_single_layers", what, &c.num_single_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "attention_head_dim", what, &c.attention_head_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "num_attention_heads", what, &c.num_attention_heads));
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "joint_attention_dim", what, &c.joint_attention_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_int(root, "pooled_projection_dim", what, &c.pooled_projection_dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "out_channels", what, &c.out_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_layers", what, &c.num_layers));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_single_layers", what, &c.num_single_layers));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "attention_head_dim", what, &c.attention_head_dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_attention_heads", what, &c.num_attention_heads));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "joint_attention_dim", what, &c.joint_attention_dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "pooled_projection_dim", what, &c.pooled_projection_dim));
   if (root.contains("guidance_embeds")) {
     const json& v = root.at("guidance_embeds");
-    if (!v.is_boolean()) return field_error(what, "guidance_embeds", v, "a boolean");
+    if (!v.is_boolean()) return json_field_error(what, "guidance_embeds", v, "a boolean");
     c.guidance_embeds = v.get<bool>();
   }
   if (root.contains("axes_dims_rope")) {
     const json& v = root.at("axes_dims_rope");
-    if (!v.is_array() || v.size() != 3) return field_error(what, "axes_dims_rope", v, "a list of 3 integers");
+    if (!v.is_array() || v.size() != 3) return json_field_error(what, "axes_dims_rope", v, "a list of 3 integers");
     for (int i = 0; i < 3; ++i) {
-      if (!v[i].is_number_integer()) return field_error(what, "axes_dims_rope", v, "a list of 3 integers");
+      if (!v[i].is_number_integer()) return json_field_error(what, "axes_dims_rope", v, "a list of 3 integers");
       c.axes_dims_rope[i] = v[i].get<int64_t>();
     }
   }
@@ -157,8 +131,8 @@ absl::StatusOr<FluxConfig> infer_flux_config(
   c.out_channels = proj_out[0];
   c.joint_attention_dim = context[1];
   c.pooled_projection_dim = pooled[1];
-  c.num_layers = count_blocks(names, "transformer_blocks.");
-  c.num_single_layers = count_blocks(names, "single_transformer_blocks.");
+  c.num_layers = count_indexed_blocks(names, "transformer_blocks.");
+  c.num_single_layers = count_indexed_blocks(names, "single_transformer_blocks.");
   c.guidance_embeds = shape_of("time_text_embed.guidance_embedder.linear_1.weight").has_value();
   // The q-norm weight has head_dim entries (BFL: query_norm.scale).
   const std::string q_norm = c.num_layers > 0 ? "transformer_blocks.0.attn.norm_q.weight"

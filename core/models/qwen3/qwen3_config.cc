@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/models/config_limits.h"
 #include "core/util/json.h"
+#include "core/util/json_fields.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -13,33 +14,13 @@ namespace {
 
 using json = nlohmann::json;
 
-absl::Status field_error(absl::string_view what, absl::string_view field, const json& value,
-                         absl::string_view expected) {
-  return absl::InvalidArgumentError(absl::StrCat(what, ": field '", field, "' is ", value.dump(),
-                                                 ", expected ", expected));
-}
-
 bool present(const json& root, const char* field) {
   return root.contains(field) && !root.at(field).is_null();
 }
 
-// Reads an optional integer (T integral) or number field; absent or null
-// leaves `*out` unchanged.
-template <typename T>
-absl::Status read_number(const json& root, const char* field, absl::string_view what, T* out) {
-  if (!present(root, field)) return absl::OkStatus();
-  const json& v = root.at(field);
-  constexpr bool kInteger = std::is_integral_v<T>;
-  if (kInteger ? !v.is_number_integer() : !v.is_number()) {
-    return field_error(what, field, v, kInteger ? "an integer" : "a number");
-  }
-  *out = v.get<T>();
-  return absl::OkStatus();
-}
-
 absl::Status check_identity(const json& root, absl::string_view what) {
   if (!root.contains("model_type") || root.at("model_type") != json("qwen3")) {
-    return field_error(what, "model_type", root.value("model_type", json()), "\"qwen3\"");
+    return json_field_error(what, "model_type", root.value("model_type", json()), "\"qwen3\"");
   }
   if (!present(root, "architectures")) return absl::OkStatus();
   const json& archs = root.at("architectures");
@@ -48,7 +29,7 @@ absl::Status check_identity(const json& root, absl::string_view what) {
     ok = ok && (a == json("Qwen3ForCausalLM") || a == json("Qwen3Model"));
   }
   if (!ok) {
-    return field_error(what, "architectures", archs,
+    return json_field_error(what, "architectures", archs,
                        "[\"Qwen3ForCausalLM\"] or [\"Qwen3Model\"] (other heads are not supported)");
   }
   return absl::OkStatus();
@@ -58,36 +39,36 @@ absl::Status check_identity(const json& root, absl::string_view what) {
 // and rope_scaling; 5.x writes rope_parameters {rope_type, rope_theta}.
 absl::Status read_rope(const json& root, absl::string_view what, Qwen3Config* c) {
   if (present(root, "rope_scaling")) {
-    return field_error(what, "rope_scaling", root.at("rope_scaling"),
+    return json_field_error(what, "rope_scaling", root.at("rope_scaling"),
                        "null (RoPE scaling is not supported)");
   }
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "rope_theta", what, &c->rope_theta));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "rope_theta", what, &c->rope_theta));
   if (!present(root, "rope_parameters")) return absl::OkStatus();
   const json& rope = root.at("rope_parameters");
   if (!rope.is_object() || rope.value("rope_type", std::string("default")) != "default") {
-    return field_error(what, "rope_parameters", rope,
+    return json_field_error(what, "rope_parameters", rope,
                        "an object with rope_type \"default\" (RoPE scaling is not supported)");
   }
-  return read_number(rope, "rope_theta", absl::StrCat(what, ": rope_parameters"), &c->rope_theta);
+  return read_json_field(rope, "rope_theta", absl::StrCat(what, ": rope_parameters"), &c->rope_theta);
 }
 
 absl::Status check_unsupported(const json& root, absl::string_view what) {
   if (present(root, "attention_bias") && root.at("attention_bias") != json(false)) {
-    return field_error(what, "attention_bias", root.at("attention_bias"),
+    return json_field_error(what, "attention_bias", root.at("attention_bias"),
                        "false (Qwen3 projections have no biases)");
   }
   if (present(root, "use_sliding_window") && root.at("use_sliding_window") != json(false)) {
-    return field_error(what, "use_sliding_window", root.at("use_sliding_window"),
+    return json_field_error(what, "use_sliding_window", root.at("use_sliding_window"),
                        "false (sliding-window attention is not supported)");
   }
   if (present(root, "layer_types")) {
     const json& types = root.at("layer_types");
     bool ok = types.is_array();
     for (const json& t : ok ? types : json::array()) ok = ok && t == json("full_attention");
-    if (!ok) return field_error(what, "layer_types", types, "\"full_attention\" for every layer");
+    if (!ok) return json_field_error(what, "layer_types", types, "\"full_attention\" for every layer");
   }
   if (present(root, "hidden_act") && root.at("hidden_act") != json("silu")) {
-    return field_error(what, "hidden_act", root.at("hidden_act"), "\"silu\"");
+    return json_field_error(what, "hidden_act", root.at("hidden_act"), "\"silu\"");
   }
   return absl::OkStatus();
 }
@@ -129,17 +110,17 @@ absl::StatusOr<Qwen3Config> parse_qwen3_config(absl::string_view text, absl::str
   DIFFUSIOND_RETURN_IF_ERROR(check_identity(root, what));
   DIFFUSIOND_RETURN_IF_ERROR(check_unsupported(root, what));
   Qwen3Config c;
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "vocab_size", what, &c.vocab_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "hidden_size", what, &c.hidden_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "intermediate_size", what, &c.intermediate_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "num_hidden_layers", what, &c.num_hidden_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "num_attention_heads", what, &c.num_attention_heads));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "vocab_size", what, &c.vocab_size));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "hidden_size", what, &c.hidden_size));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "intermediate_size", what, &c.intermediate_size));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_hidden_layers", what, &c.num_hidden_layers));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_attention_heads", what, &c.num_attention_heads));
   c.num_key_value_heads = c.num_attention_heads;
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "num_key_value_heads", what, &c.num_key_value_heads));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "head_dim", what, &c.head_dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_key_value_heads", what, &c.num_key_value_heads));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "head_dim", what, &c.head_dim));
   DIFFUSIOND_RETURN_IF_ERROR(
-      read_number(root, "max_position_embeddings", what, &c.max_position_embeddings));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "rms_norm_eps", what, &c.rms_norm_eps));
+      read_json_field(root, "max_position_embeddings", what, &c.max_position_embeddings));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "rms_norm_eps", what, &c.rms_norm_eps));
   DIFFUSIOND_RETURN_IF_ERROR(read_rope(root, what, &c));
   if (absl::Status s = c.validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));

@@ -10,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "core/models/config_limits.h"
 #include "core/util/json.h"
+#include "core/util/json_fields.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -17,52 +18,17 @@ namespace {
 
 using json = nlohmann::json;
 
-absl::Status field_error(absl::string_view what, absl::string_view field, const json& value,
-                         absl::string_view expected) {
-  return absl::InvalidArgumentError(absl::StrCat(what, ": field '", field, "' is ", value.dump(),
-                                                 ", expected ", expected));
-}
-
-// Reads an optional integer (T integral), number or boolean field; absent or
-// null leaves `*out` unchanged.
-template <typename T>
-absl::Status read_field(const json& root, const char* field, absl::string_view what, T* out) {
-  if (!root.contains(field) || root.at(field).is_null()) return absl::OkStatus();
-  const json& v = root.at(field);
-  if constexpr (std::is_same_v<T, bool>) {
-    if (!v.is_boolean()) return field_error(what, field, v, "a boolean");
-  } else if constexpr (std::is_integral_v<T>) {
-    if (!v.is_number_integer()) return field_error(what, field, v, "an integer");
-  } else {
-    if (!v.is_number()) return field_error(what, field, v, "a number");
-  }
-  *out = v.get<T>();
-  return absl::OkStatus();
-}
-
 // Checks that an optional list of block types has `n` entries, all `type`.
 absl::Status check_block_types(const json& root, const char* field, absl::string_view type,
                                int64_t n, absl::string_view what) {
   if (!root.contains(field)) return absl::OkStatus();
   const json& v = root.at(field);
   const std::string expected = absl::StrCat("a list of ", n, " \"", type, "\"");
-  if (!v.is_array() || static_cast<int64_t>(v.size()) != n) return field_error(what, field, v, expected);
+  if (!v.is_array() || static_cast<int64_t>(v.size()) != n) return json_field_error(what, field, v, expected);
   for (const json& t : v) {
-    if (t != json(std::string(type))) return field_error(what, field, v, expected);
+    if (t != json(std::string(type))) return json_field_error(what, field, v, expected);
   }
   return absl::OkStatus();
-}
-
-// Largest N + 1 over names "<prefix>N.<rest>".
-int64_t count_indices(const std::vector<std::string>& names, absl::string_view prefix) {
-  int64_t count = 0;
-  for (const std::string& name : names) {
-    absl::string_view rest = name;
-    if (!absl::ConsumePrefix(&rest, prefix)) continue;
-    int64_t index = 0;
-    if (absl::SimpleAtoi(rest.substr(0, rest.find('.')), &index)) count = std::max(count, index + 1);
-  }
-  return count;
 }
 
 }  // namespace
@@ -135,38 +101,38 @@ absl::StatusOr<VaeConfig> parse_vae_config(absl::string_view text, absl::string_
     const json& v = root.at("block_out_channels");
     if (!v.is_array() || v.empty() ||
         !std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_integer(); })) {
-      return field_error(what, "block_out_channels", v, "a non-empty list of integers");
+      return json_field_error(what, "block_out_channels", v, "a non-empty list of integers");
     }
     c.block_out_channels = v.get<std::vector<int64_t>>();
   }
   if (root.contains("act_fn") && root.at("act_fn") != json("silu")) {
-    return field_error(what, "act_fn", root.at("act_fn"), "\"silu\" (the only activation supported)");
+    return json_field_error(what, "act_fn", root.at("act_fn"), "\"silu\" (the only activation supported)");
   }
   if (root.contains("sample_size") && root.at("sample_size").is_array()) {
     const json& v = root.at("sample_size");
-    if (v.empty() || !v[0].is_number_integer()) return field_error(what, "sample_size", v, "an integer");
+    if (v.empty() || !v[0].is_number_integer()) return json_field_error(what, "sample_size", v, "an integer");
     c.sample_size = v[0].get<int64_t>();  // upstream tiles by the first entry
   } else {
-    DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "sample_size", what, &c.sample_size));
+    DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "sample_size", what, &c.sample_size));
   }
   for (const char* field : {"latents_mean", "latents_std"}) {
     if (root.contains(field) && !root.at(field).is_null()) {
-      return field_error(what, field, root.at(field), "null (per-channel latent statistics are not supported)");
+      return json_field_error(what, field, root.at(field), "null (per-channel latent statistics are not supported)");
     }
   }
   const int64_t n = c.num_blocks();
   DIFFUSIOND_RETURN_IF_ERROR(check_block_types(root, "down_block_types", "DownEncoderBlock2D", n, what));
   DIFFUSIOND_RETURN_IF_ERROR(check_block_types(root, "up_block_types", "UpDecoderBlock2D", n, what));
-  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "in_channels", what, &c.in_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "out_channels", what, &c.out_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "layers_per_block", what, &c.layers_per_block));
-  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "norm_num_groups", what, &c.norm_num_groups));
-  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "latent_channels", what, &c.latent_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "scaling_factor", what, &c.scaling_factor));
-  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "shift_factor", what, &c.shift_factor));
-  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "use_quant_conv", what, &c.use_quant_conv));
-  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "use_post_quant_conv", what, &c.use_post_quant_conv));
-  DIFFUSIOND_RETURN_IF_ERROR(read_field(root, "mid_block_add_attention", what, &c.mid_block_add_attention));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "in_channels", what, &c.in_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "out_channels", what, &c.out_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "layers_per_block", what, &c.layers_per_block));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "norm_num_groups", what, &c.norm_num_groups));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "latent_channels", what, &c.latent_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "scaling_factor", what, &c.scaling_factor));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "shift_factor", what, &c.shift_factor));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "use_quant_conv", what, &c.use_quant_conv));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "use_post_quant_conv", what, &c.use_post_quant_conv));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "mid_block_add_attention", what, &c.mid_block_add_attention));
   if (absl::Status s = c.validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   }
@@ -191,14 +157,14 @@ absl::StatusOr<VaeConfig> infer_vae_config(
   c.in_channels = conv_in[1];
   c.out_channels = dec_out[0];
   c.latent_channels = dec_in[1];
-  const int64_t blocks = count_indices(names, "encoder.down_blocks.");
+  const int64_t blocks = count_indexed_blocks(names, "encoder.down_blocks.");
   c.block_out_channels.clear();
   for (int64_t i = 0; i < blocks; ++i) {
     DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> conv1,
                                 need(absl::StrCat("encoder.down_blocks.", i, ".resnets.0.conv1.weight")));
     c.block_out_channels.push_back(conv1[0]);
   }
-  c.layers_per_block = count_indices(names, "encoder.down_blocks.0.resnets.");
+  c.layers_per_block = count_indexed_blocks(names, "encoder.down_blocks.0.resnets.");
   c.use_quant_conv = shape_of("quant_conv.weight").has_value();
   c.use_post_quant_conv = shape_of("post_quant_conv.weight").has_value();
   c.mid_block_add_attention = shape_of("decoder.mid_block.attentions.0.to_q.weight").has_value();

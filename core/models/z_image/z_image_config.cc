@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "core/models/config_limits.h"
 #include "core/util/json.h"
+#include "core/util/json_fields.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -16,32 +17,12 @@ namespace {
 
 using json = nlohmann::json;
 
-absl::Status field_error(absl::string_view what, absl::string_view field, const json& value,
-                         absl::string_view expected) {
-  return absl::InvalidArgumentError(absl::StrCat(what, ": field '", field, "' is ", value.dump(),
-                                                 ", expected ", expected));
-}
-
-// Reads an optional integer (T integral) or number field; absent or null
-// leaves `*out` unchanged.
-template <typename T>
-absl::Status read_number(const json& root, const char* field, absl::string_view what, T* out) {
-  if (!root.contains(field) || root.at(field).is_null()) return absl::OkStatus();
-  const json& v = root.at(field);
-  constexpr bool kInteger = std::is_integral_v<T>;
-  if (kInteger ? !v.is_number_integer() : !v.is_number()) {
-    return field_error(what, field, v, kInteger ? "an integer" : "a number");
-  }
-  *out = v.get<T>();
-  return absl::OkStatus();
-}
-
 absl::Status read_single_int_list(const json& root, const char* field, absl::string_view what,
                                   int64_t* out) {
   if (!root.contains(field)) return absl::OkStatus();
   const json& v = root.at(field);
   if (!v.is_array() || v.size() != 1 || !v[0].is_number_integer()) {
-    return field_error(what, field, v, "a list of one integer (one patch size is supported)");
+    return json_field_error(what, field, v, "a list of one integer (one patch size is supported)");
   }
   *out = v[0].get<int64_t>();
   return absl::OkStatus();
@@ -51,24 +32,12 @@ absl::Status read_triple(const json& root, const char* field, absl::string_view 
                          std::array<int64_t, 3>* out) {
   if (!root.contains(field)) return absl::OkStatus();
   const json& v = root.at(field);
-  if (!v.is_array() || v.size() != 3) return field_error(what, field, v, "a list of 3 integers");
+  if (!v.is_array() || v.size() != 3) return json_field_error(what, field, v, "a list of 3 integers");
   for (int i = 0; i < 3; ++i) {
-    if (!v[i].is_number_integer()) return field_error(what, field, v, "a list of 3 integers");
+    if (!v[i].is_number_integer()) return json_field_error(what, field, v, "a list of 3 integers");
     (*out)[i] = v[i].get<int64_t>();
   }
   return absl::OkStatus();
-}
-
-// Largest N + 1 over names "<prefix>N.<rest>".
-int64_t count_blocks(const std::vector<std::string>& names, absl::string_view prefix) {
-  int64_t count = 0;
-  for (const std::string& name : names) {
-    absl::string_view rest = name;
-    if (!absl::ConsumePrefix(&rest, prefix)) continue;
-    int64_t index = 0;
-    if (absl::SimpleAtoi(rest.substr(0, rest.find('.')), &index)) count = std::max(count, index + 1);
-  }
-  return count;
 }
 
 }  // namespace
@@ -125,19 +94,19 @@ absl::StatusOr<ZImageConfig> parse_z_image_config(absl::string_view text, absl::
   ZImageConfig c;
   DIFFUSIOND_RETURN_IF_ERROR(read_single_int_list(root, "all_patch_size", what, &c.patch_size));
   DIFFUSIOND_RETURN_IF_ERROR(read_single_int_list(root, "all_f_patch_size", what, &c.f_patch_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "in_channels", what, &c.in_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "dim", what, &c.dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "n_layers", what, &c.n_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "n_refiner_layers", what, &c.n_refiner_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "n_heads", what, &c.n_heads));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "norm_eps", what, &c.norm_eps));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "cap_feat_dim", what, &c.cap_feat_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "rope_theta", what, &c.rope_theta));
-  DIFFUSIOND_RETURN_IF_ERROR(read_number(root, "t_scale", what, &c.t_scale));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "in_channels", what, &c.in_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "dim", what, &c.dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "n_layers", what, &c.n_layers));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "n_refiner_layers", what, &c.n_refiner_layers));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "n_heads", what, &c.n_heads));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "norm_eps", what, &c.norm_eps));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "cap_feat_dim", what, &c.cap_feat_dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "rope_theta", what, &c.rope_theta));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "t_scale", what, &c.t_scale));
   DIFFUSIOND_RETURN_IF_ERROR(read_triple(root, "axes_dims", what, &c.axes_dims));
   DIFFUSIOND_RETURN_IF_ERROR(read_triple(root, "axes_lens", what, &c.axes_lens));
   if (root.contains("qk_norm")) {
-    if (!root.at("qk_norm").is_boolean()) return field_error(what, "qk_norm", root.at("qk_norm"), "a boolean");
+    if (!root.at("qk_norm").is_boolean()) return json_field_error(what, "qk_norm", root.at("qk_norm"), "a boolean");
     c.qk_norm = root.at("qk_norm").get<bool>();
   }
   if (absl::Status s = c.validate(); !s.ok()) {
@@ -163,8 +132,8 @@ absl::StatusOr<ZImageConfig> infer_z_image_config(
   c.dim = x_embed[0];
   c.in_channels = x_embed[1] / (c.patch_size * c.patch_size * c.f_patch_size);
   c.cap_feat_dim = cap[1];
-  c.n_layers = count_blocks(names, "layers.");
-  c.n_refiner_layers = count_blocks(names, "noise_refiner.");
+  c.n_layers = count_indexed_blocks(names, "layers.");
+  c.n_refiner_layers = count_indexed_blocks(names, "noise_refiner.");
   std::optional<std::vector<int64_t>> q_norm = shape_of("layers.0.attention.norm_q.weight");
   if (!q_norm.has_value()) q_norm = shape_of("noise_refiner.0.attention.norm_q.weight");
   if (q_norm.has_value() && q_norm->size() == 1 && (*q_norm)[0] > 0) {
