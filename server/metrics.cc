@@ -59,7 +59,84 @@ struct DaemonMetrics::Impl {
   Family<Counter>* cancellations = nullptr;
   Family<Counter>* queue_rejections = nullptr;
   std::unique_ptr<ModelSeries> model_series;  // over the step and denoise families
+
+  // The load/eviction/unload/admission series, and the cancellation, queue
+  // and per-model timing series.
+  void register_cache_events(prometheus::Registry& r);
+  void register_work(prometheus::Registry& r);
 };
+
+void DaemonMetrics::Impl::register_cache_events(prometheus::Registry& r) {
+  Family<Counter>& loads =
+      prometheus::BuildCounter()
+          .Name("diffusiond_model_loads_total")
+          .Help(
+              "Model loads that finished, by result: ok, error, rejected (no room in the "
+              "memory budget) or cancelled.")
+          .Register(r);
+  loads_ok = &loads.Add({{"result", "ok"}});
+  loads_error = &loads.Add({{"result", "error"}});
+  loads_rejected = &loads.Add({{"result", "rejected"}});
+  loads_cancelled = &loads.Add({{"result", "cancelled"}});
+
+  load_seconds = &prometheus::BuildHistogram()
+                             .Name("diffusiond_model_load_seconds")
+                             .Help("Seconds the loader ran, for model loads that succeeded.")
+                             .Register(r)
+                             .Add({}, load_buckets());
+  evictions = &prometheus::BuildCounter()
+                          .Name("diffusiond_model_evictions_total")
+                          .Help("Unpinned models removed from the cache to make room in a budget.")
+                          .Register(r)
+                          .Add({});
+  unloads = &prometheus::BuildCounter()
+                        .Name("diffusiond_model_unloads_total")
+                        .Help("Models removed from the cache by an explicit unload request.")
+                        .Register(r)
+                        .Add({});
+  admission_rejections =
+      &prometheus::BuildCounter()
+           .Name("diffusiond_admission_rejections_total")
+           .Help(
+               "Requests for memory refused because even evicting every unpinned model "
+               "would not free enough of the budget.")
+           .Register(r)
+           .Add({});
+
+}
+
+void DaemonMetrics::Impl::register_work(prometheus::Registry& r) {
+  cancellations = &prometheus::BuildCounter()
+                              .Name("diffusiond_cancellations_total")
+                              .Help(
+                                  "Operations stopped early by a client cancel, a deadline "
+                                  "or a drain, by operation.")
+                              .Register(r);
+  for (const char* operation : kCancellableOperations) {
+    cancellations->Add({{"operation", operation}});
+  }
+  queue_rejections = &prometheus::BuildCounter()
+                                 .Name("diffusiond_queue_rejections_total")
+                                 .Help(
+                                     "Requests refused because a work queue was full, by "
+                                     "queue.")
+                                 .Register(r);
+  for (const char* queue : kQueues) queue_rejections->Add({{"queue", queue}});
+
+  Family<Histogram>& step_seconds = prometheus::BuildHistogram()
+                             .Name("diffusiond_denoise_step_seconds")
+                             .Help(
+                                 "Seconds one model forward took (a Step call or one step "
+                                 "of a Denoise call), by model.")
+                             .Register(r);
+  Family<Histogram>& denoise_seconds = prometheus::BuildHistogram()
+                                .Name("diffusiond_denoise_seconds")
+                                .Help(
+                                    "Seconds a whole Denoise call took, by model and result "
+                                    "(ok, cancelled or error).")
+                                .Register(r);
+  model_series = std::make_unique<ModelSeries>(&step_seconds, &denoise_seconds);
+}
 
 DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()> cache_stats)
     : impl_(std::make_unique<Impl>(std::move(cache_stats))) {
@@ -80,72 +157,8 @@ DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()>
       .Add({})
       .Set(build.compute_threads);
 
-  Family<Counter>& loads =
-      prometheus::BuildCounter()
-          .Name("diffusiond_model_loads_total")
-          .Help(
-              "Model loads that finished, by result: ok, error, rejected (no room in the "
-              "memory budget) or cancelled.")
-          .Register(r);
-  impl_->loads_ok = &loads.Add({{"result", "ok"}});
-  impl_->loads_error = &loads.Add({{"result", "error"}});
-  impl_->loads_rejected = &loads.Add({{"result", "rejected"}});
-  impl_->loads_cancelled = &loads.Add({{"result", "cancelled"}});
-
-  impl_->load_seconds = &prometheus::BuildHistogram()
-                             .Name("diffusiond_model_load_seconds")
-                             .Help("Seconds the loader ran, for model loads that succeeded.")
-                             .Register(r)
-                             .Add({}, load_buckets());
-  impl_->evictions = &prometheus::BuildCounter()
-                          .Name("diffusiond_model_evictions_total")
-                          .Help("Unpinned models removed from the cache to make room in a budget.")
-                          .Register(r)
-                          .Add({});
-  impl_->unloads = &prometheus::BuildCounter()
-                        .Name("diffusiond_model_unloads_total")
-                        .Help("Models removed from the cache by an explicit unload request.")
-                        .Register(r)
-                        .Add({});
-  impl_->admission_rejections =
-      &prometheus::BuildCounter()
-           .Name("diffusiond_admission_rejections_total")
-           .Help(
-               "Requests for memory refused because even evicting every unpinned model "
-               "would not free enough of the budget.")
-           .Register(r)
-           .Add({});
-
-  impl_->cancellations = &prometheus::BuildCounter()
-                              .Name("diffusiond_cancellations_total")
-                              .Help(
-                                  "Operations stopped early by a client cancel, a deadline "
-                                  "or a drain, by operation.")
-                              .Register(r);
-  for (const char* operation : kCancellableOperations) {
-    impl_->cancellations->Add({{"operation", operation}});
-  }
-  impl_->queue_rejections = &prometheus::BuildCounter()
-                                 .Name("diffusiond_queue_rejections_total")
-                                 .Help(
-                                     "Requests refused because a work queue was full, by "
-                                     "queue.")
-                                 .Register(r);
-  for (const char* queue : kQueues) impl_->queue_rejections->Add({{"queue", queue}});
-
-  Family<Histogram>& step_seconds = prometheus::BuildHistogram()
-                             .Name("diffusiond_denoise_step_seconds")
-                             .Help(
-                                 "Seconds one model forward took (a Step call or one step "
-                                 "of a Denoise call), by model.")
-                             .Register(r);
-  Family<Histogram>& denoise_seconds = prometheus::BuildHistogram()
-                                .Name("diffusiond_denoise_seconds")
-                                .Help(
-                                    "Seconds a whole Denoise call took, by model and result "
-                                    "(ok, cancelled or error).")
-                                .Register(r);
-  impl_->model_series = std::make_unique<ModelSeries>(&step_seconds, &denoise_seconds);
+  impl_->register_cache_events(r);
+  impl_->register_work(r);
 }
 
 DaemonMetrics::~DaemonMetrics() = default;

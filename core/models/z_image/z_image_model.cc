@@ -122,24 +122,15 @@ torch::Tensor ZImageModel::linear(const torch::Tensor& x, const std::string& pre
   return torch::linear(x, param(prefix + ".weight"), bias ? param(prefix + ".bias") : torch::Tensor());
 }
 
-std::vector<torch::Tensor> ZImageModel::run(const std::vector<torch::Tensor>& x_in,
-                                            const torch::Tensor& t_in,
-                                            const std::vector<torch::Tensor>& cap_in) const {
+// Patchifies and pads each item; caption ids (1 + i, 0, 0), image ids after them.
+ZImageModel::Patchified ZImageModel::patchify(const std::vector<torch::Tensor>& x_in,
+                                              const std::vector<torch::Tensor>& cap_in) const {
   const ZImageConfig& c = config_;
   const torch::ScalarType dtype = compute_dtype(*this);
   const int64_t p = c.patch_size, pf = c.f_patch_size, channels = c.in_channels;
-  const int64_t batch = static_cast<int64_t>(x_in.size());
-  const std::string key = c.patch_key();
-
-  // Timestep embedding: sinusoid in float32, the MLP at the compute dtype.
-  const torch::Tensor t_scaled = t_in.reshape({-1}).to(torch::kFloat32) * static_cast<float>(c.t_scale);
-  torch::Tensor adaln = timestep_features(t_scaled, 256).to(dtype);
-  adaln = linear(torch::silu(linear(adaln, "t_embedder.mlp.0", true)), "t_embedder.mlp.2", true);
-
-  // Patchify and pad each item; caption ids (1 + i, 0, 0), image ids after them.
-  std::vector<torch::Tensor> patches, x_ids, x_pad, caps, cap_ids, cap_pad;
-  std::vector<std::array<int64_t, 3>> sizes;
-  for (int64_t i = 0; i < batch; ++i) {
+  Patchified out;
+  auto& [patches, x_ids, x_pad, caps, cap_ids, cap_pad, sizes] = out;
+  for (int64_t i = 0; i < static_cast<int64_t>(x_in.size()); ++i) {
     const torch::Tensor cap = cap_in[i].to(dtype);
     const int64_t cap_len = cap.size(0), cap_extra = padding_for(cap_len);
     caps.push_back(pad_rows(cap, cap_extra));
@@ -160,6 +151,51 @@ std::vector<torch::Tensor> ZImageModel::run(const std::vector<torch::Tensor>& x_
     x_ids.push_back(ids);
     x_pad.push_back(torch::arange(n + extra) >= n);
   }
+  return out;
+}
+
+// The final layer (LayerNorm scaled by adaLN, then the projection) and the
+// unpatchify of each item back to [C, F, H, W].
+std::vector<torch::Tensor> ZImageModel::final_layer(torch::Tensor ub, const torch::Tensor& adaln,
+                                                    const std::vector<std::array<int64_t, 3>>& sizes) const {
+  const ZImageConfig& c = config_;
+  const int64_t p = c.patch_size, pf = c.f_patch_size, channels = c.in_channels;
+  const std::string key = c.patch_key();
+  const int64_t batch = static_cast<int64_t>(sizes.size());
+  const std::string final_prefix = "all_final_layer." + key;
+  const torch::Tensor scale = 1.0 + linear(torch::silu(adaln), final_prefix + ".adaLN_modulation.1", true);
+  ub = torch::layer_norm(ub, {c.dim}, {}, {}, kFinalNormEps) * scale.unsqueeze(1);
+  ub = linear(ub, final_prefix + ".linear", true);
+
+  std::vector<torch::Tensor> out;
+  for (int64_t i = 0; i < batch; ++i) {
+    const auto [F, H, W] = sizes[i];
+    const int64_t ft = F / pf, ht = H / p, wt = W / p;
+    out.push_back(ub[i]
+                      .narrow(0, 0, ft * ht * wt)
+                      .view({ft, ht, wt, pf, p, p, channels})
+                      .permute({6, 0, 3, 1, 4, 2, 5})
+                      .reshape({channels, F, H, W}));
+  }
+  return out;
+}
+
+std::vector<torch::Tensor> ZImageModel::run(const std::vector<torch::Tensor>& x_in,
+                                            const torch::Tensor& t_in,
+                                            const std::vector<torch::Tensor>& cap_in) const {
+  const ZImageConfig& c = config_;
+  const torch::ScalarType dtype = compute_dtype(*this);
+  const int64_t batch = static_cast<int64_t>(x_in.size());
+  const std::string key = c.patch_key();
+
+  // Timestep embedding: sinusoid in float32, the MLP at the compute dtype.
+  const torch::Tensor t_scaled = t_in.reshape({-1}).to(torch::kFloat32) * static_cast<float>(c.t_scale);
+  torch::Tensor adaln = timestep_features(t_scaled, 256).to(dtype);
+  adaln = linear(torch::silu(linear(adaln, "t_embedder.mlp.0", true)), "t_embedder.mlp.2", true);
+
+  const Patchified in = patchify(x_in, cap_in);
+  const std::vector<torch::Tensor>&patches = in.patches, &x_ids = in.x_ids, &x_pad = in.x_pad, &caps = in.caps,
+                                   &cap_ids = in.cap_ids, &cap_pad = in.cap_pad;
   const auto lengths = [](const std::vector<torch::Tensor>& items) {
     std::vector<int64_t> out;
     for (const torch::Tensor& t : items) out.push_back(t.size(0));
@@ -217,23 +253,7 @@ std::vector<torch::Tensor> ZImageModel::run(const std::vector<torch::Tensor>& x_
     ub = block(absl::StrCat("layers.", l), ub, u_mask, ucos, usin, adaln);
   }
 
-  // Final layer: LayerNorm scaled by adaLN, then the projection.
-  const std::string final_prefix = "all_final_layer." + key;
-  const torch::Tensor scale = 1.0 + linear(torch::silu(adaln), final_prefix + ".adaLN_modulation.1", true);
-  ub = torch::layer_norm(ub, {c.dim}, {}, {}, kFinalNormEps) * scale.unsqueeze(1);
-  ub = linear(ub, final_prefix + ".linear", true);
-
-  std::vector<torch::Tensor> out;
-  for (int64_t i = 0; i < batch; ++i) {
-    const auto [F, H, W] = sizes[i];
-    const int64_t ft = F / pf, ht = H / p, wt = W / p;
-    out.push_back(ub[i]
-                      .narrow(0, 0, ft * ht * wt)
-                      .view({ft, ht, wt, pf, p, p, channels})
-                      .permute({6, 0, 3, 1, 4, 2, 5})
-                      .reshape({channels, F, H, W}));
-  }
-  return out;
+  return final_layer(ub, adaln, in.sizes);
 }
 
 torch::Tensor ZImageModel::block(const std::string& prefix, torch::Tensor x, const torch::Tensor& mask,

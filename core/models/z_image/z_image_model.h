@@ -7,6 +7,7 @@
 
 #include <torch/types.h>
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -74,6 +75,15 @@ class ZImageModel final : public DiffusionModel {
                             const std::vector<torch::Tensor>& cap_feats) const;
   std::vector<torch::Tensor> run(const std::vector<torch::Tensor>& x, const torch::Tensor& t,
                                  const std::vector<torch::Tensor>& cap_feats) const;
+  // Every item's patches, caption and position ids, padded to multiples of
+  // 32 with the masks of the padding.
+  struct Patchified {
+    std::vector<torch::Tensor> patches, x_ids, x_pad, caps, cap_ids, cap_pad;
+    std::vector<std::array<int64_t, 3>> sizes;  // each item's F, H, W
+  };
+  Patchified patchify(const std::vector<torch::Tensor>& x, const std::vector<torch::Tensor>& cap_feats) const;
+  std::vector<torch::Tensor> final_layer(torch::Tensor ub, const torch::Tensor& adaln,
+                                         const std::vector<std::array<int64_t, 3>>& sizes) const;
   torch::Tensor linear(const torch::Tensor& x, const std::string& prefix, bool bias) const;
   torch::Tensor block(const std::string& prefix, torch::Tensor x, const torch::Tensor& mask,
                       const torch::Tensor& cos, const torch::Tensor& sin,
