@@ -1,6 +1,6 @@
 // What serving over gRPC costs: one Z-Image Step through a real daemon on
 // loopback against the same Step in-process (same weights, same inputs),
-// for the demo size and the mid-size configuration of z_image_step_bench;
+// for the demo size and the mid-size configuration of denoise_step_bench;
 // and loopback tensor throughput (a Step whose inputs are received,
 // validated and converted, then refused because the model is not loaded).
 // Target: gRPC ≤ 5% slower than in-process, plus the tensor transfer.

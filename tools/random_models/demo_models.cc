@@ -23,6 +23,19 @@ absl::Status write_demo_model(absl::string_view architecture, const std::string&
                                                  "\"; there are: ", absl::StrJoin(demo_architectures(), ", ")));
 }
 
+absl::StatusOr<int64_t> write_mid_size_model(absl::string_view architecture, const std::string& folder,
+                                             uint64_t seed) {
+  if (architecture == kZImageArchitecture) {
+    DIFFUSIOND_RETURN_IF_ERROR(write_random_z_image(mid_size_z_image_config(), folder, seed));
+    return 128;
+  }
+  if (architecture == kFluxArchitecture) {
+    DIFFUSIOND_RETURN_IF_ERROR(write_random_flux(mid_size_flux_config(), folder, seed));
+    return 512;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("no mid-size model for architecture \"", architecture, "\""));
+}
+
 Conditioning random_conditioning(const std::vector<ConditioningInput>& inputs, int64_t tokens, uint64_t seed) {
   Conditioning c;
   for (const ConditioningInput& in : inputs) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/models/conditioning.h"
 
@@ -20,6 +21,14 @@ std::vector<std::string> demo_architectures();
 // Writes the demo model of `architecture` as a diffusers folder (random
 // weights from `seed`). INVALID_ARGUMENT for an architecture without one.
 absl::Status write_demo_model(absl::string_view architecture, const std::string& folder, uint64_t seed);
+
+// Writes the benchmarks' mid-size model of `architecture` (a diffusers
+// folder, random weights from `seed`: Z-Image dim 1536, 8 + 2 layers; FLUX
+// 12 heads x 128, 3 double + 6 single blocks) and returns the text length
+// its pipeline feeds it (Z-Image 128 caption tokens, FLUX's T5 padded to
+// 512). INVALID_ARGUMENT for an architecture without one.
+absl::StatusOr<int64_t> write_mid_size_model(absl::string_view architecture, const std::string& folder,
+                                             uint64_t seed);
 
 // Conditioning for `inputs` drawn from `seed`: tensors with `tokens` rows
 // where the length is free, N(0, 1) values; scalars at their defaults.
