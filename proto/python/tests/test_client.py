@@ -79,8 +79,10 @@ class FakeDenoise(_stubs.denoise_service_pb2_grpc.DenoiseServiceServicer):
     def Denoise(self, request, context):
         self.requests.append(request)
         if request.model_id == "slow":
-            # Runs when the call ends, which for "slow" only a cancellation does.
-            context.add_callback(self.cancelled.set)
+            # Runs when the call ends, which for "slow" only a cancellation
+            # does; add_callback refuses once the call has already ended.
+            if not context.add_callback(self.cancelled.set):
+                self.cancelled.set()
         for i in range(request.steps):
             if request.model_id == "slow" and i == 1:
                 deadline = time.monotonic() + 10
@@ -143,9 +145,12 @@ class FakePipeline(_stubs.pipeline_service_pb2_grpc.PipelineServiceServicer):
         if request.pipeline == "full":
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "needed 12 GiB, available 3 GiB")
         stage = _ps.GenerateProgress
+        # Registered before the first event: a client that cancels on it must
+        # not race the registration (add_callback refuses an ended call).
+        if request.pipeline == "slow" and not context.add_callback(self.cancelled.set):
+            self.cancelled.set()
         yield _ps.GenerateEvent(progress=stage(stage=stage.STAGE_LOAD, model_id="te", seconds=1.5, detail="loaded"))
         if request.pipeline == "slow":
-            context.add_callback(self.cancelled.set)
             deadline = time.monotonic() + 10
             while context.is_active() and time.monotonic() < deadline:
                 time.sleep(0.01)
