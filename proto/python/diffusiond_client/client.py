@@ -14,6 +14,7 @@ import grpc
 
 from . import _stubs
 from . import pipeline as _pipeline
+from ._stream_call import StreamCall
 from .errors import DiffusiondError, from_rpc_error
 from .tensor import WireTensor, to_wire_proto
 from .results import (DenoiseStep, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats,
@@ -48,7 +49,7 @@ def _fp8_mode(fp8):
     return _FP8_MODES[fp8]
 
 
-class DenoiseCall:
+class DenoiseCall(StreamCall):
     """A running Denoise stream.
 
     Iterate it for DenoiseStep events followed by the final latents (a
@@ -58,26 +59,8 @@ class DenoiseCall:
     """
 
     def __init__(self, call):
-        self._call = call
-
-    def __iter__(self):
-        try:
-            for event in self._call:
-                kind = event.WhichOneof("event")
-                if kind == "step":
-                    yield DenoiseStep.from_proto(event.step)
-                elif kind == "latents":
-                    yield WireTensor.from_proto(event.latents)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, "Denoise") from e
-
-    def cancel(self):
-        """Cancels the call; returns False if it had already finished."""
-        return self._call.cancel()
-
-    def code(self):
-        """Returns the call's grpc.StatusCode (blocks until it finishes)."""
-        return self._call.code()
+        super().__init__(call, "Denoise", {"step": DenoiseStep.from_proto, "latents": WireTensor.from_proto},
+                         "latents")
 
     def result(self, on_step=None):
         """Consumes the stream and returns the final latents.
@@ -86,19 +69,7 @@ class DenoiseCall:
         cancelled and the exception propagates. Raises DiffusiondError if the
         stream fails or ends without latents.
         """
-        latents = None
-        for event in self:
-            if isinstance(event, WireTensor):
-                latents = event
-            elif on_step is not None:
-                try:
-                    on_step(event)
-                except BaseException:
-                    self._call.cancel()
-                    raise
-        if latents is None:
-            raise DiffusiondError(grpc.StatusCode.INTERNAL, "the stream ended without latents", "Denoise")
-        return latents
+        return self._result(on_step, WireTensor)
 
 
 class Client:

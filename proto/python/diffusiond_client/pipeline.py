@@ -6,17 +6,16 @@ types (results.py).
 
 import secrets
 
-import grpc
 
 from . import _stubs
-from .errors import DiffusiondError, from_rpc_error
+from ._stream_call import StreamCall
 from .results import GenerateProgress, Image
 from .tensor import WireTensor, to_wire_proto
 
 _ps = _stubs.pipeline_service_pb2
 
 
-class GenerateCall:
+class GenerateCall(StreamCall):
     """A running Generate stream.
 
     Iterate it for GenerateProgress events (load, evict, encode, each denoise
@@ -25,26 +24,8 @@ class GenerateCall:
     """
 
     def __init__(self, call):
-        self._call = call
-
-    def __iter__(self):
-        try:
-            for event in self._call:
-                kind = event.WhichOneof("event")
-                if kind == "progress":
-                    yield GenerateProgress.from_proto(event.progress)
-                elif kind == "image":
-                    yield Image.from_proto(event.image)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, "Generate") from e
-
-    def cancel(self):
-        """Cancels the call; returns False if it had already finished."""
-        return self._call.cancel()
-
-    def code(self):
-        """Returns the call's grpc.StatusCode (blocks until it finishes)."""
-        return self._call.code()
+        super().__init__(call, "Generate", {"progress": GenerateProgress.from_proto, "image": Image.from_proto},
+                         "an image")
 
     def result(self, on_progress=None):
         """Consumes the stream and returns the Image.
@@ -53,19 +34,7 @@ class GenerateCall:
         the call is cancelled and the exception propagates. Raises
         DiffusiondError if the stream fails or ends without an image.
         """
-        image = None
-        for event in self:
-            if isinstance(event, Image):
-                image = event
-            elif on_progress is not None:
-                try:
-                    on_progress(event)
-                except BaseException:
-                    self._call.cancel()
-                    raise
-        if image is None:
-            raise DiffusiondError(grpc.StatusCode.INTERNAL, "the stream ended without an image", "Generate")
-        return image
+        return self._result(on_progress, Image)
 
 
 def generate_request(pipeline, prompt, negative_prompt, text_encoder, transformer, vae, width, height, steps,
