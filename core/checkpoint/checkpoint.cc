@@ -165,6 +165,20 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(absl::string_view p
   return ckpt;
 }
 
+std::string config_class_name(absl::string_view config_json) {
+  if (config_json.empty()) return "";
+  absl::StatusOr<nlohmann::json> config = parse_json_strict(config_json, "config.json");
+  if (!config.ok() || !config->is_object()) return "";
+  if (config->contains("_class_name") && config->at("_class_name").is_string()) {
+    return config->at("_class_name").get<std::string>();
+  }
+  if (config->contains("architectures") && config->at("architectures").is_array() &&
+      !config->at("architectures").empty() && config->at("architectures")[0].is_string()) {
+    return config->at("architectures")[0].get<std::string>();
+  }
+  return "";
+}
+
 absl::Status Checkpoint::read_configs(const OpenOptions& options) {
   const fs::path p(path_);
   const bool folder = layout_ == CheckpointLayout::kDiffusersFolder;
@@ -192,6 +206,7 @@ absl::Status Checkpoint::read_configs(const OpenOptions& options) {
   } else {
     DIFFUSIOND_RETURN_IF_ERROR(read_first({dir / "config.json"}, &config_json_, &config_path_));
   }
+  config_class_ = config_class_name(config_json_);
   return read_first({dir / "scheduler_config.json", dir.parent_path() / "scheduler" / "scheduler_config.json"},
                     &scheduler_config_json_, nullptr);
 }

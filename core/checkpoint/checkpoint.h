@@ -61,6 +61,8 @@ class Checkpoint {
   // It may describe another architecture than the weights (a folder of
   // mixed files): families check its class before trusting it.
   const std::string& config_json() const { return config_json_; }
+  // config_class_name(config_json()), read once at open.
+  const std::string& config_class() const { return config_class_; }
   // Where config_json() came from; empty when there is none.
   const std::string& config_path() const { return config_path_; }
   // The scheduler_config.json of the model's pipeline, if found: in the
@@ -94,6 +96,7 @@ class Checkpoint {
   CheckpointLayout layout_ = CheckpointLayout::kSingleFile;
   std::string config_json_;
   std::string config_path_;
+  std::string config_class_;
   std::string scheduler_config_json_;
   std::vector<std::unique_ptr<RandomAccessFile>> files_;
   std::vector<std::string> file_paths_;
@@ -102,6 +105,11 @@ class Checkpoint {
   std::map<std::string, Fp8ScaleRef> fp8_scales_;
   int64_t weight_bytes_ = 0;
 };
+
+// The class a config.json names — diffusers' "_class_name" or
+// transformers' first "architectures" entry — or "" when it names none or
+// is not readable JSON.
+std::string config_class_name(absl::string_view config_json);
 
 struct ShardIndex {
   std::vector<std::string> shards;                // file names, in first-use order

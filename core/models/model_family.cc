@@ -18,20 +18,6 @@ ParamKind TableRecipe::classify(absl::string_view name, const std::vector<int64_
   return it != kinds_.end() ? it->second : classify_by_rule(name, shape);
 }
 
-std::string config_class_name(absl::string_view config_json) {
-  if (config_json.empty()) return "";
-  absl::StatusOr<nlohmann::json> config = parse_json_strict(config_json, "config.json");
-  if (!config.ok() || !config->is_object()) return "";
-  if (config->contains("_class_name") && config->at("_class_name").is_string()) {
-    return config->at("_class_name").get<std::string>();
-  }
-  if (config->contains("architectures") && config->at("architectures").is_array() &&
-      !config->at("architectures").empty() && config->at("architectures")[0].is_string()) {
-    return config->at("architectures")[0].get<std::string>();
-  }
-  return "";
-}
-
 absl::StatusOr<ScheduleOptions> checkpoint_schedule(const Checkpoint& checkpoint, const ScheduleOptions& defaults) {
   if (checkpoint.scheduler_config_json().empty()) return defaults;
   return parse_scheduler_config(checkpoint.scheduler_config_json(), "scheduler_config.json of " + checkpoint.path(),

@@ -77,14 +77,9 @@ class ModelFamily {
                                                                         absl::string_view path) const = 0;
 };
 
-// The class a config.json names — diffusers' "_class_name" or
-// transformers' first "architectures" entry — or "" when it names none or
-// is not readable JSON.
-std::string config_class_name(absl::string_view config_json);
-// config_class_name of the checkpoint's config.json ("" when it has none).
-inline std::string config_class_name(const Checkpoint& checkpoint) {
-  return config_class_name(checkpoint.config_json());
-}
+// The class the checkpoint's config.json names ("" when it has none), read
+// once when it was opened.
+inline const std::string& config_class_name(const Checkpoint& checkpoint) { return checkpoint.config_class(); }
 
 // The family whose config_classes() include `config_json`'s class, or null.
 const ModelFamily* find_family_for_config(absl::string_view config_json);

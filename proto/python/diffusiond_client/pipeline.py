@@ -6,7 +6,6 @@ types (results.py).
 
 import secrets
 
-
 from . import _stubs
 from ._stream_call import StreamCall
 from .results import GenerateProgress, Image
