@@ -2,6 +2,8 @@
 
 #include <cassert>
 
+#include "core/models/forward_weights.h"
+
 namespace diffusiond {
 
 absl::string_view model_role_name(ModelRole role) {
@@ -14,9 +16,17 @@ absl::string_view model_role_name(ModelRole role) {
 }
 
 torch::Tensor Model::param(absl::string_view name) const {
+  if (ForwardWeights* source = ForwardWeights::current_for(this)) {
+    return source->param(name, weights_->compute_dtype());
+  }
   absl::StatusOr<torch::Tensor> t = weights_->at_compute_dtype(name);
   assert(t.ok() && "parameter missing from a validated model");
   return *t;
+}
+
+torch::Device Model::forward_device() const {
+  const ForwardWeights* source = ForwardWeights::current_for(this);
+  return source != nullptr ? source->device() : torch::Device(torch::kCPU);
 }
 
 }  // namespace diffusiond

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -39,11 +40,20 @@ class Model {
   // unexpected or misshapen input and what was expected.
   virtual absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const = 0;
 
+  // The containers of repeated blocks, in forward order ("layers" for
+  // weights "layers.<i>.…"): the units a VRAM residency plan keeps or
+  // streams (core/vram/block_layout.h). Empty: the model is placed whole.
+  virtual std::vector<std::string> block_containers() const { return {}; }
+
  protected:
   // The weight named `name` at the compute dtype (FP8 decoded into a fresh
   // tensor that dies with the caller's use of it). REQUIRES: the model was
   // validated to hold it.
   torch::Tensor param(absl::string_view name) const;
+  // Where this forward runs: the device of the calling thread's placement
+  // of this model (forward_weights.h), else the CPU. Forwards move their
+  // inputs there and create their tensors there.
+  torch::Device forward_device() const;
 
  private:
   std::unique_ptr<WeightStore> weights_;

@@ -1,0 +1,161 @@
+#include "core/vram/device_placement.h"
+
+#include <cassert>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+const torch::Tensor& codes_or_dense(const std::variant<torch::Tensor, Fp8Weight>& stored) {
+  if (const Fp8Weight* f8 = std::get_if<Fp8Weight>(&stored)) return f8->codes;
+  return std::get<torch::Tensor>(stored);
+}
+
+// `stored` at `dtype`: FP8 decoded into a fresh tensor, dense converted
+// when stored otherwise (the tensor itself when it matches).
+torch::Tensor materialize(const std::variant<torch::Tensor, Fp8Weight>& stored, torch::ScalarType dtype) {
+  if (const Fp8Weight* f8 = std::get_if<Fp8Weight>(&stored)) {
+    absl::StatusOr<torch::Tensor> decoded = f8->decode(dtype);
+    assert(decoded.ok() && "decoding a placed FP8 weight failed");
+    return *decoded;
+  }
+  const torch::Tensor& dense = std::get<torch::Tensor>(stored);
+  return dense.scalar_type() == dtype ? dense : dense.to(dtype);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DevicePlacement>> DevicePlacement::create(
+    const Model& model, VramDevice& device, const BlockLayout& layout, const ResidencyPlan& plan,
+    Reservation& reservation) {
+  std::unique_ptr<DevicePlacement> p(new DevicePlacement(model, device, plan));
+  const WeightStore& weights = model.weights();
+  const auto stored_of = [&](const std::string& name) -> Stored {
+    if (const Fp8Weight* f8 = weights.fp8(name)) return *f8;
+    return *weights.dense(name);
+  };
+  // A resident copy: device memory of the same shape and dtype, charged.
+  const auto place = [&](const std::string& name) -> absl::Status {
+    const Stored host = stored_of(name);
+    const torch::Tensor source = codes_or_dense(host).contiguous();
+    DIFFUSIOND_RETURN_IF_ERROR(reservation.charge(device_bytes(static_cast<int64_t>(source.nbytes()))));
+    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor copy, device.allocate(source.sizes().vec(), source.scalar_type()));
+    device.copy_async(source, copy);
+    Stored placed = copy;
+    if (const Fp8Weight* f8 = std::get_if<Fp8Weight>(&host)) placed = Fp8Weight{copy, f8->scale, f8->format};
+    p->resident_.emplace(name, std::move(placed));
+    p->where_[name] = Where{};
+    return absl::OkStatus();
+  };
+  for (const std::string& name : layout.globals) DIFFUSIOND_RETURN_IF_ERROR(place(name));
+
+  std::set<const void*> pinned_storages;
+  for (size_t b = 0; b < layout.blocks.size(); ++b) {
+    const WeightBlock& block = layout.blocks[b];
+    if (plan.resident[b]) {
+      for (const std::string& name : block.weights) DIFFUSIOND_RETURN_IF_ERROR(place(name));
+      continue;
+    }
+    StreamedBlock s;
+    int64_t offset = 0;
+    for (const std::string& name : block.weights) {
+      const Stored host = stored_of(name);
+      const torch::Tensor& t = codes_or_dense(host);
+      if (!t.is_contiguous()) {
+        return absl::FailedPreconditionError(absl::StrCat("weight ", name, " is not contiguous; it cannot stream"));
+      }
+      if (pinned_storages.insert(t.storage().data()).second) {
+        if (std::unique_ptr<HostPin> pin = device.pin_host(t)) p->pins_.push_back(std::move(pin));
+      }
+      p->where_[name] = Where{static_cast<int>(p->streamed_.size()), static_cast<int>(s.entries.size())};
+      s.names.push_back(name);
+      s.entries.push_back({host, offset});
+      offset += device_bytes(static_cast<int64_t>(t.nbytes()));
+    }
+    assert(offset <= plan.slot_bytes);
+    p->streamed_.push_back(std::move(s));
+  }
+  for (int i = 0; i < plan.slots; ++i) {
+    DIFFUSIOND_RETURN_IF_ERROR(reservation.charge(plan.slot_bytes));
+    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor slot, device.allocate({plan.slot_bytes}, torch::kUInt8));
+    p->slots_.push_back(std::move(slot));
+  }
+  p->slot_block_.assign(plan.slots, -1);
+  p->slot_ready_.assign(plan.slots, nullptr);
+  // Resident copies are complete before any forward reads them.
+  device.synchronize();
+  return p;
+}
+
+DevicePlacement::~DevicePlacement() {
+  // Copies in flight read the RAM copy and write the slots: let them end
+  // before either goes.
+  device_.synchronize();
+}
+
+DeviceForward::DeviceForward(DevicePlacement& placement)
+    : ForwardWeights(&placement.model()), placement_(placement), streaming_(!placement.streamed_.empty()) {
+  if (!streaming_) return;
+  placement_.stream_mu_.lock();
+  // The first streamed block copies while the forward's first layers run.
+  if (placement_.slot_block_[0] != 0) issue(0);
+}
+
+DeviceForward::~DeviceForward() {
+  if (streaming_) placement_.stream_mu_.unlock();
+}
+
+torch::Tensor DeviceForward::param(absl::string_view name, torch::ScalarType dtype) {
+  auto it = placement_.where_.find(name);
+  assert(it != placement_.where_.end() && "parameter missing from a placed model");
+  const DevicePlacement::Where where = it->second;
+  if (where.streamed < 0) return materialize(placement_.resident_.find(name)->second, dtype);
+
+  ensure(where.streamed);
+  const int slots = placement_.plan_.slots;
+  const DevicePlacement::SlotEntry& e = placement_.streamed_[where.streamed].entries[where.entry];
+  const torch::Tensor& host = codes_or_dense(e.host);
+  const torch::Tensor view = placement_.slots_[where.streamed % slots]
+                                 .narrow(0, e.offset, static_cast<int64_t>(host.nbytes()))
+                                 .view(host.scalar_type())
+                                 .view(host.sizes());
+  if (const Fp8Weight* f8 = std::get_if<Fp8Weight>(&e.host)) {
+    return materialize(Fp8Weight{view, f8->scale, f8->format}, dtype);
+  }
+  return materialize(view, dtype);
+}
+
+void DeviceForward::ensure(int k) {
+  if (k == current_) return;
+  const int slots = placement_.plan_.slots;
+  const int s = k % slots;
+  if (placement_.slot_block_[s] != k) issue(k);
+  placement_.device_.compute_wait(*placement_.slot_ready_[s]);
+  current_ = k;
+  // Prefetch: the next block fills the other slot while this one computes.
+  const int n = static_cast<int>(placement_.streamed_.size());
+  const int next = (k + 1) % n;
+  if (slots > 1 && next != k && placement_.slot_block_[next % slots] != next) issue(next);
+}
+
+void DeviceForward::issue(int k) {
+  VramDevice& device = placement_.device_;
+  const int s = k % placement_.plan_.slots;
+  // The slot's previous block may still be read by compute enqueued so far.
+  device.copy_wait(*device.compute_fence());
+  int64_t bytes = 0;
+  for (const DevicePlacement::SlotEntry& e : placement_.streamed_[k].entries) {
+    const torch::Tensor& host = codes_or_dense(e.host);
+    const int64_t n = static_cast<int64_t>(host.nbytes());
+    device.copy_async(host, placement_.slots_[s].narrow(0, e.offset, n).view(host.scalar_type()).view(host.sizes()));
+    bytes += n;
+  }
+  placement_.slot_block_[s] = k;
+  placement_.slot_ready_[s] = device.copy_fence();
+  placement_.bytes_streamed_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,114 @@
+// DevicePlacement: one model's weights on a VramDevice, by its residency
+// plan — resident weights copied once, streamed blocks laid out for two
+// slots and read from their (pinned) RAM copy — and DeviceForward, the
+// forward-time source that serves them (forward_weights.h), streaming each
+// block in on the copy queue one block ahead of the compute queue.
+//
+// FP8 weights stay FP8 on the device and are decoded per use, as on the
+// CPU. A placement is a cache value of the VramTier: destroying it frees
+// its device memory, never the model's RAM copy.
+#ifndef DIFFUSIOND_CORE_VRAM_DEVICE_PLACEMENT_H_
+#define DIFFUSIOND_CORE_VRAM_DEVICE_PLACEMENT_H_
+
+#include <torch/types.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/cache/cache_value.h"
+#include "core/memory/budget.h"
+#include "core/models/forward_weights.h"
+#include "core/models/model.h"
+#include "core/util/mutex.h"
+#include "core/vram/block_layout.h"
+#include "core/vram/residency_plan.h"
+#include "core/vram/vram_device.h"
+
+namespace diffusiond {
+
+class DevicePlacement final : public CacheValue {
+ public:
+  // Copies `model`'s resident weights to `device` and allocates the
+  // streaming slots, charging each allocation to `reservation`
+  // (RESOURCE_EXHAUSTED past it, or when the device refuses). REQUIRES:
+  // `plan` was made from `layout`, which is block_layout(model); `model`
+  // (its RAM copy) outlives the placement.
+  static absl::StatusOr<std::unique_ptr<DevicePlacement>> create(const Model& model, VramDevice& device,
+                                                                 const BlockLayout& layout,
+                                                                 const ResidencyPlan& plan,
+                                                                 Reservation& reservation);
+  ~DevicePlacement() override;
+
+  const Model& model() const { return model_; }
+  VramDevice& device() const { return device_; }
+  const ResidencyPlan& plan() const { return plan_; }
+  // Bytes copied from RAM by streaming so far.
+  int64_t bytes_streamed() const { return bytes_streamed_.load(std::memory_order_relaxed); }
+
+ private:
+  friend class DeviceForward;
+  using Stored = std::variant<torch::Tensor, Fp8Weight>;
+  // A weight of a streamed block: its RAM copy and where it sits in a slot.
+  struct SlotEntry {
+    Stored host;
+    int64_t offset = 0;
+  };
+  struct StreamedBlock {
+    std::vector<std::string> names;
+    std::vector<SlotEntry> entries;
+  };
+  struct Where {
+    int streamed = -1;  // index into streamed_, or -1: resident
+    int entry = 0;
+  };
+
+  DevicePlacement(const Model& model, VramDevice& device, const ResidencyPlan& plan)
+      : model_(model), device_(device), plan_(plan) {}
+
+  const Model& model_;
+  VramDevice& device_;
+  const ResidencyPlan plan_;
+  std::map<std::string, Stored, std::less<>> resident_;
+  std::vector<StreamedBlock> streamed_;  // forward order
+  std::map<std::string, Where, std::less<>> where_;
+  std::vector<std::unique_ptr<HostPin>> pins_;
+  std::vector<torch::Tensor> slots_;  // uint8 [slot_bytes] each
+
+  // Streaming state, shared by consecutive forwards (a block left in a
+  // slot by one is not copied again by the next).
+  Mutex stream_mu_;  // held by a DeviceForward for its whole life
+  std::vector<int> slot_block_;  // streamed_ index in each slot, or -1
+  std::vector<std::shared_ptr<Fence>> slot_ready_;
+  std::atomic<int64_t> bytes_streamed_{0};
+};
+
+// Serves one model's weights from its placement to forwards on the calling
+// thread while it lives. Forwards of a streaming placement run one at a
+// time (they share its slots); fully resident ones run concurrently.
+class DeviceForward final : public ForwardWeights {
+ public:
+  explicit DeviceForward(DevicePlacement& placement);
+  ~DeviceForward() override;
+
+  torch::Device device() const override { return placement_.device_.torch_device(); }
+  torch::Tensor param(absl::string_view name, torch::ScalarType dtype) override;
+
+ private:
+  // Makes streamed block k readable by compute, and starts the next one.
+  void ensure(int k);
+  // Enqueues block k's copy into its slot once compute is done with the slot.
+  void issue(int k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(placement_.stream_mu_);
+
+  DevicePlacement& placement_;
+  const bool streaming_;
+  int current_ = -1;
+};
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_VRAM_DEVICE_PLACEMENT_H_
