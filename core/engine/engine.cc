@@ -14,6 +14,7 @@
 #include "core/util/confined_path.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
+#include "core/vram/device_placement.h"
 
 namespace diffusiond {
 namespace {
@@ -37,6 +38,12 @@ ModelInfo info_of(const std::string& model_id, const ModelDescription& descripti
   static_cast<ModelDescription&>(info) = description;
   info.model_id = model_id;
   return info;
+}
+
+// MERGE-PENDING: replaced by the shared activation estimator.
+int64_t step_activation_bytes(const Model&, const NamedTensors&) { return 0; }
+int64_t denoise_activation_bytes(const Model&, const std::vector<int64_t>&, const EngineDenoiseRequest&) {
+  return 0;
 }
 
 // Copies the cache's usage figures for one entry into `info`.
@@ -67,12 +74,17 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opti
     return absl::FailedPreconditionError(
         absl::StrCat("models directory \"", options.models_dir, "\" does not exist or is not a directory"));
   }
+  if ((options.device == nullptr) != (options.vram_budget == nullptr)) {
+    return absl::InvalidArgumentError("a device and a VRAM budget go together");
+  }
   std::unique_ptr<Engine> engine(new Engine(options));
   ModelCacheOptions co;
   co.ram_budget = options.ram_budget;
-  co.vram_budget = options.vram_budget;
   co.clock = options.clock;
   co.observer = options.observer;
+  if (options.device != nullptr) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(co.observer, engine->start_vram_tier());
+  }
   DIFFUSIOND_ASSIGN_OR_RETURN(engine->cache_, ModelCache::create(co));
   return engine;
 }
@@ -173,6 +185,7 @@ absl::StatusOr<ModelInfo> Engine::answer(const ResolvedLoad& load, Pin pinned) c
   for (const CacheEntryStats& e : cache_->stats().entries) {
     if (e.key == load.model_id) set_usage(e, &info);
   }
+  set_vram_usage(&info);
   std::string differs;
   if (info.path != load.path) absl::StrAppend(&differs, " from ", info.path, " (asked: ", load.path, ")");
   if (info.fp8 != load.fp8.format) {
@@ -213,6 +226,7 @@ std::vector<ModelInfo> Engine::list() const {
     });
     if (!present) continue;  // unloaded since the snapshot
     set_usage(e, &info);
+    set_vram_usage(&info);
     out.push_back(std::move(info));
   }
   return out;
@@ -238,6 +252,7 @@ absl::StatusOr<Reservation> Engine::make_room(int64_t bytes, Device device) {
   Job job(this);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("cannot make room for ", bytes, " bytes"));
+  if (device == Device::kCuda && vram_ != nullptr) return vram_->make_room(bytes);
   return cache_->make_room(bytes, device);
 }
 
@@ -246,8 +261,13 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
   Job job(this, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(model_id));
+  const Model& model = pinned.as<LoadedModel>()->model();
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::optional<DeviceRun> on_device,
+                              prepare_device(model_id, model, step_activation_bytes(model, inputs)));
+  std::optional<DeviceForward> source;
+  if (on_device.has_value()) source.emplace(*on_device->placement.as<DevicePlacement>());
   CancellationScope scope(job.token());
-  return status_of("the step", [&] { return pinned.as<LoadedModel>()->model().step(inputs); });
+  return status_of("the step", [&] { return model.step(inputs); });
 }
 
 absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options) {
@@ -289,6 +309,11 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   DenoiseOptions stoppable = options;
   stoppable.cancel = job.token();
   if (stoppable.clock == nullptr) stoppable.clock = clock_;
+  DIFFUSIOND_ASSIGN_OR_RETURN(
+      std::optional<DeviceRun> on_device,
+      prepare_device(request.model_id, model, denoise_activation_bytes(model, shape, request)));
+  std::optional<DeviceForward> source;
+  if (on_device.has_value()) source.emplace(*on_device->placement.as<DevicePlacement>());
   CancellationScope scope(job.token());
   return status_of("the denoise loop", [&]() -> absl::StatusOr<torch::Tensor> {
     DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseResult result,

@@ -29,14 +29,22 @@
 #include "core/util/cancellation.h"
 #include "core/util/clock.h"
 #include "core/util/mutex.h"
+#include "core/vram/vram_device.h"
+#include "core/vram/vram_tier.h"
 
 namespace diffusiond {
 
 struct EngineOptions {
   std::string models_dir;         // every load is confined to it
   Budget* ram_budget = nullptr;   // required; not owned
-  Budget* vram_budget = nullptr;  // optional; not owned
+  // With a device, denoiser forwards run there: each model is placed under
+  // the VRAM budget (core/vram) before its step. Without one they run on
+  // the CPU. Both or neither; not owned.
+  VramDevice* device = nullptr;
+  Budget* vram_budget = nullptr;
   CacheObserver* observer = nullptr;  // optional (logs, metrics); not owned
+  // Events of the VRAM tier (placements evicted to RAM, refusals); not owned.
+  CacheObserver* vram_observer = nullptr;
   Clock* clock = nullptr;             // default real_clock()
   // Defaults for loads that do not say.
   ComputeDtype compute_dtype = ComputeDtype::kFloat32;
@@ -76,6 +84,8 @@ class Engine final : public EngineApi {
   // Ready models, most recently used first.
   std::vector<ModelInfo> list() const override;
   CacheStats stats() const override { return cache_->stats(); }
+  // The VRAM tier's budget and placements; empty without a device.
+  std::optional<CacheStats> vram_stats() const;
 
   absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration ttl) override;
   absl::Status renew_lease(LeaseId lease, absl::Duration ttl) override;
@@ -152,8 +162,29 @@ class Engine final : public EngineApi {
   // The answer to a load of `load` that found or made `pinned`.
   absl::StatusOr<ModelInfo> answer(const ResolvedLoad& load, Pin pinned) const;
   std::string relative_to_models_dir(const std::string& path) const;
+
+  // The VRAM tier (engine_placement.cc). A denoiser call on a device holds
+  // its model's placement pinned and its activations reserved.
+  struct DeviceRun {
+    Pin placement;
+    Reservation activations;
+  };
+  class PlacementDropper;
+  // Creates the tier and the observer that drops a placement whose model
+  // left RAM; returns the observer the RAM cache reports to.
+  absl::StatusOr<CacheObserver*> start_vram_tier();
+  // Places `model` (cached as `model_id`) unless placed, and reserves
+  // `activation_bytes` of VRAM beside it. Nothing without a device.
+  absl::StatusOr<std::optional<DeviceRun>> prepare_device(const std::string& model_id, const Model& model,
+                                                          int64_t activation_bytes);
+  absl::StatusOr<Pin> place(const std::string& model_id, const Model& model, int64_t activation_bytes);
+  // Adds the placement's figures to `info`.
+  void set_vram_usage(ModelInfo* info) const;
+
   const EngineOptions options_;
   Clock* const clock_;
+  std::unique_ptr<CacheObserver> dropper_;
+  std::unique_ptr<VramTier> vram_;  // with a device only
   std::unique_ptr<ModelCache> cache_;
   LoadBoard load_board_;
   // Fired by cancel_all(); every Job's token is linked to it.

@@ -41,7 +41,13 @@ struct ModelLoadRequest {
 // A loaded model as the API describes it: how it was loaded, and its use now.
 struct ModelInfo : ModelDescription {
   std::string model_id;
+  // RAM held by the model; VRAM held by its placement (resident weights
+  // and streaming slots), 0 when it has none.
   std::array<int64_t, kNumDevices> bytes{};
+  // Its residency plan on the device ("all 12 blocks resident", or what
+  // streams), empty when it is not placed.
+  std::string vram_plan;
+  int64_t vram_streamed_bytes_per_step = 0;
   int pins = 0;
   int leases = 0;
   absl::Duration idle;

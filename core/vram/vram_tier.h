@@ -11,6 +11,7 @@
 #ifndef DIFFUSIOND_CORE_VRAM_VRAM_TIER_H_
 #define DIFFUSIOND_CORE_VRAM_VRAM_TIER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -44,6 +45,12 @@ class VramTier {
   // Drops `key`'s placement once its pins drain (its RAM copy is going).
   // NOT_FOUND if it has none.
   absl::Status drop(const std::string& key);
+
+  // Calls `read` with `key`'s placement, if any, without pinning it or
+  // counting a use (ModelCache::peek).
+  bool peek(const std::string& key, const std::function<void(const CacheValue&)>& read) const {
+    return placements_->peek(key, read);
+  }
 
   const Budget& budget() const { return *budget_; }
   // The VRAM budget's snapshot and one entry per placement (bytes[kCuda]).

@@ -118,8 +118,10 @@ std::pair<torch::Tensor, torch::Tensor> MultiAxisRope::lookup(const torch::Tenso
   std::vector<torch::Tensor> cos, sin;
   for (size_t i = 0; i < cos_.size(); ++i) {
     const torch::Tensor index = ids.select(1, static_cast<int64_t>(i));
-    cos.push_back(cos_[i].index_select(0, index));
-    sin.push_back(sin_[i].index_select(0, index));
+    // The tables are built once on the CPU; a forward on a device reads
+    // its copy there (a few hundred KiB).
+    cos.push_back(cos_[i].to(ids.device()).index_select(0, index));
+    sin.push_back(sin_[i].to(ids.device()).index_select(0, index));
   }
   return {torch::cat(cos, -1), torch::cat(sin, -1)};
 }

@@ -65,6 +65,10 @@ class FluxModel final : public DiffusionModel {
   // True classifier-free guidance (diffusers' true_cfg_scale): a second
   // pass over negative conditioning.
   bool supports_negative() const override { return true; }
+  // The double-stream blocks, then the single-stream ones.
+  std::vector<std::string> block_containers() const override {
+    return {"transformer_blocks", "single_transformer_blocks"};
+  }
   absl::StatusOr<FlowPredictor> flow_predictor(const Conditioning& positive,
                                                const Conditioning* negative) const override;
 

@@ -30,8 +30,8 @@ torch::Tensor pad_rows(const torch::Tensor& rows, int64_t pad) {
 }
 
 // [n, 3] int64 ids (start + f, h, w) over an f × h × w grid.
-torch::Tensor grid_ids(int64_t f, int64_t h, int64_t w, int64_t f_start) {
-  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+torch::Tensor grid_ids(int64_t f, int64_t h, int64_t w, int64_t f_start, torch::Device device) {
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   std::vector<torch::Tensor> axes = torch::meshgrid(
       {torch::arange(f_start, f_start + f, i64), torch::arange(h, i64), torch::arange(w, i64)}, "ij");
   return torch::stack(axes, -1).reshape({-1, 3});
@@ -43,11 +43,13 @@ torch::Tensor pad_items(const std::vector<torch::Tensor>& items) {
 }
 
 // A [items, longest] mask, true on each item's real (not batch-padding) positions.
-torch::Tensor item_mask(const std::vector<int64_t>& lengths) {
+// Built on the CPU and moved once: filling rows on a device would be one
+// launch per item.
+torch::Tensor item_mask(const std::vector<int64_t>& lengths, torch::Device device) {
   const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
   torch::Tensor mask = torch::zeros({static_cast<int64_t>(lengths.size()), longest}, torch::kBool);
   for (size_t i = 0; i < lengths.size(); ++i) mask[i].narrow(0, 0, lengths[i]).fill_(true);
-  return mask;
+  return mask.to(device);
 }
 
 }  // namespace
@@ -114,7 +116,17 @@ absl::StatusOr<std::vector<torch::Tensor>> ZImageModel::forward(
   if (absl::Status s = check_inputs(x, t, cap_feats); !s.ok()) return s;
   return status_of("the Z-Image forward", [&]() -> absl::StatusOr<std::vector<torch::Tensor>> {
     torch::NoGradGuard no_grad;
-    return run(x, t, cap_feats);
+    // On a placement's device the inputs go there and the outputs come back.
+    const torch::Device device = forward_device(), home = x[0].device();
+    if (device == home) return run(x, t, cap_feats);
+    const auto to_device = [&](const std::vector<torch::Tensor>& items) {
+      std::vector<torch::Tensor> out;
+      for (const torch::Tensor& item : items) out.push_back(item.to(device));
+      return out;
+    };
+    std::vector<torch::Tensor> out = run(to_device(x), t.to(device), to_device(cap_feats));
+    for (torch::Tensor& item : out) item = item.to(home);
+    return out;
   });
 }
 
@@ -130,12 +142,14 @@ ZImageModel::Patchified ZImageModel::patchify(const std::vector<torch::Tensor>& 
   const int64_t p = c.patch_size, pf = c.f_patch_size, channels = c.in_channels;
   Patchified out;
   auto& [patches, x_ids, x_pad, caps, cap_ids, cap_pad, sizes] = out;
+  const torch::Device device = x_in[0].device();
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   for (int64_t i = 0; i < static_cast<int64_t>(x_in.size()); ++i) {
     const torch::Tensor cap = cap_in[i].to(dtype);
     const int64_t cap_len = cap.size(0), cap_extra = padding_for(cap_len);
     caps.push_back(pad_rows(cap, cap_extra));
-    cap_ids.push_back(grid_ids(cap_len + cap_extra, 1, 1, 1));
-    cap_pad.push_back(torch::arange(cap_len + cap_extra) >= cap_len);
+    cap_ids.push_back(grid_ids(cap_len + cap_extra, 1, 1, 1, device));
+    cap_pad.push_back(torch::arange(cap_len + cap_extra, i64) >= cap_len);
 
     const torch::Tensor img = x_in[i].to(dtype);
     const int64_t F = img.size(1), H = img.size(2), W = img.size(3);
@@ -146,10 +160,10 @@ ZImageModel::Patchified ZImageModel::patchify(const std::vector<torch::Tensor>& 
                                    .reshape({ft * ht * wt, pf * p * p * channels});
     const int64_t n = rows.size(0), extra = padding_for(n);
     patches.push_back(pad_rows(rows, extra));
-    torch::Tensor ids = grid_ids(ft, ht, wt, cap_len + cap_extra + 1);
-    if (extra > 0) ids = torch::cat({ids, torch::zeros({extra, 3}, torch::kInt64)}, 0);
+    torch::Tensor ids = grid_ids(ft, ht, wt, cap_len + cap_extra + 1, device);
+    if (extra > 0) ids = torch::cat({ids, torch::zeros({extra, 3}, i64)}, 0);
     x_ids.push_back(ids);
-    x_pad.push_back(torch::arange(n + extra) >= n);
+    x_pad.push_back(torch::arange(n + extra, i64) >= n);
   }
   return out;
 }
@@ -220,7 +234,7 @@ std::vector<torch::Tensor> ZImageModel::run(const std::vector<torch::Tensor>& x_
 
   // Noise refiner on image tokens (modulated), context refiner on captions.
   torch::Tensor xb = pad_items(x.split_with_sizes(x_lens, 0));
-  const torch::Tensor x_mask = item_mask(x_lens);
+  const torch::Tensor x_mask = item_mask(x_lens, x.device());
   const torch::Tensor x_cos = pad_items(x_cos_items), x_sin = pad_items(x_sin_items);
   // check_cancelled() between blocks: a cancelled step stops within one
   // block instead of running the whole forward.
@@ -229,7 +243,7 @@ std::vector<torch::Tensor> ZImageModel::run(const std::vector<torch::Tensor>& x_
     xb = block(absl::StrCat("noise_refiner.", l), xb, x_mask, x_cos, x_sin, adaln);
   }
   torch::Tensor cb = pad_items(cap.split_with_sizes(cap_lens, 0));
-  const torch::Tensor cap_mask = item_mask(cap_lens);
+  const torch::Tensor cap_mask = item_mask(cap_lens, x.device());
   const torch::Tensor cap_cos = pad_items(cap_cos_items), cap_sin = pad_items(cap_sin_items);
   for (int64_t l = 0; l < c.n_refiner_layers; ++l) {
     check_cancelled();
@@ -246,7 +260,7 @@ std::vector<torch::Tensor> ZImageModel::run(const std::vector<torch::Tensor>& x_
     u_sin.push_back(torch::cat({x_sin_items[i], cap_sin_items[i]}, 0));
   }
   torch::Tensor ub = pad_items(unified);
-  const torch::Tensor u_mask = item_mask(u_lens);
+  const torch::Tensor u_mask = item_mask(u_lens, x.device());
   const torch::Tensor ucos = pad_items(u_cos), usin = pad_items(u_sin);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     check_cancelled();

@@ -52,6 +52,10 @@ class ZImageModel final : public DiffusionModel {
   // "cap_feats" [L, cap_feat_dim]: the text encoder's hidden states.
   std::vector<ConditioningInput> conditioning_inputs() const override;
   bool supports_negative() const override { return true; }
+  // The refiners, then the main layers (run()'s order).
+  std::vector<std::string> block_containers() const override {
+    return {"noise_refiner", "context_refiner", "layers"};
+  }
   absl::StatusOr<FlowPredictor> flow_predictor(const Conditioning& positive,
                                                const Conditioning* negative) const override;
 

@@ -1,0 +1,110 @@
+// The engine's VRAM tier: placing a denoiser on the device before its
+// forwards, reserving their activations beside it, and dropping a placement
+// when its model leaves RAM.
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "core/engine/engine.h"
+#include "core/util/bounded_text.h"
+#include "core/util/bytes.h"
+#include "core/util/status_macros.h"
+#include "core/vram/block_layout.h"
+#include "core/vram/device_placement.h"
+#include "core/vram/residency_plan.h"
+
+namespace diffusiond {
+
+// A placement copies from its model's RAM copy: when the model is evicted
+// or unloaded, its placement goes too (it is unpinned then: a forward pins
+// both). Then the engine's own observer hears the event.
+class Engine::PlacementDropper final : public CacheObserver {
+ public:
+  PlacementDropper(Engine* engine, CacheObserver* next) : engine_(engine), next_(next) {}
+  void on_cache_event(const CacheEvent& event) override {
+    if (engine_->vram_ != nullptr &&
+        (event.kind == CacheEvent::Kind::kEvicted || event.kind == CacheEvent::Kind::kUnloaded)) {
+      engine_->vram_->drop(event.key).IgnoreError();  // NOT_FOUND: it was never placed
+    }
+    if (next_ != nullptr) next_->on_cache_event(event);
+  }
+
+ private:
+  Engine* const engine_;
+  CacheObserver* const next_;
+};
+
+absl::StatusOr<CacheObserver*> Engine::start_vram_tier() {
+  VramTierOptions vo;
+  vo.vram_budget = options_.vram_budget;
+  vo.observer = options_.vram_observer;
+  vo.clock = options_.clock;
+  DIFFUSIOND_ASSIGN_OR_RETURN(vram_, VramTier::create(vo));
+  dropper_ = std::make_unique<PlacementDropper>(this, options_.observer);
+  return dropper_.get();
+}
+
+absl::StatusOr<Pin> Engine::place(const std::string& model_id, const Model& model, int64_t activation_bytes) {
+  const auto build = [&]() -> absl::StatusOr<LoadedValue> {
+    const BlockLayout layout = block_layout(model);
+    // The plan leaves room for this call's activations; it is fixed for the
+    // placement's life (a later, larger call may evict other placements).
+    const int64_t budget = std::max<int64_t>(0, vram_->budget().capacity_bytes() - activation_bytes);
+    absl::StatusOr<ResidencyPlan> plan = plan_residency(layout.residency_input(budget));
+    if (!plan.ok()) {
+      return absl::Status(plan.status().code(),
+                          absl::StrCat("model \"", bounded(model_id), "\" on ", options_.device->name(), ": ",
+                                       plan.status().message(), " with ", format_bytes(activation_bytes),
+                                       " of this step's activations beside it"));
+    }
+    DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation, vram_->make_room(plan->device_bytes()));
+    DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<DevicePlacement> placement,
+                                DevicePlacement::create(model, *options_.device, layout, *plan, reservation));
+    LoadedValue value;
+    value.value = std::move(placement);
+    value.reservations.push_back(std::move(reservation));
+    return value;
+  };
+  for (int attempt = 0;; ++attempt) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(Pin pin, vram_->acquire(model_id, build));
+    // A placement of an earlier model under the same id (unloaded and
+    // loaded again before its drop ran) is dropped, then placed anew.
+    if (&pin.as<DevicePlacement>()->model() == &model || attempt > 0) return pin;
+    pin.reset();
+    vram_->drop(model_id).IgnoreError();
+  }
+}
+
+absl::StatusOr<std::optional<Engine::DeviceRun>> Engine::prepare_device(const std::string& model_id,
+                                                                       const Model& model,
+                                                                       int64_t activation_bytes) {
+  if (vram_ == nullptr) return std::optional<DeviceRun>();
+  DeviceRun run;
+  DIFFUSIOND_ASSIGN_OR_RETURN(run.placement, place(model_id, model, activation_bytes));
+  absl::StatusOr<Reservation> activations = vram_->make_room(activation_bytes);
+  if (!activations.ok()) {
+    return absl::Status(activations.status().code(),
+                        absl::StrCat("model \"", bounded(model_id), "\": this step's activations (estimated ",
+                                     format_bytes(activation_bytes), ") do not fit beside its placement (",
+                                     run.placement.as<DevicePlacement>()->plan().summary(),
+                                     "): ", activations.status().message()));
+  }
+  run.activations = std::move(*activations);
+  return std::optional<DeviceRun>(std::move(run));
+}
+
+void Engine::set_vram_usage(ModelInfo* info) const {
+  if (vram_ == nullptr) return;
+  vram_->peek(info->model_id, [&](const CacheValue& value) {
+    const auto& placement = static_cast<const DevicePlacement&>(value);
+    info->vram_plan = placement.plan().summary();
+    info->vram_streamed_bytes_per_step = placement.plan().streamed_bytes_per_forward;
+    info->bytes[static_cast<int>(Device::kCuda)] = placement.plan().device_bytes();
+  });
+}
+
+std::optional<CacheStats> Engine::vram_stats() const {
+  if (vram_ == nullptr) return std::nullopt;
+  return vram_->stats();
+}
+
+}  // namespace diffusiond

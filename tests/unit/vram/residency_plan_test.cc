@@ -1,0 +1,101 @@
+#include "core/vram/residency_plan.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace diffusiond {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+ResidencyInput ten_blocks(int64_t budget) {
+  ResidencyInput in;
+  in.global_bytes = 100;
+  for (int i = 0; i < 10; ++i) in.blocks.push_back({"layers." + std::to_string(i), 50});
+  in.budget_bytes = budget;
+  return in;
+}
+
+TEST(VramResidencyPlanTest, EverythingStaysWhenItFits) {
+  absl::StatusOr<ResidencyPlan> plan = plan_residency(ten_blocks(600));
+  ASSERT_THAT(plan, IsOk());
+  EXPECT_TRUE(plan->fully_resident());
+  EXPECT_EQ(plan->resident_blocks, 10);
+  EXPECT_EQ(plan->device_bytes(), 600);
+  EXPECT_EQ(plan->streamed_bytes_per_forward, 0);
+  EXPECT_EQ(plan->summary(), "all 10 blocks resident");
+}
+
+TEST(VramResidencyPlanTest, KeepsTheFirstBlocksAndStreamsTheRestThroughTwoSlots) {
+  // 100 globals + 2 slots of 50 leave 150: three blocks stay.
+  absl::StatusOr<ResidencyPlan> plan = plan_residency(ten_blocks(350));
+  ASSERT_THAT(plan, IsOk());
+  EXPECT_EQ(plan->resident_blocks, 3);
+  EXPECT_THAT(plan->resident, ElementsAre(true, true, true, false, false, false, false, false, false, false));
+  EXPECT_EQ(plan->slots, 2);
+  EXPECT_EQ(plan->slot_bytes, 50);
+  EXPECT_EQ(plan->resident_bytes, 250);
+  EXPECT_EQ(plan->device_bytes(), 350);
+  EXPECT_EQ(plan->streamed_bytes_per_forward, 350);
+  EXPECT_LE(plan->device_bytes(), 350);
+}
+
+TEST(VramResidencyPlanTest, TheSameInputGivesTheSamePlan) {
+  for (int64_t budget : {200, 260, 333, 599}) {
+    absl::StatusOr<ResidencyPlan> a = plan_residency(ten_blocks(budget)), b = plan_residency(ten_blocks(budget));
+    ASSERT_THAT(a, IsOk());
+    ASSERT_THAT(b, IsOk());
+    EXPECT_EQ(a->resident, b->resident);
+    EXPECT_EQ(a->device_bytes(), b->device_bytes());
+    EXPECT_LE(a->device_bytes(), budget);
+  }
+}
+
+TEST(VramResidencyPlanTest, SlotsAreSizedForTheLargestStreamedBlock) {
+  ResidencyInput in;
+  in.global_bytes = 0;
+  in.blocks = {{"a.0", 80}, {"a.1", 10}, {"a.2", 20}, {"a.3", 30}, {"a.4", 5}};
+  // Keeping a.0 resident makes the slots 30 each: 80 + 60 = 140.
+  in.budget_bytes = 144;
+  absl::StatusOr<ResidencyPlan> plan = plan_residency(in);
+  ASSERT_THAT(plan, IsOk());
+  EXPECT_EQ(plan->resident_blocks, 1);
+  EXPECT_EQ(plan->slot_bytes, 30);
+  // One byte less: a.0 would stream, and its slots alone need 2 x 80.
+  in.budget_bytes = 139;
+  EXPECT_THAT(plan_residency(in), StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("at least 160 bytes")));
+}
+
+TEST(VramResidencyPlanTest, ABudgetBelowTwoSlotsOfTheLargestBlockIsRefusedNamingTheMinimum) {
+  EXPECT_THAT(plan_residency(ten_blocks(199)),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("VRAM budget 199 bytes"), HasSubstr("at least 200 bytes"),
+                             HasSubstr("2 streaming slots"), HasSubstr("largest block, 50 bytes"))));
+  ASSERT_THAT(plan_residency(ten_blocks(200)), IsOk());
+  EXPECT_EQ(plan_residency(ten_blocks(200))->resident_blocks, 0);
+}
+
+TEST(VramResidencyPlanTest, OneStreamedBlockNeedsOneSlot) {
+  ResidencyInput in;
+  in.global_bytes = 10;
+  in.blocks = {{"a.0", 40}};
+  in.budget_bytes = 50;
+  ASSERT_THAT(plan_residency(in), IsOk());
+  EXPECT_TRUE(plan_residency(in)->fully_resident());
+  in.budget_bytes = 49;
+  EXPECT_THAT(plan_residency(in), StatusIs(absl::StatusCode::kResourceExhausted, ::testing::_));
+}
+
+TEST(VramResidencyPlanTest, NegativeSizesAreRefused) {
+  ResidencyInput in = ten_blocks(100);
+  in.blocks[3].bytes = -1;
+  EXPECT_THAT(plan_residency(in), StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+}
+
+}  // namespace
+}  // namespace diffusiond
