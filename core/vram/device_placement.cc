@@ -138,7 +138,9 @@ void DeviceForward::ensure(int k) {
   // Prefetch: the next block fills the other slot while this one computes.
   const int n = static_cast<int>(placement_.streamed_.size());
   const int next = (k + 1) % n;
-  if (slots > 1 && next != k && placement_.slot_block_[next % slots] != next) issue(next);
+  // Never into the slot in use: with an odd number of streamed blocks the
+  // first shares the last one's slot, and waits for the next forward.
+  if (next % slots != s && placement_.slot_block_[next % slots] != next) issue(next);
 }
 
 void DeviceForward::issue(int k) {

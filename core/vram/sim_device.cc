@@ -75,7 +75,12 @@ absl::StatusOr<torch::Tensor> SimDevice::allocate(const std::vector<int64_t>& sh
     }
     allocations_->bytes += bytes;
   }
-  void* p = std::malloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+  // Aligned as libtorch's CPU allocator aligns: vectorised loops peel
+  // differently at other alignments, and a placed forward must give the
+  // CPU's bits.
+  constexpr size_t kAlignment = 64;
+  const size_t rounded = (static_cast<size_t>(std::max<int64_t>(bytes, 1)) + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr) {
     MutexLock lock(&allocations_->mu);
     allocations_->bytes -= bytes;
