@@ -1,0 +1,200 @@
+// The engine's VRAM tier on the simulated device: denoisers are placed
+// before their steps, placements are evicted to RAM (never re-read from
+// disk) to make room, and dropped with their model.
+#include <torch/types.h>
+
+#include "core/engine/engine.h"
+#include "core/vram/device_placement.h"
+#include "core/vram/sim_device.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "tools/random_models/z_image_random.h"
+
+namespace diffusiond {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::StatusIs;
+using ::diffusiond::testing::TempDir;
+using ::testing::HasSubstr;
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+ZImageConfig config(int64_t n_layers) {
+  ZImageConfig c;
+  c.dim = 64;
+  c.n_heads = 2;
+  c.axes_dims = {8, 12, 12};
+  c.n_layers = n_layers;
+  c.n_refiner_layers = 1;
+  c.cap_feat_dim = 32;
+  return c;
+}
+
+class VramEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    models_ = dir_.path("models");
+    ASSERT_THAT(write_random_z_image(config(2), models_ + "/a", 1), IsOk());
+    ASSERT_THAT(write_random_z_image(config(2), models_ + "/b", 2), IsOk());
+  }
+  void start(int64_t vram_bytes) {
+    engine_.reset();
+    device_ = std::make_unique<SimDevice>(SimDeviceOptions{kGiB, 0});
+    vram_ = std::make_unique<Budget>(Device::kCuda, vram_bytes);
+    EngineOptions o;
+    o.models_dir = models_;
+    o.ram_budget = &ram_;
+    o.device = device_.get();
+    o.vram_budget = vram_.get();
+    absl::StatusOr<std::unique_ptr<Engine>> e = Engine::create(o);
+    ASSERT_THAT(e, IsOk());
+    engine_ = std::move(*e);
+  }
+  void load(const std::string& id) {
+    ModelLoadRequest r;
+    r.path = id;
+    r.model_id = id;
+    r.fp8 = Fp8Options{std::nullopt, Fp8Scaling::kNone};
+    ASSERT_THAT(engine_->load(r), IsOk());
+  }
+  NamedTensors inputs() {
+    torch::manual_seed(3);
+    return {{"x", torch::randn({1, 16, 1, 4, 4})}, {"t", torch::tensor({0.5f})}, {"cap_feats", torch::randn({1, 5, 32})}};
+  }
+  ModelInfo info(const std::string& id) {
+    for (const ModelInfo& m : engine_->list()) {
+      if (m.model_id == id) return m;
+    }
+    ADD_FAILURE() << id << " not listed";
+    return {};
+  }
+  // The VRAM one placement of a model needs.
+  int64_t placement_bytes() {
+    start(kGiB);
+    load("a");
+    EXPECT_THAT(engine_->step("a", inputs()), IsOk());
+    return info("a").bytes[static_cast<int>(Device::kCuda)];
+  }
+
+  TempDir dir_;
+  std::string models_;
+  Budget ram_{Device::kCpu, kGiB};
+  std::unique_ptr<SimDevice> device_;
+  std::unique_ptr<Budget> vram_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(VramEngineTest, CreateWantsADeviceAndAVramBudgetTogether) {
+  Budget vram(Device::kCuda, kGiB);
+  EngineOptions o;
+  o.models_dir = models_;
+  o.ram_budget = &ram_;
+  o.vram_budget = &vram;
+  EXPECT_THAT(Engine::create(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("go together")));
+}
+
+TEST_F(VramEngineTest, AStepOnTheDeviceEqualsTheCpuStepAndReportsThePlacement) {
+  // The CPU's answer, from an engine without a device.
+  absl::StatusOr<NamedTensors> cpu;
+  {
+    EngineOptions o;
+    o.models_dir = models_;
+    o.ram_budget = &ram_;
+    std::unique_ptr<Engine> plain = *Engine::create(o);
+    ModelLoadRequest r;
+    r.path = "a";
+    r.fp8 = Fp8Options{std::nullopt, Fp8Scaling::kNone};
+    ASSERT_THAT(plain->load(r), IsOk());
+    cpu = plain->step("a", inputs());
+    ASSERT_THAT(cpu, IsOk());
+  }
+  start(kGiB);
+  load("a");
+  EXPECT_EQ(info("a").bytes[static_cast<int>(Device::kCuda)], 0);  // placed at its first step
+  absl::StatusOr<NamedTensors> out = engine_->step("a", inputs());
+  ASSERT_THAT(out, IsOk());
+  EXPECT_TRUE(torch::equal(out->at("out"), cpu->at("out")));
+  const ModelInfo m = info("a");
+  EXPECT_GT(m.bytes[static_cast<int>(Device::kCuda)], 0);
+  EXPECT_EQ(m.vram_plan, "all 4 blocks resident");
+  EXPECT_EQ(m.vram_streamed_bytes_per_step, 0);
+  EXPECT_EQ(device_->allocated_bytes() > 0, true);
+  EXPECT_LE(device_->allocated_bytes(), m.bytes[static_cast<int>(Device::kCuda)]);
+}
+
+TEST_F(VramEngineTest, PlacementsAreEvictedToRamAndPlacedAgainWithoutReloading) {
+  const int64_t one = placement_bytes();
+  ASSERT_GT(one, 0);
+  start(one + one / 2);  // room for one placement, not two
+  load("a");
+  load("b");
+  ASSERT_THAT(engine_->step("a", inputs()), IsOk());
+  ASSERT_THAT(engine_->step("b", inputs()), IsOk());  // evicts a's placement
+  EXPECT_EQ(info("a").bytes[static_cast<int>(Device::kCuda)], 0);
+  EXPECT_GT(info("a").bytes[static_cast<int>(Device::kCpu)], 0);  // still in RAM
+  EXPECT_GT(info("b").bytes[static_cast<int>(Device::kCuda)], 0);
+  const int64_t misses = engine_->stats().misses;
+  ASSERT_THAT(engine_->step("a", inputs()), IsOk());  // placed again, from RAM
+  EXPECT_EQ(engine_->stats().misses, misses);
+  EXPECT_GT(info("a").bytes[static_cast<int>(Device::kCuda)], 0);
+  const CacheStats vram = *engine_->vram_stats();
+  EXPECT_EQ(vram.evictions, 2);
+  EXPECT_LE(vram.budgets[1].high_water_bytes, vram_->capacity_bytes());
+  EXPECT_LE(device_->allocated_bytes(), vram_->capacity_bytes());
+}
+
+TEST_F(VramEngineTest, ABudgetBelowTheSmallestPlanIsRefusedClearly) {
+  start(4096);
+  load("a");
+  EXPECT_THAT(engine_->step("a", inputs()),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       ::testing::AllOf(HasSubstr("model \"a\" on sim"), HasSubstr("cannot run this model"),
+                                        HasSubstr("streaming slots"))));
+  EXPECT_EQ(device_->allocated_bytes(), 0);
+  EXPECT_EQ(vram_->snapshot().committed_bytes + vram_->snapshot().reserved_bytes, 0);
+}
+
+TEST_F(VramEngineTest, AStreamingPlanRunsTheSameStep) {
+  const int64_t whole = placement_bytes();
+  const NamedTensors in = inputs();
+  const torch::Tensor resident = engine_->step("a", in)->at("out");
+  start(whole * 9 / 10);  // the embedders are most of this tiny model
+  load("a");
+  absl::StatusOr<NamedTensors> out = engine_->step("a", in);
+  ASSERT_THAT(out, IsOk());
+  EXPECT_TRUE(torch::equal(out->at("out"), resident));
+  EXPECT_THAT(info("a").vram_plan, HasSubstr("streamed"));
+  EXPECT_GT(info("a").vram_streamed_bytes_per_step, 0);
+}
+
+TEST_F(VramEngineTest, UnloadingAModelDropsItsPlacement) {
+  start(kGiB);
+  load("a");
+  ASSERT_THAT(engine_->step("a", inputs()), IsOk());
+  ASSERT_GT(vram_->snapshot().committed_bytes, 0);
+  ASSERT_THAT(engine_->unload("a", UnloadOptions{}), IsOk());
+  EXPECT_EQ(vram_->snapshot().committed_bytes, 0);
+  EXPECT_EQ(device_->allocated_bytes(), 0);
+}
+
+TEST_F(VramEngineTest, DenoiseRunsOnThePlacement) {
+  start(kGiB);
+  load("a");
+  EngineDenoiseRequest r;
+  r.model_id = "a";
+  r.loop.latent_shape = {16, 4, 4};
+  r.loop.seed = 5;
+  r.loop.schedule.steps = 2;
+  torch::manual_seed(2);
+  r.positive.tensors["cap_feats"] = torch::randn({5, 32});
+  absl::StatusOr<torch::Tensor> latents = engine_->denoise(r, DenoiseOptions{});
+  ASSERT_THAT(latents, IsOk());
+  EXPECT_EQ(latents->sizes().vec(), (std::vector<int64_t>{16, 4, 4}));
+  EXPECT_GT(info("a").bytes[static_cast<int>(Device::kCuda)], 0);
+}
+
+}  // namespace
+}  // namespace diffusiond
