@@ -98,7 +98,16 @@ absl::StatusOr<torch::Tensor> FluxModel::forward(const FluxInputs& inputs) const
   if (absl::Status s = check_inputs(inputs); !s.ok()) return s;
   return status_of("the FLUX forward", [&]() -> absl::StatusOr<torch::Tensor> {
     torch::NoGradGuard no_grad;
-    return run(inputs);
+    // On a placement's device the inputs go there and the output comes
+    // back; run() makes every other tensor from them.
+    const torch::Device device = forward_device(), home = inputs.hidden_states.device();
+    if (device == home) return run(inputs);
+    FluxInputs moved = inputs;
+    for (torch::Tensor* t : {&moved.hidden_states, &moved.encoder_hidden_states, &moved.pooled_projections,
+                             &moved.timestep, &moved.img_ids, &moved.txt_ids, &moved.guidance}) {
+      if (t->defined()) *t = t->to(device);
+    }
+    return run(moved).to(home);
   });
 }
 

@@ -10,6 +10,8 @@
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
+#include "tools/random_models/demo_models.h"
+#include "tools/random_models/flux_random.h"
 #include "tools/random_models/z_image_random.h"
 
 namespace diffusiond {
@@ -194,6 +196,44 @@ TEST_F(VramEngineTest, DenoiseRunsOnThePlacement) {
   ASSERT_THAT(latents, IsOk());
   EXPECT_EQ(latents->sizes().vec(), (std::vector<int64_t>{16, 4, 4}));
   EXPECT_GT(info("a").bytes[static_cast<int>(Device::kCuda)], 0);
+}
+
+// FLUX through the generic denoise loop: a partly streamed placement gives
+// the CPU's latents exactly.
+TEST_F(VramEngineTest, FluxDenoisesOnAStreamingPlacementAsOnTheCpu) {
+  const FluxConfig config = demo_flux_config();
+  ASSERT_THAT(write_random_flux(config, models_ + "/flux", 3), IsOk());
+  const auto denoise = [&](Engine& engine) -> torch::Tensor {
+    ModelLoadRequest load;
+    load.path = "flux";
+    load.model_id = "flux";
+    absl::StatusOr<ModelInfo> info = engine.load(load);
+    EXPECT_THAT(info, IsOk());
+    if (!info.ok()) return {};
+    EngineDenoiseRequest r;
+    r.model_id = "flux";
+    r.loop.latent_shape = {config.in_channels / 4, 8, 8};
+    r.loop.seed = 9;
+    r.loop.schedule.steps = 2;
+    r.positive = random_conditioning(info->conditioning, 4, 1);
+    absl::StatusOr<torch::Tensor> out = engine.denoise(r, DenoiseOptions{});
+    EXPECT_THAT(out, IsOk());
+    return out.ok() ? *out : torch::Tensor();
+  };
+  EngineOptions o;
+  o.models_dir = models_;
+  o.ram_budget = &ram_;
+  const torch::Tensor cpu = denoise(**Engine::create(o));
+  ASSERT_TRUE(cpu.defined());
+
+  start(kGiB);
+  ASSERT_TRUE(denoise(*engine_).defined());
+  const int64_t whole = info("flux").bytes[static_cast<int>(Device::kCuda)];
+  start(whole * 9 / 10);
+  const torch::Tensor streamed = denoise(*engine_);
+  ASSERT_TRUE(streamed.defined());
+  EXPECT_THAT(info("flux").vram_plan, HasSubstr("streamed"));
+  EXPECT_TRUE(torch::equal(streamed, cpu));
 }
 
 }  // namespace
