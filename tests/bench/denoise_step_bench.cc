@@ -25,6 +25,7 @@
 #include "core/memory/process_memory.h"
 #include "core/models/diffusion_model.h"
 #include "core/models/model_loader.h"
+#include "core/util/remove_tree.h"
 #include "kernels/torch_compat.h"
 #include "tools/random_models/demo_models.h"
 
@@ -35,7 +36,7 @@ namespace {
 struct GeneratedModels {
   std::map<std::string, std::pair<std::string, int64_t>> by_arch;
   ~GeneratedModels() {
-    for (const auto& [arch, model] : by_arch) std::filesystem::remove_all(model.first);
+    for (const auto& [arch, model] : by_arch) remove_tree(model.first);
   }
 } generated;
 
