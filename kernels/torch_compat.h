@@ -15,6 +15,7 @@
 
 #if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
 #include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
 #endif
 
 namespace diffusiond::compat {
@@ -79,6 +80,65 @@ inline void* current_cuda_stream(const c10::Device& device) {
   return c10::cuda::getCurrentCUDAStream(device.index()).stream();
 }
 #endif
+
+// Returns the compute capability of CUDA device `index` as 10 * major +
+// minor (90 for sm_90), or 0 in a build without CUDA or when the runtime
+// cannot say.
+inline int cuda_compute_capability(int index) {
+#if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
+  int major = 0;
+  int minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index) != cudaSuccess) {
+    return 0;
+  }
+  return 10 * major + minor;
+#else
+  (void)index;
+  return 0;
+#endif
+}
+
+// at::_scaled_mm with tensor-wise scales, as scaled_mm_e4m3fn calls it:
+// libtorch >= 2.5 built with CUDA. 2.1-2.4 had another signature (optional
+// scales, an (out, amax) pair) and count as lacking it; 1.13 has no FP8
+// dtypes at all.
+#if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA && \
+    (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5))
+#define DIFFUSIOND_COMPAT_SCALED_MM 1
+#else
+#define DIFFUSIOND_COMPAT_SCALED_MM 0
+#endif
+inline constexpr bool kHaveScaledMm = DIFFUSIOND_COMPAT_SCALED_MM;
+
+// Returns (a rounded to e4m3fn) @ (b_codes as e4m3fn)^T * scale_a * scale_b
+// (+ bias) as `out_dtype`, through at::_scaled_mm; nothing where
+// kHaveScaledMm is false. Throws c10::Error where libtorch refuses.
+// REQUIRES: a: float [m, k], |values| <= 448 (the cast to e4m3fn turns
+// larger ones into NaN); b_codes: contiguous uint8 e4m3fn codes [n, k] (a
+// row-major weight, which _scaled_mm gets as the column-major [k, n] it
+// wants); scales: float32 one-element tensors; bias: undefined, or [n] of
+// out_dtype, which must then be bf16 or fp16; all on one CUDA device; k and
+// n multiples of 16.
+inline std::optional<torch::Tensor> scaled_mm_e4m3fn(const torch::Tensor& a,
+                                                     const torch::Tensor& b_codes,
+                                                     const torch::Tensor& scale_a,
+                                                     const torch::Tensor& scale_b,
+                                                     const torch::Tensor& bias,
+                                                     torch::ScalarType out_dtype,
+                                                     bool use_fast_accum) {
+#if DIFFUSIOND_COMPAT_SCALED_MM
+  const torch::Tensor a8 = a.to(at::kFloat8_e4m3fn).contiguous();
+  const torch::Tensor b8 = b_codes.view(at::kFloat8_e4m3fn).t();
+  return at::_scaled_mm(a8, b8, scale_a, scale_b,
+                        bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt,
+                        /*scale_result=*/std::nullopt, out_dtype, use_fast_accum);
+#else
+  (void)a, (void)b_codes, (void)scale_a, (void)scale_b, (void)bias, (void)out_dtype,
+      (void)use_fast_accum;
+  return std::nullopt;
+#endif
+}
 
 }  // namespace diffusiond::compat
 

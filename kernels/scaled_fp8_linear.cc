@@ -1,0 +1,77 @@
+#include "kernels/scaled_fp8_linear.h"
+
+#include <vector>
+
+#include "kernels/fp8_format.h"
+#include "kernels/torch_compat.h"
+
+namespace diffusiond {
+namespace {
+
+// The smallest activation scale: an all-zero x would otherwise divide 0/0.
+constexpr float kMinActivationScale = 1e-12f;
+
+// cuBLAS's fast accumulation sums in reduced precision between promotions;
+// parity with the upcast path matters more here than the speed it gains.
+constexpr bool kUseFastAccum = false;
+
+bool is_float_dtype(torch::ScalarType dtype) {
+  return dtype == torch::kBFloat16 || dtype == torch::kFloat16 || dtype == torch::kFloat32;
+}
+
+}  // namespace
+
+const char* scaled_fp8_linear_unavailable_reason(const torch::Tensor& x,
+                                                 const torch::Tensor& codes_e4m3,
+                                                 torch::ScalarType out_dtype) {
+  if (!compat::kHaveCuda) return "this build has no CUDA kernels";
+  if (!compat::kHaveScaledMm) return "libtorch is older than 2.5 (no at::_scaled_mm as called here)";
+  if (!x.is_cuda() || !codes_e4m3.is_cuda()) return "input or weight is not on a CUDA device";
+  if (x.device() != codes_e4m3.device()) return "input and weight are on different devices";
+  if (compat::cuda_compute_capability(x.device().index()) < 90) {
+    return "the device's compute capability is below 9.0";
+  }
+  if (!is_float_dtype(x.scalar_type())) return "input dtype is not bfloat16, float16 or float32";
+  if (!is_float_dtype(out_dtype)) return "output dtype is not bfloat16, float16 or float32";
+  if (codes_e4m3.scalar_type() != torch::kUInt8 || codes_e4m3.dim() != 2 ||
+      !codes_e4m3.is_contiguous()) {
+    return "weight is not a contiguous 2-D uint8 tensor of codes";
+  }
+  if (x.dim() < 1 || x.size(-1) != codes_e4m3.size(1)) {
+    return "input's last dimension differs from the weight's in features";
+  }
+  if (codes_e4m3.size(0) % 16 != 0 || codes_e4m3.size(1) % 16 != 0) {
+    return "in or out features are not a multiple of 16";
+  }
+  return nullptr;
+}
+
+std::optional<torch::Tensor> scaled_fp8_linear(const torch::Tensor& x,
+                                               const torch::Tensor& codes_e4m3,
+                                               float weight_scale, const torch::Tensor& bias,
+                                               torch::ScalarType out_dtype) {
+  if (scaled_fp8_linear_unavailable_reason(x, codes_e4m3, out_dtype) != nullptr) {
+    return std::nullopt;
+  }
+  const int64_t in_features = codes_e4m3.size(1);
+  const int64_t out_features = codes_e4m3.size(0);
+  const torch::Tensor x2 = x.reshape({-1, in_features}).to(torch::kFloat32);
+  // Scales stay on the device: reading max|x| back would stall the stream
+  // at every layer.
+  const float max_finite = fp8_max_finite(Fp8Format::kE4M3Fn);
+  const torch::Tensor scale_x = (x2.abs().amax() / max_finite).clamp_min(kMinActivationScale);
+  const torch::Tensor scaled_x = (x2 / scale_x).clamp(-max_finite, max_finite);
+  const torch::Tensor scale_w = torch::scalar_tensor(weight_scale, x2.options());
+  // _scaled_mm adds a bias only into bf16/fp16 outputs, and of that dtype.
+  const bool fuse_bias = bias.defined() && out_dtype != torch::kFloat32;
+  std::optional<torch::Tensor> y = compat::scaled_mm_e4m3fn(
+      scaled_x, codes_e4m3, scale_x, scale_w, fuse_bias ? bias.to(out_dtype) : torch::Tensor(),
+      out_dtype, kUseFastAccum);
+  if (!y.has_value()) return std::nullopt;
+  if (bias.defined() && !fuse_bias) y->add_(bias.to(out_dtype));
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = out_features;
+  return y->view(shape);
+}
+
+}  // namespace diffusiond
