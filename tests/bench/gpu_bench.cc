@@ -23,6 +23,7 @@
 #include "kernels/torch_compat.h"
 #include "tests/bench/gpu_bench_memory.h"
 #include "tests/bench/gpu_bench_section.h"
+#include "tests/bench/gpu_bench_z_image.h"
 
 namespace diffusiond::bench {
 namespace {
@@ -33,7 +34,7 @@ namespace {
 constexpr Section kSections[] = {
     {"fp8_decode", &fp8_decode_section},
     {"host_to_device", &host_to_device_section},
-    // Z-Image step benchmarks go here, e.g. {"z_image_step", &z_image_step_section}.
+    {"z_image_step", &z_image_step_section},
 };
 
 constexpr int64_t kGpuBytes = int64_t{1} << 30;
