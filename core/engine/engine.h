@@ -45,6 +45,12 @@ struct EngineOptions {
   CacheObserver* observer = nullptr;  // optional (logs, metrics); not owned
   // Events of the VRAM tier (placements evicted to RAM, refusals); not owned.
   CacheObserver* vram_observer = nullptr;
+  // Placements run FP8 linear layers as scaled FP8 matmuls where they can
+  // (core/vram/device_placement.h PlacementOptions).
+  bool fp8_matmul = true;
+  // One-line notes for the daemon's log (e.g. each layer's FP8 matmul
+  // choice, once); may be empty.
+  std::function<void(const std::string&)> note;
   Clock* clock = nullptr;             // default real_clock()
   // Defaults for loads that do not say.
   ComputeDtype compute_dtype = ComputeDtype::kFloat32;
@@ -178,6 +184,7 @@ class Engine final : public EngineApi {
   absl::StatusOr<std::optional<DeviceRun>> prepare_device(const std::string& model_id, const Model& model,
                                                           int64_t activation_bytes);
   absl::StatusOr<Pin> place(const std::string& model_id, const Model& model, int64_t activation_bytes);
+  std::function<void(const std::string&)> placement_note(const std::string& model_id) const;
   // Adds the placement's figures to `info`.
   void set_vram_usage(ModelInfo* info) const;
 

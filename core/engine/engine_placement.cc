@@ -43,6 +43,14 @@ absl::StatusOr<CacheObserver*> Engine::start_vram_tier() {
   return dropper_.get();
 }
 
+// The engine's note callback, each line prefixed with the model.
+std::function<void(const std::string&)> Engine::placement_note(const std::string& model_id) const {
+  if (!options_.note) return nullptr;
+  return [note = options_.note, prefix = absl::StrCat("model \"", bounded(model_id), "\" ")](const std::string& line) {
+    note(prefix + line);
+  };
+}
+
 absl::StatusOr<Pin> Engine::place(const std::string& model_id, const Model& model, int64_t activation_bytes) {
   const auto build = [&]() -> absl::StatusOr<LoadedValue> {
     const BlockLayout layout = block_layout(model);
@@ -58,7 +66,8 @@ absl::StatusOr<Pin> Engine::place(const std::string& model_id, const Model& mode
     }
     DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation, vram_->make_room(plan->device_bytes()));
     DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<DevicePlacement> placement,
-                                DevicePlacement::create(model, *options_.device, layout, *plan, reservation));
+                                DevicePlacement::create(model, *options_.device, layout, *plan, reservation,
+                                                        PlacementOptions{options_.fp8_matmul, placement_note(model_id)}));
     LoadedValue value;
     value.value = std::move(placement);
     value.reservations.push_back(std::move(reservation));
@@ -97,6 +106,7 @@ void Engine::set_vram_usage(ModelInfo* info) const {
   vram_->peek(info->model_id, [&](const CacheValue& value) {
     const auto& placement = static_cast<const DevicePlacement&>(value);
     info->vram_plan = placement.plan().summary();
+    if (const std::string fp8 = placement.fp8_matmul_summary(); !fp8.empty()) absl::StrAppend(&info->vram_plan, "; ", fp8);
     info->vram_streamed_bytes_per_step = placement.plan().streamed_bytes_per_forward;
     info->bytes[static_cast<int>(Device::kCuda)] = placement.plan().device_bytes();
   });

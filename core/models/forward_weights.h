@@ -9,6 +9,8 @@
 
 #include <torch/types.h>
 
+#include <optional>
+
 #include "absl/strings/string_view.h"
 
 namespace diffusiond {
@@ -30,6 +32,12 @@ class ForwardWeights {
   virtual torch::Device device() const = 0;
   // The weight `name` at `dtype`, on device(). REQUIRES: the model holds it.
   virtual torch::Tensor param(absl::string_view name, torch::ScalarType dtype) = 0;
+  // x @ weight^T + bias at `dtype` computed some other way than upcasting
+  // the weight (a scaled FP8 matmul), or nothing: the caller upcasts.
+  virtual std::optional<torch::Tensor> linear(const torch::Tensor& x, absl::string_view weight,
+                                              absl::string_view bias, torch::ScalarType dtype) {
+    return std::nullopt;
+  }
 
  protected:
   // Makes this the calling thread's source for `model` until destruction.

@@ -1,6 +1,7 @@
 #include "core/models/model.h"
 
 #include <cassert>
+#include <optional>
 
 #include "core/models/forward_weights.h"
 
@@ -22,6 +23,13 @@ torch::Tensor Model::param(absl::string_view name) const {
   absl::StatusOr<torch::Tensor> t = weights_->at_compute_dtype(name);
   assert(t.ok() && "parameter missing from a validated model");
   return *t;
+}
+
+torch::Tensor Model::linear_layer(const torch::Tensor& x, absl::string_view weight, absl::string_view bias) const {
+  if (ForwardWeights* source = ForwardWeights::current_for(this)) {
+    if (std::optional<torch::Tensor> y = source->linear(x, weight, bias, weights_->compute_dtype())) return *y;
+  }
+  return torch::linear(x, param(weight), bias.empty() ? torch::Tensor() : param(bias));
 }
 
 torch::Device Model::forward_device() const {

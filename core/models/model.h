@@ -54,6 +54,10 @@ class Model {
   // of this model (forward_weights.h), else the CPU. Forwards move their
   // inputs there and create their tensors there.
   torch::Device forward_device() const;
+  // x @ weight^T + bias (`bias` empty: none) at the compute dtype. A
+  // placement may run it as a scaled FP8 matmul (forward_weights.h);
+  // otherwise the weight is materialised and upcast, as param() does.
+  torch::Tensor linear_layer(const torch::Tensor& x, absl::string_view weight, absl::string_view bias) const;
 
  private:
   std::unique_ptr<WeightStore> weights_;

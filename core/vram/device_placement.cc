@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
+#include "kernels/scaled_fp8_linear.h"
 
 namespace diffusiond {
 namespace {
@@ -30,8 +31,8 @@ torch::Tensor materialize(const std::variant<torch::Tensor, Fp8Weight>& stored, 
 
 absl::StatusOr<std::unique_ptr<DevicePlacement>> DevicePlacement::create(
     const Model& model, VramDevice& device, const BlockLayout& layout, const ResidencyPlan& plan,
-    Reservation& reservation) {
-  std::unique_ptr<DevicePlacement> p(new DevicePlacement(model, device, plan));
+    Reservation& reservation, PlacementOptions options) {
+  std::unique_ptr<DevicePlacement> p(new DevicePlacement(model, device, plan, std::move(options)));
   const WeightStore& weights = model.weights();
   const auto stored_of = [&](const std::string& name) -> Stored {
     if (const Fp8Weight* f8 = weights.fp8(name)) return *f8;
@@ -108,11 +109,11 @@ DeviceForward::~DeviceForward() {
   if (streaming_) placement_.stream_mu_.unlock();
 }
 
-torch::Tensor DeviceForward::param(absl::string_view name, torch::ScalarType dtype) {
+std::variant<torch::Tensor, Fp8Weight> DeviceForward::stored(absl::string_view name) {
   auto it = placement_.where_.find(name);
   assert(it != placement_.where_.end() && "parameter missing from a placed model");
   const DevicePlacement::Where where = it->second;
-  if (where.streamed < 0) return materialize(placement_.resident_.find(name)->second, dtype);
+  if (where.streamed < 0) return placement_.resident_.find(name)->second;
 
   ensure(where.streamed);
   const int slots = placement_.plan_.slots;
@@ -122,10 +123,53 @@ torch::Tensor DeviceForward::param(absl::string_view name, torch::ScalarType dty
                                  .narrow(0, e.offset, static_cast<int64_t>(host.nbytes()))
                                  .view(host.scalar_type())
                                  .view(host.sizes());
-  if (const Fp8Weight* f8 = std::get_if<Fp8Weight>(&e.host)) {
-    return materialize(Fp8Weight{view, f8->scale, f8->format}, dtype);
+  if (const Fp8Weight* f8 = std::get_if<Fp8Weight>(&e.host)) return Fp8Weight{view, f8->scale, f8->format};
+  return view;
+}
+
+torch::Tensor DeviceForward::param(absl::string_view name, torch::ScalarType dtype) {
+  return materialize(stored(name), dtype);
+}
+
+std::optional<torch::Tensor> DeviceForward::linear(const torch::Tensor& x, absl::string_view weight,
+                                                   absl::string_view bias, torch::ScalarType dtype) {
+  if (!placement_.options_.fp8_matmul || dtype == torch::kFloat32) return std::nullopt;
+  const std::variant<torch::Tensor, Fp8Weight> w = stored(weight);
+  const Fp8Weight* f8 = std::get_if<Fp8Weight>(&w);
+  if (f8 == nullptr) return std::nullopt;
+  const char* why = f8->format != Fp8Format::kE4M3Fn ? "the weight is e5m2, not e4m3fn"
+                                                      : scaled_fp8_linear_unavailable_reason(x, f8->codes, dtype);
+  placement_.note_choice(weight, why);
+  if (why != nullptr) return std::nullopt;
+  return scaled_fp8_linear(x, f8->codes, f8->scale, bias.empty() ? torch::Tensor() : param(bias, dtype), dtype);
+}
+
+void DevicePlacement::note_choice(absl::string_view name, const char* unavailable_reason) {
+  {
+    MutexLock lock(&choices_mu_);
+    if (!choices_.emplace(std::string(name), unavailable_reason != nullptr ? unavailable_reason : "").second) return;
   }
-  return materialize(view, dtype);
+  if (options_.note) {
+    options_.note(absl::StrCat(name, ": ", unavailable_reason == nullptr ? "scaled FP8 matmul"
+                                                                         : absl::StrCat("upcast (", unavailable_reason, ")")));
+  }
+}
+
+std::string DevicePlacement::fp8_matmul_summary() const {
+  MutexLock lock(&choices_mu_);
+  if (choices_.empty()) return "";
+  int scaled = 0;
+  std::string first_reason;
+  for (const auto& [name, why] : choices_) {
+    if (why.empty()) {
+      ++scaled;
+    } else if (first_reason.empty()) {
+      first_reason = why;
+    }
+  }
+  const int upcast = static_cast<int>(choices_.size()) - scaled;
+  return absl::StrCat("scaled FP8 matmul on ", scaled, " of ", choices_.size(), " FP8 layers",
+                      upcast > 0 ? absl::StrCat("; ", upcast, " upcast: ", first_reason) : "");
 }
 
 void DeviceForward::ensure(int k) {

@@ -13,6 +13,8 @@
 #include <torch/types.h>
 
 #include <atomic>
+#include <functional>
+#include <optional>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +33,16 @@
 
 namespace diffusiond {
 
+struct PlacementOptions {
+  // Run linear layers whose weight is FP8 (e4m3fn) as a scaled FP8 matmul
+  // (kernels/scaled_fp8_linear.h) where the layer and device allow it, at a
+  // compute dtype other than float32 (float32 asks for the exact upcast).
+  // Each layer's choice, and why a layer was upcast, is noted once.
+  bool fp8_matmul = true;
+  // One-line notes for the daemon's log; may be empty.
+  std::function<void(const std::string&)> note;
+};
+
 class DevicePlacement final : public CacheValue {
  public:
   // Copies `model`'s resident weights to `device` and allocates the
@@ -41,12 +53,16 @@ class DevicePlacement final : public CacheValue {
   static absl::StatusOr<std::unique_ptr<DevicePlacement>> create(const Model& model, VramDevice& device,
                                                                  const BlockLayout& layout,
                                                                  const ResidencyPlan& plan,
-                                                                 Reservation& reservation);
+                                                                 Reservation& reservation,
+                                                                 PlacementOptions options = {});
   ~DevicePlacement() override;
 
   const Model& model() const { return model_; }
   VramDevice& device() const { return device_; }
   const ResidencyPlan& plan() const { return plan_; }
+  // "scaled FP8 matmul on 40 of 52 FP8 layers; 12 upcast: <first reason>",
+  // or empty before any FP8 layer ran.
+  std::string fp8_matmul_summary() const;
   // Bytes copied from RAM by streaming so far.
   int64_t bytes_streamed() const { return bytes_streamed_.load(std::memory_order_relaxed); }
 
@@ -67,12 +83,16 @@ class DevicePlacement final : public CacheValue {
     int entry = 0;
   };
 
-  DevicePlacement(const Model& model, VramDevice& device, const ResidencyPlan& plan)
-      : model_(model), device_(device), plan_(plan) {}
+  DevicePlacement(const Model& model, VramDevice& device, const ResidencyPlan& plan, PlacementOptions options)
+      : model_(model), device_(device), plan_(plan), options_(std::move(options)) {}
+  // Records `name`'s matmul choice (null reason: scaled), noting it the
+  // first time only.
+  void note_choice(absl::string_view name, const char* unavailable_reason);
 
   const Model& model_;
   VramDevice& device_;
   const ResidencyPlan plan_;
+  const PlacementOptions options_;
   std::map<std::string, Stored, std::less<>> resident_;
   std::vector<StreamedBlock> streamed_;  // forward order
   std::map<std::string, Where, std::less<>> where_;
@@ -85,6 +105,10 @@ class DevicePlacement final : public CacheValue {
   std::vector<int> slot_block_;  // streamed_ index in each slot, or -1
   std::vector<std::shared_ptr<Fence>> slot_ready_;
   std::atomic<int64_t> bytes_streamed_{0};
+
+  mutable Mutex choices_mu_;
+  // FP8 layer → why it is upcast, or empty when it runs scaled.
+  std::map<std::string, std::string, std::less<>> choices_ ABSL_GUARDED_BY(choices_mu_);
 };
 
 // Serves one model's weights from its placement to forwards on the calling
@@ -97,8 +121,12 @@ class DeviceForward final : public ForwardWeights {
 
   torch::Device device() const override { return placement_.device_.torch_device(); }
   torch::Tensor param(absl::string_view name, torch::ScalarType dtype) override;
+  std::optional<torch::Tensor> linear(const torch::Tensor& x, absl::string_view weight, absl::string_view bias,
+                                      torch::ScalarType dtype) override;
 
  private:
+  // The weight as stored on the device: resident, or a view of its slot.
+  std::variant<torch::Tensor, Fp8Weight> stored(absl::string_view name);
   // Makes streamed block k readable by compute, and starts the next one.
   void ensure(int k);
   // Enqueues block k's copy into its slot once compute is done with the slot.

@@ -112,7 +112,7 @@ absl::StatusOr<torch::Tensor> FluxModel::forward(const FluxInputs& inputs) const
 }
 
 torch::Tensor FluxModel::linear(const torch::Tensor& x, const std::string& module) const {
-  return torch::linear(x, param(module + ".weight"), param(module + ".bias"));
+  return linear_layer(x, module + ".weight", module + ".bias");
 }
 
 torch::Tensor FluxModel::embed_time(const FluxInputs& in, torch::ScalarType dtype) const {

@@ -131,7 +131,7 @@ absl::StatusOr<std::vector<torch::Tensor>> ZImageModel::forward(
 }
 
 torch::Tensor ZImageModel::linear(const torch::Tensor& x, const std::string& prefix, bool bias) const {
-  return torch::linear(x, param(prefix + ".weight"), bias ? param(prefix + ".bias") : torch::Tensor());
+  return linear_layer(x, prefix + ".weight", bias ? prefix + ".bias" : "");
 }
 
 // Patchifies and pads each item; caption ids (1 + i, 0, 0), image ids after them.
