@@ -114,7 +114,8 @@ fi
 
 # The libtorch to build against: the CUDA wheel's, through python.
 torch_prefix=""
-if torch_line="$(python3 -c 'import torch; print(torch.__version__, torch.cuda.is_available())' 2>/dev/null)"; then
+torch_probe='import torch; print(torch.__version__, torch.cuda.is_available())'
+if torch_line="$(python3 -c "$torch_probe" 2>/dev/null)"; then
   torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
   echo "python torch: $torch_line ($torch_prefix)"
   if ((dry_run)); then

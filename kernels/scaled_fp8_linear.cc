@@ -25,7 +25,7 @@ const char* scaled_fp8_linear_unavailable_reason(const torch::Tensor& x,
                                                  const torch::Tensor& codes_e4m3,
                                                  torch::ScalarType out_dtype) {
   if (!compat::kHaveCuda) return "this build has no CUDA kernels";
-  if (!compat::kHaveScaledMm) return "libtorch is older than 2.5 (no at::_scaled_mm as called here)";
+  if (!compat::kHaveScaledMm) return "libtorch is older than 2.5 (no _scaled_mm as called here)";
   if (!x.is_cuda() || !codes_e4m3.is_cuda()) return "input or weight is not on a CUDA device";
   if (x.device() != codes_e4m3.device()) return "input and weight are on different devices";
   if (compat::cuda_compute_capability(x.device().index()) < 90) {
