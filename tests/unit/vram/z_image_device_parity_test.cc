@@ -49,7 +49,8 @@ class VramZImageParity : public ::testing::Test {
 
   // The fixture's single forward with `dtype` compute, `fp8` storage, the
   // model placed under `budget_fraction` of what it needs whole.
-  torch::Tensor forward(torch::ScalarType dtype, bool fp8, double budget_fraction, ResidencyPlan* plan_out) {
+  torch::Tensor forward(torch::ScalarType dtype, bool fp8, double budget_fraction, ResidencyPlan* plan_out,
+                        PlacementOptions placement_options = {}, std::string* fp8_matmul = nullptr) {
     ModelLoadOptions options;
     options.compute_dtype = dtype;
     if (fp8) options.fp8.format = Fp8Format::kE4M3Fn;
@@ -70,7 +71,7 @@ class VramZImageParity : public ::testing::Test {
     absl::StatusOr<Reservation> r = vram.reserve(plan->device_bytes());
     EXPECT_THAT(r, IsOk());
     absl::StatusOr<std::unique_ptr<DevicePlacement>> placement =
-        DevicePlacement::create(*l.model, *device_, layout, *plan, *r);
+        DevicePlacement::create(*l.model, *device_, layout, *plan, *r, placement_options);
     EXPECT_THAT(placement, IsOk());
     if (!placement.ok()) return {};
     torch::Tensor out;
@@ -81,6 +82,7 @@ class VramZImageParity : public ::testing::Test {
       EXPECT_THAT(o, IsOk());
       if (o.ok()) out = (*o)[0];
     }
+    if (fp8_matmul != nullptr) *fp8_matmul = (*placement)->fp8_matmul_summary();
     placement->reset();
     Charge charge = std::move(*r).commit();
     charge.release();
@@ -133,6 +135,34 @@ TEST_F(VramZImageParity, Bfloat16ForwardIsWithinBfloat16Rounding) {
   std::printf("%s bfloat16 forward vs fwd.out: max abs diff %.3g on outputs up to %.3g\n", device_->name().c_str(),
               diff, scale);
   EXPECT_LT(diff, kBfloat16Tolerance);
+}
+
+// The scaled FP8 matmul (CUDA, sm_90, libtorch >= 2.5) against upcasting
+// each FP8 weight, both at bfloat16: the scaled path also rounds the
+// activations to e4m3fn (3 mantissa bits, relative step 2^-4), so the two
+// agree to the bfloat16 tolerance, not bit for bit. Where the scaled path is
+// unavailable (the simulated device) every layer is upcast and the two
+// runs are identical.
+TEST_F(VramZImageParity, Fp8ScaledMatmulAgreesWithUpcast) {
+  ResidencyPlan plan;
+  std::string scaled_summary, upcast_summary;
+  PlacementOptions scaled, upcast;
+  scaled.fp8_matmul = true;
+  upcast.fp8_matmul = false;
+  const torch::Tensor a = forward(torch::kBFloat16, true, 1.0, &plan, scaled, &scaled_summary);
+  const torch::Tensor b = forward(torch::kBFloat16, true, 1.0, &plan, upcast, &upcast_summary);
+  ASSERT_TRUE(a.defined() && b.defined());
+  EXPECT_TRUE(upcast_summary.empty()) << upcast_summary;  // never asked
+  ASSERT_FALSE(scaled_summary.empty());
+  const double diff = max_abs_diff(a, b), to_upstream = max_abs_diff(a, io_.get("fwd.out_fp8"));
+  std::printf("%s: %s; scaled vs upcast max abs diff %.3g, scaled vs fwd.out_fp8 %.3g\n", device_->name().c_str(),
+              scaled_summary.c_str(), diff, to_upstream);
+  EXPECT_LT(diff, kBfloat16Tolerance);
+  EXPECT_LT(to_upstream, kBfloat16Tolerance);
+  if (!device_->torch_device().is_cuda()) {
+    EXPECT_TRUE(torch::equal(a, b));
+    EXPECT_NE(scaled_summary.find("scaled FP8 matmul on 0 of"), std::string::npos) << scaled_summary;
+  }
 }
 
 }  // namespace
