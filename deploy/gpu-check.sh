@@ -237,7 +237,8 @@ selection() {
   [[ -f "$log" ]] || return 0
   { echo "== $name: ctest $*"; cat "$log"; } >>"$out/ctest.log"
   local tally skipped
-  tally="$(grep -E 'tests passed, [0-9]+ tests? failed out of' "$log" | tail -1 || true)"
+  # ctest says "100% tests passed out of N" when none failed.
+  tally="$(grep -E 'tests passed(, [0-9]+ tests? failed)? out of' "$log" | tail -1 || true)"
   skipped="$(grep -c '\*\*\*Skipped' "$log" || true)"
   {
     echo "  ${tally:-no tests}; $skipped skipped"

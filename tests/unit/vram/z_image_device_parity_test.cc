@@ -138,11 +138,14 @@ TEST_F(VramZImageParity, Bfloat16ForwardIsWithinBfloat16Rounding) {
 }
 
 // The scaled FP8 matmul (CUDA, sm_90, libtorch >= 2.5) against upcasting
-// each FP8 weight, both at bfloat16: the scaled path also rounds the
-// activations to e4m3fn (3 mantissa bits, relative step 2^-4), so the two
-// agree to the bfloat16 tolerance, not bit for bit. Where the scaled path is
-// unavailable (the simulated device) every layer is upcast and the two
-// runs are identical.
+// each FP8 weight, both at bfloat16. The scaled path also rounds every
+// activation to e4m3fn (3 mantissa bits: a rounding error of up to 2^-4,
+// 6.25%, per element), so the two agree to a few percent of the output's
+// range, not bit for bit: 10% of max|output|. On one H200 the fixture
+// measured 0.102 on outputs up to 2.18 (4.7%); a real mistake (a wrong
+// scale, a transposed weight) is of the order of the output itself.
+// Where the scaled path is unavailable (the simulated device) every layer
+// is upcast and the two runs are identical.
 TEST_F(VramZImageParity, Fp8ScaledMatmulAgreesWithUpcast) {
   ResidencyPlan plan;
   std::string scaled_summary, upcast_summary;
@@ -157,8 +160,9 @@ TEST_F(VramZImageParity, Fp8ScaledMatmulAgreesWithUpcast) {
   const double diff = max_abs_diff(a, b), to_upstream = max_abs_diff(a, io_.get("fwd.out_fp8"));
   std::printf("%s: %s; scaled vs upcast max abs diff %.3g, scaled vs fwd.out_fp8 %.3g\n", device_->name().c_str(),
               scaled_summary.c_str(), diff, to_upstream);
-  EXPECT_LT(diff, kBfloat16Tolerance);
-  EXPECT_LT(to_upstream, kBfloat16Tolerance);
+  const double range = io_.get("fwd.out_fp8").abs().max().item<double>();
+  EXPECT_LT(diff, 0.1 * range);
+  EXPECT_LT(to_upstream, 0.1 * range);
   if (!device_->torch_device().is_cuda()) {
     EXPECT_TRUE(torch::equal(a, b));
     EXPECT_NE(scaled_summary.find("scaled FP8 matmul on 0 of"), std::string::npos) << scaled_summary;
