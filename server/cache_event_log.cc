@@ -10,14 +10,23 @@ namespace {
 constexpr absl::string_view kEventNames[] = {"loaded", "load_failed", "evicted", "unloaded",
                                              "rejected"};
 static_assert(sizeof(kEventNames) / sizeof(kEventNames[0]) == 5, "one name per CacheEvent::Kind");
+// The VRAM tier's entries are placements: its "load" copies from RAM, and
+// its evictions leave the model loaded.
+constexpr absl::string_view kVramEventNames[] = {"placed", "place_failed", "evicted_to_ram", "dropped",
+                                                 "rejected"};
+static_assert(sizeof(kVramEventNames) / sizeof(kVramEventNames[0]) == 5, "one name per CacheEvent::Kind");
 
 }  // namespace
 
 std::string CacheEventLog::format(const CacheEvent& e, const BudgetSnapshot& after) {
-  std::string line = absl::StrCat("event=", kEventNames[static_cast<int>(e.kind)]);
+  const bool vram_tier = after.device == Device::kCuda;
+  const int kind = static_cast<int>(e.kind);
+  std::string line =
+      vram_tier ? absl::StrCat("tier=vram event=", kVramEventNames[kind]) : absl::StrCat("event=", kEventNames[kind]);
   if (!e.key.empty()) absl::StrAppend(&line, " model=", logfmt_value(e.key));
-  absl::StrAppend(&line, " ram_bytes=", e.bytes[static_cast<int>(Device::kCpu)]);
-  if (const int64_t vram = e.bytes[static_cast<int>(Device::kCuda)]; vram > 0) {
+  // A placement holds no RAM of its own: its ram_bytes would always be 0.
+  if (!vram_tier) absl::StrAppend(&line, " ram_bytes=", e.bytes[static_cast<int>(Device::kCpu)]);
+  if (const int64_t vram = e.bytes[static_cast<int>(Device::kCuda)]; vram > 0 || vram_tier) {
     absl::StrAppend(&line, " vram_bytes=", vram);
   }
   if (e.kind == CacheEvent::Kind::kLoaded || e.kind == CacheEvent::Kind::kLoadFailed) {
@@ -34,7 +43,7 @@ std::string CacheEventLog::format(const CacheEvent& e, const BudgetSnapshot& aft
 }
 
 void CacheEventLog::on_cache_event(const CacheEvent& event) {
-  sink_(format(event, ram_budget_->snapshot()));
+  sink_(format(event, budget_->snapshot()));
 }
 
 }  // namespace diffusiond

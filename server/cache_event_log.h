@@ -2,6 +2,11 @@
 // per load, failed load, eviction, rejection and unload — the model, its
 // bytes, the seconds it took, and the budget afterwards — for operators
 // grepping logs next to the metrics.
+//
+// Over a VRAM (cuda) budget it logs the VRAM tier's events instead, marked
+// `tier=vram` and named for what they mean there: placed, place_failed,
+// evicted_to_ram (the model stays loaded), dropped (its model left RAM)
+// and rejected.
 #ifndef DIFFUSIOND_SERVER_CACHE_EVENT_LOG_H_
 #define DIFFUSIOND_SERVER_CACHE_EVENT_LOG_H_
 
@@ -17,17 +22,19 @@ namespace diffusiond {
 // Thread-safe if `sink` is. The budget must outlive the log.
 class CacheEventLog final : public CacheObserver {
  public:
-  // `sink` receives each line without a trailing newline.
-  CacheEventLog(const Budget* ram_budget, std::function<void(absl::string_view)> sink)
-      : ram_budget_(ram_budget), sink_(std::move(sink)) {}
+  // `sink` receives each line without a trailing newline. `budget` is the
+  // RAM budget of the model cache, or the VRAM budget of the VRAM tier.
+  CacheEventLog(const Budget* budget, std::function<void(absl::string_view)> sink)
+      : budget_(budget), sink_(std::move(sink)) {}
 
   void on_cache_event(const CacheEvent& event) override;
 
-  // The line for `event` given the budget state after it.
+  // The line for `event` given the budget state after it; `after.device`
+  // says which tier it comes from.
   static std::string format(const CacheEvent& event, const BudgetSnapshot& after);
 
  private:
-  const Budget* const ram_budget_;
+  const Budget* const budget_;
   const std::function<void(absl::string_view)> sink_;
 };
 

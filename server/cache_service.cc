@@ -6,6 +6,7 @@
 #include "server/grpc_status.h"
 #include "server/model_info_wire.h"
 #include "server/request_options.h"
+#include "server/tier_stats.h"
 
 namespace diffusiond {
 namespace {
@@ -16,11 +17,21 @@ std::set<std::string> cached_keys(const CacheStats& stats) {
   return keys;
 }
 
+// The tier make_room(bytes, device) takes its room from: on cuda with a
+// device, the VRAM tier, whose entries are placements (evicting one leaves
+// its model loaded in RAM); otherwise the RAM cache.
+CacheStats tier_stats(const EngineApi& engine, Device device) {
+  if (device == Device::kCuda) {
+    if (std::optional<CacheStats> vram = engine.vram_stats(); vram.has_value()) return *std::move(vram);
+  }
+  return engine.stats();
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* CacheServiceImpl::GetStats(grpc::CallbackServerContext* context,
                                                      const v1::GetStatsRequest*, v1::GetStatsResponse* response) {
-  const CacheStats stats = deps_.engine->stats();
+  const CacheStats stats = both_tiers_stats(*deps_.engine);
   for (const BudgetSnapshot& b : stats.budgets) {
     v1::DeviceBudget* w = response->add_budgets();
     w->set_device(std::string(device_name(b.device)));
@@ -51,13 +62,13 @@ grpc::ServerUnaryReactor* CacheServiceImpl::MakeRoom(grpc::CallbackServerContext
     reactor->Finish(to_grpc_status(device.status()));
     return reactor;
   }
-  const std::set<std::string> before = cached_keys(deps_.engine->stats());
+  const std::set<std::string> before = cached_keys(tier_stats(*deps_.engine, *device));
   // The reservation only proves the room exists; it is released at once,
   // leaving the room free for the caller's next load.
   absl::StatusOr<Reservation> room = deps_.engine->make_room(request->bytes(), *device);
   if (room.ok()) {
     *room = Reservation();
-    const CacheStats after = deps_.engine->stats();
+    const CacheStats after = tier_stats(*deps_.engine, *device);
     const std::set<std::string> kept = cached_keys(after);
     for (const std::string& key : before) {
       if (kept.count(key) == 0) response->add_evicted_model_ids(key);

@@ -17,6 +17,7 @@
 #include "core/util/file_text.h"
 #include "core/util/status_macros.h"
 #include "kernels/torch_compat.h"
+#include "server/tier_stats.h"
 
 namespace diffusiond {
 namespace {
@@ -75,6 +76,25 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials(const Daemo
 
 std::string host_of(const std::string& address) { return address.substr(0, address.rfind(':')); }
 
+// The ready line's device fields: where denoisers run and, with a device,
+// its VRAM budget.
+std::string device_fields(const DaemonDevice& d) {
+  if (d.device == nullptr) return " device=cpu";
+  const int64_t budget = d.vram_budget->capacity_bytes();
+  return absl::StrCat(" device=", d.device->name(), " vram_budget_bytes=", budget,
+                      " vram_budget=", logfmt_value(format_bytes(budget)));
+}
+
+// The placed models, for the placements' metrics.
+std::vector<PlacementFigures> placements_of(const Engine& engine) {
+  std::vector<PlacementFigures> out;
+  for (const ModelInfo& info : engine.list()) {
+    if (info.vram_plan.empty()) continue;
+    out.push_back(PlacementFigures{info.model_id, info.vram_streamed_bytes_per_step});
+  }
+  return out;
+}
+
 // Linking grpc++_reflection registers its plugin with every ServerBuilder
 // from a static initialiser, so not asking for it is not enough: with
 // --reflection=false this option takes it out again.
@@ -94,17 +114,19 @@ Daemon::Daemon(const DaemonOptions& options, const Log& log, Clock* clock)
     : options_(options), log_(log), clock_(clock != nullptr ? clock : real_clock()) {}
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::start(const DaemonOptions& options, const Log& log, Clock* clock) {
-  if (options.device != "cpu") {
-    return absl::FailedPreconditionError(
-        "--device cuda: this version runs models on the CPU only (the CUDA FP8 kernels exist, the GPU "
-        "forward does not yet); use --device cpu");
-  }
   std::unique_ptr<Daemon> d(new Daemon(options, log, clock));
   DIFFUSIOND_RETURN_IF_ERROR(d->start_serving());
   return d;
 }
 
 absl::Status Daemon::start_serving() {
+  // First, so that a device that cannot be opened is the only thing said.
+  DIFFUSIOND_ASSIGN_OR_RETURN(device_, open_daemon_device(options_));
+  if (device_.device != nullptr && options_.vram_budget_bytes.has_value() &&
+      *options_.vram_budget_bytes > device_.auto_budget_bytes) {
+    log_.warning("vram budget above the automatic one; the device may run out of memory before the budget refuses",
+                 absl::StrCat("vram_budget=", *options_.vram_budget_bytes, " auto=", device_.auto_budget_bytes));
+  }
   tune_allocator_for_serving();
   DIFFUSIOND_ASSIGN_OR_RETURN(const int64_t ram, ram_budget(options_, log_));
   ram_budget_ = std::make_unique<Budget>(Device::kCpu, ram);
@@ -118,11 +140,11 @@ absl::Status Daemon::start_serving() {
   build.compute_threads = threads;
   // The metrics read the cache through the engine, which exists only later;
   // until then (and after drain) they report no cache state.
-  metrics_ = std::make_unique<DaemonMetrics>(build, [this]() -> CacheStats {
-    return engine_ != nullptr ? engine_->stats() : CacheStats{};
-  });
-  event_log_ = std::make_unique<CacheEventLog>(ram_budget_.get(),
-                                               [this](absl::string_view line) { log_.info("cache", line); });
+  metrics_ = std::make_unique<DaemonMetrics>(
+      build, [this]() -> CacheStats { return engine_ != nullptr ? both_tiers_stats(*engine_) : CacheStats{}; },
+      [this]() { return engine_ != nullptr ? placements_of(*engine_) : std::vector<PlacementFigures>{}; });
+  const auto log_line = [this](absl::string_view line) { log_.info("cache", line); };
+  event_log_ = std::make_unique<CacheEventLog>(ram_budget_.get(), log_line);
   observers_ = std::make_unique<CacheObserverList>(std::vector<CacheObserver*>{event_log_.get(), metrics_.get()});
 
   EngineOptions eo;
@@ -130,9 +152,18 @@ absl::Status Daemon::start_serving() {
   eo.ram_budget = ram_budget_.get();
   eo.observer = observers_.get();
   eo.clock = clock_;
+  if (device_.device != nullptr) {
+    vram_event_log_ = std::make_unique<CacheEventLog>(device_.vram_budget.get(), log_line);
+    vram_observers_ = std::make_unique<CacheObserverList>(
+        std::vector<CacheObserver*>{vram_event_log_.get(), metrics_->vram_observer()});
+    eo.device = device_.device.get();
+    eo.vram_budget = device_.vram_budget.get();
+    eo.vram_observer = vram_observers_.get();
+  }
+  eo.compute_dtype = default_compute_dtype(options_);
   if (!options_.compute_dtype.empty()) {
     // daemon_options checked the spelling against the same table.
-    eo.compute_dtype = parse_compute_dtype_name(options_.compute_dtype).value_or(ComputeDtype::kFloat32);
+    eo.compute_dtype = parse_compute_dtype_name(options_.compute_dtype).value_or(eo.compute_dtype);
   }
   eo.fp8 = Fp8Options{};
   if (Fp8Format f; parse_fp8_format(options_.fp8.c_str(), &f)) eo.fp8.format = f;
@@ -163,7 +194,8 @@ absl::Status Daemon::start_serving() {
   log_.info("ready", absl::StrCat("listen=", host_of(options_.listen), ":", grpc_port_, " metrics_listen=",
                                   host_of(options_.metrics_listen), ":", metrics_server_->port(),
                                   " models_dir=", logfmt_value(options_.models_dir), " ram_budget_bytes=", ram,
-                                  " ram_budget=", logfmt_value(format_bytes(ram)), " fp8=", options_.fp8,
+                                  " ram_budget=", logfmt_value(format_bytes(ram)), device_fields(device_),
+                                  " fp8=", options_.fp8,
                                   " compute_dtype=", compute_dtype_name(eo.compute_dtype), " threads=", threads,
                                   " blas_threads=", compat::blas_threading(), " tls=",
                                   options_.tls_cert.empty() ? "off" : "on", " version=", DIFFUSIOND_VERSION));
@@ -251,8 +283,13 @@ void Daemon::drain() {
   const int64_t freed = engine_->unload_all(absl::Seconds(5));
   const BudgetSnapshot b = ram_budget_->snapshot();
   metrics_server_.reset();
+  std::string vram;
+  if (device_.vram_budget != nullptr) {
+    const BudgetSnapshot v = device_.vram_budget->snapshot();
+    vram = absl::StrCat(" vram_reserved_bytes=", v.reserved_bytes, " vram_committed_bytes=", v.committed_bytes);
+  }
   log_.info("stopped", absl::StrCat("seconds=", absl::ToDoubleSeconds(clock_->now() - start), " freed_bytes=", freed,
-                                    " reserved_bytes=", b.reserved_bytes, " committed_bytes=", b.committed_bytes));
+                                    " reserved_bytes=", b.reserved_bytes, " committed_bytes=", b.committed_bytes, vram));
 }
 
 Daemon::~Daemon() {

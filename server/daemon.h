@@ -22,6 +22,7 @@
 #include "core/util/work_queue.h"
 #include "server/cache_event_log.h"
 #include "server/cache_service.h"
+#include "server/daemon_device.h"
 #include "server/daemon_options.h"
 #include "server/denoise_service.h"
 #include "server/pipeline_service.h"
@@ -34,8 +35,9 @@ namespace diffusiond {
 class Daemon {
  public:
   // Starts serving. INVALID_ARGUMENT / FAILED_PRECONDITION / UNAVAILABLE
-  // for settings it cannot honour (naming the flag), such as an address that
-  // cannot be bound or a missing models directory. `log` (and `clock`, which
+  // for settings it cannot honour (naming the flag), such as a --device that
+  // cannot be opened, an address that cannot be bound or a missing models
+  // directory. `log` (and `clock`, which
   // times leases, idleness and the drain; default real_clock()) must
   // outlive it.
   static absl::StatusOr<std::unique_ptr<Daemon>> start(const DaemonOptions& options, const Log& log,
@@ -66,8 +68,9 @@ class Daemon {
   // Teardown order matters: members are destroyed bottom-up, and each one
   // below uses the ones above it, so nothing outlives what it calls.
   //   ram_budget_      every charge of the cache is against it: last to go
-  //   metrics_, event_log_, observers_
-  //                    the engine's cache reports to them until it is gone
+  //   device_          the VRAM budget and the device placements live on
+  //   metrics_, event_log_, observers_, vram_event_log_, vram_observers_
+  //                    the engine's caches report to them until they are gone
   //   engine_          the cache and its models
   //   *_queue_         their workers run engine calls
   //   *_service_       gRPC handlers over the engine, queues and metrics
@@ -78,9 +81,12 @@ class Daemon {
   // order of use instead: readiness, new work, in-flight work, the lease
   // timer, gRPC, the queues, the models, the metrics endpoint.
   std::unique_ptr<Budget> ram_budget_;
+  DaemonDevice device_;
   std::unique_ptr<DaemonMetrics> metrics_;
   std::unique_ptr<CacheEventLog> event_log_;
   std::unique_ptr<CacheObserverList> observers_;
+  std::unique_ptr<CacheEventLog> vram_event_log_;        // with a device only
+  std::unique_ptr<CacheObserverList> vram_observers_;    // with a device only
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<WorkQueue> load_queue_, compute_queue_, admin_queue_;
   std::unique_ptr<ModelServiceImpl> model_service_;

@@ -1,6 +1,7 @@
 #include "server/daemon_options.h"
 
 #include <map>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -9,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "core/precision/compute_dtype.h"
 #include "core/util/bytes.h"
+#include "core/util/status_macros.h"
 #include "kernels/fp8_format.h"
 
 namespace diffusiond {
@@ -73,6 +75,39 @@ Setter budget(std::optional<int64_t> DaemonOptions::*field) {
   };
 }
 
+Setter size(int64_t DaemonOptions::*field, int64_t min_bytes) {
+  return [field, min_bytes](DaemonOptions& o, const std::string& v) -> absl::Status {
+    absl::StatusOr<int64_t> bytes = parse_bytes(v);
+    if (!bytes.ok() || *bytes < min_bytes) {
+      return bad(v, min_bytes > 0 ? "a positive size such as 4GiB" : "a size such as 2GiB");
+    }
+    o.*field = *bytes;
+    return absl::OkStatus();
+  };
+}
+
+constexpr int kMaxCudaIndex = 1023;
+
+// "cpu", "sim", "cuda" (kept as "cuda:0") or "cuda:N".
+absl::Status set_device(DaemonOptions& o, const std::string& v) {
+  if (v == "cpu" || v == "sim") {
+    o.device = v;
+    return absl::OkStatus();
+  }
+  if (v == "cuda") {
+    o.device = "cuda:0";
+    return absl::OkStatus();
+  }
+  absl::string_view index = v;
+  int n = -1;
+  if (absl::ConsumePrefix(&index, "cuda:") && !index.empty() && absl::ascii_isdigit(index.front()) &&
+      absl::SimpleAtoi(index, &n) && n <= kMaxCudaIndex) {
+    o.device = absl::StrCat("cuda:", n);
+    return absl::OkStatus();
+  }
+  return bad(v, "cpu, cuda, cuda:N (N a GPU index) or sim");
+}
+
 const std::vector<Flag>& flags() {
   static const auto* const table = new std::vector<Flag>{
       {"listen", "0.0.0.0:50051", "gRPC listen address (host:port)", text(&DaemonOptions::listen)},
@@ -82,10 +117,21 @@ const std::vector<Flag>& flags() {
        text(&DaemonOptions::models_dir)},
       {"ram_budget", "auto", "bytes of RAM for model weights; auto = 0.85 x min(cgroup, MemTotal) - 512MiB",
        budget(&DaemonOptions::ram_budget_bytes)},
-      {"vram_budget", "auto", "bytes of GPU memory for model weights (CUDA builds)",
+      {"device", "cpu",
+       "where denoisers run: cpu, cuda:N (cuda = cuda:0), or sim (a simulated GPU in host memory, for tests)",
+       set_device},
+      {"vram_budget", "auto",
+       "bytes of device memory for placed models and their activations; auto = the device's free memory "
+       "at start - --vram_headroom (not with --device cpu)",
        budget(&DaemonOptions::vram_budget_bytes)},
-      {"device", "cpu", "where models run: cpu or cuda", one_of(&DaemonOptions::device, {"cpu", "cuda"})},
-      {"compute_dtype", "", "dtype of every forward: float32, bfloat16 or float16 (default by device)",
+      {"vram_headroom", "2GiB",
+       "device memory --vram_budget auto leaves out: CUDA context, cuBLAS workspaces, allocator "
+       "fragmentation, anything not accounted (not with --device cpu)",
+       size(&DaemonOptions::vram_headroom_bytes, 0)},
+      {"sim_device_memory", "4GiB", "capacity of the simulated device, a testing device (only with --device sim)",
+       size(&DaemonOptions::sim_device_memory_bytes, 1)},
+      {"compute_dtype", "",
+       "dtype of every forward: float32, bfloat16 or float16 (default: bfloat16 on cuda:N, float32 otherwise)",
        one_of(&DaemonOptions::compute_dtype, with_names({""}, compute_dtype_names()))},
       {"fp8", "e4m3fn", "default FP8 storage of layer weights: e4m3fn, e5m2 or off",
        one_of(&DaemonOptions::fp8, with_names(fp8_format_names(), {"off"}))},
@@ -155,17 +201,38 @@ const Flag* find_flag(absl::string_view name) {
   return nullptr;
 }
 
+// Refuses device flags set (by flag or variable) for a device they do not
+// apply to, rather than ignoring a setting the operator believes in.
+absl::Status check_device_flags(const DaemonOptions& o, const std::set<std::string>& given) {
+  if (o.device == "cpu") {
+    for (const char* name : {"vram_budget", "vram_headroom"}) {
+      if (given.count(name) == 0) continue;
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " (or ", env_name(name),
+                                                     ") is set but --device is cpu; it applies to "
+                                                     "--device cuda:N or sim"));
+    }
+  }
+  if (o.device != "sim" && given.count("sim_device_memory") != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--sim_device_memory (or ", env_name("sim_device_memory"),
+                                                   ") is set but --device is ", o.device,
+                                                   "; it applies to --device sim only"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<DaemonOptions> parse_daemon_options(
     const std::vector<std::string>& args, const std::function<const char*(const char*)>& getenv) {
   DaemonOptions options;
+  std::set<std::string> given;  // flags set by a variable or on the command line
   for (const Flag& f : flags()) {
     const std::string var = env_name(f.name);
     if (const char* value = getenv(var.c_str()); value != nullptr) {
       if (absl::Status s = f.set(options, value); !s.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("environment variable ", var, ": ", s.message()));
       }
+      given.insert(f.name);
     }
   }
   for (size_t i = 0; i < args.size(); ++i) {
@@ -192,11 +259,20 @@ absl::StatusOr<DaemonOptions> parse_daemon_options(
     if (absl::Status s = f->set(options, value); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", s.message()));
     }
+    given.insert(f->name);
   }
   if (options.tls_cert.empty() != options.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
   }
+  DIFFUSIOND_RETURN_IF_ERROR(check_device_flags(options, given));
   return options;
+}
+
+std::optional<int> cuda_device_index(const DaemonOptions& options) {
+  absl::string_view index = options.device;
+  int n = 0;
+  if (!absl::ConsumePrefix(&index, "cuda:") || !absl::SimpleAtoi(index, &n)) return std::nullopt;
+  return n;
 }
 
 std::string daemon_options_help() {

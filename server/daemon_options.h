@@ -22,9 +22,15 @@ struct DaemonOptions {
   std::string metrics_listen = "0.0.0.0:9464";   // Prometheus /metrics address
   std::string models_dir = "/models";            // loads are confined to it
   std::optional<int64_t> ram_budget_bytes;       // empty: auto (docs/memory-budget.md)
-  std::optional<int64_t> vram_budget_bytes;      // empty: auto (CUDA builds)
-  std::string device = "cpu";                    // cpu | cuda
-  std::string compute_dtype;                     // empty: float32 on cpu, bfloat16 on cuda
+  // Where denoisers run: "cpu", "cuda:N" (a bare "cuda" is read as cuda:0)
+  // or "sim", the simulated device (core/vram/sim_device.h) for tests.
+  std::string device = "cpu";
+  std::optional<int64_t> vram_budget_bytes;      // empty: auto = free device memory - headroom
+  // Device memory that --vram_budget auto leaves out: the CUDA context,
+  // cuBLAS workspaces, allocator fragmentation, anything not accounted.
+  int64_t vram_headroom_bytes = int64_t{2} << 30;
+  int64_t sim_device_memory_bytes = int64_t{4} << 30;  // the simulated device's capacity
+  std::string compute_dtype;                     // empty: bfloat16 on cuda:N, float32 otherwise
   std::string fp8 = "e4m3fn";                    // default FP8 storage: e4m3fn | e5m2 | off
   int64_t max_message_bytes = int64_t{256} << 20;
   std::optional<int> threads;                    // empty: auto (cgroup CPU quota or cores)
@@ -39,10 +45,15 @@ struct DaemonOptions {
 
 // Reads `args` (without the program name) over the environment, which
 // `getenv` reads (std::getenv in production). INVALID_ARGUMENT naming the
-// flag or variable and the value for anything unknown or malformed.
+// flag or variable and the value for anything unknown or malformed, and for
+// device flags that do not apply to --device (--vram_budget or
+// --vram_headroom with cpu, --sim_device_memory without sim).
 absl::StatusOr<DaemonOptions> parse_daemon_options(
     const std::vector<std::string>& args,
     const std::function<const char*(const char*)>& getenv);
+
+// The index N of a --device cuda:N; empty for cpu and sim.
+std::optional<int> cuda_device_index(const DaemonOptions& options);
 
 // The complete --help text: every flag, its variable, default and meaning.
 std::string daemon_options_help();

@@ -35,17 +35,48 @@ const Histogram::BucketBoundaries& load_buckets() {
 constexpr const char* kCancellableOperations[] = {"load", "denoise", "step", "generate"};
 constexpr const char* kQueues[] = {"load", "compute"};
 
+// Counts the VRAM tier's events; its counters live in the registry.
+class VramEventCounter final : public CacheObserver {
+ public:
+  void on_cache_event(const CacheEvent& event) override {
+    switch (event.kind) {
+      case CacheEvent::Kind::kLoaded:
+        placements->Increment();
+        return;
+      case CacheEvent::Kind::kEvicted:
+        evictions->Increment();
+        return;
+      case CacheEvent::Kind::kRejected:
+        rejections->Increment();
+        return;
+      // A failed placement follows its refusal (counted above) or is an
+      // error of the step it was for; a dropped one follows its model out
+      // of RAM, which the RAM cache's events count.
+      case CacheEvent::Kind::kLoadFailed:
+      case CacheEvent::Kind::kUnloaded:
+        return;
+    }
+  }
+
+  Counter* placements = nullptr;
+  Counter* evictions = nullptr;
+  Counter* rejections = nullptr;
+};
+
 }  // namespace
 
 struct DaemonMetrics::Impl {
-  explicit Impl(std::function<CacheStats()> cache_stats)
+  Impl(std::function<CacheStats()> cache_stats, std::function<std::vector<PlacementFigures>()> placements)
       : registry(std::make_shared<prometheus::Registry>()),
         process(std::make_shared<ProcessCollector>()),
-        cache(std::make_shared<CacheStatsCollector>(std::move(cache_stats))) {}
+        cache(std::make_shared<CacheStatsCollector>(std::move(cache_stats))),
+        placed(std::make_shared<PlacementCollector>(std::move(placements))) {}
 
   const std::shared_ptr<prometheus::Registry> registry;
   const std::shared_ptr<ProcessCollector> process;
   const std::shared_ptr<CacheStatsCollector> cache;
+  const std::shared_ptr<PlacementCollector> placed;
+  VramEventCounter vram_events;
 
   // Owned by `registry`; families and their children never move once added.
   Counter* loads_ok = nullptr;
@@ -60,9 +91,10 @@ struct DaemonMetrics::Impl {
   Family<Counter>* queue_rejections = nullptr;
   std::unique_ptr<ModelSeries> model_series;  // over the step and denoise families
 
-  // The load/eviction/unload/admission series, and the cancellation, queue
-  // and per-model timing series.
+  // The load/eviction/unload/admission series, the VRAM tier's, and the
+  // cancellation, queue and per-model timing series.
   void register_cache_events(prometheus::Registry& r);
+  void register_vram_events(prometheus::Registry& r);
   void register_work(prometheus::Registry& r);
 };
 
@@ -102,7 +134,33 @@ void DaemonMetrics::Impl::register_cache_events(prometheus::Registry& r) {
                "would not free enough of the budget.")
            .Register(r)
            .Add({});
+}
 
+// Registered on every daemon, so a dashboard reads 0 rather than nothing
+// on one without a device.
+void DaemonMetrics::Impl::register_vram_events(prometheus::Registry& r) {
+  vram_events.placements =
+      &prometheus::BuildCounter()
+           .Name("diffusiond_vram_placements_total")
+           .Help("Models placed on the device (weights copied from RAM) before a forward.")
+           .Register(r)
+           .Add({});
+  vram_events.evictions =
+      &prometheus::BuildCounter()
+           .Name("diffusiond_vram_evictions_total")
+           .Help(
+               "Placements evicted from the device to make room in the VRAM budget; their models "
+               "stay loaded in RAM and are placed again from there.")
+           .Register(r)
+           .Add({});
+  vram_events.rejections =
+      &prometheus::BuildCounter()
+           .Name("diffusiond_vram_rejections_total")
+           .Help(
+               "Requests for device memory refused because even evicting every unpinned placement "
+               "would not free enough of the VRAM budget.")
+           .Register(r)
+           .Add({});
 }
 
 void DaemonMetrics::Impl::register_work(prometheus::Registry& r) {
@@ -138,8 +196,9 @@ void DaemonMetrics::Impl::register_work(prometheus::Registry& r) {
   model_series = std::make_unique<ModelSeries>(&step_seconds, &denoise_seconds);
 }
 
-DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()> cache_stats)
-    : impl_(std::make_unique<Impl>(std::move(cache_stats))) {
+DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()> cache_stats,
+                             std::function<std::vector<PlacementFigures>()> placements)
+    : impl_(std::make_unique<Impl>(std::move(cache_stats), std::move(placements))) {
   prometheus::Registry& r = *impl_->registry;
 
   prometheus::BuildGauge()
@@ -158,6 +217,7 @@ DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()>
       .Set(build.compute_threads);
 
   impl_->register_cache_events(r);
+  impl_->register_vram_events(r);
   impl_->register_work(r);
 }
 
@@ -196,6 +256,8 @@ void DaemonMetrics::on_cache_event(const CacheEvent& event) {
   }
 }
 
+CacheObserver* DaemonMetrics::vram_observer() { return &impl_->vram_events; }
+
 void DaemonMetrics::observe_step(absl::string_view model, absl::Duration took) {
   impl_->model_series->observe_step(model, absl::ToDoubleSeconds(took));
 }
@@ -216,7 +278,7 @@ void DaemonMetrics::count_queue_rejection(absl::string_view queue) {
 std::shared_ptr<prometheus::Registry> DaemonMetrics::registry() const { return impl_->registry; }
 
 std::vector<std::shared_ptr<prometheus::Collectable>> DaemonMetrics::collectables() const {
-  return {impl_->registry, impl_->process, impl_->cache};
+  return {impl_->registry, impl_->process, impl_->cache, impl_->placed};
 }
 
 std::string DaemonMetrics::scrape_text() const {

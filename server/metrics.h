@@ -1,16 +1,17 @@
 // DaemonMetrics: the daemon's Prometheus metrics (docs/operations.md lists
 // every series). Two kinds:
 //  - state read at scrape time, so it is never stale and a model's series
-//    vanish the moment it leaves the cache: process_* from /proc, and the
-//    budgets, reserved/used bytes and per-model bytes from a CacheStats
-//    source;
+//    vanish the moment it leaves the cache: process_* from /proc, the
+//    budgets, reserved/used bytes and per-model bytes (RAM and VRAM) from
+//    a CacheStats source, and each placement's streamed bytes;
 //  - events counted as they happen: loads by result, evictions, admission
-//    rejections, unloads (through the CacheObserver seam), cancellations,
-//    and the load / step / denoise latency histograms.
+//    rejections, unloads (through the CacheObserver seam), the VRAM tier's
+//    placements, evictions to RAM and refusals (through a second observer),
+//    cancellations, and the load / step / denoise latency histograms.
 // MetricsServer serves them over HTTP on their own port.
 //
 // Not here: the collectors themselves (process_collector.h,
-// cache_stats_collector.h).
+// cache_stats_collector.h, placement_collector.h).
 #ifndef DIFFUSIOND_SERVER_METRICS_H_
 #define DIFFUSIOND_SERVER_METRICS_H_
 
@@ -24,6 +25,7 @@
 #include "absl/time/time.h"
 #include "core/cache/cache_observer.h"
 #include "core/cache/cache_stats.h"
+#include "server/placement_collector.h"
 
 namespace prometheus {
 class Collectable;
@@ -47,14 +49,22 @@ class DaemonMetrics final : public CacheObserver {
   // `cache_stats` is called at each scrape, from the exposer's threads (so it
   // must be thread-safe) and from scrape_text(); it must stay callable until
   // this object and every MetricsServer over it are gone. An empty function
-  // reports no cache state.
-  DaemonMetrics(const BuildInfo& build, std::function<CacheStats()> cache_stats);
+  // reports no cache state. `placements` is called the same way for the
+  // models placed on the device; empty: none (no device).
+  DaemonMetrics(const BuildInfo& build, std::function<CacheStats()> cache_stats,
+                std::function<std::vector<PlacementFigures>()> placements = nullptr);
   ~DaemonMetrics() override;
 
   // Counts loads by result (ok | error | rejected | cancelled, from the
   // status code of a kLoadFailed), observes the seconds of successful loads,
   // and counts evictions, unloads and admission rejections.
   void on_cache_event(const CacheEvent& event) override;
+
+  // Returns the observer of the VRAM tier's events, owned by this object:
+  // it counts placements built, placements evicted to RAM and VRAM requests
+  // refused. Unlike a RAM eviction, a placement's eviction keeps the
+  // model's series: the model is still loaded.
+  CacheObserver* vram_observer();
 
   // Observes one model forward (a Step call or one denoise step). Series
   // by model are bounded (server/model_series.h): removed when the model is
@@ -74,7 +84,7 @@ class DaemonMetrics final : public CacheObserver {
   std::shared_ptr<prometheus::Registry> registry() const;
 
   // Returns everything a scrape serialises, in order: the registry, the
-  // process_* collector and the cache-state collector.
+  // process_* collector, the cache-state collector and the placements'.
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables() const;
 
   // Returns the text exposition format of collectables(), as a scrape does.

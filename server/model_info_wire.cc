@@ -26,6 +26,8 @@ void to_wire(const ModelInfo& info, v1::ModelInfo* wire) {
     w->set_meaning(in.meaning);
   }
   wire->set_supports_negative(info.supports_negative);
+  wire->set_vram_plan(info.vram_plan);
+  wire->set_vram_streamed_bytes_per_step(info.vram_streamed_bytes_per_step);
 }
 
 }  // namespace diffusiond

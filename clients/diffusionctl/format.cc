@@ -70,6 +70,10 @@ std::string format_model_info(const v1::ModelInfo& info) {
       {"ram", format_bytes(info.ram_bytes())},
   };
   if (info.vram_bytes() != 0) rows.push_back({"vram", format_bytes(info.vram_bytes())});
+  if (!info.vram_plan().empty()) rows.push_back({"vram_plan", info.vram_plan()});
+  if (info.vram_streamed_bytes_per_step() != 0) {
+    rows.push_back({"vram_streamed", absl::StrCat(format_bytes(info.vram_streamed_bytes_per_step()), " per step")});
+  }
   for (const v1::ConditioningInput& in : info.conditioning()) {
     std::vector<std::string> dims;
     for (int64_t d : in.shape()) dims.push_back(d < 0 ? "L" : absl::StrCat(d));
@@ -85,18 +89,25 @@ std::string format_model_info(const v1::ModelInfo& info) {
 
 std::string format_models(const google::protobuf::RepeatedPtrField<v1::ModelInfo>& models) {
   if (models.empty()) return "no models loaded\n";
-  const bool vram = std::any_of(models.begin(), models.end(),
-                                [](const v1::ModelInfo& m) { return m.vram_bytes() != 0; });
+  const auto any = [&](bool (*has)(const v1::ModelInfo&)) { return std::any_of(models.begin(), models.end(), has); };
+  const bool vram = any([](const v1::ModelInfo& m) { return m.vram_bytes() != 0; });
+  const bool streamed = any([](const v1::ModelInfo& m) { return m.vram_streamed_bytes_per_step() != 0; });
+  const bool plan = any([](const v1::ModelInfo& m) { return !m.vram_plan().empty(); });
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"ID", "ARCHITECTURE", "DTYPE", "FP8/TENSORS", "RAM"});
   if (vram) rows.back().push_back("VRAM");
+  if (streamed) rows.back().push_back("STREAMED/STEP");
   rows.back().insert(rows.back().end(), {"PINS", "IDLE"});
+  // Last: a plan is a phrase, as long as it needs to be.
+  if (plan) rows.back().push_back("VRAM PLAN");
   for (const v1::ModelInfo& m : models) {
     rows.push_back({m.model_id(), m.architecture(), m.compute_dtype(),
                     absl::StrCat(m.fp8_tensors(), "/", m.tensors()), short_bytes(m.ram_bytes())});
     if (vram) rows.back().push_back(short_bytes(m.vram_bytes()));
+    if (streamed) rows.back().push_back(short_bytes(m.vram_streamed_bytes_per_step()));
     rows.back().insert(rows.back().end(),
                        {absl::StrCat(m.pins()), short_duration(m.idle_seconds())});
+    if (plan) rows.back().push_back(m.vram_plan().empty() ? "-" : m.vram_plan());
   }
   return format_table(rows);
 }

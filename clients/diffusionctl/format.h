@@ -32,7 +32,8 @@ std::string format_table(const std::vector<std::vector<std::string>>& rows);
 std::string format_model_info(const v1::ModelInfo& info);
 
 // The `ls` table; "no models loaded\n" when `models` is empty. A VRAM column
-// appears when any model holds VRAM.
+// appears when any model holds VRAM, a STREAMED/STEP column when any
+// streams weights, and a last VRAM PLAN column when any is placed.
 std::string format_models(const google::protobuf::RepeatedPtrField<v1::ModelInfo>& models);
 
 // The `stats` view: budgets, cached models, counters and RSS.

@@ -91,7 +91,7 @@ class Engine final : public EngineApi {
   std::vector<ModelInfo> list() const override;
   CacheStats stats() const override { return cache_->stats(); }
   // The VRAM tier's budget and placements; empty without a device.
-  std::optional<CacheStats> vram_stats() const;
+  std::optional<CacheStats> vram_stats() const override;
 
   absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration ttl) override;
   absl::Status renew_lease(LeaseId lease, absl::Duration ttl) override;

@@ -76,6 +76,7 @@ class EngineApi {
   virtual absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options) = 0;
   virtual std::vector<ModelInfo> list() const = 0;
   virtual CacheStats stats() const = 0;
+  virtual std::optional<CacheStats> vram_stats() const = 0;
   virtual absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration ttl) = 0;
   virtual absl::Status renew_lease(LeaseId lease, absl::Duration ttl) = 0;
   virtual absl::Status release_lease(LeaseId lease) = 0;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ class FakeEngine final : public EngineApi {
   absl::StatusOr<LeaseId> lease_result = absl::UnimplementedError("lease");
   // stats() answers these in turn, then the last one again.
   std::vector<CacheStats> stats_sequence = {CacheStats{}};
+  // vram_stats() answers these in turn, then the last one again; none (the
+  // default) answers empty, as an engine without a device does.
+  std::vector<CacheStats> vram_sequence;
   // make_room() reserves from this budget; RESOURCE_EXHAUSTED past it.
   Budget ram{Device::kCpu, int64_t{1} << 20};
   // step() answers this, and records the inputs it got.
@@ -56,6 +60,13 @@ class FakeEngine final : public EngineApi {
     MutexLock lock(&mu_);
     const CacheStats s = stats_sequence[std::min(next_stats_, stats_sequence.size() - 1)];
     ++next_stats_;
+    return s;
+  }
+  std::optional<CacheStats> vram_stats() const override {
+    MutexLock lock(&mu_);
+    if (vram_sequence.empty()) return std::nullopt;
+    const CacheStats s = vram_sequence[std::min(next_vram_stats_, vram_sequence.size() - 1)];
+    ++next_vram_stats_;
     return s;
   }
   absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration) override {
@@ -94,6 +105,7 @@ class FakeEngine final : public EngineApi {
   }
   mutable Mutex mu_;
   mutable size_t next_stats_ = 0;
+  mutable size_t next_vram_stats_ = 0;
 };
 
 }  // namespace diffusiond::testing

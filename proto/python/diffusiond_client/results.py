@@ -35,7 +35,9 @@ class ConditioningInput(_FromProto):
 
 @dataclasses.dataclass(frozen=True)
 class ModelInfo(_FromProto):
-    """What a loaded model holds (diffusiond.v1.ModelInfo)."""
+    """What a loaded model holds (diffusiond.v1.ModelInfo). ``vram_bytes``,
+    ``vram_plan`` and ``vram_streamed_bytes_per_step`` describe its placement
+    on the daemon's device (0 and empty when it has none)."""
 
     model_id: str
     architecture: str
@@ -50,6 +52,8 @@ class ModelInfo(_FromProto):
     role: str
     conditioning: tuple  # of ConditioningInput
     supports_negative: bool
+    vram_plan: str
+    vram_streamed_bytes_per_step: int
 
     @classmethod
     def from_proto(cls, m):

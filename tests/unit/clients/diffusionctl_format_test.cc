@@ -62,6 +62,13 @@ TEST(Format, ModelInfo) {
   EXPECT_THAT(text, HasSubstr("idle           2m05s\n"));
   EXPECT_THAT(text, Not(HasSubstr("vram")));
   EXPECT_THAT(format_model_info(model("z", 0, 1024)), HasSubstr("vram           1.00 KiB"));
+  EXPECT_THAT(text, Not(HasSubstr("vram_plan")));
+  v1::ModelInfo placed = model("z", 4096, 2048);
+  placed.set_vram_plan("5 of 12 blocks resident, 7 streamed");
+  placed.set_vram_streamed_bytes_per_step(3 << 20);
+  const std::string placed_text = format_model_info(placed);
+  EXPECT_THAT(placed_text, HasSubstr("vram_plan      5 of 12 blocks resident, 7 streamed\n"));
+  EXPECT_THAT(placed_text, HasSubstr("vram_streamed  3.00 MiB (3145728 bytes) per step\n"));
 }
 
 TEST(Format, ModelsTable) {
@@ -76,6 +83,13 @@ TEST(Format, ModelsTable) {
   models.Mutable(1)->set_vram_bytes(1 << 20);
   EXPECT_THAT(format_models(models), HasSubstr("RAM       VRAM      PINS"));
   EXPECT_THAT(format_models(models), HasSubstr("6.00 GiB  0 B       1"));
+  EXPECT_THAT(format_models(models), Not(HasSubstr("STREAMED")));
+  models.Mutable(1)->set_vram_plan("all 12 blocks resident");
+  EXPECT_THAT(format_models(models), HasSubstr("PINS  IDLE   VRAM PLAN\n"));
+  EXPECT_THAT(format_models(models), HasSubstr("1     2m05s  all 12 blocks resident\n"));
+  EXPECT_THAT(format_models(models), HasSubstr("1     2m05s  -\n"));
+  models.Mutable(1)->set_vram_streamed_bytes_per_step(1 << 20);
+  EXPECT_THAT(format_models(models), HasSubstr("RAM       VRAM      STREAMED/STEP  PINS"));
 }
 
 TEST(Format, Stats) {

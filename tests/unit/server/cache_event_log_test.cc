@@ -47,5 +47,35 @@ TEST(CacheEventLog, OneLinePerLoadEvictionRejectionAndUnload) {
   EXPECT_THAT(lines[5], HasSubstr("event=unloaded model=b ram_bytes=600 budget_bytes=1000 committed_bytes=0"));
 }
 
+TEST(CacheEventLog, TheVramTiersEventsAreMarkedAndNamedForPlacements) {
+  Budget vram(Device::kCuda, 1000);
+  std::vector<std::string> lines;
+  CacheEventLog log(&vram, [&](absl::string_view line) { lines.emplace_back(line); });
+  CacheEvent placed;
+  placed.kind = CacheEvent::Kind::kLoaded;
+  placed.key = "a";
+  placed.bytes = {0, 600};
+  placed.duration = absl::Milliseconds(250);
+  log.on_cache_event(placed);
+  CacheEvent evicted = placed;
+  evicted.kind = CacheEvent::Kind::kEvicted;
+  log.on_cache_event(evicted);
+  CacheEvent dropped = placed;
+  dropped.kind = CacheEvent::Kind::kUnloaded;
+  log.on_cache_event(dropped);
+  CacheEvent rejected;
+  rejected.kind = CacheEvent::Kind::kRejected;
+  rejected.device = Device::kCuda;
+  rejected.bytes = {0, 2000};
+  rejected.status = absl::ResourceExhaustedError("cannot make room");
+  log.on_cache_event(rejected);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_THAT(lines[0], HasSubstr("tier=vram event=placed model=a vram_bytes=600 seconds=0.250 budget_bytes=1000"));
+  EXPECT_THAT(lines[1], HasSubstr("tier=vram event=evicted_to_ram model=a vram_bytes=600"));
+  EXPECT_THAT(lines[2], HasSubstr("tier=vram event=dropped model=a vram_bytes=600"));
+  EXPECT_THAT(lines[3], HasSubstr("tier=vram event=rejected vram_bytes=2000 code=RESOURCE_EXHAUSTED"));
+  for (const std::string& line : lines) EXPECT_THAT(line, ::testing::Not(HasSubstr("ram_bytes=0")));
+}
+
 }  // namespace
 }  // namespace diffusiond

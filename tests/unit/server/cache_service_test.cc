@@ -61,6 +61,40 @@ TEST_F(CacheServiceTest, MakeRoomNamesWhatWasEvictedAndReleasesTheRoom) {
   EXPECT_EQ(engine_.ram.snapshot().reserved_bytes, 0);  // the room is the caller's to use
 }
 
+TEST_F(CacheServiceTest, GetStatsReportsTheVramBudgetOfAnEngineWithADevice) {
+  engine_.stats_sequence = {stats_with({"a"}, 0)};
+  CacheStats vram;
+  BudgetSnapshot empty_ram;  // the tier's inner RAM budget: not reported
+  BudgetSnapshot cuda;
+  cuda.device = Device::kCuda;
+  cuda.capacity_bytes = 4000;
+  cuda.reserved_bytes = 100;
+  cuda.committed_bytes = 700;
+  vram.budgets = {empty_ram, cuda};
+  engine_.vram_sequence = {vram};
+  grpc::ClientContext context;
+  v1::GetStatsResponse response;
+  ASSERT_TRUE(harness_.stub()->GetStats(&context, v1::GetStatsRequest(), &response).ok());
+  ASSERT_EQ(response.budgets_size(), 1);
+  EXPECT_EQ(response.budgets(0).device(), "cuda");
+  EXPECT_EQ(response.budgets(0).capacity_bytes(), 4000);
+  EXPECT_EQ(response.budgets(0).reserved_bytes(), 100);
+  EXPECT_EQ(response.budgets(0).committed_bytes(), 700);
+}
+
+TEST_F(CacheServiceTest, MakeRoomOnCudaNamesThePlacementsEvicted) {
+  // The RAM cache keeps both models; the VRAM tier loses "a"'s placement.
+  engine_.stats_sequence = {stats_with({"a", "b"}, 0)};
+  engine_.vram_sequence = {stats_with({"a", "b"}, 0), stats_with({"b"}, 0)};
+  grpc::ClientContext context;
+  v1::MakeRoomRequest request;
+  request.set_bytes(10);
+  request.set_device("cuda");
+  v1::MakeRoomResponse response;
+  ASSERT_TRUE(harness_.stub()->MakeRoom(&context, request, &response).ok());
+  EXPECT_THAT(response.evicted_model_ids(), ElementsAre("a"));
+}
+
 TEST_F(CacheServiceTest, MakeRoomRefusalsAndBadDevicesKeepTheirCodes) {
   grpc::ClientContext too_much;
   v1::MakeRoomRequest request;

@@ -70,7 +70,8 @@ TEST(DaemonOptions, BadValuesNameTheFlagOrVariable) {
   EXPECT_THAT(parse_daemon_options({"--ram_budget", "lots"}, env.getenv()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--ram_budget: 'lots'")));
   EXPECT_THAT(parse_daemon_options({"--device", "tpu"}, env.getenv()),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("one of cpu, cuda")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--device: 'tpu' is not cpu, cuda, cuda:N (N a GPU index) or sim")));
   EXPECT_THAT(parse_daemon_options({"--colour", "blue"}, env.getenv()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown flag --colour")));
   EXPECT_THAT(parse_daemon_options({"--listen"}, env.getenv()),
@@ -83,11 +84,64 @@ TEST(DaemonOptions, BadValuesNameTheFlagOrVariable) {
                        HasSubstr("environment variable DIFFUSIOND_MAX_CONCURRENT_DENOISE")));
 }
 
+TEST(DaemonOptions, DeviceIsCpuCudaNOrSim) {
+  Env env;
+  absl::StatusOr<DaemonOptions> o = parse_daemon_options({}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->device, "cpu");
+  EXPECT_EQ(cuda_device_index(*o), std::nullopt);
+  EXPECT_EQ(o->vram_headroom_bytes, int64_t{2} << 30);
+  EXPECT_EQ(o->sim_device_memory_bytes, int64_t{4} << 30);
+  o = parse_daemon_options({"--device", "cuda"}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->device, "cuda:0");
+  EXPECT_EQ(cuda_device_index(*o), 0);
+  o = parse_daemon_options({"--device=cuda:3", "--vram_budget", "20GiB", "--vram_headroom", "1GiB"}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(cuda_device_index(*o), 3);
+  EXPECT_EQ(o->vram_budget_bytes, int64_t{20} << 30);
+  EXPECT_EQ(o->vram_headroom_bytes, int64_t{1} << 30);
+  o = parse_daemon_options({"--device", "sim", "--sim_device_memory", "64MiB", "--vram_budget", "auto"},
+                           env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->device, "sim");
+  EXPECT_EQ(cuda_device_index(*o), std::nullopt);
+  EXPECT_EQ(o->sim_device_memory_bytes, 64 << 20);
+  EXPECT_FALSE(o->vram_budget_bytes.has_value());
+  for (const char* bad : {"cuda:", "cuda:x", "cuda:-1", "cuda:+1", "cuda:1024", "gpu"}) {
+    EXPECT_THAT(parse_daemon_options({"--device", bad}, env.getenv()),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cuda:N (N a GPU index)")))
+        << bad;
+  }
+  EXPECT_THAT(parse_daemon_options({"--device", "sim", "--sim_device_memory", "0"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--sim_device_memory: '0' is not a positive")));
+}
+
+TEST(DaemonOptions, DeviceFlagsForAnotherDeviceAreRefused) {
+  Env env;
+  EXPECT_THAT(parse_daemon_options({"--vram_budget", "8GiB"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--vram_budget (or DIFFUSIOND_VRAM_BUDGET) is set but --device is cpu")));
+  // Even `auto`, said explicitly, is a setting for a device there is not.
+  EXPECT_THAT(parse_daemon_options({"--device", "cpu", "--vram_budget", "auto"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--vram_budget")));
+  EXPECT_THAT(parse_daemon_options({"--vram_headroom", "1GiB"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--vram_headroom (or DIFFUSIOND_VRAM_HEADROOM)")));
+  EXPECT_THAT(parse_daemon_options({"--device", "cuda:0", "--sim_device_memory", "1GiB"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--sim_device_memory (or DIFFUSIOND_SIM_DEVICE_MEMORY) is set but --device is "
+                                 "cuda:0; it applies to --device sim only")));
+  env.vars["DIFFUSIOND_VRAM_BUDGET"] = "8GiB";
+  EXPECT_THAT(parse_daemon_options({}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--device is cpu")));
+  EXPECT_THAT(parse_daemon_options({"--device", "sim"}, env.getenv()), IsOk());
+}
+
 TEST(DaemonOptions, HelpListsEveryFlagAndVariable) {
   const std::string help = daemon_options_help();
-  for (const char* flag : {"listen", "metrics_listen", "models_dir", "ram_budget", "vram_budget", "device",
-                           "compute_dtype", "fp8", "max_message_bytes", "threads", "max_concurrent_denoise",
-                           "max_queued_denoise", "drain_grace", "tls_cert", "tls_key", "reflection", "log_level"}) {
+  for (const char* flag : {"listen", "metrics_listen", "models_dir", "ram_budget", "vram_budget", "vram_headroom",
+                           "sim_device_memory", "device", "compute_dtype", "fp8", "max_message_bytes", "threads",
+                           "max_concurrent_denoise", "max_queued_denoise", "drain_grace", "tls_cert", "tls_key", "reflection", "log_level"}) {
     EXPECT_THAT(help, HasSubstr(std::string("--") + flag + " (DIFFUSIOND_")) << flag;
   }
   Env env;

@@ -214,6 +214,54 @@ TEST(DaemonMetrics, CountsEachCacheEventAndClassifiesFailedLoads) {
   EXPECT_THAT(s, Contains(Pair("diffusiond_model_load_seconds_bucket{le=\"5\"}", 2)));
 }
 
+TEST(DaemonMetrics, CountsTheVramTiersEventsApartAndKeepsTheModelsSeries) {
+  DaemonMetrics metrics(test_build(), nullptr);
+  metrics.observe_step("m", absl::Milliseconds(20));
+  CacheObserver* vram = metrics.vram_observer();
+  CacheEvent placed;
+  placed.kind = CacheEvent::Kind::kLoaded;
+  placed.key = "m";
+  placed.bytes = {0, 500};
+  vram->on_cache_event(placed);
+  vram->on_cache_event(placed);
+  CacheEvent evicted = placed;
+  evicted.kind = CacheEvent::Kind::kEvicted;
+  vram->on_cache_event(evicted);
+  CacheEvent rejected;
+  rejected.kind = CacheEvent::Kind::kRejected;
+  rejected.device = Device::kCuda;
+  rejected.status = absl::ResourceExhaustedError("cannot make room");
+  vram->on_cache_event(rejected);
+  CacheEvent dropped = placed;
+  dropped.kind = CacheEvent::Kind::kUnloaded;
+  vram->on_cache_event(dropped);
+
+  std::map<std::string, double> s = parse_samples(metrics.scrape_text());
+  EXPECT_THAT(s, Contains(Pair("diffusiond_vram_placements_total", 2)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_vram_evictions_total", 1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_vram_rejections_total", 1)));
+  // The RAM cache's counters did not move, and the model (still loaded in
+  // RAM) keeps its step series.
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_loads_total{result=\"ok\"}", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_evictions_total", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_unloads_total", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_admission_rejections_total", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_denoise_step_seconds_count{model=\"m\"}", 1)));
+}
+
+TEST(DaemonMetrics, ReportsPlacementsStreamedBytesAtScrapeTime) {
+  std::vector<PlacementFigures> placed = {{"a", 0}, {"b", 4096}};
+  DaemonMetrics metrics(test_build(), nullptr, [&] { return placed; });
+  std::map<std::string, double> s = parse_samples(metrics.scrape_text());
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_vram_step_streamed_bytes{model=\"a\"}", 0)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_vram_step_streamed_bytes{model=\"b\"}", 4096)));
+  placed.clear();  // evicted to RAM, or unloaded: the series go with them
+  s = parse_samples(metrics.scrape_text());
+  for (const auto& [series, value] : s) {
+    EXPECT_THAT(series, Not(StartsWith("diffusiond_model_vram_step_streamed_bytes")));
+  }
+}
+
 TEST(DaemonMetrics, HistogramsAndCountersCountObservations) {
   DaemonMetrics metrics(test_build(), nullptr);
   metrics.observe_step("m", absl::Milliseconds(20));
@@ -315,11 +363,14 @@ TEST(DaemonMetrics, ScrapeTextPassesPromtoolCheckMetrics) {
   // A key a label value must escape.
   stats.entries = {entry("models/a \"b\"\\c.safetensors", 100, 500, 1)};
   fake.set(stats);
-  DaemonMetrics metrics(test_build(), fake.source());
+  DaemonMetrics metrics(test_build(), fake.source(), [] {
+    return std::vector<PlacementFigures>{{"models/a \"b\"\\c.safetensors", 4096}};
+  });
   CacheEvent loaded;
   loaded.kind = CacheEvent::Kind::kLoaded;
   loaded.duration = absl::Seconds(1);
   metrics.on_cache_event(loaded);
+  metrics.vram_observer()->on_cache_event(loaded);
   metrics.observe_step("m", absl::Milliseconds(20));
   metrics.observe_denoise("m", "ok", absl::Seconds(12));
 

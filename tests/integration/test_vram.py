@@ -1,0 +1,185 @@
+"""The VRAM tier through a real daemon on the simulated device (``--device sim``):
+placement at the first step, eviction to RAM under a budget that holds one
+placement of two, re-placement without a reload, a streaming plan, their
+/metrics series and log lines; and ``--device cuda:0`` refused at start in one
+line where no GPU is usable."""
+
+import math
+import subprocess
+import unittest
+
+import diffusiond_client as dc
+from daemon_fixture import DEMO_MODEL, Daemon, binary, caption, daemon_env, metric, models_dir, parse_metrics
+
+SIM_MEMORY = "1GiB"
+
+
+def step(client, model_id):
+    """Runs one forward of the demo model and returns its output values."""
+    x = dc.WireTensor.from_floats([0.25 * (i % 7) for i in range(16 * 8 * 8)], (1, 16, 1, 8, 8))
+    t = dc.WireTensor.from_floats([0.5], (1,))
+    return client.step(model_id, {"x": x, "t": t, "cap_feats_0": caption()})["out"].to_array()
+
+
+def sim_daemon(vram_budget):
+    # No headroom: the simulated device has no CUDA context or workspaces.
+    return Daemon(models_dir(), extra_args=("--device", "sim", "--sim_device_memory", SIM_MEMORY, "--vram_headroom",
+                                            "0", "--vram_budget", str(vram_budget)))
+
+
+_full_placement_bytes = None
+
+
+def full_placement_bytes():
+    """Returns the VRAM the demo model's placement holds with every block
+    resident, measured on a daemon whose budget holds it easily."""
+    global _full_placement_bytes
+    if _full_placement_bytes is None:
+        daemon = sim_daemon("512MiB").start()
+        try:
+            with daemon.client() as client:
+                client.load_model(DEMO_MODEL, model_id="probe")
+                step(client, "probe")
+                info = {m.model_id: m for m in client.list_models()}["probe"]
+                if not info.vram_plan.startswith("all ") or info.vram_bytes <= 0:
+                    raise AssertionError(f"the probe was not placed whole: {info}\n{daemon.output()}")
+                _full_placement_bytes = info.vram_bytes
+        finally:
+            daemon.assert_stops_cleanly()
+    return _full_placement_bytes
+
+
+class VramEvictionTest(unittest.TestCase):
+    """A VRAM budget that holds one of two demo models' placements."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.placement = full_placement_bytes()
+        cls.budget = cls.placement * 3 // 2
+        cls.daemon = sim_daemon(cls.budget).start()
+        cls.addClassCleanup(cls.daemon.kill)
+        cls.client = cls.daemon.client()
+        cls.addClassCleanup(cls.client.close)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.daemon.assert_stops_cleanly()
+
+    def models(self):
+        return {m.model_id: m for m in self.client.list_models()}
+
+    def metrics(self):
+        return parse_metrics(self.daemon.scrape())
+
+    def test_Vram_one_placement_evicts_the_other_to_ram_and_comes_back_without_a_reload(self):
+        self.assertRegex(self.daemon.output(), rf"msg=ready .*device=sim vram_budget_bytes={self.budget}\b")
+        a = self.client.load_model(DEMO_MODEL, model_id="vram-a")
+        self.client.load_model(DEMO_MODEL, model_id="vram-b")
+        self.assertEqual(a.compute_dtype, "float32", "sim keeps the CPU's default dtype")
+        self.assertEqual((a.vram_bytes, a.vram_plan), (0, ""), "placed before its first step")
+
+        step(self.client, "vram-a")
+        models = self.models()
+        self.assertEqual(models["vram-a"].vram_bytes, self.placement)
+        self.assertTrue(models["vram-a"].vram_plan.startswith("all "), models["vram-a"].vram_plan)
+        self.assertEqual(models["vram-a"].vram_streamed_bytes_per_step, 0)
+        self.assertEqual(models["vram-b"].vram_bytes, 0)
+        misses = self.client.stats().misses
+
+        step(self.client, "vram-b")
+        models = self.models()
+        self.assertEqual(models["vram-b"].vram_bytes, self.placement)
+        self.assertIn("vram-a", models, "evicting a placement unloaded its model")
+        self.assertEqual(models["vram-a"].vram_bytes, 0)
+        self.assertEqual(models["vram-a"].vram_plan, "")
+        self.assertEqual(models["vram-a"].ram_bytes, a.ram_bytes)
+        self.assertIsNotNone(self.daemon.wait_for_line(r"tier=vram event=evicted_to_ram model=vram-a\b", 10),
+                             self.daemon.output())
+
+        step(self.client, "vram-a")
+        stats = self.client.stats()
+        self.assertEqual(stats.misses, misses, "placing again reloaded from disk")
+        self.assertEqual(self.models()["vram-a"].vram_bytes, self.placement)
+        self.assertEqual(self.models()["vram-b"].vram_bytes, 0)
+        cuda = stats.budget("cuda")
+        self.assertIsNotNone(cuda, stats.budgets)
+        self.assertEqual((cuda.capacity_bytes, cuda.reserved_bytes, cuda.committed_bytes),
+                         (self.budget, 0, self.placement))
+
+        s = self.metrics()
+        self.assertEqual(metric(s, "diffusiond_memory_budget_bytes", device="cuda"), self.budget)
+        self.assertEqual(metric(s, "diffusiond_memory_reserved_bytes", device="cuda"), 0)
+        self.assertEqual(metric(s, "diffusiond_memory_used_bytes", device="cuda"), self.placement)
+        self.assertEqual(metric(s, "diffusiond_model_resident_bytes", model="vram-a", device="cuda"), self.placement)
+        self.assertIsNone(metric(s, "diffusiond_model_resident_bytes", model="vram-b", device="cuda"))
+        self.assertEqual(metric(s, "diffusiond_model_resident_bytes", model="vram-b", device="cpu"), a.ram_bytes)
+        self.assertEqual(metric(s, "diffusiond_model_vram_step_streamed_bytes", model="vram-a"), 0)
+        self.assertIsNone(metric(s, "diffusiond_model_vram_step_streamed_bytes", model="vram-b"))
+        self.assertEqual(metric(s, "diffusiond_vram_placements_total"), 3)
+        self.assertEqual(metric(s, "diffusiond_vram_evictions_total"), 2)
+        self.assertEqual(metric(s, "diffusiond_model_evictions_total"), 0, "a RAM eviction was counted")
+
+        self.client.unload_model("vram-a")
+        self.client.unload_model("vram-b")
+        s = self.metrics()
+        self.assertEqual(metric(s, "diffusiond_memory_used_bytes", device="cuda"), 0)
+        self.assertEqual(metric(s, "diffusiond_memory_reserved_bytes", device="cuda"), 0)
+        self.assertIsNone(metric(s, "diffusiond_model_resident_bytes", model="vram-a"))
+        self.assertIsNone(metric(s, "diffusiond_model_vram_step_streamed_bytes", model="vram-a"))
+        self.assertEqual(self.client.stats().budget("cuda").committed_bytes, 0)
+
+
+class VramStreamingTest(unittest.TestCase):
+    """A VRAM budget below one whole placement: some blocks stream."""
+
+    def test_Vram_a_partial_plan_streams_and_computes_what_the_cpu_does(self):
+        full = full_placement_bytes()
+        budget = full * 3 // 4
+        cpu = Daemon(models_dir()).start()
+        try:
+            with cpu.client() as client:
+                client.load_model(DEMO_MODEL, model_id="cpu")
+                expected = step(client, "cpu")
+        finally:
+            cpu.assert_stops_cleanly()
+        daemon = sim_daemon(budget).start()
+        try:
+            with daemon.client() as client:
+                client.load_model(DEMO_MODEL, model_id="streamed")
+                got = step(client, "streamed")
+                info = {m.model_id: m for m in client.list_models()}["streamed"]
+                s = parse_metrics(daemon.scrape())
+        finally:
+            daemon.assert_stops_cleanly()
+        self.assertIn("streamed", info.vram_plan)
+        self.assertGreater(info.vram_streamed_bytes_per_step, 0)
+        self.assertLessEqual(info.vram_bytes, budget)
+        self.assertEqual(metric(s, "diffusiond_model_vram_step_streamed_bytes", model="streamed"),
+                         info.vram_streamed_bytes_per_step)
+        self.assertTrue(all(math.isfinite(v) for v in got))
+        self.assertEqual(got, expected, "streaming on the simulated device changed the output")
+
+
+class VramCudaStartTest(unittest.TestCase):
+    """--device cuda:0 where the build has no CUDA or no GPU is visible."""
+
+    def test_Vram_cuda_without_a_gpu_fails_at_start_in_one_line(self):
+        args = [binary("DIFFUSIOND_BIN", "diffusiond"), "--listen", "127.0.0.1:0", "--metrics_listen", "127.0.0.1:0",
+                "--models_dir", str(models_dir()), "--device", "cuda:0"]
+        try:
+            out = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                                 env=daemon_env())
+        except subprocess.TimeoutExpired:
+            self.skipTest("diffusiond --device cuda:0 started: a CUDA GPU is usable here")
+        lines = out.stderr.splitlines()
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertEqual(len(lines), 1, f"expected one line on stderr, got:\n{out.stderr}")
+        self.assertIn('msg="cannot start"', lines[0])
+        self.assertIn("code=FAILED_PRECONDITION", lines[0])
+        self.assertRegex(lines[0], r'error="--device cuda:0: (this build has no CUDA|no CUDA GPU is visible)')
+        self.assertEqual(out.stdout, "")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,78 @@
+// What --device opens: nothing for cpu, the simulated device with its
+// budget (explicit or auto), one-line refusals, and the default dtype.
+#include "server/daemon_device.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/torch_compat.h"
+#include "tests/testing/status_matchers.h"
+
+namespace diffusiond {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+DaemonOptions on(const std::string& device) {
+  DaemonOptions o;
+  o.device = device;
+  return o;
+}
+
+TEST(DaemonDevice, CpuOpensNothing) {
+  absl::StatusOr<DaemonDevice> d = open_daemon_device(on("cpu"));
+  ASSERT_THAT(d, IsOk());
+  EXPECT_EQ(d->device, nullptr);
+  EXPECT_EQ(d->vram_budget, nullptr);
+}
+
+TEST(DaemonDevice, SimAutoBudgetIsItsCapacityLessTheHeadroom) {
+  DaemonOptions o = on("sim");
+  o.sim_device_memory_bytes = 64 << 20;
+  o.vram_headroom_bytes = 16 << 20;
+  absl::StatusOr<DaemonDevice> d = open_daemon_device(o);
+  ASSERT_THAT(d, IsOk());
+  ASSERT_NE(d->device, nullptr);
+  EXPECT_EQ(d->device->name(), "sim");
+  EXPECT_EQ(d->vram_budget->device(), Device::kCuda);
+  EXPECT_EQ(d->vram_budget->capacity_bytes(), 48 << 20);
+  EXPECT_EQ(d->auto_budget_bytes, 48 << 20);
+}
+
+TEST(DaemonDevice, AnExplicitBudgetWinsEvenAboveAuto) {
+  DaemonOptions o = on("sim");
+  o.sim_device_memory_bytes = 64 << 20;
+  o.vram_budget_bytes = 100 << 20;  // the daemon warns; the budget is what was asked
+  absl::StatusOr<DaemonDevice> d = open_daemon_device(o);
+  ASSERT_THAT(d, IsOk());
+  EXPECT_EQ(d->vram_budget->capacity_bytes(), 100 << 20);
+  EXPECT_LT(d->auto_budget_bytes, 0);
+}
+
+TEST(DaemonDevice, AutoThatLeavesNothingFailsInOneLine) {
+  DaemonOptions o = on("sim");
+  o.sim_device_memory_bytes = 1 << 30;  // the default headroom is 2 GiB
+  absl::StatusOr<DaemonDevice> d = open_daemon_device(o);
+  EXPECT_THAT(d, StatusIs(absl::StatusCode::kFailedPrecondition,
+                          HasSubstr("--device sim: --vram_budget auto leaves nothing: 1.00 GiB")));
+  EXPECT_THAT(std::string(d.status().message()), Not(HasSubstr("\n")));
+}
+
+TEST(DaemonDevice, CudaWithoutCudaOrAGpuFailsNamingTheDevice) {
+  absl::StatusOr<DaemonDevice> d = open_daemon_device(on("cuda:0"));
+  if (d.ok()) GTEST_SKIP() << "a CUDA GPU is visible";
+  EXPECT_THAT(d, StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("--device cuda:0: ")));
+  if (!compat::kHaveCuda) EXPECT_THAT(d, StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no CUDA")));
+  EXPECT_THAT(std::string(d.status().message()), Not(HasSubstr("\n")));
+}
+
+TEST(DaemonDevice, ComputeDtypeDefaultsToBfloat16OnCudaOnly) {
+  EXPECT_EQ(default_compute_dtype(on("cuda:1")), ComputeDtype::kBFloat16);
+  EXPECT_EQ(default_compute_dtype(on("sim")), ComputeDtype::kFloat32);
+  EXPECT_EQ(default_compute_dtype(on("cpu")), ComputeDtype::kFloat32);
+}
+
+}  // namespace
+}  // namespace diffusiond
