@@ -159,6 +159,8 @@ absl::Status Daemon::start_serving() {
     eo.device = device_.device.get();
     eo.vram_budget = device_.vram_budget.get();
     eo.vram_observer = vram_observers_.get();
+    // Each FP8 layer's matmul choice, once per placement.
+    eo.note = [this](const std::string& line) { log_.info("placement", absl::StrCat("detail=", logfmt_value(line))); };
   }
   eo.compute_dtype = default_compute_dtype(options_);
   if (!options_.compute_dtype.empty()) {
