@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "core/engine/internal/engine_job.h"
 #include "core/engine/model_admission.h"
+#include "core/engine/step_admission.h"
 #include "core/loader/torch_dtype.h"
 #include "core/models/model_loader.h"
 #include "core/util/bounded_text.h"
@@ -246,8 +247,11 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
   Job job(this, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(model_id));
+  const Model& model = pinned.as<LoadedModel>()->model();
+  // Held until the forward returns (step_admission.h).
+  DIFFUSIOND_ASSIGN_OR_RETURN(Reservation activations, reserve_step_activations(*cache_, model, inputs, model_id));
   CancellationScope scope(job.token());
-  return status_of("the step", [&] { return pinned.as<LoadedModel>()->model().step(inputs); });
+  return status_of("the step", [&] { return model.step(inputs); });
 }
 
 absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options) {
@@ -281,9 +285,13 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   }
   loop.schedule = schedule;
   loop.has_negative = request.negative.has_value();
+  const Conditioning* negative = request.negative.has_value() ? &*request.negative : nullptr;
+  DIFFUSIOND_ASSIGN_OR_RETURN(FlowPredictor predict, model.flow_predictor(request.positive, negative));
+  // Held until the loop returns (step_admission.h).
   DIFFUSIOND_ASSIGN_OR_RETURN(
-      FlowPredictor predict,
-      model.flow_predictor(request.positive, request.negative.has_value() ? &*request.negative : nullptr));
+      Reservation activations,
+      reserve_step_activations(*cache_, model, denoise_activation_query(model, loop, request.positive, negative),
+                               Device::kCpu, request.model_id));
   // The caller and the drain stop the loop before its next step, and the
   // forward in progress before its next block.
   DenoiseOptions stoppable = options;
