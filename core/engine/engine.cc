@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "core/engine/internal/engine_job.h"
 #include "core/engine/model_admission.h"
+#include "core/engine/step_admission.h"
 #include "core/loader/torch_dtype.h"
 #include "core/models/model_loader.h"
 #include "core/util/bounded_text.h"
@@ -40,10 +41,16 @@ ModelInfo info_of(const std::string& model_id, const ModelDescription& descripti
   return info;
 }
 
-// MERGE-PENDING: replaced by the shared activation estimator.
-int64_t step_activation_bytes(const Model&, const NamedTensors&) { return 0; }
-int64_t denoise_activation_bytes(const Model&, const std::vector<int64_t>&, const EngineDenoiseRequest&) {
-  return 0;
+// A Step's activation estimate on a device: none for models that are not
+// denoisers or inputs the model cannot read a query from (step() refuses
+// those).
+int64_t device_activation_bytes(const Model& model, const NamedTensors& inputs) {
+  const auto* denoiser = dynamic_cast<const DiffusionModel*>(&model);
+  if (denoiser == nullptr) return 0;
+  std::optional<ActivationQuery> query = denoiser->step_activation_query(inputs);
+  if (!query.has_value()) return 0;
+  query->device_is_cpu = false;
+  return denoiser->estimate_activations(*query).bytes;
 }
 
 // Copies the cache's usage figures for one entry into `info`.
@@ -262,8 +269,16 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(model_id));
   const Model& model = pinned.as<LoadedModel>()->model();
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::optional<DeviceRun> on_device,
-                              prepare_device(model_id, model, step_activation_bytes(model, inputs)));
+  // Activations are reserved where the forward runs, and held until it
+  // returns: on the device beside the placement, else in RAM
+  // (step_admission.h).
+  Reservation activations;
+  std::optional<DeviceRun> on_device;
+  if (vram_ != nullptr) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(on_device, prepare_device(model_id, model, device_activation_bytes(model, inputs)));
+  } else {
+    DIFFUSIOND_ASSIGN_OR_RETURN(activations, reserve_step_activations(*cache_, model, inputs, model_id));
+  }
   std::optional<DeviceForward> source;
   if (on_device.has_value()) source.emplace(*on_device->placement.as<DevicePlacement>());
   CancellationScope scope(job.token());
@@ -301,17 +316,25 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   }
   loop.schedule = schedule;
   loop.has_negative = request.negative.has_value();
-  DIFFUSIOND_ASSIGN_OR_RETURN(
-      FlowPredictor predict,
-      model.flow_predictor(request.positive, request.negative.has_value() ? &*request.negative : nullptr));
+  const Conditioning* negative = request.negative.has_value() ? &*request.negative : nullptr;
+  DIFFUSIOND_ASSIGN_OR_RETURN(FlowPredictor predict, model.flow_predictor(request.positive, negative));
+  // Held until the loop returns, where the forwards run (step_admission.h).
+  ActivationQuery query = denoise_activation_query(model, loop, request.positive, negative);
+  Reservation activations;
+  std::optional<DeviceRun> on_device;
+  if (vram_ != nullptr) {
+    query.device_is_cpu = false;
+    DIFFUSIOND_ASSIGN_OR_RETURN(on_device,
+                                prepare_device(request.model_id, model, model.estimate_activations(query).bytes));
+  } else {
+    DIFFUSIOND_ASSIGN_OR_RETURN(
+        activations, reserve_step_activations(*cache_, model, query, Device::kCpu, request.model_id));
+  }
   // The caller and the drain stop the loop before its next step, and the
   // forward in progress before its next block.
   DenoiseOptions stoppable = options;
   stoppable.cancel = job.token();
   if (stoppable.clock == nullptr) stoppable.clock = clock_;
-  DIFFUSIOND_ASSIGN_OR_RETURN(
-      std::optional<DeviceRun> on_device,
-      prepare_device(request.model_id, model, denoise_activation_bytes(model, shape, request)));
   std::optional<DeviceForward> source;
   if (on_device.has_value()) source.emplace(*on_device->placement.as<DevicePlacement>());
   CancellationScope scope(job.token());

@@ -98,16 +98,21 @@ class Engine final : public EngineApi {
   absl::Status release_lease(LeaseId lease) override;
   absl::StatusOr<Reservation> make_room(int64_t bytes, Device device) override;
 
-  // One forward of `model_id`. NOT_FOUND if it is not loaded. The forward
+  // One forward of `model_id`. NOT_FOUND if it is not loaded. A denoiser's
+  // activation estimate is reserved on the CPU for the call first
+  // (step_admission.h), evicting unpinned models if needed;
+  // RESOURCE_EXHAUSTED naming the estimate when it cannot fit. The forward
   // stops between its blocks once `cancel` fires (its reason) or
   // cancel_all() runs (UNAVAILABLE).
   absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs,
                                     const CancellationToken& cancel = {}) override;
 
-  // The whole loop. `options.cancel` and cancel_all() stop it between steps
-  // and inside a step between the forward's blocks, with the token's reason
-  // (CANCELLED) or UNAVAILABLE for cancel_all(). Returns the final latents
-  // [C, H, W] float32.
+  // The whole loop. The activations of one step (guided: both passes) are
+  // reserved on the CPU for the whole loop, as step() reserves them.
+  // `options.cancel` and cancel_all() stop it between steps and inside a
+  // step between the forward's blocks, with the token's reason (CANCELLED)
+  // or UNAVAILABLE for cancel_all(). Returns the final latents [C, H, W]
+  // float32.
   absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request,
                                         const DenoiseOptions& options) override;
 

@@ -8,12 +8,14 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/denoise/denoise_loop.h"
 #include "core/denoise/flow_convention.h"
 #include "core/denoise/flow_match_schedule.h"
+#include "core/models/activation_estimate.h"
 #include "core/models/conditioning.h"
 #include "core/models/model.h"
 
@@ -55,6 +57,17 @@ class DiffusionModel : public Model {
   // pinned while the predictor lives.
   virtual absl::StatusOr<FlowPredictor> flow_predictor(const Conditioning& positive,
                                                        const Conditioning* negative) const = 0;
+
+  // Returns an upper bound of the tensor bytes one call of `query` holds at
+  // its peak (activations, per-use weight decodes, outputs), with what they
+  // are made of. Reads only the config, the query and the stored weights'
+  // dtypes; allocates nothing. REQUIRES: query.latent_shape is one of the
+  // layouts ActivationQuery names for this model.
+  virtual ActivationEstimate estimate_activations(const ActivationQuery& query) const = 0;
+  // The query of step(inputs) at the compute dtype on the CPU, or nothing
+  // when the inputs lack the latents or text in the expected rank (step()
+  // then refuses them, naming what is wrong).
+  virtual std::optional<ActivationQuery> step_activation_query(const NamedTensors& inputs) const = 0;
 };
 
 // Checks latents of `shape` against `layout`; INVALID_ARGUMENT naming the

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/pipeline_index.h"
@@ -18,6 +19,27 @@ namespace diffusiond {
 namespace {
 
 constexpr int64_t kMaxSide = 4096;
+
+std::set<std::string> cached_keys(const EngineApi& engine) {
+  std::set<std::string> keys;
+  for (const CacheEntryStats& e : engine.stats().entries) keys.insert(e.key);
+  return keys;
+}
+
+// The kEvict events of the entries of `before` that are no longer cached,
+// evicted to make room for `what`.
+std::vector<GenerateEvent> evictions_since(const EngineApi& engine, const std::set<std::string>& before,
+                                           absl::string_view what) {
+  const std::set<std::string> after = cached_keys(engine);
+  std::vector<GenerateEvent> events;
+  for (const std::string& key : before) {
+    if (after.count(key) == 0) {
+      events.push_back({GenerateEvent::Stage::kEvict, key, 0, 0, absl::ZeroDuration(),
+                        absl::StrCat("evicted to make room for ", what)});
+    }
+  }
+  return events;
+}
 
 // One Generate call's view of the engine: components made ready on
 // demand, with their loads and the evictions those caused reported.
@@ -37,6 +59,12 @@ class Run {
 
   absl::StatusOr<std::string> ready(const std::string& id_or_path) {
     return ready_component(engine_, id_or_path, options_);
+  }
+
+  // Reports what the cache evicted since `before` was taken: a denoise or
+  // a decode makes room for its activations as a load does for weights.
+  void report_evictions(const std::set<std::string>& before, absl::string_view what) const {
+    for (const GenerateEvent& e : evictions_since(engine_, before, what)) emit(e);
   }
 
  private:
@@ -120,8 +148,7 @@ absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string
       return m.model_id;
     }
   }
-  std::set<std::string> before;
-  for (const CacheEntryStats& e : engine.stats().entries) before.insert(e.key);
+  const std::set<std::string> before = cached_keys(engine);
   const absl::Time start = clock->now();
   ModelLoadRequest load;
   load.path = id_or_path;
@@ -129,14 +156,7 @@ absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string
   watcher.cancel = options.cancel;
   DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, engine.load(load, watcher));
   const absl::Duration took = clock->now() - start;
-  std::set<std::string> after;
-  for (const CacheEntryStats& e : engine.stats().entries) after.insert(e.key);
-  for (const std::string& key : before) {
-    if (after.count(key) == 0) {
-      emit({GenerateEvent::Stage::kEvict, key, 0, 0, absl::ZeroDuration(),
-            absl::StrCat("evicted to make room for ", info.model_id)});
-    }
-  }
+  for (const GenerateEvent& e : evictions_since(engine, before, info.model_id)) emit(e);
   emit({GenerateEvent::Stage::kLoad, info.model_id, 0, 0, took,
         absl::StrCat("loaded ", info.architecture, ", ", format_bytes(info.bytes[static_cast<int>(Device::kCpu)]))});
   return info.model_id;
@@ -176,7 +196,9 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   DenoiseOptions loop_options;
   loop_options.cancel = options.cancel;
   loop_options.clock = clock;
+  const std::set<std::string> before_denoise = cached_keys(engine);
   loop_options.on_step = [&](const StepEvent& e) {
+    if (e.step == 1) run.report_evictions(before_denoise, absl::StrCat("the activations of ", transformer));
     run.emit({GenerateEvent::Stage::kDenoise, transformer, e.step, e.steps, e.step_time, ""});
   };
   DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor latents, engine.denoise(denoise, loop_options));
@@ -185,7 +207,9 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   DIFFUSIOND_ASSIGN_OR_RETURN(const std::string vae, run.ready(r.vae));
   start = clock->now();
   GeneratedImage image;
+  const std::set<std::string> before_decode = cached_keys(engine);
   DIFFUSIOND_ASSIGN_OR_RETURN(image.pixels, engine.decode_image(vae, latents, options.cancel));
+  run.report_evictions(before_decode, absl::StrCat("the decode of ", vae));
   run.emit({GenerateEvent::Stage::kDecode, vae, 0, 0, clock->now() - start,
             absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels")});
   image.seed = r.seed;

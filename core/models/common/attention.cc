@@ -94,4 +94,28 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
   return outputs.size() == 1 ? outputs[0] : torch::cat(outputs, 2);
 }
 
+// Mirrors the path choice and the allocations of attention() above; keep
+// the two in step.
+int64_t attention_scratch_bytes(const AttentionShape& a, torch::ScalarType dtype, bool device_is_cpu,
+                                const AttentionOptions& options) {
+  const int64_t element = static_cast<int64_t>(torch::elementSize(dtype));
+  if (options.prefer_native && compat::kHaveSdpa) return a.batch * a.heads * a.queries * 4;
+  const int64_t mask_bytes = a.batch * a.keys * (1 + 4);  // the negated mask and its float bias
+  if (device_is_cpu && dtype == torch::kFloat32) {
+    const int64_t row_bytes = a.keys * 4;
+    const int64_t budget = std::min(options.max_scores_bytes, options.cache_scores_bytes);
+    const int64_t chunk = std::max<int64_t>(1, std::min(a.queries, budget / std::max<int64_t>(row_bytes, 1)));
+    return chunk * row_bytes + mask_bytes;
+  }
+  const bool reduced = dtype != torch::kFloat32 && dtype != torch::kFloat64;
+  const int64_t score_bytes = a.batch * a.heads * a.keys * (reduced ? 4 : element);
+  const int64_t chunk =
+      std::max<int64_t>(1, std::min(a.queries, options.max_scores_bytes / std::max<int64_t>(score_bytes, 1)));
+  const int64_t scores = a.batch * a.heads * chunk * a.keys * (reduced ? 4 + element : element);
+  const int64_t query_chunk = a.batch * a.heads * chunk * a.head_dim * element;
+  // More than one chunk: the chunks' outputs, then their concatenation.
+  const int64_t outputs = chunk < a.queries ? a.batch * a.heads * a.queries * a.head_dim * element : 0;
+  return scores + query_chunk + outputs + mask_bytes;
+}
+
 }  // namespace diffusiond

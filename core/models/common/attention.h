@@ -29,6 +29,26 @@ struct AttentionOptions {
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& key_mask, const AttentionOptions& options = {});
 
+// The shape of one attention() call, for sizing it before it runs.
+struct AttentionShape {
+  int64_t batch = 0;
+  int64_t heads = 0;
+  int64_t queries = 0;
+  int64_t keys = 0;
+  int64_t head_dim = 0;
+};
+
+// Returns the peak bytes attention() allocates for contiguous q, k, v of
+// `shape` and `dtype` beyond those inputs and the output it returns, on the
+// path it takes there: native SDPA (libtorch >= 2 and prefer_native; its
+// per-row softmax statistics, assuming a fused kernel and not the math
+// fallback that holds every score), the float32 CPU kernel (one
+// cache-sized score chunk), or the generic chunked path (a score chunk of
+// at most max_scores_bytes in float32 beside its `dtype` copy, and the
+// per-chunk outputs before they are joined).
+int64_t attention_scratch_bytes(const AttentionShape& shape, torch::ScalarType dtype, bool device_is_cpu,
+                                const AttentionOptions& options);
+
 }  // namespace diffusiond
 
 #endif  // DIFFUSIOND_CORE_MODELS_COMMON_ATTENTION_H_

@@ -71,6 +71,11 @@ class FluxModel final : public DiffusionModel {
   }
   absl::StatusOr<FlowPredictor> flow_predictor(const Conditioning& positive,
                                                const Conditioning* negative) const override;
+  // A Step's query holds one "hidden_states" item [S, in_channels]; a
+  // Denoise's, unpacked [C, H, W] (flux_activations.cc lists what is
+  // counted).
+  ActivationEstimate estimate_activations(const ActivationQuery& query) const override;
+  std::optional<ActivationQuery> step_activation_query(const NamedTensors& inputs) const override;
 
   // Named inputs as upstream's call: "hidden_states", "encoder_hidden_states",
   // "pooled_projections", "timestep", "img_ids", "txt_ids" and, iff the model

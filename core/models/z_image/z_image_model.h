@@ -58,6 +58,10 @@ class ZImageModel final : public DiffusionModel {
   }
   absl::StatusOr<FlowPredictor> flow_predictor(const Conditioning& positive,
                                                const Conditioning* negative) const override;
+  // A Step's query holds one "x" item [C, F, H, W]; a Denoise's, [C, H, W]
+  // (z_image_activations.cc lists what is counted).
+  ActivationEstimate estimate_activations(const ActivationQuery& query) const override;
+  std::optional<ActivationQuery> step_activation_query(const NamedTensors& inputs) const override;
 
   // One forward, upstream's call convention: x[i] is [C, F, H, W], t is [B]
   // model-space time in [0, 1], cap_feats[i] is [L_i, cap_feat_dim]. Inputs

@@ -73,12 +73,21 @@ class VramEngineTest : public ::testing::Test {
     ADD_FAILURE() << id << " not listed";
     return {};
   }
-  // The VRAM one placement of a model needs.
-  int64_t placement_bytes() {
+  // The VRAM one placement of a model holds, and a step's activations
+  // beside it (the rest of the budget's high water).
+  struct Sizes {
+    int64_t placement = 0;
+    int64_t activations = 0;
+  };
+  Sizes sizes() {
     start(kGiB);
     load("a");
     EXPECT_THAT(engine_->step("a", inputs()), IsOk());
-    return info("a").bytes[static_cast<int>(Device::kCuda)];
+    Sizes s;
+    s.placement = info("a").bytes[static_cast<int>(Device::kCuda)];
+    s.activations = vram_->snapshot().high_water_bytes - s.placement;
+    EXPECT_GT(s.activations, 0);
+    return s;
   }
 
   TempDir dir_;
@@ -128,9 +137,9 @@ TEST_F(VramEngineTest, AStepOnTheDeviceEqualsTheCpuStepAndReportsThePlacement) {
 }
 
 TEST_F(VramEngineTest, PlacementsAreEvictedToRamAndPlacedAgainWithoutReloading) {
-  const int64_t one = placement_bytes();
-  ASSERT_GT(one, 0);
-  start(one + one / 2);  // room for one placement, not two
+  const Sizes one = sizes();
+  ASSERT_GT(one.placement, 0);
+  start(one.placement + one.placement / 2 + one.activations);  // room for one placement, not two
   load("a");
   load("b");
   ASSERT_THAT(engine_->step("a", inputs()), IsOk());
@@ -160,10 +169,10 @@ TEST_F(VramEngineTest, ABudgetBelowTheSmallestPlanIsRefusedClearly) {
 }
 
 TEST_F(VramEngineTest, AStreamingPlanRunsTheSameStep) {
-  const int64_t whole = placement_bytes();
+  const Sizes whole = sizes();
   const NamedTensors in = inputs();
   const torch::Tensor resident = engine_->step("a", in)->at("out");
-  start(whole * 9 / 10);  // the embedders are most of this tiny model
+  start(whole.placement * 9 / 10 + whole.activations);  // the embedders are most of this tiny model
   load("a");
   absl::StatusOr<NamedTensors> out = engine_->step("a", in);
   ASSERT_THAT(out, IsOk());
@@ -229,7 +238,8 @@ TEST_F(VramEngineTest, FluxDenoisesOnAStreamingPlacementAsOnTheCpu) {
   start(kGiB);
   ASSERT_TRUE(denoise(*engine_).defined());
   const int64_t whole = info("flux").bytes[static_cast<int>(Device::kCuda)];
-  start(whole * 9 / 10);
+  const int64_t activations = vram_->snapshot().high_water_bytes - whole;
+  start(whole * 9 / 10 + activations);
   const torch::Tensor streamed = denoise(*engine_);
   ASSERT_TRUE(streamed.defined());
   EXPECT_THAT(info("flux").vram_plan, HasSubstr("streamed"));

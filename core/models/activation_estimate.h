@@ -1,0 +1,93 @@
+// What one denoiser call needs in working memory (activations), asked
+// before it runs so the engine can admit it against a memory budget: the
+// query (shapes, batch, dtype, device), the estimate with a breakdown for
+// error messages, and a tally that builds one term by term. One estimator
+// per architecture serves every tier (RAM now, VRAM later); each lives with
+// its model (z_image/z_image_activations.h, flux/flux_activations.h).
+//
+// Not here: weights (the loader's plan counts them), reserving anything
+// (core/engine/step_admission.h) or VAE decodes (vae/vae_memory.h).
+#ifndef DIFFUSIOND_CORE_MODELS_ACTIVATION_ESTIMATE_H_
+#define DIFFUSIOND_CORE_MODELS_ACTIVATION_ESTIMATE_H_
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "core/precision/weight_store.h"
+
+namespace diffusiond {
+
+// One call to estimate: a Step (one forward) or one step of a Denoise (the
+// model's predictor plus the loop's own tensors).
+struct ActivationQuery {
+  // One item's latents: unpacked [C, H, W] as Denoise takes them, or one
+  // item of the model's own Step input (Z-Image "x" item [C, F, H, W],
+  // FLUX "hidden_states" item [S, in_channels]). No default.
+  std::vector<int64_t> latent_shape;
+  // Latents per call: a Step's batch, or 2 for a guided Denoise step (its
+  // positive and negative pass), else 1. Default 1.
+  int64_t batch = 1;
+  // The longest text (caption) sequence of the call, before any padding.
+  int64_t text_tokens = 0;
+  // The dtype activations and materialised weights have. Default float32.
+  torch::ScalarType compute_dtype = torch::kFloat32;
+  // CPU: attention takes the chunked paths of common/attention.cc under the
+  // model's AttentionOptions (native SDPA where libtorch >= 2 has it).
+  // Otherwise native SDPA, which never holds a whole score matrix.
+  // Default true.
+  bool device_is_cpu = true;
+  // True for a Denoise step: adds the loop's float32 latents, noise,
+  // predictions and velocity, and lets a model that runs guidance as two
+  // forwards (FLUX) size one forward of one item. Default false (a Step).
+  bool denoise_loop = false;
+};
+
+// The peak bytes of the tensors one call allocates beyond what exists
+// before it (weights, inputs a Step was given), as an upper bound, plus
+// activation_allocator_slack_bytes().
+struct ActivationEstimate {
+  int64_t bytes = 0;
+  // What the bytes are made of, for logs and refusals, e.g. "z-image
+  // float32, batch 1 x 4224 tokens (4096 image + 128 text) x dim 3840:
+  // block peak 9.3 x hidden 577.5 MiB, ...".
+  std::string breakdown;
+};
+
+// Builds an ActivationEstimate from named terms. Bytes are summed in double
+// and saturate at int64's maximum, so absurd shapes give a huge estimate
+// (refused by any budget) instead of overflowing. Not thread-safe.
+class ActivationTally {
+ public:
+  // `header` opens the breakdown (the model, dtype and sizes).
+  explicit ActivationTally(std::string header) : breakdown_(std::move(header)) {}
+  // Adds `bytes` as the term `what`; terms of 0 bytes are left out.
+  void add(absl::string_view what, double bytes);
+  ActivationEstimate finish() const;
+
+ private:
+  std::string breakdown_;
+  double bytes_ = 0;
+  bool first_ = true;
+};
+
+// The bytes of the largest weight a forward at `dtype` materialises from
+// `weights`: FP8 weights are decoded per use, dense weights stored at
+// another dtype converted per use (one at a time). 0 when every weight is
+// used as stored.
+int64_t largest_materialized_weight_bytes(const WeightStore& weights, torch::ScalarType dtype);
+
+// Returns what to add to `tensor_bytes` of counted tensors for what RSS
+// shows beside them (tensors too small to count, page rounding, libtorch's
+// per-op buffers): 2 MiB + 10%. Where RSS follows the tensors the counted
+// tensors came within 5% of the peaks (tests/unit/models/
+// activation_rss_test.cc). Not included: glibc's heap fragmentation under
+// the daemon's mmap threshold (docs/reliability.md has its measure).
+int64_t activation_allocator_slack_bytes(double tensor_bytes);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_MODELS_ACTIVATION_ESTIMATE_H_

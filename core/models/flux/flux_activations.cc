@@ -1,0 +1,112 @@
+// FluxModel's working-memory estimate (activation_estimate.h), read off
+// what flux_model.cc keeps alive. With S image tokens (2x2 patches), L text
+// tokens, T = S + L, D = inner_dim, M = mlp_hidden, E = the compute dtype's
+// size, per item of one forward:
+//
+//   a single block at its peak: the joint input, the modulated input, the
+//     MLP branch (M), q, k, v, the attention output, their concatenation
+//     (D + M), proj_out, its gated product and the sum (10 D + 2 M); before
+//     that, inside attention, the joint input, the modulated input, the
+//     MLP branch, q, k, v and the output (6 D + M) plus the score chunk
+//     (attention_scratch_bytes), then the output's reshape; throughout,
+//     the double blocks' last x and c (D over T), still held by the
+//     forward;
+//   a double block at its peak: both streams' inputs and modulated inputs,
+//     q, k, v and the joint output (6 D over T), plus the image stream's
+//     MLP: the residual, its modulated input, the MLP's hidden before and
+//     after GELU and its output (3 D + 2 M over S);
+//   plus the RoPE rows (float32 cos/sin: the table, and the text, image and
+//   joint rows per item), the inputs converted to the compute dtype, the
+//   modulation vectors, the largest weight decoded or converted for one
+//   Linear, the outputs and, in a Denoise, the packed latents and the
+//   loop's float32 latents.
+//
+// A guided Denoise runs its negative pass as a second forward of one item
+// (flux_predictor.cc), so its peak is one item's forward.
+#include "core/models/flux/flux_activations.h"
+
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/loader/torch_dtype.h"
+#include "core/models/flux/flux_model.h"
+
+namespace diffusiond {
+
+ActivationEstimate flux_activations(const FluxConfig& c, const ActivationQuery& q, const AttentionOptions& attention,
+                                    int64_t materialized_weight_bytes) {
+  // [C, H, W] unpacked, or one Step item [S, in_channels].
+  int64_t image = 0, latent = 0;
+  if (q.latent_shape.size() == 3) {
+    image = (q.latent_shape[1] / 2) * (q.latent_shape[2] / 2);
+    latent = q.latent_shape[0] * q.latent_shape[1] * q.latent_shape[2];
+  } else if (q.latent_shape.size() == 2) {
+    image = q.latent_shape[0];
+    latent = q.latent_shape[0] * q.latent_shape[1];
+  }
+  const int64_t calls = std::max<int64_t>(q.batch, 1);
+  const double b = static_cast<double>(q.denoise_loop ? 1 : calls);
+  const double e = static_cast<double>(torch::elementSize(q.compute_dtype));
+  const double s = static_cast<double>(image), l = static_cast<double>(q.text_tokens), t = s + l;
+  const double d = static_cast<double>(c.inner_dim()), m = static_cast<double>(c.mlp_hidden());
+  const double hd = static_cast<double>(c.attention_head_dim);
+
+  ActivationTally tally(absl::StrCat("flux at ", scalar_type_name(q.compute_dtype), ", ",
+                                     q.denoise_loop && calls > 1 ? absl::StrCat(calls, " forwards of ") : "",
+                                     "batch ", static_cast<int64_t>(b), " x ", image + q.text_tokens, " tokens (",
+                                     image, " image + ", q.text_tokens, " text) x dim ", c.inner_dim()));
+  AttentionShape shape;
+  shape.batch = static_cast<int64_t>(b), shape.heads = c.num_attention_heads, shape.head_dim = c.attention_head_dim;
+  shape.queries = shape.keys = image + q.text_tokens;
+  const double scores =
+      static_cast<double>(attention_scratch_bytes(shape, q.compute_dtype, q.device_is_cpu, attention));
+  // Each kind of block peaks in its MLP or inside attention (the score
+  // chunk); the largest of the four is the forward's.
+  const bool singles = c.num_single_layers > 0, doubles = c.num_layers > 0;
+  const std::string mlp = absl::StrCat(" block peak (MLP ", c.mlp_hidden(), " wide)");
+  const std::pair<double, std::string> peaks[] = {
+      {singles ? b * e * t * (11 * d + 2 * m) : 0, "single" + mlp},
+      {singles ? b * e * t * (8 * d + m) + scores : 0, "single block peak (attention scores)"},
+      {doubles ? b * e * (6 * d * t + (3 * d + 2 * m) * s) : 0, "double" + mlp},
+      {doubles ? b * e * 7 * d * t + scores : 0, "double block peak (attention scores)"}};
+  const auto& peak = *std::max_element(std::begin(peaks), std::end(peaks),
+                                       [](const auto& x, const auto& y) { return x.first < y.first; });
+  tally.add(peak.second, peak.first);
+  tally.add("RoPE", 4 * hd * t * (1 + 2 * b));
+  tally.add("inputs at compute dtype",
+            b * e * (s * static_cast<double>(c.in_channels) + l * static_cast<double>(c.joint_attention_dim)));
+  tally.add("modulation", b * e * 16 * d);
+  tally.add("weight decode", static_cast<double>(materialized_weight_bytes));
+  tally.add("outputs", b * s * static_cast<double>(c.out_features()) * (e + 4));
+  if (q.denoise_loop) {
+    tally.add("packed latents and ids", s * (static_cast<double>(c.in_channels) + 3) * 4 + l * 3 * 4);
+    tally.add("denoise loop", (5 + static_cast<double>(calls)) * static_cast<double>(latent) * 4);
+  }
+  const ActivationEstimate tensors = tally.finish();
+  tally.add("allocator slack", static_cast<double>(activation_allocator_slack_bytes(tensors.bytes)));
+  return tally.finish();
+}
+
+ActivationEstimate FluxModel::estimate_activations(const ActivationQuery& query) const {
+  return flux_activations(config_, query, attention_options_,
+                          largest_materialized_weight_bytes(weights(), query.compute_dtype));
+}
+
+std::optional<ActivationQuery> FluxModel::step_activation_query(const NamedTensors& inputs) const {
+  const auto x = inputs.find("hidden_states");
+  const auto text = inputs.find("encoder_hidden_states");
+  if (x == inputs.end() || x->second.dim() != 3 || text == inputs.end() || text->second.dim() != 3) {
+    return std::nullopt;
+  }
+  ActivationQuery q;
+  q.latent_shape = {x->second.size(1), x->second.size(2)};
+  q.batch = x->second.size(0);
+  q.text_tokens = text->second.size(1);
+  q.compute_dtype = compute_dtype(*this);
+  return q;
+}
+
+}  // namespace diffusiond
