@@ -32,7 +32,9 @@ _full_placement_bytes = None
 
 def full_placement_bytes():
     """Returns the VRAM the demo model's placement holds with every block
-    resident, measured on a daemon whose budget holds it easily."""
+    resident, and the VRAM a step's activations take beside it (the rest of
+    the budget's high water), measured on a daemon whose budget holds both
+    easily."""
     global _full_placement_bytes
     if _full_placement_bytes is None:
         daemon = sim_daemon("512MiB").start()
@@ -43,7 +45,10 @@ def full_placement_bytes():
                 info = {m.model_id: m for m in client.list_models()}["probe"]
                 if not info.vram_plan.startswith("all ") or info.vram_bytes <= 0:
                     raise AssertionError(f"the probe was not placed whole: {info}\n{daemon.output()}")
-                _full_placement_bytes = info.vram_bytes
+                activations = client.stats().budget("cuda").high_water_bytes - info.vram_bytes
+                if activations <= 0:
+                    raise AssertionError(f"no activations were reserved beside the placement: {info}")
+                _full_placement_bytes = (info.vram_bytes, activations)
         finally:
             daemon.assert_stops_cleanly()
     return _full_placement_bytes
@@ -54,8 +59,9 @@ class VramEvictionTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.placement = full_placement_bytes()
-        cls.budget = cls.placement * 3 // 2
+        cls.placement, activations = full_placement_bytes()
+        # One placement and its step's activations fit; two placements do not.
+        cls.budget = cls.placement * 3 // 2 + activations
         cls.daemon = sim_daemon(cls.budget).start()
         cls.addClassCleanup(cls.daemon.kill)
         cls.client = cls.daemon.client()
@@ -134,8 +140,8 @@ class VramStreamingTest(unittest.TestCase):
     """A VRAM budget below one whole placement: some blocks stream."""
 
     def test_Vram_a_partial_plan_streams_and_computes_what_the_cpu_does(self):
-        full = full_placement_bytes()
-        budget = full * 3 // 4
+        full, activations = full_placement_bytes()
+        budget = full * 3 // 4 + activations
         cpu = Daemon(models_dir()).start()
         try:
             with cpu.client() as client:
