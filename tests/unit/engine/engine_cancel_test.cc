@@ -15,6 +15,7 @@
 #include "core/util/cancellation_scope.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/tiny_z_image.h"
 #include "tests/testing/fake_clock.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -30,16 +31,6 @@ using ::diffusiond::testing::TempDir;
 using ::testing::HasSubstr;
 
 // Several main layers, so a step has blocks to stop between.
-ZImageConfig layered_config() {
-  ZImageConfig c;
-  c.dim = 64;
-  c.n_heads = 2;  // head_dim 32 = 8 + 12 + 12
-  c.axes_dims = {8, 12, 12};
-  c.n_layers = 6;
-  c.n_refiner_layers = 1;
-  c.cap_feat_dim = 32;
-  return c;
-}
 
 // Spins (in real time, at most a minute) until `done` holds.
 template <typename F>
@@ -56,7 +47,7 @@ class EngineCancelTest : public ::testing::Test {
  protected:
   void SetUp() override {
     models_dir_ = dir_.path("models");
-    ASSERT_THAT(write_random_z_image(layered_config(), models_dir_ + "/m", 1), IsOk());
+    ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(6), models_dir_ + "/m", 1), IsOk());
     ram_ = std::make_unique<Budget>(Device::kCpu, int64_t{4} << 30);
     EngineOptions o;
     o.models_dir = models_dir_;

@@ -18,6 +18,7 @@
 #include "core/util/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/tiny_z_image.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -34,16 +35,6 @@ using ::testing::IsEmpty;
 
 constexpr int kCpu = static_cast<int>(Device::kCpu);
 
-ZImageConfig tiny_config(int64_t n_layers) {
-  ZImageConfig c;
-  c.dim = 64;
-  c.n_heads = 2;  // head_dim 32 = 8 + 12 + 12
-  c.axes_dims = {8, 12, 12};
-  c.n_layers = n_layers;
-  c.n_refiner_layers = 1;
-  c.cap_feat_dim = 32;
-  return c;
-}
 
 std::vector<std::string> ids(const std::vector<ModelInfo>& models) {
   std::vector<std::string> out;
@@ -133,7 +124,7 @@ class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
     models_dir_ = dir_.path("models");
-    ASSERT_THAT(write_random_z_image(tiny_config(1), models_dir_ + "/tiny", 1), IsOk());
+    ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(1), models_dir_ + "/tiny", 1), IsOk());
   }
 
   // (Re)creates the engine under a RAM budget of `capacity` bytes.
@@ -310,7 +301,7 @@ TEST_F(EngineTest, FindDoesNotLoad) {
 }
 
 TEST_F(EngineTest, SecondLoadWithOtherOptionsSaysWhatDiffers) {
-  ASSERT_THAT(write_random_z_image(tiny_config(1), models_dir_ + "/other", 2), IsOk());
+  ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(1), models_dir_ + "/other", 2), IsOk());
   start();
   ASSERT_THAT(engine_->load(request("tiny", "m")), IsOk());
 
@@ -417,7 +408,7 @@ TEST_F(EngineTest, LoadStopsWhenEveryWatcherGaveUp) {
 }
 
 TEST_F(EngineTest, TooSmallBudgetRefusesAndKeepsWhatIsCached) {
-  ASSERT_THAT(write_random_z_image(tiny_config(3), models_dir_ + "/big", 4), IsOk());
+  ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(3), models_dir_ + "/big", 4), IsOk());
   const int64_t tiny = plan_of("tiny").reservation_bytes();
   const int64_t big = plan_of("big").reservation_bytes();
   ASSERT_GT(big, tiny);

@@ -8,6 +8,7 @@
 #include "core/vram/sim_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/tiny_z_image.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/random_models/demo_models.h"
@@ -24,23 +25,13 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kGiB = int64_t{1} << 30;
 
-ZImageConfig config(int64_t n_layers) {
-  ZImageConfig c;
-  c.dim = 64;
-  c.n_heads = 2;
-  c.axes_dims = {8, 12, 12};
-  c.n_layers = n_layers;
-  c.n_refiner_layers = 1;
-  c.cap_feat_dim = 32;
-  return c;
-}
 
 class VramEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
     models_ = dir_.path("models");
-    ASSERT_THAT(write_random_z_image(config(2), models_ + "/a", 1), IsOk());
-    ASSERT_THAT(write_random_z_image(config(2), models_ + "/b", 2), IsOk());
+    ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(2), models_ + "/a", 1), IsOk());
+    ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(2), models_ + "/b", 2), IsOk());
   }
   void start(int64_t vram_bytes) {
     engine_.reset();

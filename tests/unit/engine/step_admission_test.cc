@@ -16,6 +16,7 @@
 #include "core/util/bytes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/tiny_z_image.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/random_models/z_image_random.h"
@@ -32,23 +33,13 @@ using ::testing::UnorderedElementsAre;
 
 constexpr int kCpu = static_cast<int>(Device::kCpu);
 
-ZImageConfig tiny_config() {
-  ZImageConfig c;
-  c.dim = 64;
-  c.n_heads = 2;  // head_dim 32 = 8 + 12 + 12
-  c.axes_dims = {8, 12, 12};
-  c.n_layers = 1;
-  c.n_refiner_layers = 1;
-  c.cap_feat_dim = 32;
-  return c;
-}
 
 class StepAdmissionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     models_dir_ = dir_.path("models");
-    ASSERT_THAT(write_random_z_image(tiny_config(), models_dir_ + "/a", 1), IsOk());
-    ASSERT_THAT(write_random_z_image(tiny_config(), models_dir_ + "/b", 2), IsOk());
+    ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(), models_dir_ + "/a", 1), IsOk());
+    ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(), models_dir_ + "/b", 2), IsOk());
   }
 
   // (Re)creates the engine under a RAM budget of `capacity` bytes.

@@ -11,6 +11,7 @@
 #include "tools/random_models/z_image_random.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/tiny_z_image.h"
 #include "tests/testing/loaded_model.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -26,21 +27,11 @@ using ::diffusiond::testing::TempDir;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-ZImageConfig tiny_config() {
-  ZImageConfig c;
-  c.dim = 64;
-  c.n_heads = 2;  // head_dim 32 = 8 + 12 + 12
-  c.axes_dims = {8, 12, 12};
-  c.n_layers = 1;
-  c.n_refiner_layers = 1;
-  c.cap_feat_dim = 32;
-  return c;
-}
 
 class ZImageStepTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_THAT(write_random_z_image(tiny_config(), dir_.path("model"), 3), IsOk());
+    ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(), dir_.path("model"), 3), IsOk());
     loaded_ = load_test_model(dir_.path("model"), ModelLoadOptions{});
     ASSERT_NE(loaded_.model, nullptr);
   }

@@ -14,6 +14,7 @@
 #include "core/vram/sim_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/tiny_z_image.h"
 #include "tests/testing/loaded_model.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -31,16 +32,6 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kGiB = int64_t{1} << 30;
 
-ZImageConfig six_blocks() {
-  ZImageConfig c;
-  c.dim = 64;
-  c.n_heads = 2;
-  c.axes_dims = {8, 12, 12};
-  c.n_layers = 4;
-  c.n_refiner_layers = 1;  // + noise and context refiners: 6 blocks
-  c.cap_feat_dim = 32;
-  return c;
-}
 
 struct Inputs {
   std::vector<torch::Tensor> x, caps;
@@ -57,7 +48,7 @@ Inputs inputs() {
 class VramPlacementTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    ASSERT_THAT(write_random_z_image(six_blocks(), dir_.path("m"), 4), IsOk());
+    ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(4), dir_.path("m"), 4), IsOk());
     ModelLoadOptions options;
     if (GetParam()) options.fp8.format = Fp8Format::kE4M3Fn;
     loaded_ = load_test_model(dir_.path("m"), options);
