@@ -214,12 +214,16 @@ absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const U
   // cancels it.
   UnloadOptions waiting = options;
   waiting.cancel = job.token();
+  const int64_t placed = placement_bytes(model_id);
   absl::StatusOr<UnloadResult> r = cache_->unload(model_id, waiting);
   if (absl::IsDeadlineExceeded(r.status())) {
     return absl::DeadlineExceededError(absl::StrCat("model \"", bounded(model_id), "\" is still in use after ",
                                                     absl::FormatDuration(options.timeout),
                                                     " (pins or leases); it stays loaded"));
   }
+  // The placement went with the model (PlacementDropper, before the cache's
+  // unload returned): its VRAM is freed too.
+  if (r.ok() && placement_bytes(model_id) == 0) r->freed_bytes[static_cast<int>(Device::kCuda)] = placed;
   return r;
 }
 

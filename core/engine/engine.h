@@ -190,6 +190,8 @@ class Engine final : public EngineApi {
                                                           int64_t activation_bytes);
   absl::StatusOr<Pin> place(const std::string& model_id, const Model& model, int64_t activation_bytes);
   std::function<void(const std::string&)> placement_note(const std::string& model_id) const;
+  // The VRAM `model_id`'s placement holds; 0 when it has none.
+  int64_t placement_bytes(const std::string& model_id) const;
   // Adds the placement's figures to `info`.
   void set_vram_usage(ModelInfo* info) const;
 

@@ -101,6 +101,16 @@ absl::StatusOr<std::optional<Engine::DeviceRun>> Engine::prepare_device(const st
   return std::optional<DeviceRun>(std::move(run));
 }
 
+int64_t Engine::placement_bytes(const std::string& model_id) const {
+  int64_t bytes = 0;
+  if (vram_ != nullptr) {
+    vram_->peek(model_id, [&](const CacheValue& value) {
+      bytes = static_cast<const DevicePlacement&>(value).plan().device_bytes();
+    });
+  }
+  return bytes;
+}
+
 void Engine::set_vram_usage(ModelInfo* info) const {
   if (vram_ == nullptr) return;
   vram_->peek(info->model_id, [&](const CacheValue& value) {

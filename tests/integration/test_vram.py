@@ -126,8 +126,9 @@ class VramEvictionTest(unittest.TestCase):
         self.assertEqual(metric(s, "diffusiond_vram_evictions_total"), 2)
         self.assertEqual(metric(s, "diffusiond_model_evictions_total"), 0, "a RAM eviction was counted")
 
-        self.client.unload_model("vram-a")
-        self.client.unload_model("vram-b")
+        # a is placed (it took b's room back); b's placement was evicted.
+        self.assertEqual(self.client.unload_model("vram-a").vram_bytes_freed, self.placement)
+        self.assertEqual(self.client.unload_model("vram-b").vram_bytes_freed, 0)
         s = self.metrics()
         self.assertEqual(metric(s, "diffusiond_memory_used_bytes", device="cuda"), 0)
         self.assertEqual(metric(s, "diffusiond_memory_reserved_bytes", device="cuda"), 0)

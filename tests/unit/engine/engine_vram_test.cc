@@ -176,8 +176,12 @@ TEST_F(VramEngineTest, UnloadingAModelDropsItsPlacement) {
   start(kGiB);
   load("a");
   ASSERT_THAT(engine_->step("a", inputs()), IsOk());
-  ASSERT_GT(vram_->snapshot().committed_bytes, 0);
-  ASSERT_THAT(engine_->unload("a", UnloadOptions{}), IsOk());
+  const int64_t placed = vram_->snapshot().committed_bytes;
+  ASSERT_GT(placed, 0);
+  absl::StatusOr<UnloadResult> r = engine_->unload("a", UnloadOptions{});
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->freed_bytes[static_cast<int>(Device::kCuda)], placed);
+  EXPECT_GT(r->freed_bytes[static_cast<int>(Device::kCpu)], 0);
   EXPECT_EQ(vram_->snapshot().committed_bytes, 0);
   EXPECT_EQ(device_->allocated_bytes(), 0);
 }
