@@ -227,6 +227,7 @@ void DaemonMetrics::on_cache_event(const CacheEvent& event) {
   switch (event.kind) {
     case CacheEvent::Kind::kLoaded:
       impl_->loads_ok->Increment();
+      impl_->model_series->loaded(event.key);
       impl_->load_seconds->Observe(absl::ToDoubleSeconds(event.duration));
       return;
     case CacheEvent::Kind::kLoadFailed:

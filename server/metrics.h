@@ -68,7 +68,8 @@ class DaemonMetrics final : public CacheObserver {
 
   // Observes one model forward (a Step call or one denoise step). Series
   // by model are bounded (server/model_series.h): removed when the model is
-  // evicted or unloaded, and beyond 64 models aggregated under "other".
+  // evicted or unloaded, and beyond 64 models aggregated under "other"; an
+  // observation for a model no longer loaded is dropped.
   void observe_step(absl::string_view model, absl::Duration took);
   // Observes a whole Denoise call, by result (ok | cancelled | error).
   void observe_denoise(absl::string_view model, absl::string_view result, absl::Duration took);

@@ -7,6 +7,14 @@
 // distinct ids have series of their own at any time; observations for any
 // further id are aggregated under the label value "other".
 //
+// Only a model the cache holds gets observations: a Step or Denoise releases
+// its pin before its time is observed, so the model may already be unloaded
+// (and its series deleted) by then, and observing it would re-create them for
+// good. Such a late observation is dropped. Cache events arrive after the
+// cache's lock is released, so a load's event may follow the unload's; each
+// id's loads minus its unloads and evictions is counted, and the id is held
+// while that is positive, whatever the order.
+//
 // Not here: the families themselves (metrics.cc registers them).
 #ifndef DIFFUSIOND_SERVER_MODEL_SERIES_H_
 #define DIFFUSIOND_SERVER_MODEL_SERIES_H_
@@ -34,12 +42,17 @@ class ModelSeries {
   ModelSeries(prometheus::Family<prometheus::Histogram>* step,
               prometheus::Family<prometheus::Histogram>* denoise);
 
-  // Observes `seconds` on the step histogram of `model` (or of "other").
+  // Records that the cache loaded `model` (a kLoaded event).
+  void loaded(absl::string_view model);
+  // Observes `seconds` on the step histogram of `model` (or of "other");
+  // nothing if the cache does not hold `model`.
   void observe_step(absl::string_view model, double seconds);
-  // Observes `seconds` on the denoise histogram of `model` and `result`.
+  // Observes `seconds` on the denoise histogram of `model` and `result`;
+  // nothing if the cache does not hold `model`.
   void observe_denoise(absl::string_view model, absl::string_view result, double seconds);
-  // Removes every series of `model`, freeing its place; nothing for an id
-  // without series of its own (one counted under "other" stays there).
+  // Records that `model` left the cache (evicted or unloaded). Once no load
+  // of it is left, removes every series of it, freeing its place; nothing
+  // for an id without series of its own (one counted under "other" stays).
   void forget(absl::string_view model);
 
   // Returns the number of model ids with series of their own.
@@ -52,14 +65,17 @@ class ModelSeries {
   };
 
   // Returns the series of `model`, or of "other" when kMaxModels others
-  // already have theirs.
-  Series& series_for(absl::string_view model, std::string* label) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // already have theirs; nullptr when the cache does not hold `model`.
+  Series* series_for(absl::string_view model, std::string* label) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   prometheus::Family<prometheus::Histogram>* const step_;
   prometheus::Family<prometheus::Histogram>* const denoise_;
   mutable Mutex mu_;
   std::map<std::string, Series, std::less<>> models_ ABSL_GUARDED_BY(mu_);  // by model id
   Series other_ ABSL_GUARDED_BY(mu_);
+  // Loads minus unloads and evictions seen, by model id; only non-zero
+  // entries are kept (negative while a load's event is late).
+  std::map<std::string, int, std::less<>> held_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace diffusiond

@@ -160,6 +160,14 @@ class Daemon:
         with self._cond:
             return "\n".join(self._lines)
 
+    def rss_bytes(self):
+        """Returns the daemon's resident set size (VmRSS of /proc/<pid>/status) in bytes."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        raise AssertionError(f"no VmRSS in /proc/{self.proc.pid}/status")
+
     def client(self, timeout=120):
         return dc.Client(self.address, timeout=timeout)
 

@@ -61,6 +61,7 @@ TEST(ModelSeries, ExpositionReturnsToItsBaselineAfterManyLoadsAndUnloads) {
 TEST(ModelSeries, DistinctModelLabelsAreCappedWithTheRestUnderOther) {
   DaemonMetrics metrics(BuildInfo{"test", "1.13", false, 1}, nullptr);
   for (size_t i = 0; i < 3 * ModelSeries::kMaxModels; ++i) {
+    metrics.on_cache_event(event(CacheEvent::Kind::kLoaded, absl::StrCat("m", i)));
     metrics.observe_step(absl::StrCat("m", i), absl::Milliseconds(5));
   }
   const std::string text = metrics.scrape_text();
@@ -71,6 +72,7 @@ TEST(ModelSeries, DistinctModelLabelsAreCappedWithTheRestUnderOther) {
                                            2 * ModelSeries::kMaxModels)));
   // Unloading a tracked model frees its place for the next id.
   metrics.on_cache_event(event(CacheEvent::Kind::kUnloaded, "m0"));
+  metrics.on_cache_event(event(CacheEvent::Kind::kLoaded, "fresh"));
   metrics.observe_step("fresh", absl::Milliseconds(5));
   EXPECT_EQ(model_labels(metrics.scrape_text()).count("fresh"), 1u);
 }
@@ -80,13 +82,44 @@ TEST(ModelSeries, AModelNamedOtherSharesTheAggregateAndForgettingIsIdempotent) {
   auto& step = prometheus::BuildHistogram().Name("s").Help("s").Register(registry);
   auto& denoise = prometheus::BuildHistogram().Name("d").Help("d").Register(registry);
   ModelSeries series(&step, &denoise);
+  series.loaded("other");
+  series.loaded("a");
   series.observe_step("other", 1.0);
   series.observe_step("a", 1.0);
   EXPECT_EQ(series.tracked_models_for_test(), 1u);
   series.forget("a");
-  series.forget("a");
-  series.forget("never-seen");
   EXPECT_EQ(series.tracked_models_for_test(), 0u);
+}
+
+// A Step releases its model's pin before its time is observed, so an unload
+// can come in between; the late observation must not bring the series back.
+TEST(ModelSeries, AnObservationAfterTheModelLeftTheCacheIsDropped) {
+  DaemonMetrics metrics(BuildInfo{"test", "1.13", false, 1}, nullptr);
+  metrics.on_cache_event(event(CacheEvent::Kind::kLoaded, "late"));
+  metrics.observe_step("late", absl::Milliseconds(5));
+  EXPECT_EQ(model_labels(metrics.scrape_text()).count("late"), 1u);
+  metrics.on_cache_event(event(CacheEvent::Kind::kUnloaded, "late"));
+  metrics.observe_step("late", absl::Milliseconds(5));
+  metrics.observe_denoise("late", "ok", absl::Seconds(1));
+  metrics.observe_step("never-loaded", absl::Milliseconds(5));
+  EXPECT_THAT(model_labels(metrics.scrape_text()), ::testing::IsEmpty());
+}
+
+// Cache events arrive after the cache's lock is released, so a reload's
+// kLoaded may come before the kEvicted of the copy it replaced.
+TEST(ModelSeries, AReloadWhoseEventOvertakesTheEvictionKeepsItsSeries) {
+  DaemonMetrics metrics(BuildInfo{"test", "1.13", false, 1}, nullptr);
+  metrics.on_cache_event(event(CacheEvent::Kind::kLoaded, "m"));
+  metrics.on_cache_event(event(CacheEvent::Kind::kLoaded, "m"));  // the reload
+  metrics.on_cache_event(event(CacheEvent::Kind::kEvicted, "m"));  // the first copy
+  metrics.observe_step("m", absl::Milliseconds(5));
+  EXPECT_EQ(model_labels(metrics.scrape_text()).count("m"), 1u);
+  // An unload whose event overtakes its load's: the model is gone.
+  metrics.on_cache_event(event(CacheEvent::Kind::kUnloaded, "m"));
+  metrics.on_cache_event(event(CacheEvent::Kind::kUnloaded, "n"));
+  metrics.on_cache_event(event(CacheEvent::Kind::kLoaded, "n"));
+  metrics.observe_step("n", absl::Milliseconds(5));
+  EXPECT_THAT(model_labels(metrics.scrape_text()), ::testing::IsEmpty());
 }
 
 }  // namespace
