@@ -9,7 +9,7 @@ import subprocess
 import unittest
 
 import diffusiond_client as dc
-from daemon_fixture import DEMO_MODEL, Daemon, binary, caption, daemon_env, metric, models_dir, parse_metrics
+from daemon_fixture import DEMO_MODEL, Daemon, DaemonTestCase, binary, caption, daemon_env, metric, models_dir, parse_metrics
 
 SIM_MEMORY = "1GiB"
 
@@ -21,10 +21,14 @@ def step(client, model_id):
     return client.step(model_id, {"x": x, "t": t, "cap_feats_0": caption()})["out"].to_array()
 
 
-def sim_daemon(vram_budget):
+def sim_args(vram_budget):
     # No headroom: the simulated device has no CUDA context or workspaces.
-    return Daemon(models_dir(), extra_args=("--device", "sim", "--sim_device_memory", SIM_MEMORY, "--vram_headroom",
-                                            "0", "--vram_budget", str(vram_budget)))
+    return ("--device", "sim", "--sim_device_memory", SIM_MEMORY, "--vram_headroom", "0", "--vram_budget",
+            str(vram_budget))
+
+
+def sim_daemon(vram_budget):
+    return Daemon(models_dir(), extra_args=sim_args(vram_budget))
 
 
 _full_placement_bytes = None
@@ -54,7 +58,7 @@ def full_placement_bytes():
     return _full_placement_bytes
 
 
-class VramEvictionTest(unittest.TestCase):
+class VramEvictionTest(DaemonTestCase):
     """A VRAM budget that holds one of two demo models' placements."""
 
     @classmethod
@@ -62,15 +66,8 @@ class VramEvictionTest(unittest.TestCase):
         cls.placement, activations = full_placement_bytes()
         # One placement and its step's activations fit; two placements do not.
         cls.budget = cls.placement * 3 // 2 + activations
-        cls.daemon = sim_daemon(cls.budget).start()
-        cls.addClassCleanup(cls.daemon.kill)
-        cls.client = cls.daemon.client()
-        cls.addClassCleanup(cls.client.close)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.client.close()
-        cls.daemon.assert_stops_cleanly()
+        cls.daemon_options = {"extra_args": sim_args(cls.budget)}
+        super().setUpClass()
 
     def models(self):
         return {m.model_id: m for m in self.client.list_models()}
