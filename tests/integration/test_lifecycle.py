@@ -160,6 +160,30 @@ class OnePortOneDaemonTest(unittest.TestCase):
         first.assert_stops_cleanly()
 
 
+class CrashOnlyRestartTest(unittest.TestCase):
+    """SIGKILL leaves nothing to repair: a new daemon on the same port serves at once."""
+
+    def test_a_daemon_killed_mid_denoise_restarts_on_its_port_and_serves(self):
+        first = Daemon(models_dir()).start()
+        self.addCleanup(first.kill)
+        address = first.address
+        with first.client() as client:
+            client.load_model(DEMO_MODEL, model_id="before")
+            # A Denoise in flight when the process dies.
+            call = client.denoise_stream("before", conditioning(), shape=(16, 64, 64), steps=1000)
+            next(iter(call))
+            first.kill()  # SIGKILL: no drain, no unload, no cleanup
+        second = Daemon(models_dir(), extra_args=("--listen", address)).start()
+        self.addCleanup(second.kill)
+        self.assertEqual(second.address, address)
+        with second.client() as client:
+            self.assertEqual(client.list_models(), [])
+            info = client.load_model(DEMO_MODEL, model_id="after")
+            self.assertGreater(info.ram_bytes, 0)
+            self.assertEqual(client.stats().budget("cpu").reserved_bytes, 0)
+        second.assert_stops_cleanly()
+
+
 class DrainTest(unittest.TestCase):
     """SIGTERM while a Denoise runs, with a short drain grace."""
 
