@@ -15,6 +15,12 @@ const torch::Tensor& codes_or_dense(const std::variant<torch::Tensor, Fp8Weight>
   return std::get<torch::Tensor>(stored);
 }
 
+// Where `host`'s bytes sit in `slot` at `offset`, as a tensor of its dtype
+// and shape.
+torch::Tensor slot_view(const torch::Tensor& slot, int64_t offset, const torch::Tensor& host) {
+  return slot.narrow(0, offset, static_cast<int64_t>(host.nbytes())).view(host.scalar_type()).view(host.sizes());
+}
+
 // `stored` at `dtype`: FP8 decoded into a fresh tensor, dense converted
 // when stored otherwise (the tensor itself when it matches).
 torch::Tensor materialize(const std::variant<torch::Tensor, Fp8Weight>& stored, torch::ScalarType dtype) {
@@ -119,10 +125,7 @@ std::variant<torch::Tensor, Fp8Weight> DeviceForward::stored(absl::string_view n
   const int slots = placement_.plan_.slots;
   const DevicePlacement::SlotEntry& e = placement_.streamed_[where.streamed].entries[where.entry];
   const torch::Tensor& host = codes_or_dense(e.host);
-  const torch::Tensor view = placement_.slots_[where.streamed % slots]
-                                 .narrow(0, e.offset, static_cast<int64_t>(host.nbytes()))
-                                 .view(host.scalar_type())
-                                 .view(host.sizes());
+  const torch::Tensor view = slot_view(placement_.slots_[where.streamed % slots], e.offset, host);
   if (const Fp8Weight* f8 = std::get_if<Fp8Weight>(&e.host)) return Fp8Weight{view, f8->scale, f8->format};
   return view;
 }
@@ -195,9 +198,8 @@ void DeviceForward::issue(int k) {
   int64_t bytes = 0;
   for (const DevicePlacement::SlotEntry& e : placement_.streamed_[k].entries) {
     const torch::Tensor& host = codes_or_dense(e.host);
-    const int64_t n = static_cast<int64_t>(host.nbytes());
-    device.copy_async(host, placement_.slots_[s].narrow(0, e.offset, n).view(host.scalar_type()).view(host.sizes()));
-    bytes += n;
+    device.copy_async(host, slot_view(placement_.slots_[s], e.offset, host));
+    bytes += static_cast<int64_t>(host.nbytes());
   }
   placement_.slot_block_[s] = k;
   placement_.slot_ready_[s] = device.copy_fence();

@@ -24,8 +24,7 @@ nlohmann::json fp8_decode_section(const BenchOptions& options) {
   torch::Tensor copied = torch::empty({n}, on_device.dtype(torch::kUInt8));
 
   const double decode_s = best_seconds_per_call(options.device, kTrials, kDecodeCalls, [&] {
-    const absl::Status status = fp8_decode(codes, Fp8Format::kE4M3Fn, 0.5f, decoded);
-    if (!status.ok()) throw std::runtime_error(std::string(status.message()));
+    ok_or_throw(fp8_decode(codes, Fp8Format::kE4M3Fn, 0.5f, decoded));
   });
   const double copy_s = best_seconds_per_call(options.device, kTrials, kDecodeCalls,
                                               [&] { copied.copy_(codes); });

@@ -13,8 +13,13 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
 
 namespace diffusiond::bench {
 
@@ -60,6 +65,16 @@ double best_seconds_per_call(const torch::Device& device, int trials, int calls,
     best = std::min(best, elapsed.count() / calls);
   }
   return best;
+}
+
+// Throws a failed status, so gpu_bench records the section's error.
+inline void ok_or_throw(const absl::Status& status) {
+  if (!status.ok()) throw std::runtime_error(std::string(status.message()));
+}
+template <typename T>
+T value_or_throw(absl::StatusOr<T> value) {
+  ok_or_throw(value.status());
+  return std::move(*value);
 }
 
 // {"seconds": s, "bytes": b, "gb_per_s": b / s / 1e9} for one measurement.

@@ -19,16 +19,6 @@
 namespace diffusiond::bench {
 namespace {
 
-template <typename T>
-T value_or_throw(absl::StatusOr<T> v) {
-  if (!v.ok()) throw std::runtime_error(std::string(v.status().message()));
-  return std::move(*v);
-}
-
-void ok_or_throw(const absl::Status& s) {
-  if (!s.ok()) throw std::runtime_error(std::string(s.message()));
-}
-
 // A loaded model with everything it needs kept alive, teardown in order.
 struct Loaded {
   std::unique_ptr<Budget> ram;
