@@ -6,6 +6,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -465,6 +466,58 @@ TEST_F(EngineTest, ListShowsReadyModelsAndUnloadFreesThem) {
   EXPECT_EQ(engine_->unload_all(absl::Seconds(10)), b->bytes[kCpu] + back->bytes[kCpu]);
   EXPECT_EQ(ram().committed_bytes, 0);
   EXPECT_THAT(engine_->list(), IsEmpty());
+}
+
+// Identical loads racing unloads of the same id once got FAILED_PRECONDITION
+// saying the model was loaded "from  (asked: …) with FP8 off": an answer read
+// a description that no longer belonged to the model it pinned. Every answer
+// must now be the model as asked, or a refusal that says the unload is why.
+TEST_F(EngineTest, IdenticalLoadsRacingUnloadsNeverClaimTheModelDiffers) {
+  start();
+  constexpr int kLoaders = 4, kLoadsEach = 150;
+  std::atomic<int> loaders_left{kLoaders};
+  std::vector<std::vector<absl::Status>> outcomes(kLoaders);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kLoaders; ++i) {
+    threads.emplace_back([&, i] {
+      for (int n = 0; n < kLoadsEach; ++n) {
+        absl::StatusOr<ModelInfo> info = n % 3 == 0 ? engine_->find(request("tiny", "r")) : engine_->load(request("tiny", "r"));
+        if (info.ok() && info->path != models_dir_ + "/tiny") {
+          outcomes[i].push_back(absl::InternalError("answered with the path " + info->path));
+        } else {
+          outcomes[i].push_back(info.status());
+        }
+      }
+      loaders_left.fetch_sub(1);
+    });
+  }
+  int unloads = 0;
+  while (loaders_left.load() > 0) {
+    UnloadOptions o;
+    o.wait = unloads % 2 == 0;
+    o.timeout = absl::Seconds(5);
+    (void)engine_->unload("r", o);
+    ++unloads;
+  }
+  for (std::thread& t : threads) t.join();
+  int ok = 0;
+  for (const std::vector<absl::Status>& statuses : outcomes) {
+    for (const absl::Status& s : statuses) {
+      if (s.ok()) {
+        ++ok;
+        continue;
+      }
+      // Refused because of the unload: the model is going (ABORTED) or gone
+      // (find's NOT_FOUND).
+      EXPECT_TRUE(absl::IsAborted(s) || absl::IsNotFound(s)) << s;
+      EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("already loaded")));
+    }
+  }
+  EXPECT_GT(ok, 0);
+  EXPECT_GT(unloads, 1);
+  (void)engine_->unload_all(absl::Seconds(10));
+  EXPECT_EQ(ram().committed_bytes, 0);
+  EXPECT_EQ(ram().reserved_bytes, 0);
 }
 
 TEST_F(EngineTest, StepRunsTheNamedInputs) {
