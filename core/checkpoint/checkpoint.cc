@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "core/util/bounded_text.h"
 #include "core/util/file_text.h"
 #include "core/util/json.h"
 #include "core/util/status_macros.h"
@@ -28,6 +29,18 @@ static_assert(sizeof(kLayoutNames) / sizeof(kLayoutNames[0]) == 3, "one name per
 constexpr absl::string_view kWeightsFiles[] = {"diffusion_pytorch_model.safetensors",
                                                "model.safetensors"};
 constexpr absl::string_view kIndexSuffix = ".safetensors.index.json";
+
+bool is_permission_error(const std::error_code& ec) {
+  return ec == std::errc::permission_denied || ec == std::errc::operation_not_permitted;
+}
+
+// What a failed filesystem query of `path` means: the daemon may not look
+// (PERMISSION_DENIED), or the filesystem failed (UNAVAILABLE).
+absl::Status filesystem_error(const fs::path& path, const std::error_code& ec) {
+  const std::string message = absl::StrCat(path.string(), ": ", ec.message());
+  if (is_permission_error(ec)) return absl::PermissionDeniedError(message);
+  return absl::UnavailableError(message);
+}
 
 bool is_marker(absl::string_view name) {
   return name == "scaled_fp8" || absl::EndsWith(name, ".scaled_fp8");
@@ -54,7 +67,7 @@ absl::StatusOr<std::vector<std::string>> folder_weight_files(const fs::path& dir
     if (absl::EndsWith(name, kIndexSuffix)) indexes.push_back(e.path());
     else if (absl::EndsWith(name, ".safetensors")) singles.push_back(e.path());
   }
-  if (ec) return absl::UnavailableError(absl::StrCat(dir.string(), ": ", ec.message()));
+  if (ec) return filesystem_error(dir, ec);
   std::sort(indexes.begin(), indexes.end());
   std::sort(singles.begin(), singles.end());
   if (!indexes.empty()) {
@@ -125,6 +138,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(absl::string_view p
   std::error_code ec;
   const fs::path p(ckpt->path_);
   const fs::file_status st = fs::status(p, ec);
+  if (is_permission_error(ec)) return filesystem_error(p, ec);
   if (ec || !fs::exists(st)) {
     return absl::NotFoundError(absl::StrCat(ckpt->path_, ": no such file or folder"));
   }
@@ -132,7 +146,10 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(absl::string_view p
   ShardIndex index;
   if (fs::is_directory(st)) {
     ckpt->layout_ = CheckpointLayout::kDiffusersFolder;
-    if (options.config_path.empty() && !fs::exists(p / "config.json", ec)) {
+    const bool has_config = fs::exists(p / "config.json", ec);
+    // An unreadable folder is not a folder without a config.
+    if (ec) return filesystem_error(p / "config.json", ec);
+    if (options.config_path.empty() && !has_config) {
       return absl::InvalidArgumentError(absl::StrCat(
           ckpt->path_, ": folder has no config.json, so it is not a diffusers model folder"));
     }
@@ -292,7 +309,13 @@ absl::Status Checkpoint::read(const TensorRecord& t, char* dst) const {
 absl::Status Checkpoint::read_range(const TensorRecord& t, int64_t offset, int64_t n,
                                     char* dst) const {
   assert(offset >= 0 && n >= 0 && offset + n <= t.nbytes);
-  return files_[t.file_index]->read_at(t.file_offset + offset, n, dst);
+  const absl::Status read = files_[t.file_index]->read_at(t.file_offset + offset, n, dst);
+  if (read.ok()) return read;
+  // The file's message names it and the offset; an operator also needs the
+  // tensor that could not be read.
+  return absl::Status(read.code(), absl::StrCat(read.message(), " (reading tensor '", bounded(t.name),
+                                                "', bytes ", offset, " to ", offset + n, " of its ",
+                                                t.nbytes, ")"));
 }
 
 }  // namespace diffusiond

@@ -49,8 +49,10 @@ class Checkpoint {
  public:
   // Opens `path` (a file or a folder), reads and validates every header.
   // Returns NOT_FOUND for a missing path or shard, INVALID_ARGUMENT or
-  // DATA_LOSS (naming file and tensor) for malformed content, and
-  // INVALID_ARGUMENT for a folder that is not a diffusers model folder.
+  // DATA_LOSS (naming file and tensor) for malformed content,
+  // INVALID_ARGUMENT for a folder that is not a diffusers model folder, and
+  // PERMISSION_DENIED or UNAVAILABLE naming the path for a file or folder
+  // that cannot be read.
   static absl::StatusOr<std::unique_ptr<Checkpoint>> open(absl::string_view path,
                                                           const OpenOptions& options = {});
 
@@ -80,7 +82,9 @@ class Checkpoint {
   // Sum of tensors()' bytes.
   int64_t weight_bytes() const { return weight_bytes_; }
 
-  // Reads the bytes of `t` into `dst` (t.nbytes of them).
+  // Reads the bytes of `t` into `dst` (t.nbytes of them). Errors are the
+  // file's (RandomAccessFile::read_at: DATA_LOSS, UNAVAILABLE), naming the
+  // file, the offset and the tensor.
   absl::Status read(const TensorRecord& t, char* dst) const;
   // Reads `n` bytes starting `offset` bytes into `t`. REQUIRES: the range is
   // inside the tensor.

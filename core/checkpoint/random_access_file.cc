@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -23,23 +24,9 @@ class PosixFile final : public RandomAccessFile {
   int64_t size() const override { return size_; }
 
   absl::Status read_at(int64_t offset, int64_t n, char* dst) const override {
-    while (n > 0) {
-      const ssize_t got = ::pread(fd_, dst, static_cast<size_t>(std::min<int64_t>(n, 1 << 30)),
-                                  static_cast<off_t>(offset));
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        return absl::UnavailableError(
-            absl::StrCat(path_, ": read at offset ", offset, ": ", std::strerror(errno)));
-      }
-      if (got == 0) {
-        return absl::DataLossError(absl::StrCat(path_, ": file ends at offset ", offset,
-                                                ", ", n, " bytes short"));
-      }
-      offset += got;
-      dst += got;
-      n -= got;
-    }
-    return absl::OkStatus();
+    return read_fully(path_, size_, offset, n, dst, [this](char* to, int64_t count, int64_t at) {
+      return static_cast<int64_t>(::pread(fd_, to, static_cast<size_t>(count), static_cast<off_t>(at)));
+    });
   }
 
  private:
@@ -49,6 +36,31 @@ class PosixFile final : public RandomAccessFile {
 };
 
 }  // namespace
+
+absl::Status read_fully(absl::string_view path, int64_t opened_size, int64_t offset, int64_t n,
+                        char* dst, PreadFn pread) {
+  while (n > 0) {
+    // One pread moves at most 1 GiB (Linux stops near 2 GiB anyway).
+    const int64_t got = pread(dst, std::min<int64_t>(n, int64_t{1} << 30), offset);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return absl::UnavailableError(
+          absl::StrCat(path, ": read at offset ", offset, ": ", std::strerror(errno)));
+    }
+    if (got == 0) {
+      const std::string shrank =
+          offset < opened_size
+              ? absl::StrCat("; it held ", opened_size, " bytes when opened, so it was truncated while being read")
+              : "";
+      return absl::DataLossError(
+          absl::StrCat(path, ": file ends at offset ", offset, ", ", n, " bytes short", shrank));
+    }
+    offset += got;
+    dst += got;
+    n -= got;
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> open_random_access_file(
     absl::string_view path) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -23,9 +24,23 @@ class RandomAccessFile {
   // Size in bytes when the file was opened.
   virtual int64_t size() const = 0;
   // Reads exactly `n` bytes at `offset` into `dst`. Returns DATA_LOSS if the
-  // file ends first, and UNAVAILABLE naming errno for I/O errors.
+  // file ends first, and UNAVAILABLE naming errno for I/O errors; messages
+  // start with path().
   virtual absl::Status read_at(int64_t offset, int64_t n, char* dst) const = 0;
 };
+
+// One positional read as pread(2) makes it: the bytes read, which may be
+// fewer than asked without being an error, 0 at the end of the file, or -1
+// with errno set.
+using PreadFn = absl::FunctionRef<int64_t(char* dst, int64_t n, int64_t offset)>;
+
+// The loop of read_at over `pread`, for implementations of RandomAccessFile:
+// reads exactly `n` bytes at `offset` into `dst`, retrying short reads and
+// EINTR. Returns DATA_LOSS if the file ends first (saying so when it ends
+// before `opened_size`, i.e. it shrank while open) and UNAVAILABLE naming
+// errno for an I/O error; both name `path` and the offset.
+absl::Status read_fully(absl::string_view path, int64_t opened_size, int64_t offset, int64_t n,
+                        char* dst, PreadFn pread);
 
 // Opens `path` for positional reads, without blocking on what is not a
 // regular file (core/util/regular_file.h). NOT_FOUND if it does not exist,

@@ -170,6 +170,7 @@ absl::StatusOr<Pin> Engine::load_once(const ResolvedLoad& load, LoadBoard::Load&
 absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard::Load& shared) {
   OpenOptions open;
   open.config_path = load.config_path;
+  open.opener = options_.file_opener;
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(load.path, open));
   ModelLoadOptions lo;
   lo.compute_dtype = to_scalar_type(load.compute_dtype);

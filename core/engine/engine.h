@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/cache/model_cache.h"
+#include "core/checkpoint/random_access_file.h"
 #include "core/denoise/denoise_loop.h"
 #include "core/engine/engine_api.h"
 #include "core/engine/load_board.h"
@@ -52,6 +53,11 @@ struct EngineOptions {
   // choice, once); may be empty.
   std::function<void(const std::string&)> note;
   Clock* clock = nullptr;             // default real_clock()
+  // How checkpoint files (weights, shards) are opened; tests inject faults
+  // here. Empty: open_random_access_file. config.json, the scheduler
+  // config, shard indexes and tokenizer files are read whole
+  // (core/util/file_text.h) and do not pass through it.
+  FileOpener file_opener;
   // Defaults for loads that do not say.
   ComputeDtype compute_dtype = ComputeDtype::kFloat32;
   Fp8Options fp8 = {Fp8Format::kE4M3Fn, Fp8Scaling::kNone};

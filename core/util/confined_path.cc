@@ -40,6 +40,12 @@ absl::StatusOr<std::string> resolve_confined_path(absl::string_view root,
       return absl::PermissionDeniedError(
           absl::StrCat("'", bounded(requested), "' is outside the models directory ", base.string()));
     }
+    // A folder the daemon may not search (chmod 000) hides what is in it:
+    // that is not the model being absent.
+    if (ec == std::errc::permission_denied || ec == std::errc::operation_not_permitted) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("'", bounded(requested), "' cannot be looked up in ", base.string(), ": ", ec.message()));
+    }
     return absl::NotFoundError(absl::StrCat("'", bounded(requested), "' does not exist in ", base.string()));
   }
   const fs::path resolved = fs::canonical(joined, ec);

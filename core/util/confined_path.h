@@ -13,7 +13,8 @@ namespace diffusiond {
 
 // Returns the canonical absolute path of `requested` (relative to `root`, or
 // absolute) with every symlink resolved. PERMISSION_DENIED if it lies
-// outside `root`'s canonical path; NOT_FOUND if it does not exist;
+// outside `root`'s canonical path or if a folder on the way may not be
+// searched (EACCES); NOT_FOUND if it does not exist;
 // INVALID_ARGUMENT for an empty path or one with a NUL byte;
 // FAILED_PRECONDITION if `root` itself does not exist.
 absl::StatusOr<std::string> resolve_confined_path(absl::string_view root,

@@ -1,6 +1,5 @@
 #include "core/loader/streaming_loader.h"
 
-#include <atomic>
 #include <cstring>
 #include <random>
 
@@ -10,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "core/engine/model_admission.h"
 #include "tests/testing/checkpoint_builder.h"
+#include "tests/testing/faulty_file.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -17,12 +17,16 @@
 namespace diffusiond {
 namespace {
 
+using ::diffusiond::testing::failing_device_from;
 using ::diffusiond::testing::fixtures_dir;
+using ::diffusiond::testing::io_error_at;
 using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::ReadFault;
 using ::diffusiond::testing::StatusIs;
 using ::diffusiond::testing::TempDir;
 using ::diffusiond::testing::TestTensor;
 using ::diffusiond::testing::write_safetensors;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // A bf16 tensor of random normal values, kept as floats for checking.
@@ -40,23 +44,6 @@ TestTensor bf16_tensor(const std::string& name, std::vector<int64_t> shape, std:
   }
   return TestTensor{TensorSpec{name, DType::kBF16, std::move(shape)}, std::move(bytes)};
 }
-
-// Fails every read once `budget` bytes have been read.
-class FaultyFile : public RandomAccessFile {
- public:
-  FaultyFile(std::unique_ptr<RandomAccessFile> inner, std::atomic<int64_t>* budget)
-      : inner_(std::move(inner)), budget_(budget) {}
-  const std::string& path() const override { return inner_->path(); }
-  int64_t size() const override { return inner_->size(); }
-  absl::Status read_at(int64_t offset, int64_t n, char* dst) const override {
-    if ((*budget_ -= n) < 0) return absl::UnavailableError(path() + ": injected I/O error");
-    return inner_->read_at(offset, n, dst);
-  }
-
- private:
-  std::unique_ptr<RandomAccessFile> inner_;
-  std::atomic<int64_t>* budget_;
-};
 
 class StreamingLoaderTest : public ::testing::Test {
  protected:
@@ -76,16 +63,9 @@ class StreamingLoaderTest : public ::testing::Test {
     return std::move(*cache);
   }
 
-  std::unique_ptr<Checkpoint> open(std::atomic<int64_t>* read_budget = nullptr) {
+  std::unique_ptr<Checkpoint> open(std::vector<ReadFault> faults = {}) {
     OpenOptions options;
-    if (read_budget != nullptr) {
-      options.opener = [read_budget](absl::string_view path)
-          -> absl::StatusOr<std::unique_ptr<RandomAccessFile>> {
-        absl::StatusOr<std::unique_ptr<RandomAccessFile>> f = open_random_access_file(path);
-        if (!f.ok()) return f.status();
-        return std::unique_ptr<RandomAccessFile>(new FaultyFile(std::move(*f), read_budget));
-      };
-    }
+    if (!faults.empty()) options.opener = faulty_opener(std::move(faults));
     absl::StatusOr<std::unique_ptr<Checkpoint>> c = Checkpoint::open(dir_.path("m.safetensors"), options);
     EXPECT_THAT(c, IsOk());
     return std::move(*c);
@@ -156,8 +136,8 @@ TEST_F(StreamingLoaderTest, PerTensorMaxScalingUsesTheFullRange) {
 }
 
 TEST_F(StreamingLoaderTest, TooSmallABudgetIsRefusedBeforeReading) {
-  std::atomic<int64_t> reads_left{0};  // any data read would fail
-  std::unique_ptr<Checkpoint> c = open();
+  // Any data read would fail, with UNAVAILABLE rather than the refusal.
+  std::unique_ptr<Checkpoint> c = open({failing_device_from(open()->tensors().front().file_offset, EIO)});
   const LoadPlan p = plan(*c, true);
   Budget ram(Device::kCpu, p.reservation_bytes() - 1);
   std::unique_ptr<ModelCache> cache = make_cache(&ram);
@@ -167,17 +147,21 @@ TEST_F(StreamingLoaderTest, TooSmallABudgetIsRefusedBeforeReading) {
 }
 
 TEST_F(StreamingLoaderTest, IoErrorMidLoadReleasesEverything) {
-  for (int64_t allowed : {int64_t{100}, int64_t{96 * 64 * 2 + 50}, int64_t{96 * 64 * 2 + 192 + 10}}) {
-    std::atomic<int64_t> read_budget{1 << 20};
-    std::unique_ptr<Checkpoint> c = open(&read_budget);  // headers read freely
-    read_budget = allowed;
+  // An EIO halfway into each tensor in turn: the first chunks of that
+  // tensor (and every tensor before it) have landed when it strikes.
+  const std::vector<TensorRecord> records = open()->tensors();
+  for (const TensorRecord& t : records) {
+    const int64_t bad = t.file_offset + t.nbytes / 2;
+    std::unique_ptr<Checkpoint> c = open({io_error_at(bad, bad + 1)});
     const LoadPlan p = plan(*c, true, 1000);
     Budget ram(Device::kCpu, 1 << 20);
     std::unique_ptr<ModelCache> cache = make_cache(&ram);
     EXPECT_THAT(cache->get_or_load("m", [&] { return load_weights(*c, p, *cache); }),
-                StatusIs(absl::StatusCode::kUnavailable, HasSubstr("injected I/O error")));
-    EXPECT_EQ(ram.snapshot().reserved_bytes, 0) << allowed;
-    EXPECT_EQ(ram.snapshot().committed_bytes, 0) << allowed;
+                StatusIs(absl::StatusCode::kUnavailable,
+                         AllOf(HasSubstr("m.safetensors: read at offset " + std::to_string(bad)),
+                               HasSubstr("Input/output error"), HasSubstr("tensor '" + t.name + "'"))));
+    EXPECT_EQ(ram.snapshot().reserved_bytes, 0) << t.name;
+    EXPECT_EQ(ram.snapshot().committed_bytes, 0) << t.name;
     EXPECT_TRUE(cache->stats().entries.empty());
   }
 }
