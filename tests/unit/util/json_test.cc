@@ -44,7 +44,8 @@ TEST(ParseJsonStrict, RefusesDuplicateKeysAtAnyDepthNamingThem) {
   // The same key in sibling objects is no duplicate.
   EXPECT_THAT(parse_json_strict(R"({"a":{"x":1},"b":{"x":2}})", "c.json"), IsOk());
   const std::string long_key(10000, 'k');
-  absl::StatusOr<nlohmann::json> j = parse_json_strict(absl::StrCat("{\"", long_key, "\":1,\"", long_key, "\":2}"), "c");
+  absl::StatusOr<nlohmann::json> j =
+      parse_json_strict(absl::StrCat("{\"", long_key, "\":1,\"", long_key, "\":2}"), "c");
   EXPECT_THAT(j, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("duplicate key")));
   EXPECT_LT(j.status().message().size(), 400u);  // the key is quoted bounded
 }
@@ -61,10 +62,10 @@ TEST(ParseJsonStrict, RefusesDeepNestingSyntaxErrorsAndTrailingBytes) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("invalid JSON at byte")));
 }
 
-// 200,000 tensor entries (10 MB, a tenth of the header limit) parse in about
-// a second; the quadratic parser this replaced needed two minutes for
-// 80,000. Run in a child under an alarm so that a regression fails rather
-// than hangs.
+// 200,000 tensor entries (13.6 MB; headers may have 100 MB) parse in under a
+// second; the quadratic parser this replaced needed two minutes for 80,000.
+// Run in a child under an alarm so that a regression fails rather than
+// hangs.
 void parse_a_huge_header_then_exit() {
   const std::string text = header_of(200000);
   ::alarm(60);
