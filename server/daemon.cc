@@ -5,7 +5,10 @@
 #include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/impl/server_builder_plugin.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.pb.h"
@@ -25,11 +28,6 @@ namespace {
 // Kubernetes stops routing to a pod some time after its readiness fails;
 // until then new calls still arrive and are served.
 constexpr absl::Duration kMaxAcceptGrace = absl::Seconds(5);
-// After cancel_all(), loops stop within one step and loads within one
-// tensor. Past this the drain goes on, but a forward already running cannot
-// be interrupted: exit waits for it (Kubernetes' grace period, 60 s in
-// deploy/k8s with the default 30 s drain grace, must cover grace + one step).
-constexpr absl::Duration kCancelWait = absl::Seconds(15);
 constexpr int kLoadThreads = 2, kAdminThreads = 2, kQueuedPerPool = 32;
 
 absl::StatusOr<int64_t> ram_budget(const DaemonOptions& options, const Log& log) {
@@ -110,11 +108,12 @@ class WithoutReflection final : public grpc::ServerBuilderOption {
 
 }  // namespace
 
-Daemon::Daemon(const DaemonOptions& options, const Log& log, Clock* clock)
-    : options_(options), log_(log), clock_(clock != nullptr ? clock : real_clock()) {}
+Daemon::Daemon(const DaemonOptions& options, const Log& log, const DaemonSeams& seams)
+    : options_(options), log_(log), seams_(seams), clock_(seams.clock != nullptr ? seams.clock : real_clock()) {}
 
-absl::StatusOr<std::unique_ptr<Daemon>> Daemon::start(const DaemonOptions& options, const Log& log, Clock* clock) {
-  std::unique_ptr<Daemon> d(new Daemon(options, log, clock));
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::start(const DaemonOptions& options, const Log& log,
+                                                      const DaemonSeams& seams) {
+  std::unique_ptr<Daemon> d(new Daemon(options, log, seams));
   DIFFUSIOND_RETURN_IF_ERROR(d->start_serving());
   return d;
 }
@@ -152,6 +151,8 @@ absl::Status Daemon::start_serving() {
   eo.ram_budget = ram_budget_.get();
   eo.observer = observers_.get();
   eo.clock = clock_;
+  eo.file_opener = seams_.file_opener;
+  eo.load_timeout = options_.load_timeout;
   if (device_.device != nullptr) {
     vram_event_log_ = std::make_unique<CacheEventLog>(device_.vram_budget.get(), log_line);
     vram_observers_ = std::make_unique<CacheObserverList>(
@@ -265,7 +266,7 @@ void Daemon::drain() {
   if (!engine_->wait_idle(deadline)) {
     log_.warning("drain grace over; cancelling in-flight work");
     engine_->cancel_all();
-    if (!engine_->wait_idle(clock_->now() + kCancelWait)) log_.error("work still running after cancellation");
+    if (!engine_->wait_idle(clock_->now() + seams_.cancel_wait)) exit_with_work_running(start);
   }
   {
     MutexLock lock(&mu_);
@@ -292,6 +293,25 @@ void Daemon::drain() {
   }
   log_.info("stopped", absl::StrCat("seconds=", absl::ToDoubleSeconds(clock_->now() - start), " freed_bytes=", freed,
                                     " reserved_bytes=", b.reserved_bytes, " committed_bytes=", b.committed_bytes, vram));
+}
+
+// Work that outlives its cancellation is stuck where no token reaches it,
+// and the queues' destructors would join its threads: the exit would hang
+// until Kubernetes' SIGKILL, or for good without one. The daemon keeps no
+// state, so ending the process loses nothing a clean exit would keep.
+void Daemon::exit_with_work_running(absl::Time drain_start) {
+  std::string loading, in_use;
+  for (const CacheEntryStats& e : engine_->stats().entries) {
+    if (e.loading) absl::StrAppend(&loading, loading.empty() ? "" : ",", e.key);
+    if (e.pins > e.leases) absl::StrAppend(&in_use, in_use.empty() ? "" : ",", e.key);
+  }
+  log_.error("work still running after cancellation; exiting without waiting for it",
+             absl::StrCat("jobs=", engine_->running_jobs(), " loading=", logfmt_value(loading),
+                          " in_use=", logfmt_value(in_use),
+                          " seconds=", absl::ToDoubleSeconds(clock_->now() - drain_start),
+                          " exit_status=", kDrainGaveUpExitStatus));
+  std::fflush(nullptr);  // the log writes unbuffered; anything else on stdio
+  ::_exit(kDrainGaveUpExitStatus);
 }
 
 Daemon::~Daemon() {

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/cache/cache_observer_list.h"
+#include "core/checkpoint/random_access_file.h"
 #include "core/engine/engine.h"
 #include "core/memory/budget.h"
 #include "core/util/clock.h"
@@ -32,20 +33,39 @@
 
 namespace diffusiond {
 
+// The exit status of a process whose drain gave up on work that did not stop
+// when cancelled (Daemon::drain).
+inline constexpr int kDrainGaveUpExitStatus = 3;
+
+// What a Daemon takes besides its flags: the seams tests substitute, and
+// waits they shorten. Not configuration, so not flags.
+struct DaemonSeams {
+  // Times leases, idleness and the drain; default real_clock(). Not owned.
+  Clock* clock = nullptr;
+  // How checkpoint files are opened; empty: the filesystem.
+  FileOpener file_opener;
+  // How long the drain waits for cancelled work to stop before it gives up.
+  // Loads stop within a tensor and forwards within a block, so only work
+  // stuck where no cancellation reaches (a read from a hung network
+  // filesystem) outlasts it.
+  absl::Duration cancel_wait = absl::Seconds(15);
+};
+
 class Daemon {
  public:
   // Starts serving. INVALID_ARGUMENT / FAILED_PRECONDITION / UNAVAILABLE
   // for settings it cannot honour (naming the flag), such as a --device that
   // cannot be opened, an address that cannot be bound or a missing models
-  // directory. `log` (and `clock`, which
-  // times leases, idleness and the drain; default real_clock()) must
-  // outlive it.
+  // directory. `log` (and seams.clock) must outlive it.
   static absl::StatusOr<std::unique_ptr<Daemon>> start(const DaemonOptions& options, const Log& log,
-                                                       Clock* clock = nullptr);
+                                                       const DaemonSeams& seams = {});
   ~Daemon();
 
   // The graceful shutdown. Returns once nothing runs and nothing is held;
-  // the destructor does it if nobody did.
+  // the destructor does it if nobody did. If work is still running
+  // seams.cancel_wait after it was cancelled, joining its threads could
+  // hang for good: the drain then logs what runs and ends the process with
+  // _exit(kDrainGaveUpExitStatus) instead of returning.
   void drain();
 
   int grpc_port() const { return grpc_port_; }
@@ -54,8 +74,10 @@ class Daemon {
   int metrics_port() const;
 
  private:
-  Daemon(const DaemonOptions& options, const Log& log, Clock* clock);
+  Daemon(const DaemonOptions& options, const Log& log, const DaemonSeams& seams);
   absl::Status start_serving();
+  // Logs the work still running and ends the process (see drain()).
+  [[noreturn]] void exit_with_work_running(absl::Time drain_start);
   // Builds and starts the gRPC server (services, health, reflection, TLS),
   // health NOT_SERVING. UNAVAILABLE if --listen cannot be bound.
   absl::Status start_grpc();
@@ -64,6 +86,7 @@ class Daemon {
 
   const DaemonOptions options_;
   const Log& log_;
+  const DaemonSeams seams_;
   Clock* const clock_;
   // Teardown order matters: members are destroyed bottom-up, and each one
   // below uses the ones above it, so nothing outlives what it calls.

@@ -175,6 +175,17 @@ const std::vector<Flag>& flags() {
          o.drain_grace = d;
          return absl::OkStatus();
        }},
+      {"load_timeout", "10m",
+       "a load still running this long after it started is cancelled (DEADLINE_EXCEEDED) and its memory "
+       "freed; 0 = no limit",
+       [](DaemonOptions& o, const std::string& v) -> absl::Status {
+         absl::Duration d;
+         if (!absl::ParseDuration(v, &d) || d < absl::ZeroDuration()) {
+           return bad(v, "a duration such as 10m (0: no limit)");
+         }
+         o.load_timeout = d == absl::ZeroDuration() ? absl::InfiniteDuration() : d;
+         return absl::OkStatus();
+       }},
       {"tls_cert", "", "PEM certificate chain; with --tls_key enables TLS", text(&DaemonOptions::tls_cert)},
       {"tls_key", "", "PEM private key for --tls_cert", text(&DaemonOptions::tls_key)},
       {"reflection", "true", "serve gRPC server reflection",

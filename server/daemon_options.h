@@ -37,6 +37,9 @@ struct DaemonOptions {
   int max_concurrent_denoise = 1;
   int max_queued_denoise = 8;  // waiting beyond those running; more are refused
   absl::Duration drain_grace = absl::Seconds(30);
+  // A load still running this long is cancelled (DEADLINE_EXCEEDED) and its
+  // memory freed; --load_timeout 0 gives InfiniteDuration(), no limit.
+  absl::Duration load_timeout = absl::Minutes(10);
   std::string tls_cert, tls_key;                 // both or neither
   bool reflection = true;
   std::string log_level = "info";                // debug | info | warning | error

@@ -53,6 +53,13 @@ int64_t device_activation_bytes(const Model& model, const NamedTensors& inputs) 
   return denoiser->estimate_activations(*query).bytes;
 }
 
+// Why a load past EngineOptions::load_timeout stopped.
+absl::Status load_timed_out(const std::string& model_id, absl::Duration timeout) {
+  return absl::DeadlineExceededError(absl::StrCat("model \"", bounded(model_id),
+                                                  "\" did not load within the load timeout (",
+                                                  absl::FormatDuration(timeout), "); the load was cancelled"));
+}
+
 // Copies the cache's usage figures for one entry into `info`.
 void set_usage(const CacheEntryStats& e, ModelInfo* info) {
   info->bytes = e.bytes;
@@ -168,6 +175,9 @@ absl::StatusOr<Pin> Engine::load_once(const ResolvedLoad& load, LoadBoard::Load&
 }
 
 absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard::Load& shared) {
+  // An infinite timeout puts the deadline in the infinite future.
+  const absl::Time deadline = clock_->now() + options_.load_timeout;
+  const auto timed_out = [&] { return clock_->now() >= deadline; };
   OpenOptions open;
   open.config_path = load.config_path;
   open.opener = options_.file_opener;
@@ -179,8 +189,13 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard
   // Everyone may have given up while the load waited for a worker; then it
   // must not evict anything to make room.
   if (shared.token().cancelled()) return absl::CancelledError("every caller cancelled the load");
+  if (timed_out()) return load_timed_out(load.model_id, options_.load_timeout);
   StreamOptions stream;
-  stream.on_progress = [&shared](const LoadProgress& p) { shared.publish(p); };
+  stream.on_progress = [&](const LoadProgress& p) {
+    shared.publish(p);
+    // The deadline is every caller's: the load stops before its next tensor.
+    if (timed_out()) shared.cancel(load_timed_out(load.model_id, options_.load_timeout));
+  };
   stream.cancel = shared.token();
   shared.publish(LoadProgress{0, plan.plan.source_bytes, 0,
                               static_cast<int64_t>(plan.plan.tensors.size())});
@@ -366,6 +381,11 @@ bool Engine::wait_idle(absl::Time deadline) {
     if (clock_->wait_until(&idle_, &mu_, deadline) && !jobs_.empty()) return false;
   }
   return true;
+}
+
+int Engine::running_jobs() const {
+  MutexLock lock(&mu_);
+  return static_cast<int>(jobs_.size());
 }
 
 void Engine::cancel_all() {

@@ -58,6 +58,12 @@ struct EngineOptions {
   // config, shard indexes and tokenizer files are read whole
   // (core/util/file_text.h) and do not pass through it.
   FileOpener file_opener;
+  // A load still running this long after its loader started is cancelled
+  // for every caller with DEADLINE_EXCEEDED naming the model and the
+  // timeout, and its reservation freed. Checked on the clock before and
+  // after each tensor, so a read that never returns is not cut short (the
+  // daemon's drain gives up on it instead). Default: none.
+  absl::Duration load_timeout = absl::InfiniteDuration();
   // Defaults for loads that do not say.
   ComputeDtype compute_dtype = ComputeDtype::kFloat32;
   Fp8Options fp8 = {Fp8Format::kE4M3Fn, Fp8Scaling::kNone};
@@ -78,7 +84,8 @@ class Engine final : public EngineApi {
   // answer is FAILED_PRECONDITION saying what differs. PERMISSION_DENIED for
   // paths outside models_dir, NOT_FOUND for missing ones, RESOURCE_EXHAUSTED
   // when the budget cannot admit it (nothing evicted), CANCELLED when every
-  // waiter gave up, the checkpoint's own errors otherwise.
+  // waiter gave up, DEADLINE_EXCEEDED past options.load_timeout, the
+  // checkpoint's own errors otherwise.
   absl::StatusOr<ModelInfo> load(const ModelLoadRequest& request, const LoadWatcher& watcher = {}) override;
 
   // The model `request` names if it is cached, answered as load() would
@@ -146,6 +153,8 @@ class Engine final : public EngineApi {
   // True once stop_accepting() was called: UNAVAILABLE then means the drain.
   bool draining() const override;
   bool wait_idle(absl::Time deadline);
+  // Calls admitted and not yet returned, for a drain that gives up on them.
+  int running_jobs() const;
   void cancel_all();
   // Unloads every model (waiting up to `timeout` for pins); returns the
   // bytes freed on the CPU.

@@ -17,11 +17,13 @@ directory (``<tmp>/models/demo``), which every daemon of the process serves.
 """
 
 import atexit
+import json
 import os
 import random
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import threading
@@ -93,6 +95,44 @@ def models_dir():
             raise AssertionError(f"{demo_bin} --model_dir {demo} --generate_only exited {out.returncode} "
                                  f"without a model:\n{out.stdout}\n{out.stderr}")
     return models
+
+
+def slow_model(n_layers):
+    """Returns the folder name, inside models_dir(), of the demo model stretched to ``n_layers`` main
+    layers (generated on first use), for tests that act while a load runs: each layer is 15 tensors,
+    2.1 MB of bfloat16 and 1.1 MB of FP8 once loaded, so the load takes seconds instead of a tenth of
+    one (150 layers: 0.4 to 1.4 s on 2 cores, busy or not). Every weight is zero, the data being a
+    hole in a sparse file, so it takes no disk; only loads are meaningful on it."""
+    name = f"slow-{n_layers}"
+    folder = models_dir() / name
+    if (folder / "config.json").exists():
+        return name
+    demo = models_dir() / DEMO_MODEL
+    weights = "diffusion_pytorch_model.safetensors"
+    with open(demo / weights, "rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(length))
+    header.pop("__metadata__", None)
+    layer = {k[len("layers.0."):]: v for k, v in header.items() if k.startswith("layers.0.")}
+    specs = [(k, v) for k, v in header.items() if not k.startswith("layers.")]
+    specs += [(f"layers.{i}.{k}", v) for i in range(n_layers) for k, v in layer.items()]
+    out, offset = {}, 0
+    for key, v in specs:
+        size = v["data_offsets"][1] - v["data_offsets"][0]
+        out[key] = {"dtype": v["dtype"], "shape": v["shape"], "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(out, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    partial = Path(tempfile.mkdtemp(dir=models_dir()))
+    with open(partial / weights, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        f.truncate(8 + len(text) + offset)  # the tensors: a hole, read as zeros
+    config = json.loads((demo / "config.json").read_text())
+    config["n_layers"] = n_layers
+    (partial / "config.json").write_text(json.dumps(config))
+    partial.rename(folder)
+    return name
 
 
 def daemon_env():

@@ -1,5 +1,7 @@
 """Health, Prometheus metrics and the graceful SIGTERM drain of a real daemon."""
 
+import datetime
+import re
 import shutil
 import signal
 import subprocess
@@ -256,6 +258,42 @@ class DrainTest(unittest.TestCase):
         self.assertEqual(code, 0, f"exit status after two SIGTERMs\n{daemon.output()}")
         call.cancel()
 
+    def test_sigterm_during_a_long_forward_exits_within_the_grace_plus_one_block(self):
+        grace_s = 5
+        daemon = Daemon(models_dir(), ram_budget="512MiB", drain_grace=f"{grace_s}s").start()
+        self.addCleanup(daemon.kill)
+        client = daemon.client()
+        self.addCleanup(client.close)
+        client.load_model(DEMO_MODEL, model_id="long")
+        # [16, 128, 128] is 4096 image tokens: seconds per forward on 2 cores, so the grace ends
+        # inside one.
+        call = client.denoise_stream("long", conditioning(), shape=(16, 128, 128), steps=1000)
+        events = iter(call)
+        step_s = next(events).step_seconds
+        sigterm_at = time.monotonic()
+        daemon.terminate()
+        with self.assertRaises(dc.UnavailableError):
+            for _ in events:
+                pass
+        code = daemon.proc.wait(grace_s + step_s + 60)
+        exited_s = time.monotonic() - sigterm_at
+        self.assertEqual(code, 0, daemon.output())
+        # The forward stops between its blocks: 2 noise refiners and 4 layers over the image
+        # tokens (the context refiners see 8 text tokens). A quarter of a step is one block with
+        # room to spare; stopping at the end of the step instead would take half a step on
+        # average.
+        block_s = step_s / 4
+        cancelled_at = log_time(daemon.wait_for_line(r"msg=\"drain grace over; cancelling in-flight work\"", 1))
+        stopped = daemon.wait_for_line(r"msg=stopped seconds=([0-9.]+)", 1)
+        after_cancel_s = (log_time(stopped) - cancelled_at).total_seconds()
+        print(f"note: a step took {step_s:.2f} s; the daemon stopped {after_cancel_s:.2f} s after cancelling "
+              f"and {float(stopped.group(1)):.2f} s after the signal; the process was gone {exited_s:.2f} s "
+              f"after SIGTERM")
+        self.assertLess(after_cancel_s, block_s + 0.5)
+        self.assertLess(exited_s, grace_s + block_s + 2, "slower than the grace plus one block and teardown")
+        self.assertNotIn("work still running after cancellation", daemon.output())
+        daemon.assert_stops_cleanly()
+
     @staticmethod
     def poll_readiness(client, timeout_s):
         deadline = time.monotonic() + timeout_s
@@ -269,6 +307,12 @@ class DrainTest(unittest.TestCase):
                 return status
             time.sleep(0.02)
         return status
+
+
+def log_time(match):
+    """The ts= of the log line ``match`` was found in."""
+    ts = re.search(r"ts=(\S+)Z", match.string).group(1)
+    return datetime.datetime.fromisoformat(ts)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,30 @@ TEST(DaemonOptions, EnvironmentAppliesAndTheCommandLineWins) {
   EXPECT_EQ(o->fp8, "off");
 }
 
+TEST(DaemonOptions, LoadTimeoutIsADurationWithZeroForNoLimit) {
+  Env env;
+  absl::StatusOr<DaemonOptions> o = parse_daemon_options({}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->load_timeout, absl::Minutes(10));
+  o = parse_daemon_options({"--load_timeout", "90s"}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->load_timeout, absl::Seconds(90));
+  o = parse_daemon_options({"--load_timeout=0"}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->load_timeout, absl::InfiniteDuration());
+  env.vars["DIFFUSIOND_LOAD_TIMEOUT"] = "1h";
+  o = parse_daemon_options({}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->load_timeout, absl::Hours(1));
+  EXPECT_THAT(parse_daemon_options({"--load_timeout", "-1s"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--load_timeout: '-1s' is not a duration such as 10m (0: no limit)")));
+  env.vars["DIFFUSIOND_LOAD_TIMEOUT"] = "ten minutes";
+  EXPECT_THAT(parse_daemon_options({}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("environment variable DIFFUSIOND_LOAD_TIMEOUT: 'ten minutes' is not a duration")));
+}
+
 TEST(DaemonOptions, BadValuesNameTheFlagOrVariable) {
   Env env;
   EXPECT_THAT(parse_daemon_options({"--ram_budget", "lots"}, env.getenv()),
@@ -141,7 +165,8 @@ TEST(DaemonOptions, HelpListsEveryFlagAndVariable) {
   const std::string help = daemon_options_help();
   for (const char* flag : {"listen", "metrics_listen", "models_dir", "ram_budget", "vram_budget", "vram_headroom",
                            "sim_device_memory", "device", "compute_dtype", "fp8", "max_message_bytes", "threads",
-                           "max_concurrent_denoise", "max_queued_denoise", "drain_grace", "tls_cert", "tls_key", "reflection", "log_level"}) {
+                           "max_concurrent_denoise", "max_queued_denoise", "drain_grace", "load_timeout",
+                           "tls_cert", "tls_key", "reflection", "log_level"}) {
     EXPECT_THAT(help, HasSubstr(std::string("--") + flag + " (DIFFUSIOND_")) << flag;
   }
   Env env;
