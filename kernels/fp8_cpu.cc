@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/torch_compat.h"
+
 namespace diffusiond {
 namespace {
 
@@ -80,7 +82,7 @@ inline uint8_t encode_bits(uint32_t bits) {
 }
 
 template <const Fp8Params& P, FloatKind kKind>
-__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+DIFFUSIOND_CPU_CLONES
 void encode_range(const void* __restrict__ src, uint8_t* __restrict__ codes, int64_t begin,
                   int64_t end, float inv_scale) {
   for (int64_t i = begin; i < end; ++i) {
@@ -117,7 +119,7 @@ inline float decode_bits(uint32_t c) {
 }
 
 template <const Fp8Params& P, FloatKind kKind>
-__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+DIFFUSIOND_CPU_CLONES
 void decode_range(const uint8_t* __restrict__ codes, float scale, void* __restrict__ dst,
                   int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) store<kKind>(dst, i, decode_bits<P>(codes[i]) * scale);

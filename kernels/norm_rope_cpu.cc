@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/torch_compat.h"
+
 namespace diffusiond {
 namespace {
 
@@ -12,7 +14,7 @@ namespace {
 // without -ffast-math (which would license it to reorder everything else).
 constexpr int kLanes = 16;
 
-__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+DIFFUSIOND_CPU_CLONES
 float sum_of_squares(const float* __restrict__ x, int64_t n) {
   float acc[kLanes] = {};
   int64_t i = 0;
@@ -32,7 +34,7 @@ inline float inverse_rms(const float* x, int64_t n, float eps) {
 
 // One row of rms_norm_rows_cpu. Pointers may alias (out == x or residual);
 // each element is read before it is written, so no __restrict__ here.
-__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+DIFFUSIOND_CPU_CLONES
 void norm_row(const float* x, int64_t n, float r, const float* weight, const float* scale,
               const float* gate, const float* residual, float* out) {
   if (scale == nullptr && gate == nullptr && residual == nullptr) {
@@ -54,7 +56,7 @@ void norm_row(const float* x, int64_t n, float r, const float* weight, const flo
   }
 }
 
-__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+DIFFUSIOND_CPU_CLONES
 void rope_row(const float* __restrict__ x, int64_t half, float r, const float* __restrict__ weight,
               const float* __restrict__ c, const float* __restrict__ s, float* __restrict__ out) {
   for (int64_t j = 0; j < half; ++j) {

@@ -18,6 +18,17 @@
 #include <cuda_runtime_api.h>
 #endif
 
+// Marks a CPU kernel compiled once per x86-64 level (AVX-512, AVX2, the
+// baseline) and chosen when the binary is loaded, through an ifunc. Sanitizer
+// builds compile the baseline only: the dynamic linker runs ifunc resolvers
+// before the sanitizer's runtime is initialised, and an instrumented resolver
+// (ThreadSanitizer's) crashes there, before main.
+#if defined(__x86_64__) && !defined(DIFFUSIOND_SANITIZER_BUILD)
+#define DIFFUSIOND_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define DIFFUSIOND_CPU_CLONES
+#endif
+
 namespace diffusiond::compat {
 
 // True when this binary can run kernels on CUDA tensors.
