@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/bounded_text.h"
 #include "core/util/json.h"
 #include "core/util/status_macros.h"
 
@@ -46,7 +47,7 @@ absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, a
   if (!c.is_object()) return invalid(path, "expected a JSON object");
   const std::string cls = c.value("_class_name", std::string("FlowMatchEulerDiscreteScheduler"));
   if (cls != "FlowMatchEulerDiscreteScheduler") {
-    return invalid(path, absl::StrCat("scheduler \"", cls, "\" is not supported (FlowMatchEulerDiscreteScheduler is)"));
+    return invalid(path, absl::StrCat("scheduler \"", bounded(cls), "\" is not supported (FlowMatchEulerDiscreteScheduler is)"));
   }
   for (const char* flag : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas", "invert_sigmas",
                            "stochastic_sampling"}) {

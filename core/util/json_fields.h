@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/util/bounded_text.h"
 
 namespace diffusiond {
 
@@ -19,7 +20,7 @@ namespace diffusiond {
 inline absl::Status json_field_error(absl::string_view what, absl::string_view field, const nlohmann::json& value,
                                      absl::string_view expected) {
   return absl::InvalidArgumentError(
-      absl::StrCat(what, ": field '", field, "' is ", value.dump(), ", expected ", expected));
+      absl::StrCat(what, ": field '", field, "' is ", bounded(value.dump()), ", expected ", expected));
 }
 
 // Reads an optional field as `T`: bool, an integral type (a JSON integer)
