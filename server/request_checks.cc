@@ -60,8 +60,9 @@ absl::Status check_decode_request(const v1::DecodeRequest& wire) {
 
 absl::Status check_generate_request(const v1::GenerateRequest& wire) {
   if (wire.width() < 0 || wire.height() < 0 || wire.steps() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("width, height and steps must not be negative (0: the defaults), got ",
-                                                   wire.width(), "x", wire.height(), ", ", wire.steps(), " steps"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("width, height and steps must not be negative (0: the defaults), got ", wire.width(), "x",
+                     wire.height(), ", ", wire.steps(), " steps"));
   }
   return absl::OkStatus();
 }

@@ -40,7 +40,9 @@ absl::StatusOr<Device> device_from_wire(const std::string& name) {
 }
 
 absl::StatusOr<absl::Duration> lease_ttl_from_wire(double ttl_seconds) {
-  if (!(ttl_seconds > 0) || ttl_seconds > 7 * 24 * 3600) {
+  // A positive ttl below absl's resolution (1e-300) would be a lease that
+  // expired as it was granted.
+  if (!(ttl_seconds > 0) || ttl_seconds > 7 * 24 * 3600 || absl::Seconds(ttl_seconds) <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("ttl_seconds must be in (0, 604800], got ", ttl_seconds));
   }
   return absl::Seconds(ttl_seconds);

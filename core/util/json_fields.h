@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
 #include <type_traits>
 
 #include "absl/status/status.h"
@@ -23,8 +24,8 @@ inline absl::Status json_field_error(absl::string_view what, absl::string_view f
       absl::StrCat(what, ": field '", field, "' is ", bounded(value.dump()), ", expected ", expected));
 }
 
-// Reads an optional field as `T`: bool, an integral type (a JSON integer)
-// or a floating type (any JSON number). Absent or null leaves `*out`
+// Reads an optional field as `T`: bool, std::string, an integral type (a
+// JSON integer) or a floating type (any JSON number). Absent or null leaves `*out`
 // unchanged; another type is json_field_error.
 template <typename T>
 absl::Status read_json_field(const nlohmann::json& root, const char* field, absl::string_view what, T* out) {
@@ -32,6 +33,8 @@ absl::Status read_json_field(const nlohmann::json& root, const char* field, absl
   const nlohmann::json& v = root.at(field);
   if constexpr (std::is_same_v<T, bool>) {
     if (!v.is_boolean()) return json_field_error(what, field, v, "a boolean");
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!v.is_string()) return json_field_error(what, field, v, "a string");
   } else if constexpr (std::is_integral_v<T>) {
     if (!v.is_number_integer()) return json_field_error(what, field, v, "an integer");
   } else {
