@@ -1,7 +1,8 @@
 // What the services check of a request on gRPC's thread before a tensor is
 // built or the engine is asked: every rule that needs neither libtorch nor a
-// model. A hostile request costs one pass over its bytes and no allocation;
-// tests/fuzz/wire_fuzz.cc runs these checks on arbitrary bytes.
+// model. A hostile request costs one pass over its bytes, and nothing is
+// allocated in proportion to what it declares; tests/fuzz/wire_fuzz.cc runs
+// these checks on arbitrary bytes.
 //
 // Not here: the conversions to core's types (denoise_service.cc,
 // pipeline_service.cc), and what only the model can judge (shapes against

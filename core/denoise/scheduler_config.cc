@@ -50,8 +50,8 @@ absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, a
   std::string cls = "FlowMatchEulerDiscreteScheduler";
   DIFFUSIOND_RETURN_IF_ERROR(read_json_field(c, "_class_name", path, &cls));
   if (cls != "FlowMatchEulerDiscreteScheduler") {
-    return invalid(path,
-                   absl::StrCat("scheduler \"", bounded(cls), "\" is not supported (FlowMatchEulerDiscreteScheduler is)"));
+    return invalid(path, absl::StrCat("scheduler \"", bounded(cls),
+                                      "\" is not supported (FlowMatchEulerDiscreteScheduler is)"));
   }
   for (const char* flag : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas", "invert_sigmas",
                            "stochastic_sampling"}) {

@@ -21,7 +21,8 @@ absl::StatusOr<PipelineIndex> parse_pipeline_index(absl::string_view json, absl:
       continue;  // metadata, or an absent optional component ([null, null])
     }
     if (name.empty() || name == "." || name == ".." || absl::StrContains(name, "/") || absl::StrContains(name, "\\")) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": component name \"", bounded(name), "\" is not a folder name"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": component name \"", bounded(name), "\" is not a folder name"));
     }
     index.components[name] = value[1].get<std::string>();
   }

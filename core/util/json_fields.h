@@ -25,8 +25,8 @@ inline absl::Status json_field_error(absl::string_view what, absl::string_view f
 }
 
 // Reads an optional field as `T`: bool, std::string, an integral type (a
-// JSON integer) or a floating type (any JSON number). Absent or null leaves `*out`
-// unchanged; another type is json_field_error.
+// JSON integer) or a floating type (any JSON number). Absent or null leaves
+// `*out` unchanged; another type is json_field_error (never an exception).
 template <typename T>
 absl::Status read_json_field(const nlohmann::json& root, const char* field, absl::string_view what, T* out) {
   if (!root.contains(field) || root.at(field).is_null()) return absl::OkStatus();
