@@ -1,20 +1,16 @@
 #include "server/denoise_service.h"
 
-#include <cmath>
-
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/cancellable_reactor.h"
 #include "server/event_stream.h"
 #include "server/grpc_status.h"
+#include "server/request_checks.h"
 #include "server/wire_tensor.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
 namespace {
-
-constexpr int kDefaultSteps = 8;
-constexpr int kMaxSteps = 1000;
 
 // Cancelled by the client, its deadline, or the drain.
 bool is_cancellation(const absl::Status& s) { return absl::IsCancelled(s) || absl::IsUnavailable(s); }
@@ -22,6 +18,7 @@ bool is_cancellation(const absl::Status& s) { return absl::IsCancelled(s) || abs
 }  // namespace
 
 absl::StatusOr<EngineDenoiseRequest> denoise_request(const v1::DenoiseRequest& wire) {
+  DIFFUSIOND_RETURN_IF_ERROR(check_denoise_request(wire));
   EngineDenoiseRequest r;
   r.model_id = wire.model_id();
   DIFFUSIOND_ASSIGN_OR_RETURN(r.positive, from_wire(wire.conditioning(), "conditioning"));
@@ -31,31 +28,13 @@ absl::StatusOr<EngineDenoiseRequest> denoise_request(const v1::DenoiseRequest& w
   DenoiseRequest& loop = r.loop;
   if (wire.has_initial_latents()) {
     DIFFUSIOND_ASSIGN_OR_RETURN(loop.initial_latents, from_wire(wire.initial_latents(), "initial_latents"));
-    if (!loop.initial_latents.is_floating_point()) {
-      return absl::InvalidArgumentError("initial_latents must be a floating-point tensor");
-    }
-  } else if (wire.latent_shape_size() == 0) {
-    return absl::InvalidArgumentError("give initial_latents or latent_shape [C, H, W]");
   }
   loop.latent_shape.assign(wire.latent_shape().begin(), wire.latent_shape().end());
   loop.seed = wire.seed();
-  if (!std::isfinite(wire.guidance_scale()) || wire.guidance_scale() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("guidance_scale must be finite and >= 0, got ", wire.guidance_scale()));
-  }
   loop.guidance_scale = wire.guidance_scale();
-  if (wire.steps() < 0 || wire.steps() > kMaxSteps) {
-    return absl::InvalidArgumentError(absl::StrCat("steps must be in [0, ", kMaxSteps, "] (0: ", kDefaultSteps,
-                                                   "), got ", wire.steps()));
-  }
-  loop.schedule.steps = wire.steps() == 0 ? kDefaultSteps : wire.steps();
-  if (!std::isfinite(wire.shift()) || wire.shift() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("shift must be finite and >= 0, got ", wire.shift()));
-  }
+  loop.schedule.steps = wire.steps() == 0 ? kDefaultDenoiseSteps : wire.steps();
   loop.schedule.shift = wire.shift();  // 0: the engine uses the model's default
   loop.schedule.sigmas.assign(wire.sigmas().begin(), wire.sigmas().end());
-  if (loop.schedule.sigmas.size() > kMaxSteps) {
-    return absl::InvalidArgumentError(absl::StrCat("at most ", kMaxSteps, " sigmas"));
-  }
   return r;
 }
 

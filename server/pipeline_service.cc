@@ -6,6 +6,7 @@
 #include "server/cancellable_reactor.h"
 #include "server/event_stream.h"
 #include "server/grpc_status.h"
+#include "server/request_checks.h"
 #include "server/wire_tensor.h"
 
 namespace diffusiond {
@@ -58,9 +59,7 @@ void run_unary(const ServiceDeps& deps, CancellableUnaryReactor* reactor,
 }  // namespace
 
 absl::StatusOr<GenerateRequest> generate_request(const v1::GenerateRequest& wire) {
-  if (wire.width() < 0 || wire.height() < 0 || wire.steps() < 0) {
-    return absl::InvalidArgumentError("width, height and steps must not be negative (0: the defaults)");
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_generate_request(wire));
   GenerateRequest r;
   r.pipeline = wire.pipeline();
   r.text_encoder = wire.text_encoder();
@@ -102,6 +101,10 @@ grpc::ServerUnaryReactor* PipelineServiceImpl::EncodePrompt(grpc::CallbackServer
 grpc::ServerUnaryReactor* PipelineServiceImpl::Decode(grpc::CallbackServerContext*,
                                                       const v1::DecodeRequest* request, v1::Image* response) {
   auto* reactor = new CancellableUnaryReactor();
+  if (absl::Status checked = check_decode_request(*request); !checked.ok()) {
+    reactor->Finish(to_grpc_status(checked));
+    return reactor;
+  }
   absl::StatusOr<torch::Tensor> latents = from_wire(request->latents(), "latents");
   if (!latents.ok()) {
     reactor->Finish(to_grpc_status(latents.status()));

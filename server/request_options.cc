@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/precision/compute_dtype.h"
+#include "core/util/bounded_text.h"
 
 namespace diffusiond {
 
@@ -27,7 +28,7 @@ absl::StatusOr<std::optional<ComputeDtype>> compute_dtype_from_wire(const std::s
   std::optional<ComputeDtype> dtype = parse_compute_dtype_name(name);
   if (!dtype.has_value()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("compute_dtype '", name, "' is not one of ", compute_dtype_choices()));
+        absl::StrCat("compute_dtype '", bounded(name), "' is not one of ", compute_dtype_choices()));
   }
   return dtype;
 }
@@ -35,11 +36,13 @@ absl::StatusOr<std::optional<ComputeDtype>> compute_dtype_from_wire(const std::s
 absl::StatusOr<Device> device_from_wire(const std::string& name) {
   if (name.empty() || name == "cpu") return Device::kCpu;
   if (name == "cuda") return Device::kCuda;
-  return absl::InvalidArgumentError(absl::StrCat("device '", name, "' is not cpu or cuda"));
+  return absl::InvalidArgumentError(absl::StrCat("device '", bounded(name), "' is not cpu or cuda"));
 }
 
 absl::StatusOr<absl::Duration> lease_ttl_from_wire(double ttl_seconds) {
-  if (!(ttl_seconds > 0) || ttl_seconds > 7 * 24 * 3600) {
+  // A positive ttl below absl's resolution (1e-300) would be a lease that
+  // expired as it was granted.
+  if (!(ttl_seconds > 0) || ttl_seconds > 7 * 24 * 3600 || absl::Seconds(ttl_seconds) <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("ttl_seconds must be in (0, 604800], got ", ttl_seconds));
   }
   return absl::Seconds(ttl_seconds);

@@ -24,7 +24,7 @@ absl::StatusOr<std::optional<ComputeDtype>> compute_dtype_from_wire(const std::s
 // "" and "cpu" are the CPU; "cuda" the GPU.
 absl::StatusOr<Device> device_from_wire(const std::string& name);
 // A lease's ttl_seconds as a duration; INVALID_ARGUMENT outside (0, 604800]
-// (one week), NaN included.
+// (one week), NaN included, and for a ttl too small to be a duration.
 absl::StatusOr<absl::Duration> lease_ttl_from_wire(double ttl_seconds);
 // Time left before the call's deadline; infinite without one.
 absl::Duration time_left(const grpc::CallbackServerContext& context);

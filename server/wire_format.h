@@ -42,6 +42,23 @@ struct WireTensorLayout {
 // `what` (e.g. "input \"x\"") and naming dtype, shape and both byte counts.
 absl::StatusOr<WireTensorLayout> check_wire_tensor(const v1::Tensor& wire, absl::string_view what);
 
+// True for float32, float16, bfloat16 and float64.
+bool wire_dtype_is_floating(int dtype);
+
+// For a tensor that passed check_wire_tensor: INVALID_ARGUMENT starting with
+// `what` and naming the first NaN or infinite element, if a floating one
+// holds any. Other dtypes pass. One pass over the bytes, nothing allocated.
+absl::Status check_wire_finite(const v1::Tensor& wire, absl::string_view what);
+
+// Named tensors (Step inputs, a conditioning's tensors): every name
+// non-empty and given once, every tensor valid as above. INVALID_ARGUMENT
+// naming the input by its index or its name (quoted bounded).
+absl::Status check_named_wire_tensors(const google::protobuf::RepeatedPtrField<v1::NamedTensor>& wire);
+
+// A conditioning: its tensors as above and no scalar with an empty name;
+// the message starts with `what` (e.g. "negative conditioning").
+absl::Status check_wire_conditioning(const v1::Conditioning& wire, absl::string_view what);
+
 }  // namespace diffusiond
 
 #endif  // DIFFUSIOND_SERVER_WIRE_FORMAT_H_

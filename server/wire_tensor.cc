@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/bounded_text.h"
 #include "server/wire_format.h"
 
 namespace diffusiond {
@@ -87,18 +88,12 @@ absl::Status to_wire(const torch::Tensor& tensor, v1::Tensor* wire) {
 
 absl::StatusOr<std::map<std::string, torch::Tensor>> from_wire(
     const google::protobuf::RepeatedPtrField<v1::NamedTensor>& wire) {
+  // Every name and tensor is checked before the first is copied.
+  if (absl::Status s = check_named_wire_tensors(wire); !s.ok()) return s;
   std::map<std::string, torch::Tensor> tensors;
-  for (int i = 0; i < wire.size(); ++i) {
-    const v1::NamedTensor& named = wire[i];
-    if (named.name().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("input ", i, " has an empty name"));
-    }
-    if (tensors.count(named.name()) != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input \"", named.name(), "\" is given more than once"));
-    }
+  for (const v1::NamedTensor& named : wire) {
     absl::StatusOr<torch::Tensor> tensor =
-        from_wire(named.tensor(), absl::StrCat("input \"", named.name(), "\""));
+        from_wire(named.tensor(), absl::StrCat("input \"", bounded(named.name()), "\""));
     if (!tensor.ok()) return tensor.status();
     tensors.emplace(named.name(), std::move(*tensor));
   }
@@ -106,14 +101,12 @@ absl::StatusOr<std::map<std::string, torch::Tensor>> from_wire(
 }
 
 absl::StatusOr<Conditioning> from_wire(const v1::Conditioning& wire, absl::string_view what) {
+  if (absl::Status s = check_wire_conditioning(wire, what); !s.ok()) return s;
   Conditioning c;
   absl::StatusOr<NamedTensors> tensors = from_wire(wire.tensors());
-  if (!tensors.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", tensors.status().message()));
+  if (!tensors.ok()) return absl::Status(tensors.status().code(), absl::StrCat(what, ": ", tensors.status().message()));
   c.tensors = *std::move(tensors);
-  for (const auto& [name, value] : wire.scalars()) {
-    if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": a scalar has an empty name"));
-    c.scalars[name] = value;
-  }
+  for (const auto& [name, value] : wire.scalars()) c.scalars[name] = value;
   return c;
 }
 

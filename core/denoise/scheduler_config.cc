@@ -4,7 +4,9 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/bounded_text.h"
 #include "core/util/json.h"
+#include "core/util/json_fields.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -44,9 +46,12 @@ absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, a
                                                        const ScheduleOptions& defaults) {
   DIFFUSIOND_ASSIGN_OR_RETURN(nlohmann::json c, parse_json_strict(json, path));
   if (!c.is_object()) return invalid(path, "expected a JSON object");
-  const std::string cls = c.value("_class_name", std::string("FlowMatchEulerDiscreteScheduler"));
+  // Read with type checks: nlohmann's value() throws on a mismatch.
+  std::string cls = "FlowMatchEulerDiscreteScheduler";
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(c, "_class_name", path, &cls));
   if (cls != "FlowMatchEulerDiscreteScheduler") {
-    return invalid(path, absl::StrCat("scheduler \"", cls, "\" is not supported (FlowMatchEulerDiscreteScheduler is)"));
+    return invalid(path, absl::StrCat("scheduler \"", bounded(cls),
+                                      "\" is not supported (FlowMatchEulerDiscreteScheduler is)"));
   }
   for (const char* flag : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas", "invert_sigmas",
                            "stochastic_sampling"}) {
@@ -57,7 +62,9 @@ absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, a
   if (c.contains("shift_terminal") && !c.at("shift_terminal").is_null()) {
     return invalid(path, "\"shift_terminal\" is not supported");
   }
-  if (c.value("time_shift_type", std::string("exponential")) != "exponential") {
+  std::string time_shift_type = "exponential";
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(c, "time_shift_type", path, &time_shift_type));
+  if (time_shift_type != "exponential") {
     return invalid(path, "only the \"exponential\" time_shift_type is supported");
   }
   if (c.contains("num_train_timesteps") && !(c.at("num_train_timesteps").is_number() &&

@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/util/bounded_text.h"
 #include "core/util/json.h"
 #include "core/util/status_macros.h"
 
@@ -20,7 +21,8 @@ absl::StatusOr<PipelineIndex> parse_pipeline_index(absl::string_view json, absl:
       continue;  // metadata, or an absent optional component ([null, null])
     }
     if (name.empty() || name == "." || name == ".." || absl::StrContains(name, "/") || absl::StrContains(name, "\\")) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": component name \"", name, "\" is not a folder name"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": component name \"", bounded(name), "\" is not a folder name"));
     }
     index.components[name] = value[1].get<std::string>();
   }

@@ -15,6 +15,10 @@ int main(int argc, char** argv) {
   int inputs = 0;
   for (int i = 1; i < argc; ++i) {
     std::vector<std::filesystem::path> files;
+    if (!std::filesystem::exists(argv[i])) {
+      std::fprintf(stderr, "%s: no such file or folder\n", argv[i]);
+      return 1;
+    }
     if (std::filesystem::is_directory(argv[i])) {
       for (const auto& e : std::filesystem::directory_iterator(argv[i])) files.push_back(e.path());
     } else {

@@ -1,6 +1,6 @@
 """ModelService and CacheService against a real daemon: loads with progress,
 cache hits, unload, leases, confinement to the models directory, and a load
-that does not fit the RAM budget."""
+that does not fit the RAM budget, and a request above --max_message_bytes."""
 
 import os
 import shutil
@@ -145,6 +145,25 @@ class BudgetTest(unittest.TestCase):
         with self.assertRaisesRegex(dc.ResourceExhaustedError, "needed"):
             self.client.make_room(2 << 20)
         self.assertEqual(self.client.make_room(1024).evicted_model_ids, ())
+
+
+class MessageLimitTest(DaemonTestCase):
+    """A daemon with --max_message_bytes 64KiB: a larger request is refused by
+    gRPC before any of it is decoded, and the daemon serves on."""
+
+    daemon_options = {"extra_args": ("--max_message_bytes", "64KiB")}
+
+    def test_a_request_above_the_limit_is_refused_and_the_daemon_serves_on(self):
+        big = dc.WireTensor.zeros((32 * 1024,))  # 128 KiB of float32
+        with self.assertRaises(dc.ResourceExhaustedError) as cm:
+            self.client.step("never-loaded", {"x": big})
+        self.assertEqual(cm.exception.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("larger than max", cm.exception.details)
+        self.assertEqual(self.client.health(), "SERVING")
+        self.assertEqual(self.client.health("readiness"), "SERVING")
+        # Under the limit, the same call reaches the engine.
+        with self.assertRaises(dc.NotFoundError):
+            self.client.step("never-loaded", {"x": dc.WireTensor.zeros((16,))})
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "core/models/config_limits.h"
+#include "core/util/bounded_text.h"
 #include "core/util/json.h"
 #include "core/util/json_fields.h"
 #include "core/util/status_macros.h"
@@ -75,7 +76,7 @@ absl::StatusOr<FluxConfig> parse_flux_config(absl::string_view text, absl::strin
   if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
   if (root.contains("_class_name") && root.at("_class_name") != json("FluxTransformer2DModel")) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": _class_name is ",
-                                                   root.at("_class_name").dump(),
+                                                   bounded(root.at("_class_name").dump()),
                                                    ", expected \"FluxTransformer2DModel\""));
   }
   FluxConfig c;

@@ -45,7 +45,7 @@ absl::Status read_rope(const json& root, absl::string_view what, Qwen3Config* c)
   DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "rope_theta", what, &c->rope_theta));
   if (!present(root, "rope_parameters")) return absl::OkStatus();
   const json& rope = root.at("rope_parameters");
-  if (!rope.is_object() || rope.value("rope_type", std::string("default")) != "default") {
+  if (!rope.is_object() || rope.value("rope_type", json("default")) != json("default")) {
     return json_field_error(what, "rope_parameters", rope,
                        "an object with rope_type \"default\" (RoPE scaling is not supported)");
   }

@@ -57,7 +57,9 @@ class Qwen3Family final : public ModelFamily {
   bool recognizes(const Checkpoint& checkpoint) const override {
     if (checkpoint.config_json().empty()) return false;
     absl::StatusOr<nlohmann::json> config = parse_json_strict(checkpoint.config_json(), checkpoint.config_path());
-    return config.ok() && config->is_object() && config->value("model_type", std::string()) == "qwen3";
+    // Compared as JSON: value() with a string default throws on a non-string.
+    return config.ok() && config->is_object() &&
+           config->value("model_type", nlohmann::json()) == nlohmann::json("qwen3");
   }
 
   // The tokenizer comes from the model's folder, or a sibling tokenizer/

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "core/models/config_limits.h"
+#include "core/util/bounded_text.h"
 #include "core/util/json.h"
 #include "core/util/json_fields.h"
 #include "core/util/status_macros.h"
@@ -85,7 +86,7 @@ absl::StatusOr<VaeConfig> parse_vae_config(absl::string_view text, absl::string_
   if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
   if (root.contains("_class_name") && root.at("_class_name") != json("AutoencoderKL")) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, ": _class_name is ", root.at("_class_name").dump(), ", expected \"AutoencoderKL\""));
+        what, ": _class_name is ", bounded(root.at("_class_name").dump()), ", expected \"AutoencoderKL\""));
   }
   // Upstream's constructor defaults where the field is absent.
   VaeConfig c;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/models/config_limits.h"
+#include "core/util/bounded_text.h"
 #include "core/util/json.h"
 #include "core/util/json_fields.h"
 #include "core/util/status_macros.h"
@@ -84,7 +85,7 @@ absl::StatusOr<ZImageConfig> parse_z_image_config(absl::string_view text, absl::
   if (root.contains("_class_name") &&
       root.at("_class_name") != json("ZImageTransformer2DModel")) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": _class_name is ",
-                                                   root.at("_class_name").dump(),
+                                                   bounded(root.at("_class_name").dump()),
                                                    ", expected \"ZImageTransformer2DModel\""));
   }
   if (root.contains("siglip_feat_dim") && !root.at("siglip_feat_dim").is_null()) {

@@ -1,5 +1,6 @@
 // Hostile scheduler_config.json values: numbers far out of range, floats
-// where integers belong, and wrong types are refused naming the field.
+// where integers belong, and wrong types (where strings belong too) are
+// refused naming the field.
 #include <string>
 
 #include "core/denoise/scheduler_config.h"
@@ -29,6 +30,9 @@ TEST(SchedulerConfigHostile, OutOfRangeAndMistypedFieldsAreRefused) {
       {R"({"max_image_seq_len": -4096})", "\"max_image_seq_len\" is -4096, expected 1 to"},
       {R"({"base_image_seq_len": 99999999999999})", "\"base_image_seq_len\" is 99999999999999"},
       {R"({"use_dynamic_shifting": "yes"})", "\"use_dynamic_shifting\" must be a boolean"},
+      // Found by tests/fuzz/config_fuzz.cc: these threw out of the parser.
+      {R"({"_class_name": [8, 16]})", "field '_class_name' is [8,16], expected a string"},
+      {R"({"time_shift_type": 5})", "field 'time_shift_type' is 5, expected a string"},
   };
   for (const auto& [json, message] : cases) {
     EXPECT_THAT(parse(json).status(),

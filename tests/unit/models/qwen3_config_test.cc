@@ -101,6 +101,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "field 'rope_scaling' is {\"factor\":4.0,\"rope_type\":\"yarn\"}, expected null"},
         BadField{"rope_parameters", json{{"rope_type", "linear"}, {"factor", 2.0}},
                  "field 'rope_parameters'"},
+        // A rope_type of another JSON type threw out of the parser (config fuzz).
+        BadField{"rope_parameters", json{{"rope_type", 5}}, "field 'rope_parameters' is {\"rope_type\":5}"},
         BadField{"attention_bias", true, "field 'attention_bias' is true, expected false"},
         BadField{"use_sliding_window", true, "field 'use_sliding_window' is true"},
         BadField{"layer_types", json{"full_attention", "sliding_attention", "full_attention"},

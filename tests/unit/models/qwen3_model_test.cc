@@ -168,5 +168,19 @@ TEST(Qwen3Family, RecognisesModelTypeAndRefusesUnsupportedConfigs) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("field 'rope_scaling'")));
 }
 
+TEST(Qwen3Family, AModelTypeOfAnotherJsonTypeIsNotRecognisedAndDoesNotThrow) {
+  // It threw out of recognizes() (nlohmann's value() on a mismatched type),
+  // which no caller catches: opening such a folder ended the daemon.
+  TempDir dir;
+  dir.write("config.json", R"({"model_type": 5})");
+  testing::write_safetensors(dir.path("model.safetensors"),
+                             {testing::filled_tensor("model.norm.weight", DType::kF32, {24})});
+  absl::StatusOr<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(dir.path());
+  ASSERT_THAT(ckpt, IsOk());
+  EXPECT_EQ(find_model_family(**ckpt), nullptr);
+  EXPECT_THAT(plan_model(**ckpt, ModelLoadOptions()),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no supported architecture")));
+}
+
 }  // namespace
 }  // namespace diffusiond

@@ -5,6 +5,8 @@
 #include "core/pipeline/generate.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 
 #include "core/engine/engine.h"
@@ -169,6 +171,15 @@ TEST_F(GenerateTest, BadRequestsAreRefusedBeforeAnyLoad) {
   r = request();
   r.steps = 0;
   EXPECT_THAT(generate(*engine_, models_dir_, r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("steps")));
+  r.steps = 1000000;
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("steps must be 1 to 1000")));
+  r = request();
+  r.guidance_scale = std::nan("");
+  EXPECT_THAT(generate(*engine_, models_dir_, r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("finite")));
+  r = request();
+  r.shift = std::numeric_limits<double>::infinity();
+  EXPECT_THAT(generate(*engine_, models_dir_, r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("finite")));
   r = request();
   r.pipeline = "pipe/vae";
   EXPECT_THAT(generate(*engine_, models_dir_, r),

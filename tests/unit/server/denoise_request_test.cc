@@ -1,6 +1,8 @@
 // denoise_request: hostile Denoise options (10^6 steps, NaN or infinite
-// guidance and shift, too many sigmas) are refused before the engine.
+// guidance and shift, too many sigmas, NaN or infinite initial latents) are
+// refused before the engine.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -60,6 +62,24 @@ TEST(DenoiseRequest, MoreSigmasThanStepsAllowedAreRefused) {
   for (int i = 0; i < 1001; ++i) r.add_sigmas(1.0f - static_cast<float>(i) / 1001);
   EXPECT_THAT(denoise_request(r).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 1000 sigmas")));
+}
+
+TEST(DenoiseRequest, NanOrInfiniteInitialLatentsAreRefused) {
+  for (float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    v1::DenoiseRequest r = valid_request();
+    v1::Tensor* latents = r.mutable_initial_latents();
+    latents->set_dtype(v1::DTYPE_FLOAT32);
+    for (int64_t d : {16, 1, 2}) latents->add_shape(d);
+    std::string data(16 * 2 * sizeof(float), '\0');
+    std::memcpy(data.data() + 5 * sizeof(float), &bad, sizeof(bad));
+    latents->set_data(data);
+    EXPECT_THAT(denoise_request(r).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("initial_latents: float32 element 5")))
+        << bad;
+    std::memset(data.data() + 5 * sizeof(float), 0, sizeof(float));
+    latents->set_data(data);
+    EXPECT_THAT(denoise_request(r).status(), IsOk());
+  }
 }
 
 }  // namespace

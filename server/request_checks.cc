@@ -1,0 +1,70 @@
+#include "server/request_checks.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+#include "server/wire_format.h"
+
+namespace diffusiond {
+namespace {
+
+// Latents the daemon denoises or decodes. A NaN or an infinity would not
+// fail: it would spread through every step and come back as a black or
+// garbage image after the whole run.
+absl::Status check_latents(const v1::Tensor& wire, absl::string_view what) {
+  absl::StatusOr<WireTensorLayout> layout = check_wire_tensor(wire, what);
+  if (!layout.ok()) return layout.status();
+  if (!wire_dtype_is_floating(layout->dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be a floating-point tensor, got ", wire_dtype_name(layout->dtype)));
+  }
+  return check_wire_finite(wire, what);
+}
+
+absl::Status check_finite_non_negative(double value, absl::string_view field) {
+  if (!std::isfinite(value) || value < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " must be finite and >= 0, got ", value));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status check_denoise_request(const v1::DenoiseRequest& wire) {
+  DIFFUSIOND_RETURN_IF_ERROR(check_wire_conditioning(wire.conditioning(), "conditioning"));
+  if (wire.has_negative()) {
+    DIFFUSIOND_RETURN_IF_ERROR(check_wire_conditioning(wire.negative(), "negative conditioning"));
+  }
+  if (wire.has_initial_latents()) {
+    DIFFUSIOND_RETURN_IF_ERROR(check_latents(wire.initial_latents(), "initial_latents"));
+  } else if (wire.latent_shape_size() == 0) {
+    return absl::InvalidArgumentError("give initial_latents or latent_shape [C, H, W]");
+  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_finite_non_negative(wire.guidance_scale(), "guidance_scale"));
+  if (wire.steps() < 0 || wire.steps() > kMaxDenoiseSteps) {
+    return absl::InvalidArgumentError(absl::StrCat("steps must be in [0, ", kMaxDenoiseSteps,
+                                                   "] (0: ", kDefaultDenoiseSteps, "), got ", wire.steps()));
+  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_finite_non_negative(wire.shift(), "shift"));
+  if (wire.sigmas_size() > kMaxDenoiseSteps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("at most ", kMaxDenoiseSteps, " sigmas, got ", wire.sigmas_size()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status check_decode_request(const v1::DecodeRequest& wire) {
+  return check_latents(wire.latents(), "latents");
+}
+
+absl::Status check_generate_request(const v1::GenerateRequest& wire) {
+  if (wire.width() < 0 || wire.height() < 0 || wire.steps() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("width, height and steps must not be negative (0: the defaults), got ", wire.width(), "x",
+                     wire.height(), ", ", wire.steps(), " steps"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,91 @@
+// libFuzzer target for the model config parsers, along the path of
+// `diffusiond-checkpoint plan-config`: the family a config.json names, its
+// recipe (config parsed, bounded and validated, parameter table built),
+// and the load plan over that table; every family's recipe for the same
+// bytes; a VAE's decode activations; and scheduler_config.json.
+//
+// Bad input must give a Status whose message is bounded, never a crash or
+// a sanitizer report. Memory must stay proportional to the input, not to
+// the numbers in it: run with -malloc_limit_mb and -rss_limit_mb
+// (deploy/fuzz.sh config), which turn a table sized by a declared count
+// into a finding.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "core/denoise/scheduler_config.h"
+#include "core/loader/load_plan.h"
+#include "core/models/model_family.h"
+#include "core/models/vae/vae_config.h"
+#include "core/models/vae/vae_memory.h"
+#include "core/models/vae/vae_tiling.h"
+
+namespace diffusiond {
+namespace {
+
+// Status messages reach clients (a LoadModel's config_path); values from
+// the file are quoted at most 200 bytes at a time.
+constexpr size_t kMaxMessageBytes = 1024;
+
+void check_bounded(const absl::Status& s) {
+  if (s.message().size() > kMaxMessageBytes) __builtin_trap();
+}
+
+// What plan-config does with a recipe: the parameter table as bf16
+// records, planned as a load.
+void plan(const LoadRecipe& recipe) {
+  (void)recipe.describe();
+  std::vector<TensorRecord> records;
+  for (const ParamSpec& p : recipe.parameter_table()) {
+    TensorRecord r;
+    r.name = p.name;
+    r.dtype = DType::kBF16;
+    r.shape = p.shape;
+    r.numel = 1;
+    for (int64_t d : p.shape) {
+      if (d < 0 || __builtin_mul_overflow(r.numel, d, &r.numel)) __builtin_trap();
+    }
+    if (__builtin_mul_overflow(r.numel, int64_t{2}, &r.nbytes)) __builtin_trap();
+    (void)recipe.classify(p.name, p.shape);
+    records.push_back(std::move(r));
+  }
+  PlanOptions options;
+  options.declaration = recipe.declaration();
+  options.fp8.format = Fp8Format::kE4M3Fn;  // exercises the declaration's skip patterns
+  absl::StatusOr<LoadPlan> planned =
+      plan_tensors(records, [](absl::string_view) { return nullptr; }, "config.json", options);
+  check_bounded(planned.status());
+}
+
+void fuzz_one(const uint8_t* data, size_t size) {
+  const absl::string_view json(reinterpret_cast<const char*>(data), size);
+  if (const ModelFamily* family = find_family_for_config(json)) {
+    absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe = family->recipe_for_config(json, "config.json");
+    check_bounded(recipe.status());
+    if (recipe.ok()) plan(**recipe);
+  }
+  // Each family's parser on the same bytes, whatever class they name.
+  for (const ModelFamily* family : model_families()) {
+    check_bounded(family->recipe_for_config(json, "config.json").status());
+  }
+  if (absl::StatusOr<VaeConfig> vae = parse_vae_config(json, "config.json"); vae.ok()) {
+    for (int64_t side : {512, 1024, 2048}) {
+      const int64_t h = side / vae->scale_factor();
+      (void)vae_decode_activation_bytes(*vae, 1, h, h, 2, std::nullopt);
+      (void)vae_decode_activation_bytes(*vae, 1, h, h, 2, default_vae_tiling(*vae));
+    }
+  } else {
+    check_bounded(vae.status());
+  }
+  check_bounded(parse_scheduler_config(json, "scheduler_config.json", ScheduleOptions{}).status());
+}
+
+}  // namespace
+}  // namespace diffusiond
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  diffusiond::fuzz_one(data, size);
+  return 0;
+}
