@@ -266,7 +266,9 @@ void Daemon::drain() {
   if (!engine_->wait_idle(deadline)) {
     log_.warning("drain grace over; cancelling in-flight work");
     engine_->cancel_all();
-    if (!engine_->wait_idle(clock_->now() + seams_.cancel_wait)) exit_with_work_running(start);
+    const absl::Time cancelled = clock_->now();
+    if (!engine_->wait_idle(cancelled + seams_.cancel_wait)) exit_with_work_running(start);
+    log_.info("in-flight work stopped", absl::StrCat("seconds_after_cancel=", absl::ToDoubleSeconds(clock_->now() - cancelled)));
   }
   {
     MutexLock lock(&mu_);
