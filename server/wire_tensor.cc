@@ -86,11 +86,12 @@ absl::Status to_wire(const torch::Tensor& tensor, v1::Tensor* wire) {
   }
 }
 
-absl::StatusOr<std::map<std::string, torch::Tensor>> from_wire(
-    const google::protobuf::RepeatedPtrField<v1::NamedTensor>& wire) {
-  // Every name and tensor is checked before the first is copied.
-  if (absl::Status s = check_named_wire_tensors(wire); !s.ok()) return s;
-  std::map<std::string, torch::Tensor> tensors;
+namespace {
+
+// Copies named tensors whose names and layouts were checked
+// (check_named_wire_tensors), so none is copied before every one passed.
+absl::StatusOr<NamedTensors> copy_checked(const google::protobuf::RepeatedPtrField<v1::NamedTensor>& wire) {
+  NamedTensors tensors;
   for (const v1::NamedTensor& named : wire) {
     absl::StatusOr<torch::Tensor> tensor =
         from_wire(named.tensor(), absl::StrCat("input \"", bounded(named.name()), "\""));
@@ -100,10 +101,18 @@ absl::StatusOr<std::map<std::string, torch::Tensor>> from_wire(
   return tensors;
 }
 
+}  // namespace
+
+absl::StatusOr<std::map<std::string, torch::Tensor>> from_wire(
+    const google::protobuf::RepeatedPtrField<v1::NamedTensor>& wire) {
+  if (absl::Status s = check_named_wire_tensors(wire); !s.ok()) return s;
+  return copy_checked(wire);
+}
+
 absl::StatusOr<Conditioning> from_wire(const v1::Conditioning& wire, absl::string_view what) {
   if (absl::Status s = check_wire_conditioning(wire, what); !s.ok()) return s;
   Conditioning c;
-  absl::StatusOr<NamedTensors> tensors = from_wire(wire.tensors());
+  absl::StatusOr<NamedTensors> tensors = copy_checked(wire.tensors());
   if (!tensors.ok()) return absl::Status(tensors.status().code(), absl::StrCat(what, ": ", tensors.status().message()));
   c.tensors = *std::move(tensors);
   for (const auto& [name, value] : wire.scalars()) c.scalars[name] = value;

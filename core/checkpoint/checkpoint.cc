@@ -12,6 +12,7 @@
 #include "core/util/bounded_text.h"
 #include "core/util/file_text.h"
 #include "core/util/json.h"
+#include "core/util/permission_error.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -29,10 +30,6 @@ static_assert(sizeof(kLayoutNames) / sizeof(kLayoutNames[0]) == 3, "one name per
 constexpr absl::string_view kWeightsFiles[] = {"diffusion_pytorch_model.safetensors",
                                                "model.safetensors"};
 constexpr absl::string_view kIndexSuffix = ".safetensors.index.json";
-
-bool is_permission_error(const std::error_code& ec) {
-  return ec == std::errc::permission_denied || ec == std::errc::operation_not_permitted;
-}
 
 // What a failed filesystem query of `path` means: the daemon may not look
 // (PERMISSION_DENIED), or the filesystem failed (UNAVAILABLE).

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/util/bounded_text.h"
+#include "core/util/permission_error.h"
 
 namespace diffusiond {
 namespace {
@@ -42,7 +43,7 @@ absl::StatusOr<std::string> resolve_confined_path(absl::string_view root,
     }
     // A folder the daemon may not search (chmod 000) hides what is in it:
     // that is not the model being absent.
-    if (ec == std::errc::permission_denied || ec == std::errc::operation_not_permitted) {
+    if (is_permission_error(ec)) {
       return absl::PermissionDeniedError(
           absl::StrCat("'", bounded(requested), "' cannot be looked up in ", base.string(), ": ", ec.message()));
     }

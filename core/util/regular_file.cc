@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/permission_error.h"
 
 namespace diffusiond {
 namespace {
@@ -25,7 +26,7 @@ const char* describe_type(mode_t mode) {
 absl::Status open_error(const std::string& path, int err) {
   const std::string message = absl::StrCat(path, ": ", std::strerror(err));
   if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-  if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
+  if (is_permission_error(err)) return absl::PermissionDeniedError(message);
   return absl::UnavailableError(message);
 }
 
