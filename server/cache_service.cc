@@ -1,6 +1,7 @@
 #include "server/cache_service.h"
 
-#include <set>
+#include <string>
+#include <vector>
 
 #include "core/memory/process_memory.h"
 #include "server/grpc_status.h"
@@ -10,12 +11,6 @@
 
 namespace diffusiond {
 namespace {
-
-std::set<std::string> cached_keys(const CacheStats& stats) {
-  std::set<std::string> keys;
-  for (const CacheEntryStats& e : stats.entries) keys.insert(e.key);
-  return keys;
-}
 
 // The tier make_room(bytes, device) takes its room from: on cuda with a
 // device, the VRAM tier, whose entries are placements (evicting one leaves
@@ -62,17 +57,14 @@ grpc::ServerUnaryReactor* CacheServiceImpl::MakeRoom(grpc::CallbackServerContext
     reactor->Finish(to_grpc_status(device.status()));
     return reactor;
   }
-  const std::set<std::string> before = cached_keys(tier_stats(*deps_.engine, *device));
   // The reservation only proves the room exists; it is released at once,
   // leaving the room free for the caller's next load.
-  absl::StatusOr<Reservation> room = deps_.engine->make_room(request->bytes(), *device);
+  std::vector<std::string> evicted;
+  absl::StatusOr<Reservation> room = deps_.engine->make_room(request->bytes(), *device, &evicted);
   if (room.ok()) {
     *room = Reservation();
+    for (const std::string& key : evicted) response->add_evicted_model_ids(key);
     const CacheStats after = tier_stats(*deps_.engine, *device);
-    const std::set<std::string> kept = cached_keys(after);
-    for (const std::string& key : before) {
-      if (kept.count(key) == 0) response->add_evicted_model_ids(key);
-    }
     for (const BudgetSnapshot& b : after.budgets) {
       if (b.device == *device) response->set_available_bytes(b.available_bytes());
     }

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/image/png.h"
+#include "core/pipeline/prompt_encoding.h"
 #include "core/util/status_macros.h"
 #include "server/cancellable_reactor.h"
 #include "server/event_stream.h"
@@ -11,9 +12,6 @@
 
 namespace diffusiond {
 namespace {
-
-constexpr int kDefaultSide = 1024;
-constexpr int kDefaultSteps = 8;
 
 // Encodes uint8 pixels [H, W, 3] as the API's Image.
 absl::Status to_wire_image(const torch::Tensor& pixels, uint64_t seed, const PngText& text, v1::Image* image) {
@@ -62,14 +60,17 @@ absl::StatusOr<GenerateRequest> generate_request(const v1::GenerateRequest& wire
   DIFFUSIOND_RETURN_IF_ERROR(check_generate_request(wire));
   GenerateRequest r;
   r.pipeline = wire.pipeline();
-  r.text_encoder = wire.text_encoder();
-  r.transformer = wire.transformer();
-  r.vae = wire.vae();
+  for (const auto& [name, alias] : {std::pair<const char*, const std::string*>{"text_encoder", &wire.text_encoder()},
+                                    {"transformer", &wire.transformer()},
+                                    {"vae", &wire.vae()}}) {
+    if (!alias->empty()) r.components[name] = *alias;
+  }
+  for (const auto& [name, id] : wire.components()) r.components[name] = id;
   r.prompt = wire.prompt();
   r.negative_prompt = wire.negative_prompt();
-  r.width = wire.width() == 0 ? kDefaultSide : wire.width();
-  r.height = wire.height() == 0 ? kDefaultSide : wire.height();
-  r.steps = wire.steps() == 0 ? kDefaultSteps : wire.steps();
+  r.width = wire.width();
+  r.height = wire.height();
+  r.steps = wire.steps();
   r.guidance_scale = wire.guidance_scale();
   r.seed = wire.seed();
   r.shift = wire.shift();
@@ -81,9 +82,8 @@ grpc::ServerUnaryReactor* PipelineServiceImpl::EncodePrompt(grpc::CallbackServer
                                                             v1::EncodePromptResponse* response) {
   auto* reactor = new CancellableUnaryReactor();
   run_unary(deps_, reactor, [deps = deps_, request, response](const GenerateOptions& options) -> absl::Status {
-    DIFFUSIOND_ASSIGN_OR_RETURN(std::string id, ready_component(*deps.engine, request->text_encoder(), options));
     DIFFUSIOND_ASSIGN_OR_RETURN(EncodedPrompt encoded,
-                                deps.engine->encode_prompt(id, request->prompt(), options.cancel));
+                                encode_prompt(*deps.engine, request->text_encoder(), request->prompt(), options));
     for (const auto& [name, tensor] : encoded.conditioning.tensors) {
       v1::NamedTensor* out = response->mutable_conditioning()->add_tensors();
       out->set_name(name);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/bounded_text.h"
 #include "core/util/status_macros.h"
 #include "server/wire_format.h"
 
@@ -63,6 +64,18 @@ absl::Status check_generate_request(const v1::GenerateRequest& wire) {
     return absl::InvalidArgumentError(
         absl::StrCat("width, height and steps must not be negative (0: the defaults), got ", wire.width(), "x",
                      wire.height(), ", ", wire.steps(), " steps"));
+  }
+  // A pipeline has a handful of components; names are folder names.
+  constexpr int kMaxComponents = 16;
+  if (wire.components_size() > kMaxComponents) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a Generate names at most ", kMaxComponents, " components, got ", wire.components_size()));
+  }
+  for (const auto& [name, id] : wire.components()) {
+    if (name.empty() || name.size() > 64 || name.find_first_of("/\\") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("component name \"", bounded(name),
+                                                     "\" is not a pipeline component's folder name"));
+    }
   }
   return absl::OkStatus();
 }

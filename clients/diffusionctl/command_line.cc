@@ -128,8 +128,9 @@ absl::StatusOr<Invocation> parse_command_line(const std::vector<std::string>& ar
       return absl::InvalidArgumentError(
           absl::StrCat("--", name, " needs a value (", spec->value, ")"));
     }
+    if (!global && spec->repeatable) parsed.repeats[name].push_back(value);
     const bool repeated = global ? !seen_global.emplace(name, true).second
-                                 : !parsed.flags.emplace(name, value).second;
+                                 : !parsed.flags.emplace(name, value).second && !spec->repeatable;
     if (repeated) return absl::InvalidArgumentError(absl::StrCat("--", name, " is given twice"));
     if (global) {
       if (absl::Status s = apply_global(inv.global, name, value); !s.ok()) return s;

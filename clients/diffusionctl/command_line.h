@@ -91,16 +91,17 @@ struct DenoiseOptions {
 // The PipelineService commands. Model fields hold a loaded model's id or a
 // path in the daemon's models directory.
 struct GenerateOptions {
-  std::string pipeline;  // a pipeline folder; empty: all three components given
-  std::string text_encoder;  // each empty: the pipeline's component
-  std::string transformer;
-  std::string vae;
+  std::string pipeline;  // a pipeline folder; empty: every component given
+  // Component name -> a loaded model's id or a path; each overrides the
+  // pipeline's (--component NAME=ID, and the --text_encoder, --transformer
+  // and --vae shorthands).
+  std::map<std::string, std::string> components;
   std::string prompt;
   std::string negative_prompt;  // used when guidance_scale > 1
-  int width = 0;                // pixels, a multiple of 16; 0: the daemon's (1024)
+  int width = 0;                // pixels, a multiple of 16; 0: the pipeline's default
   int height = 0;
-  int steps = 0;                // 0: the daemon's (8)
-  double guidance_scale = 0.0;  // <= 1 is off
+  int steps = 0;                // 0: the pipeline's default
+  double guidance_scale = 0.0;  // 0: the pipeline's default
   std::optional<uint64_t> seed;  // empty: a random seed, printed with the result
   double shift = 0.0;           // 0: the transformer's schedule
   std::string out_path;         // the PNG

@@ -104,9 +104,7 @@ absl::Status write_image(const CommandEnv& env, const std::string& path, const v
 absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) {
   v1::GenerateRequest request;
   request.set_pipeline(options.pipeline);
-  request.set_text_encoder(options.text_encoder);
-  request.set_transformer(options.transformer);
-  request.set_vae(options.vae);
+  for (const auto& [name, id] : options.components) (*request.mutable_components())[name] = id;
   request.set_prompt(options.prompt);
   request.set_negative_prompt(options.negative_prompt);
   request.set_width(options.width);

@@ -77,7 +77,8 @@ Budget* ModelCache::budget_for(Device device) const {
   return device == Device::kCpu ? ram_budget_ : vram_budget_;
 }
 
-absl::StatusOr<Reservation> ModelCache::make_room(int64_t bytes, Device device) {
+absl::StatusOr<Reservation> ModelCache::make_room(int64_t bytes, Device device,
+                                                  std::vector<std::string>* evicted) {
   if (bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat("make_room: negative size ", bytes));
   }
@@ -129,6 +130,7 @@ absl::StatusOr<Reservation> ModelCache::make_room(int64_t bytes, Device device) 
       for (const std::shared_ptr<Entry>& victim : candidates) {
         if (budget->available_bytes() >= bytes) break;
         events.push_back(remove_locked(victim, CacheEvent::Kind::kEvicted));
+        if (evicted != nullptr) evicted->push_back(events.back().key);
         ++counters_.evictions;
       }
       result = budget->reserve(bytes);

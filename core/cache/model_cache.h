@@ -83,8 +83,11 @@ class ModelCache {
   // `device`, then reserves them. If they cannot fit even after evicting
   // every unpinned entry, evicts nothing and returns RESOURCE_EXHAUSTED
   // stating needed, available and evictable bytes. Returns
-  // FAILED_PRECONDITION if no budget is configured for `device`.
-  absl::StatusOr<Reservation> make_room(int64_t bytes, Device device);
+  // FAILED_PRECONDITION if no budget is configured for `device`. When
+  // `evicted` is given, the keys this call evicted are appended to it, in
+  // eviction order: callers report what they caused, not a diff of stats.
+  absl::StatusOr<Reservation> make_room(int64_t bytes, Device device,
+                                        std::vector<std::string>* evicted = nullptr);
 
   // Returns `key` pinned if it is loaded; otherwise makes the caller its
   // loader by returning a LoadSlot, exactly once however many threads ask

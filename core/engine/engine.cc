@@ -143,6 +143,28 @@ absl::StatusOr<ModelInfo> Engine::find(const ModelLoadRequest& request) {
   return answer(load, *std::move(pinned));
 }
 
+absl::StatusOr<ModelInfo> Engine::inspect(const ModelLoadRequest& request) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, resolve(request));
+  if (absl::StatusOr<Pin> pinned = cache_->get(load.model_id); pinned.ok()) return answer(load, *std::move(pinned));
+  OpenOptions open;
+  open.config_path = load.config_path;
+  open.opener = options_.file_opener;
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(load.path, open));
+  ModelLoadOptions lo;
+  lo.compute_dtype = to_scalar_type(load.compute_dtype);
+  lo.fp8 = load.fp8;
+  DIFFUSIOND_ASSIGN_OR_RETURN(ModelPlan plan, plan_model(*checkpoint, lo));
+  ModelInfo info;
+  info.model_id = load.model_id;
+  info.path = load.path;
+  info.architecture = std::string(plan.family->name());
+  info.description = plan.recipe->describe();
+  info.geometry = plan.recipe->latent_geometry();
+  info.compute_dtype = load.compute_dtype;
+  info.bytes[static_cast<int>(Device::kCpu)] = plan.plan.reservation_bytes();
+  return info;
+}
+
 absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const LoadWatcher& watcher) {
   Job job(this);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
@@ -275,12 +297,12 @@ absl::Status Engine::renew_lease(LeaseId lease, absl::Duration ttl) {
 
 absl::Status Engine::release_lease(LeaseId lease) { return cache_->release_lease(lease); }
 
-absl::StatusOr<Reservation> Engine::make_room(int64_t bytes, Device device) {
+absl::StatusOr<Reservation> Engine::make_room(int64_t bytes, Device device, std::vector<std::string>* evicted) {
   Job job(this);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("cannot make room for ", bytes, " bytes"));
-  if (device == Device::kCuda && vram_ != nullptr) return vram_->make_room(bytes);
-  return cache_->make_room(bytes, device);
+  if (device == Device::kCuda && vram_ != nullptr) return vram_->make_room(bytes, evicted);
+  return cache_->make_room(bytes, device, evicted);
 }
 
 absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const NamedTensors& inputs,
@@ -348,7 +370,7 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
                                 prepare_device(request.model_id, model, model.estimate_activations(query).bytes));
   } else {
     DIFFUSIOND_ASSIGN_OR_RETURN(
-        activations, reserve_step_activations(*cache_, model, query, Device::kCpu, request.model_id));
+        activations, reserve_step_activations(*cache_, model, query, Device::kCpu, request.model_id, request.evicted));
   }
   // The caller and the drain stop the loop before its next step, and the
   // forward in progress before its next block.

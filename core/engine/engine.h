@@ -93,6 +93,7 @@ class Engine final : public EngineApi {
   // if it is not cached. Never loads, so a server answers hits on its own
   // thread and queues only real loads.
   absl::StatusOr<ModelInfo> find(const ModelLoadRequest& request) override;
+  absl::StatusOr<ModelInfo> inspect(const ModelLoadRequest& request) override;
 
   // Returns after the model's memory is released. See UnloadOptions; a
   // waiting unload wakes and stops at once when options.cancel fires
@@ -109,7 +110,8 @@ class Engine final : public EngineApi {
   absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration ttl) override;
   absl::Status renew_lease(LeaseId lease, absl::Duration ttl) override;
   absl::Status release_lease(LeaseId lease) override;
-  absl::StatusOr<Reservation> make_room(int64_t bytes, Device device) override;
+  absl::StatusOr<Reservation> make_room(int64_t bytes, Device device,
+                                        std::vector<std::string>* evicted = nullptr) override;
 
   // One forward of `model_id`. NOT_FOUND if it is not loaded. A denoiser's
   // activation estimate is reserved on the CPU for the call first
@@ -129,11 +131,15 @@ class Engine final : public EngineApi {
   absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request,
                                         const DenoiseOptions& options) override;
 
-  // The conditioning text encoder `model_id` gives `prompt`.
+  // Encodes `request` with text encoder `model_id`, after admitting its
+  // activations (encode_activation_bytes of the most tokens it can give)
+  // by a reservation, evicting unpinned models if needed.
   // FAILED_PRECONDITION if the model is not a text encoder (or has no
-  // tokenizer), NOT_FOUND if it is not loaded.
-  absl::StatusOr<EncodedPrompt> encode_prompt(const std::string& model_id, const std::string& prompt,
-                                              const CancellationToken& cancel = {}) override;
+  // tokenizer), NOT_FOUND if it is not loaded, RESOURCE_EXHAUSTED if the
+  // activations cannot be admitted. `cancel` stops it between layers.
+  absl::StatusOr<EncodedText> encode_text(const std::string& model_id, const TextEncoding& request,
+                                          const CancellationToken& cancel = {},
+                                          std::vector<std::string>* evicted = nullptr) override;
 
   // Decodes pipeline-space `latents` [C, h, w] (or [1, C, h, w]) with VAE
   // `model_id` into uint8 pixels [8h, 8w, 3]. The decode's activations are
@@ -143,7 +149,8 @@ class Engine final : public EngineApi {
   // is not a VAE, INVALID_ARGUMENT for misshapen latents. `cancel` stops
   // encode and decode as it stops step().
   absl::StatusOr<torch::Tensor> decode_image(const std::string& model_id, const torch::Tensor& latents,
-                                             const CancellationToken& cancel = {}) override;
+                                             const CancellationToken& cancel = {},
+                                             std::vector<std::string>* evicted = nullptr) override;
 
   // Lifecycle. After stop_accepting() new work fails with UNAVAILABLE;
   // wait_idle() returns true once no work runs (false at the deadline, on

@@ -65,6 +65,9 @@ struct EngineDenoiseRequest {
   DenoiseRequest loop;
   Conditioning positive;                // the model's conditioning_inputs()
   std::optional<Conditioning> negative;  // for classifier-free guidance
+  // Optional: gets the keys of the models evicted to admit the activations,
+  // before the first step runs.
+  std::vector<std::string>* evicted = nullptr;
 };
 
 class EngineApi {
@@ -73,6 +76,11 @@ class EngineApi {
 
   virtual absl::StatusOr<ModelInfo> load(const ModelLoadRequest& request, const LoadWatcher& watcher = {}) = 0;
   virtual absl::StatusOr<ModelInfo> find(const ModelLoadRequest& request) = 0;
+  // Describes the model `request` names without loading it: a cached
+  // model's info, else its architecture, latent geometry and the RAM its
+  // load would reserve, read from headers and config alone. Errors as a
+  // load's before admission.
+  virtual absl::StatusOr<ModelInfo> inspect(const ModelLoadRequest& request) = 0;
   virtual absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options) = 0;
   virtual std::vector<ModelInfo> list() const = 0;
   virtual CacheStats stats() const = 0;
@@ -80,15 +88,21 @@ class EngineApi {
   virtual absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration ttl) = 0;
   virtual absl::Status renew_lease(LeaseId lease, absl::Duration ttl) = 0;
   virtual absl::Status release_lease(LeaseId lease) = 0;
-  virtual absl::StatusOr<Reservation> make_room(int64_t bytes, Device device) = 0;
+  // `evicted` (optional) gets the keys this call evicted.
+  virtual absl::StatusOr<Reservation> make_room(int64_t bytes, Device device,
+                                                std::vector<std::string>* evicted = nullptr) = 0;
   virtual absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs,
                                             const CancellationToken& cancel = {}) = 0;
   virtual absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request,
                                                 const DenoiseOptions& options) = 0;
-  virtual absl::StatusOr<EncodedPrompt> encode_prompt(const std::string& model_id, const std::string& prompt,
-                                                      const CancellationToken& cancel = {}) = 0;
+  // `evicted` (optional) gets the keys of the models this call evicted to
+  // admit its activations, as ModelCache::make_room reports them.
+  virtual absl::StatusOr<EncodedText> encode_text(const std::string& model_id, const TextEncoding& request,
+                                                  const CancellationToken& cancel = {},
+                                                  std::vector<std::string>* evicted = nullptr) = 0;
   virtual absl::StatusOr<torch::Tensor> decode_image(const std::string& model_id, const torch::Tensor& latents,
-                                                     const CancellationToken& cancel = {}) = 0;
+                                                     const CancellationToken& cancel = {},
+                                                     std::vector<std::string>* evicted = nullptr) = 0;
   virtual bool draining() const = 0;
 };
 

@@ -5,8 +5,8 @@
 #include "core/engine/engine.h"
 #include "core/engine/internal/engine_job.h"
 #include "core/models/vae/image_postprocess.h"
-#include "core/models/vae/vae_memory.h"
-#include "core/models/vae/vae_model.h"
+#include "core/models/image_decoder.h"
+#include "core/models/text_encoder.h"
 #include "core/util/bounded_text.h"
 #include "core/util/cancellation_scope.h"
 #include "core/util/exception_status.h"
@@ -27,46 +27,53 @@ absl::StatusOr<std::pair<Pin, const T*>> Engine::pin_as(const std::string& model
   return std::make_pair(std::move(pinned), typed);
 }
 
-absl::StatusOr<EncodedPrompt> Engine::encode_prompt(const std::string& model_id, const std::string& prompt,
-                                                    const CancellationToken& cancel) {
+absl::StatusOr<EncodedText> Engine::encode_text(const std::string& model_id, const TextEncoding& request,
+                                                const CancellationToken& cancel, std::vector<std::string>* evicted) {
   Job job(this, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(auto pinned, pin_as<TextEncoder>(model_id, "a text encoder"));
+  const TextEncoder& encoder = *pinned.second;
+  const int64_t activations = encoder.encode_activation_bytes(encoder.max_tokens_of(request));
+  absl::StatusOr<Reservation> room = cache_->make_room(activations, Device::kCpu, evicted);
+  if (!room.ok()) {
+    return absl::Status(room.status().code(),
+                        absl::StrCat("no room to encode with \"", bounded(model_id), "\": ", room.status().message()));
+  }
   CancellationScope scope(job.token());
-  return status_of("the prompt encoding", [&] { return pinned.second->encode_prompt(prompt); });
+  return status_of("the text encoding", [&] { return encoder.encode(request); });
 }
 
 absl::StatusOr<torch::Tensor> Engine::decode_image(const std::string& model_id, const torch::Tensor& latents,
-                                                  const CancellationToken& cancel) {
+                                                  const CancellationToken& cancel,
+                                                  std::vector<std::string>* evicted) {
   Job job(this, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
-  DIFFUSIOND_ASSIGN_OR_RETURN(auto pinned, pin_as<VaeModel>(model_id, "a VAE"));
-  const VaeModel& vae = *pinned.second;
-  const VaeConfig& config = vae.config();
+  DIFFUSIOND_ASSIGN_OR_RETURN(auto pinned, pin_as<ImageDecoder>(model_id, "an image decoder (VAE)"));
+  const ImageDecoder& decoder = *pinned.second;
   const torch::Tensor z = latents.dim() == 3 ? latents.unsqueeze(0) : latents;
-  if (z.dim() != 4 || z.size(0) != 1 || z.size(1) != config.latent_channels || z.size(2) < 1 || z.size(3) < 1 ||
+  if (z.dim() != 4 || z.size(0) != 1 || z.size(1) != decoder.latent_channels() || z.size(2) < 1 || z.size(3) < 1 ||
       !z.is_floating_point()) {
     return absl::InvalidArgumentError(absl::StrCat("latents for VAE \"", bounded(model_id), "\" must be a float [",
-                                                   config.latent_channels, ", h, w], got [",
+                                                   decoder.latent_channels(), ", h, w], got [",
                                                    absl::StrJoin(latents.sizes(), ", "), "]"));
   }
-  const int64_t element = torch::elementSize(compute_dtype(vae));
-  std::optional<VaeTiling> tiling;
+  // Whole when that fits, else tile by tile, as diffusers' enable_tiling().
+  bool tiled = false;
   absl::StatusOr<Reservation> room =
-      cache_->make_room(vae_decode_activation_bytes(config, 1, z.size(2), z.size(3), element, tiling), Device::kCpu);
+      cache_->make_room(decoder.decode_activation_bytes(z.size(2), z.size(3), tiled), Device::kCpu, evicted);
   if (!room.ok()) {
-    tiling = default_vae_tiling(config);
-    absl::StatusOr<Reservation> tiled = cache_->make_room(
-        vae_decode_activation_bytes(config, 1, z.size(2), z.size(3), element, tiling), Device::kCpu);
-    if (!tiled.ok()) {
+    tiled = true;
+    absl::StatusOr<Reservation> tiled_room =
+        cache_->make_room(decoder.decode_activation_bytes(z.size(2), z.size(3), tiled), Device::kCpu, evicted);
+    if (!tiled_room.ok()) {
       return absl::ResourceExhaustedError(absl::StrCat("no room to decode: untiled: ", room.status().message(),
-                                                       "; tiled: ", tiled.status().message()));
+                                                       "; tiled: ", tiled_room.status().message()));
     }
-    room = std::move(tiled);
+    room = std::move(tiled_room);
   }
   CancellationScope scope(job.token());
   return status_of("the decode", [&]() -> absl::StatusOr<torch::Tensor> {
-    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor image, vae.decode(z, tiling));
+    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor image, decoder.decode_latents(z, tiled));
     DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor pixels, image_to_uint8(image));
     return pixels[0];
   });

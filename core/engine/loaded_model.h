@@ -28,6 +28,8 @@ struct ModelDescription {
   // Denoisers: the conditioning they read and whether they take a negative.
   std::vector<ConditioningInput> conditioning;
   bool supports_negative = false;
+  // Denoisers: their latent channels; image decoders: channels and factor.
+  LatentGeometry geometry;
   ComputeDtype compute_dtype = ComputeDtype::kFloat32;
   std::optional<Fp8Format> fp8;  // storage asked for; empty: off
   int64_t tensors = 0;

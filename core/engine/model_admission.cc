@@ -2,6 +2,7 @@
 
 #include "core/loader/torch_dtype.h"
 #include "core/models/diffusion_model.h"
+#include "core/models/image_decoder.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -10,7 +11,13 @@ namespace {
 // Reserves the plan's bytes (evicting as needed) and streams into them.
 absl::StatusOr<std::pair<std::unique_ptr<WeightStore>, Reservation>> admit_and_stream(
     const Checkpoint& checkpoint, const LoadPlan& plan, ModelCache& cache, const StreamOptions& stream) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation, cache.make_room(plan.reservation_bytes(), Device::kCpu));
+  std::vector<std::string> evicted;
+  DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation,
+                              cache.make_room(plan.reservation_bytes(), Device::kCpu, &evicted));
+  if (!evicted.empty() && stream.on_progress) {
+    LoadProgress admitted{0, plan.source_bytes, 0, static_cast<int64_t>(plan.tensors.size()), std::move(evicted)};
+    stream.on_progress(admitted);
+  }
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store,
                               stream_weights(checkpoint, plan, reservation, stream));
   return std::make_pair(std::move(store), std::move(reservation));
@@ -30,6 +37,10 @@ absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, con
   if (const auto* denoiser = dynamic_cast<const DiffusionModel*>(model.get())) {
     d.conditioning = denoiser->conditioning_inputs();
     d.supports_negative = denoiser->supports_negative();
+    d.geometry.channels = denoiser->latent_layout().channels;
+  }
+  if (const auto* decoder = dynamic_cast<const ImageDecoder*>(model.get())) {
+    d.geometry = {decoder->latent_channels(), decoder->spatial_factor()};
   }
   d.description = plan.recipe->describe();
   d.compute_dtype = compute_dtype_of(compute_dtype(*model)).value_or(ComputeDtype::kFloat32);

@@ -24,10 +24,11 @@ int64_t text_tokens_of(const Conditioning& c, const std::vector<ConditioningInpu
 
 absl::StatusOr<Reservation> reserve_step_activations(ModelCache& cache, const DiffusionModel& model,
                                                      ActivationQuery query, Device device,
-                                                     absl::string_view model_id) {
+                                                     absl::string_view model_id,
+                                                     std::vector<std::string>* evicted) {
   query.device_is_cpu = device == Device::kCpu;
   const ActivationEstimate estimate = model.estimate_activations(query);
-  absl::StatusOr<Reservation> room = cache.make_room(estimate.bytes, device);
+  absl::StatusOr<Reservation> room = cache.make_room(estimate.bytes, device, evicted);
   if (absl::IsResourceExhausted(room.status())) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "no room for the activations of model \"", bounded(model_id), "\": estimate ",

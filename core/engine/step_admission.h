@@ -11,6 +11,7 @@
 #define DIFFUSIOND_CORE_ENGINE_STEP_ADMISSION_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -26,10 +27,12 @@ namespace diffusiond {
 
 // Reserves `model`'s estimate for `query` on `device` (query.device_is_cpu
 // is set from it). RESOURCE_EXHAUSTED naming `model_id`, the estimate and its
-// breakdown, then make_room's needed / available / evictable.
+// breakdown, then make_room's needed / available / evictable. `evicted`
+// (optional) gets the keys evicted to admit them.
 absl::StatusOr<Reservation> reserve_step_activations(ModelCache& cache, const DiffusionModel& model,
                                                      ActivationQuery query, Device device,
-                                                     absl::string_view model_id);
+                                                     absl::string_view model_id,
+                                                     std::vector<std::string>* evicted = nullptr);
 
 // The query of one step of a Denoise `loop` (its latent shape or initial
 // latents) over `positive` and, when the loop is guided, `negative`: batch 2

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/checkpoint/checkpoint.h"
@@ -25,6 +27,9 @@ struct LoadProgress {
   int64_t total_bytes = 0;
   int64_t tensors_done = 0;
   int64_t total_tensors = 0;
+  // The models evicted to admit this load, reported once, right after
+  // admission and before any tensor is read; empty on every other event.
+  std::vector<std::string> evicted;
 };
 
 struct StreamOptions {

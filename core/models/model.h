@@ -21,6 +21,14 @@ namespace diffusiond {
 // Tensors by the name an architecture gives them (docs/api.md lists them).
 using NamedTensors = std::map<std::string, torch::Tensor>;
 
+// The latent space a denoiser works in or a decoder decodes: channels, and
+// image pixels per latent along each side (0 where the model does not fix
+// it: a denoiser's latents take the decoder's factor).
+struct LatentGeometry {
+  int64_t channels = 0;
+  int64_t spatial_factor = 0;
+};
+
 // What a model is for in a pipeline.
 enum class ModelRole { kDenoiser, kTextEncoder, kVae };
 absl::string_view model_role_name(ModelRole role);

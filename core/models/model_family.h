@@ -43,6 +43,9 @@ class LoadRecipe {
   // FAILED_PRECONDITION naming a missing or misshapen parameter.
   virtual absl::StatusOr<std::unique_ptr<Model>> build(
       std::unique_ptr<WeightStore> weights) const = 0;
+  // The latent geometry the built model will have, known from the config
+  // alone (for describing a model without loading it). Default: unknown.
+  virtual LatentGeometry latent_geometry() const { return {}; }
 };
 
 // A LoadRecipe over a parameter table: classify() answers from the table,

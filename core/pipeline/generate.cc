@@ -4,10 +4,11 @@
 
 #include <cmath>
 #include <optional>
-#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/pipeline/pipeline_family.h"
 #include "core/pipeline/pipeline_index.h"
 #include "core/util/bounded_text.h"
 #include "core/util/bytes.h"
@@ -18,202 +19,280 @@
 namespace diffusiond {
 namespace {
 
-constexpr int64_t kMaxSide = 4096;
+// The component every diffusers pipeline keeps its denoiser under: how a
+// request without a pipeline folder names it.
+constexpr char kDenoiserComponent[] = "transformer";
 
-std::set<std::string> cached_keys(const EngineApi& engine) {
-  std::set<std::string> keys;
-  for (const CacheEntryStats& e : engine.stats().entries) keys.insert(e.key);
-  return keys;
+void emit_to(const GenerateOptions& options, GenerateEvent e) {
+  if (options.on_event) options.on_event(e);
 }
 
-// The kEvict events of the entries of `before` that are no longer cached,
-// evicted to make room for `what`.
-std::vector<GenerateEvent> evictions_since(const EngineApi& engine, const std::set<std::string>& before,
-                                           absl::string_view what) {
-  const std::set<std::string> after = cached_keys(engine);
-  std::vector<GenerateEvent> events;
-  for (const std::string& key : before) {
-    if (after.count(key) == 0) {
-      events.push_back({GenerateEvent::Stage::kEvict, key, 0, 0, absl::ZeroDuration(),
-                        absl::StrCat("evicted to make room for ", what)});
-    }
+void report_evictions(const GenerateOptions& options, const std::vector<std::string>& evicted,
+                      absl::string_view what) {
+  for (const std::string& key : evicted) {
+    emit_to(options, {GenerateEvent::Stage::kEvict, key, 0, 0, absl::ZeroDuration(),
+                      absl::StrCat("evicted to make room for ", what)});
   }
-  return events;
 }
-
-// One Generate call's view of the engine: components made ready on
-// demand, with their loads and the evictions those caused reported.
-class Run {
- public:
-  Run(EngineApi& engine, const GenerateOptions& options) : engine_(engine), options_(options) {}
-
-  void emit(GenerateEvent e) const {
-    if (options_.on_event) options_.on_event(e);
-  }
-
-  absl::Status check_cancelled(absl::string_view before) const {
-    if (!options_.cancel.cancelled()) return absl::OkStatus();
-    const absl::Status why = options_.cancel.status();
-    return absl::Status(why.code(), absl::StrCat("generate cancelled before ", before, ": ", why.message()));
-  }
-
-  absl::StatusOr<std::string> ready(const std::string& id_or_path) {
-    return ready_component(engine_, id_or_path, options_);
-  }
-
-  // Reports what the cache evicted since `before` was taken: a denoise or
-  // a decode makes room for its activations as a load does for weights.
-  void report_evictions(const std::set<std::string>& before, absl::string_view what) const {
-    for (const GenerateEvent& e : evictions_since(engine_, before, what)) emit(e);
-  }
-
- private:
-  EngineApi& engine_;
-  const GenerateOptions& options_;
-};
 
 absl::Status check_request(const GenerateRequest& r) {
   for (int64_t side : {r.width, r.height}) {
-    if (side < 16 || side > kMaxSide || side % 16 != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("width and height must be multiples of 16 from 16 to ", kMaxSide,
-                                                     ", got ", r.width, "x", r.height));
+    if (side != 0 && (side < 16 || side > kGenerateMaxSide)) {
+      return absl::InvalidArgumentError(absl::StrCat("width and height must be 16 to ", kGenerateMaxSide,
+                                                     " (0: the pipeline's default), got ", r.width, "x", r.height));
     }
   }
-  if (r.steps < 1 || r.steps > 1000) {
-    return absl::InvalidArgumentError(absl::StrCat("steps must be 1 to 1000, got ", r.steps));
+  if (r.steps < 0 || r.steps > kGenerateMaxSteps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("steps must be 1 to ", kGenerateMaxSteps, " (0: the pipeline's default), got ", r.steps));
   }
   if (!std::isfinite(r.guidance_scale) || r.guidance_scale < 0 || !std::isfinite(r.shift) || r.shift < 0) {
     return absl::InvalidArgumentError("guidance_scale and shift must be finite and >= 0");
   }
+  for (const std::string* text : {&r.prompt, &r.negative_prompt}) {
+    if (text->size() > kGenerateMaxPromptBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("a prompt may hold at most ", kGenerateMaxPromptBytes,
+                                                     " bytes, got ", text->size()));
+    }
+  }
   return absl::OkStatus();
 }
 
-// Fills the components the request does not name from its pipeline folder.
-absl::Status resolve_components(const std::string& models_dir, GenerateRequest& r) {
-  if (r.pipeline.empty()) {
-    if (r.text_encoder.empty() || r.transformer.empty() || r.vae.empty()) {
-      return absl::InvalidArgumentError("give a pipeline, or all three of text_encoder, transformer and vae");
-    }
-    return absl::OkStatus();
+// The model `id_or_path` names, described without loading it.
+absl::StatusOr<ModelInfo> describe(EngineApi& engine, const std::string& id_or_path) {
+  for (ModelInfo& m : engine.list()) {
+    if (m.model_id == id_or_path) return std::move(m);
   }
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::string folder, resolve_confined_path(models_dir, r.pipeline));
+  ModelLoadRequest request;
+  request.path = id_or_path;
+  return engine.inspect(request);
+}
+
+// A request resolved against its family: every component's id or path.
+struct Resolved {
+  const PipelineFamily* family = nullptr;
+  std::map<std::string, std::string> ids;
+};
+
+absl::StatusOr<const PipelineFamily*> family_of_folder(const std::string& models_dir, const std::string& pipeline,
+                                                       PipelineIndex* index) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::string folder, resolve_confined_path(models_dir, pipeline));
   const std::string index_path = folder + "/model_index.json";
   absl::StatusOr<std::string> text = read_text_file(index_path);
   if (absl::IsNotFound(text.status())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("pipeline \"", bounded(r.pipeline), "\" has no model_index.json: it is not a pipeline folder"));
+        absl::StrCat("pipeline \"", bounded(pipeline), "\" has no model_index.json: it is not a pipeline folder"));
   }
   DIFFUSIOND_RETURN_IF_ERROR(text.status());
-  DIFFUSIOND_ASSIGN_OR_RETURN(PipelineIndex index, parse_pipeline_index(*text, index_path));
-  for (auto [field, name] : {std::pair<std::string*, const char*>{&r.text_encoder, "text_encoder"},
-                             {&r.transformer, "transformer"},
-                             {&r.vae, "vae"}}) {
-    if (!field->empty()) continue;
-    if (index.components.count(name) == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("pipeline \"", bounded(r.pipeline), "\" (", index.pipeline_class, ") has no ", name));
-    }
-    *field = absl::StrCat(r.pipeline, "/", name);
+  DIFFUSIOND_ASSIGN_OR_RETURN(*index, parse_pipeline_index(*text, index_path));
+  if (const PipelineFamily* family = find_pipeline_family(index->pipeline_class)) return family;
+  std::vector<std::string> served;
+  for (const PipelineFamily* f : pipeline_families()) {
+    for (const std::string& cls : f->pipeline_classes()) served.push_back(cls);
   }
-  return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("pipeline \"", bounded(pipeline), "\" is a ",
+                                                 bounded(index->pipeline_class), ", which no pipeline family serves (",
+                                                 absl::StrJoin(served, ", "), ")"));
 }
 
-std::string parameters_json(const GenerateRequest& r) {
-  nlohmann::json j = {{"prompt", r.prompt},
+absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_dir, const GenerateRequest& r) {
+  Resolved out;
+  PipelineIndex index;
+  if (!r.pipeline.empty()) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(out.family, family_of_folder(models_dir, r.pipeline, &index));
+  } else {
+    const auto denoiser = r.components.find(kDenoiserComponent);
+    if (denoiser == r.components.end() || denoiser->second.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("give a pipeline folder, or every component including \"", kDenoiserComponent, "\""));
+    }
+    DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, describe(engine, denoiser->second));
+    out.family = find_pipeline_family_for_denoiser(info.architecture);
+    if (out.family == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("no pipeline family runs a ", info.architecture, " denoiser (\"",
+                                                     bounded(denoiser->second), "\")"));
+    }
+  }
+  std::vector<std::string> names;
+  for (const PipelineComponent& c : out.family->components()) names.push_back(c.name);
+  for (const auto& [name, id] : r.components) {
+    if (!out.family->component(name).has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("the ", out.family->name(), " pipeline has no component \"",
+                                                     bounded(name), "\"; its components are ",
+                                                     absl::StrJoin(names, ", ")));
+    }
+  }
+  for (const std::string& name : names) {
+    const auto given = r.components.find(name);
+    if (given != r.components.end() && !given->second.empty()) {
+      out.ids[name] = given->second;
+    } else if (!r.pipeline.empty() && index.components.count(name) != 0) {
+      out.ids[name] = absl::StrCat(r.pipeline, "/", name);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(r.pipeline.empty() ? std::string("the request") : absl::StrCat("pipeline \"", bounded(r.pipeline), "\""),
+                       " has no ", name, " component for the ", out.family->name(), " pipeline"));
+    }
+  }
+  return out;
+}
+
+std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, int steps, double guidance,
+                            int64_t width, int64_t height) {
+  nlohmann::json j = {{"pipeline", std::string(resolved.family->name())},
+                      {"prompt", r.prompt},
                       {"negative_prompt", r.negative_prompt},
-                      {"width", r.width},
-                      {"height", r.height},
-                      {"steps", r.steps},
-                      {"guidance_scale", r.guidance_scale},
+                      {"width", width},
+                      {"height", height},
+                      {"steps", steps},
+                      {"guidance_scale", guidance},
                       {"seed", r.seed},
-                      {"shift", r.shift},
-                      {"text_encoder", r.text_encoder},
-                      {"transformer", r.transformer},
-                      {"vae", r.vae}};
+                      {"shift", r.shift}};
+  for (const auto& [name, id] : resolved.ids) j[name] = id;
   // ASCII only (tEXt is Latin-1): other characters are escaped.
   return j.dump(-1, ' ', /*ensure_ascii=*/true);
+}
+
+absl::Status check_cancelled(const GenerateOptions& options, absl::string_view before) {
+  if (!options.cancel.cancelled()) return absl::OkStatus();
+  const absl::Status why = options.cancel.status();
+  return absl::Status(why.code(), absl::StrCat("generate cancelled before ", before, ": ", why.message()));
 }
 
 }  // namespace
 
 absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string& id_or_path,
-                                          const GenerateOptions& options) {
+                                            const GenerateOptions& options) {
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
-  const auto emit = [&](GenerateEvent e) {
-    if (options.on_event) options.on_event(e);
-  };
   for (const ModelInfo& m : engine.list()) {
     if (m.model_id == id_or_path) {
-      emit({GenerateEvent::Stage::kLoad, m.model_id, 0, 0, absl::ZeroDuration(), "already loaded"});
+      emit_to(options, {GenerateEvent::Stage::kLoad, m.model_id, 0, 0, absl::ZeroDuration(), "already loaded"});
       return m.model_id;
     }
   }
-  const std::set<std::string> before = cached_keys(engine);
   const absl::Time start = clock->now();
   ModelLoadRequest load;
   load.path = id_or_path;
   LoadWatcher watcher;
   watcher.cancel = options.cancel;
+  watcher.on_progress = [&](const LoadProgress& p) { report_evictions(options, p.evicted, id_or_path); };
   DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, engine.load(load, watcher));
-  const absl::Duration took = clock->now() - start;
-  for (const GenerateEvent& e : evictions_since(engine, before, info.model_id)) emit(e);
-  emit({GenerateEvent::Stage::kLoad, info.model_id, 0, 0, took,
-        absl::StrCat("loaded ", info.architecture, ", ", format_bytes(info.bytes[static_cast<int>(Device::kCpu)]))});
+  emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, clock->now() - start,
+                    absl::StrCat("loaded ", info.architecture, ", ",
+                                 format_bytes(info.bytes[static_cast<int>(Device::kCpu)]))});
   return info.model_id;
 }
 
 absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& models_dir,
-                                        const GenerateRequest& given, const GenerateOptions& options) {
-  DIFFUSIOND_RETURN_IF_ERROR(check_request(given));
-  GenerateRequest r = given;
-  DIFFUSIOND_RETURN_IF_ERROR(resolve_components(models_dir, r));
-  Run run(engine, options);
-  Clock* clock = options.clock != nullptr ? options.clock : real_clock();
-  const bool guided = r.guidance_scale > 1.0;
-
-  DIFFUSIOND_RETURN_IF_ERROR(run.check_cancelled("encoding"));
-  DIFFUSIOND_ASSIGN_OR_RETURN(const std::string encoder, run.ready(r.text_encoder));
-  absl::Time start = clock->now();
-  DIFFUSIOND_ASSIGN_OR_RETURN(EncodedPrompt positive, engine.encode_prompt(encoder, r.prompt, options.cancel));
-  std::optional<EncodedPrompt> negative;
-  if (guided) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(negative, engine.encode_prompt(encoder, r.negative_prompt, options.cancel));
+                                        const GenerateRequest& r, const GenerateOptions& options) {
+  DIFFUSIOND_RETURN_IF_ERROR(check_request(r));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const Resolved resolved, resolve(engine, models_dir, r));
+  const PipelineFamily& family = *resolved.family;
+  const int64_t multiple = family.size_multiple();
+  for (int64_t side : {r.width, r.height}) {
+    if (side % multiple != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("width and height must be multiples of ", multiple, " for the ",
+                                                     family.name(), " pipeline, got ", r.width, "x", r.height));
+    }
   }
-  run.emit({GenerateEvent::Stage::kEncode, encoder, 0, 0, clock->now() - start,
-            absl::StrCat(positive.tokens, " prompt tokens", guided ? absl::StrCat(", ", negative->tokens, " negative") : "")});
+  // The decoder's latent space, known before any load: a component in the
+  // wrong role is refused now, not after the denoise.
+  std::string decoder_name;
+  for (const PipelineComponent& c : family.components()) {
+    if (c.role == ModelRole::kVae) decoder_name = c.name;
+  }
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo decoder_info, describe(engine, resolved.ids.at(decoder_name)));
+  if (decoder_info.geometry.spatial_factor <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("component ", decoder_name, " (\"",
+                                                   bounded(resolved.ids.at(decoder_name)), "\", ",
+                                                   decoder_info.architecture, ") is not an image decoder"));
+  }
+  Clock* clock = options.clock != nullptr ? options.clock : real_clock();
 
-  DIFFUSIOND_RETURN_IF_ERROR(run.check_cancelled("denoising"));
-  DIFFUSIOND_ASSIGN_OR_RETURN(const std::string transformer, run.ready(r.transformer));
+  // Text encoders, one after another, each pinned only while it encodes.
+  // Classifier-free guidance is decided by the request's own scale (a
+  // family's default never turns it on), so the negative is encoded or not
+  // before the denoiser is known.
+  std::map<std::string, Conditioning> positive_parts, negative_parts;
+  const bool cfg = family.cfg_scale(r.guidance_scale) > 1.0;
+  for (const PipelineComponent& c : family.components()) {
+    if (c.role != ModelRole::kTextEncoder) continue;
+    DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "encoding"));
+    DIFFUSIOND_ASSIGN_OR_RETURN(const std::string encoder, ready_component(engine, resolved.ids.at(c.name), options));
+    const absl::Time start = clock->now();
+    std::string detail;
+    for (bool negative : {false, true}) {
+      if (negative && !cfg) break;
+      std::vector<std::string> evicted;
+      const TextEncoding encoding = family.text_encoding(c.name, negative ? r.negative_prompt : r.prompt);
+      DIFFUSIOND_ASSIGN_OR_RETURN(EncodedText encoded, engine.encode_text(encoder, encoding, options.cancel, &evicted));
+      report_evictions(options, evicted, absl::StrCat("the encoding of ", encoder));
+      DIFFUSIOND_ASSIGN_OR_RETURN(Conditioning part, family.encoder_conditioning(c.name, encoded));
+      (negative ? negative_parts : positive_parts)[c.name] = std::move(part);
+      absl::StrAppend(&detail, detail.empty() ? "" : ", ", encoded.tokens, negative ? " negative" : " prompt",
+                      " tokens");
+    }
+    emit_to(options, {GenerateEvent::Stage::kEncode, encoder, 0, 0, clock->now() - start, detail});
+  }
+
+  DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "denoising"));
+  const std::string& denoiser_id = resolved.ids.at(kDenoiserComponent);
+  DIFFUSIOND_ASSIGN_OR_RETURN(const std::string transformer, ready_component(engine, denoiser_id, options));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo denoiser, describe(engine, transformer));
+  if (denoiser.geometry.channels != decoder_info.geometry.channels) {
+    return absl::InvalidArgumentError(absl::StrCat("the denoiser \"", bounded(transformer), "\" works in ",
+                                                   denoiser.geometry.channels, " latent channels, but the decoder \"",
+                                                   bounded(resolved.ids.at(decoder_name)), "\" decodes ",
+                                                   decoder_info.geometry.channels));
+  }
+  const PipelineDefaults defaults = family.defaults(denoiser);
+  const int64_t width = r.width != 0 ? r.width : defaults.width;
+  const int64_t height = r.height != 0 ? r.height : defaults.height;
+  const int steps = r.steps != 0 ? r.steps : defaults.steps;
+  const double guidance = r.guidance_scale != 0 ? r.guidance_scale : defaults.guidance_scale;
+
   EngineDenoiseRequest denoise;
   denoise.model_id = transformer;
-  denoise.loop.latent_shape = {kLatentChannels, r.height / kVaeScaleFactor, r.width / kVaeScaleFactor};
+  const int64_t factor = decoder_info.geometry.spatial_factor;
+  denoise.loop.latent_shape = {denoiser.geometry.channels, height / factor, width / factor};
   denoise.loop.seed = r.seed;
-  denoise.loop.guidance_scale = r.guidance_scale;
-  denoise.loop.schedule.steps = r.steps;
+  denoise.loop.guidance_scale = cfg ? family.cfg_scale(guidance) : 1.0;
+  denoise.loop.schedule.steps = steps;
   denoise.loop.schedule.shift = r.shift;
-  denoise.positive = std::move(positive.conditioning);
-  if (guided) denoise.negative = std::move(negative->conditioning);
+  for (auto& [name, part] : positive_parts) {
+    for (auto& [k, t] : part.tensors) denoise.positive.tensors[k] = std::move(t);
+  }
+  const Conditioning scalars = family.scalar_conditioning(guidance, denoiser);
+  denoise.positive.scalars = scalars.scalars;
+  if (cfg) {
+    denoise.negative.emplace();
+    for (auto& [name, part] : negative_parts) {
+      for (auto& [k, t] : part.tensors) denoise.negative->tensors[k] = std::move(t);
+    }
+    denoise.negative->scalars = scalars.scalars;
+  }
+  std::vector<std::string> evicted_for_denoise;
+  denoise.evicted = &evicted_for_denoise;
   DenoiseOptions loop_options;
   loop_options.cancel = options.cancel;
   loop_options.clock = clock;
-  const std::set<std::string> before_denoise = cached_keys(engine);
   loop_options.on_step = [&](const StepEvent& e) {
-    if (e.step == 1) run.report_evictions(before_denoise, absl::StrCat("the activations of ", transformer));
-    run.emit({GenerateEvent::Stage::kDenoise, transformer, e.step, e.steps, e.step_time, ""});
+    if (e.step == 1) report_evictions(options, evicted_for_denoise, absl::StrCat("the activations of ", transformer));
+    emit_to(options, {GenerateEvent::Stage::kDenoise, transformer, e.step, e.steps, e.step_time, ""});
   };
   DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor latents, engine.denoise(denoise, loop_options));
 
-  DIFFUSIOND_RETURN_IF_ERROR(run.check_cancelled("decoding"));
-  DIFFUSIOND_ASSIGN_OR_RETURN(const std::string vae, run.ready(r.vae));
-  start = clock->now();
+  DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "decoding"));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const std::string vae, ready_component(engine, resolved.ids.at(decoder_name), options));
+  const absl::Time start = clock->now();
   GeneratedImage image;
-  const std::set<std::string> before_decode = cached_keys(engine);
-  DIFFUSIOND_ASSIGN_OR_RETURN(image.pixels, engine.decode_image(vae, latents, options.cancel));
-  run.report_evictions(before_decode, absl::StrCat("the decode of ", vae));
-  run.emit({GenerateEvent::Stage::kDecode, vae, 0, 0, clock->now() - start,
-            absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels")});
+  std::vector<std::string> evicted_for_decode;
+  DIFFUSIOND_ASSIGN_OR_RETURN(image.pixels, engine.decode_image(vae, latents, options.cancel, &evicted_for_decode));
+  report_evictions(options, evicted_for_decode, absl::StrCat("the decode of ", vae));
+  emit_to(options, {GenerateEvent::Stage::kDecode, vae, 0, 0, clock->now() - start,
+                    absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels")});
   image.seed = r.seed;
-  image.parameters = {{"parameters", parameters_json(r)}};
+  image.parameters = {{"parameters", parameters_json(r, resolved, steps, guidance, width, height)}};
   return image;
 }
 

@@ -1,12 +1,14 @@
-// Generate: prompt to image through three cached models — a text encoder,
-// a denoiser and a VAE — each loaded on demand and admitted by its own
-// reservation under the one budget. Stages run one after another and each
-// component is pinned only while it works, so when RAM cannot hold all
-// three the encoder is evicted (LRU) to make room for the next; every load
-// and eviction is reported as an event.
+// Generate: prompt to image through any registered pipeline family
+// (pipeline_family.h): its text encoders, denoiser and image decoder are
+// cached models loaded on demand, each admitted by its own reservation
+// under the one budget. Stages run one after another and each component is
+// pinned only while it works, so when RAM cannot hold them all the least
+// recently used is evicted to make room for the next; every load and
+// eviction is reported as an event, from what make_room actually evicted.
 //
-// Not here: the models (core/models), loading and eviction (the engine),
-// PNG encoding (core/image).
+// Not here: a pipeline's recipe (core/pipeline/<name>/), the models
+// (core/models), loading and eviction (the engine), PNG encoding
+// (core/image).
 #ifndef DIFFUSIOND_CORE_PIPELINE_GENERATE_H_
 #define DIFFUSIOND_CORE_PIPELINE_GENERATE_H_
 
@@ -14,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,21 +29,29 @@
 
 namespace diffusiond {
 
+// The limits of a Generate request, whatever the pipeline.
+inline constexpr int64_t kGenerateMaxSide = 4096;
+inline constexpr int kGenerateMaxSteps = 1000;
+inline constexpr size_t kGenerateMaxPromptBytes = 64 * 1024;
+
 struct GenerateRequest {
   // A pipeline folder (model_index.json) relative to the models directory;
-  // its components load as "<pipeline>/<component>". May be empty when all
-  // three components are named below.
+  // its components load as "<pipeline>/<component>". May be empty when
+  // `components` names them all, the denoiser's architecture then choosing
+  // the family.
   std::string pipeline;
-  // Each: a loaded model's id or a path to load; non-empty overrides the
+  // Component name ("text_encoder", "text_encoder_2", "transformer",
+  // "vae", …) -> a loaded model's id or a path to load; overrides the
   // pipeline's component.
-  std::string text_encoder, transformer, vae;
+  std::map<std::string, std::string> components;
   std::string prompt;
-  std::string negative_prompt;  // used when guidance_scale > 1
-  int64_t width = 1024, height = 1024;  // pixels, multiples of 16
-  int steps = 8;
-  double guidance_scale = 1.0;  // classifier-free; <= 1 is off
+  std::string negative_prompt;  // used when the family applies CFG
+  // 0: the family's default for each.
+  int64_t width = 0, height = 0;  // pixels, multiples of the family's size_multiple()
+  int steps = 0;
+  double guidance_scale = 0;  // the family's meaning (CFG, or FLUX's distilled guidance)
   uint64_t seed = 0;
-  double shift = 0;  // 0: the transformer's own schedule
+  double shift = 0;  // 0: the denoiser's own schedule
 };
 
 struct GenerateEvent {
@@ -67,11 +78,6 @@ struct GeneratedImage {
   std::vector<std::pair<std::string, std::string>> parameters;
 };
 
-// The VAE's spatial factor and channels for the pipelines served (Z-Image,
-// FLUX.1: 16 latent channels, 8× downsampling).
-inline constexpr int64_t kVaeScaleFactor = 8;
-inline constexpr int64_t kLatentChannels = 16;
-
 // Returns the id of the model `id_or_path` names: a loaded model's id, else
 // the model the engine loads from that path now, reporting the load and
 // the evictions it caused through `options.on_event`; a load stops when
@@ -80,9 +86,11 @@ absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string
                                             const GenerateOptions& options);
 
 // Runs the pipeline. INVALID_ARGUMENT for a bad request (size, steps,
-// missing components, a pipeline folder without model_index.json),
-// the token's reason (CANCELLED) once `cancel` fires, and the engine's errors (e.g.
-// RESOURCE_EXHAUSTED when a component cannot be admitted).
+// prompt length, unknown or missing components, a pipeline folder without
+// model_index.json or of a class no family serves, components whose latent
+// spaces disagree), checked before any load; the token's reason (CANCELLED)
+// once `cancel` fires; and the engine's errors (e.g. RESOURCE_EXHAUSTED
+// when a component cannot be admitted).
 absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& models_dir,
                                         const GenerateRequest& request, const GenerateOptions& options = {});
 

@@ -4,7 +4,7 @@
 // added token, special or not (the reference's `split_special_tokens` false;
 // none of Qwen's added tokens strips spaces or needs word boundaries).
 //
-// Not here: the BPE pieces between them (core/text/tokenizer.h).
+// Not here: the BPE pieces between them (core/text/bpe_tokenizer.h).
 #ifndef DIFFUSIOND_CORE_TEXT_ADDED_TOKENS_H_
 #define DIFFUSIOND_CORE_TEXT_ADDED_TOKENS_H_
 

@@ -36,7 +36,8 @@ struct Symbol {
 
 absl::StatusOr<BpeModel> BpeModel::create(
     const std::vector<std::pair<std::string, int32_t>>& vocab,
-    const std::vector<std::pair<std::string, std::string>>& merges, absl::string_view what) {
+    const std::vector<std::pair<std::string, std::string>>& merges, absl::string_view what,
+    absl::string_view end_of_word_suffix) {
   BpeModel model;
   for (const auto& [token, id] : vocab) {
     if (absl::Status valid = validate_utf8(token, what); !valid.ok()) return valid;
@@ -62,6 +63,15 @@ absl::StatusOr<BpeModel> BpeModel::create(
           ") is not in the vocabulary; expected a byte-level BPE vocabulary with all 256 byte symbols"));
     }
     model.byte_ids_[b] = id;
+    model.last_byte_ids_[b] = id;
+    if (end_of_word_suffix.empty()) continue;
+    const std::string last = absl::StrCat(symbol, end_of_word_suffix);
+    model.last_byte_ids_[b] = model.id(last);
+    if (model.last_byte_ids_[b] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": word-final symbol '", last, "' (byte ", b,
+                                                     ") is not in the vocabulary; expected all 256 byte symbols with '",
+                                                     end_of_word_suffix, "' too"));
+    }
   }
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [left, right] = merges[rank];
@@ -96,7 +106,8 @@ std::vector<int32_t> BpeModel::encode_piece(absl::string_view bytes) const {
   const int32_t n = static_cast<int32_t>(bytes.size());
   std::vector<Symbol> symbols(n);
   for (int32_t i = 0; i < n; ++i) {
-    symbols[i] = {byte_ids_[static_cast<uint8_t>(bytes[i])], i - 1, i + 1 < n ? i + 1 : -1, true};
+    const uint8_t byte = static_cast<uint8_t>(bytes[i]);
+    symbols[i] = {i + 1 < n ? byte_ids_[byte] : last_byte_ids_[byte], i - 1, i + 1 < n ? i + 1 : -1, true};
   }
   std::priority_queue<Candidate, std::vector<Candidate>, LaterFirst> queue;
   const auto consider = [&](int32_t left) {

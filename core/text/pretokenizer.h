@@ -10,7 +10,7 @@
 // from core/text/unicode.h. Every code point starts a match of some
 // alternative, so the pieces cover the text with no gaps.
 //
-// Not here: added-token splitting and BPE (core/text/tokenizer.h).
+// Not here: added-token splitting and BPE (core/text/bpe_tokenizer.h).
 #ifndef DIFFUSIOND_CORE_TEXT_PRETOKENIZER_H_
 #define DIFFUSIOND_CORE_TEXT_PRETOKENIZER_H_
 

@@ -1,84 +1,62 @@
-// Tokenizer: Qwen's byte-level BPE text <-> ids, as the reference
-// (transformers' Qwen2Tokenizer) does it:
+// Tokenizer: text <-> token ids, the interface every text encoder's
+// tokenizer implements — byte-level BPE (bpe_tokenizer.h: Qwen), CLIP's
+// BPE with word suffixes, and SentencePiece Unigram (T5, UMT5).
 //
-//   encode: NFC-normalise the whole text; cut out added tokens (leftmost,
-//           longest, anywhere); split each stretch between them with the
-//           Qwen2 pre-tokenizer; spell each piece's UTF-8 bytes in GPT-2's
-//           byte symbols; merge by BPE rank. No BOS/EOS is added.
-//   decode: added tokens become their content; each run of BPE tokens
-//           becomes its bytes, decoded as UTF-8 with U+FFFD for bad bytes
-//           (the reference's errors="replace"); the results are joined
-//           with nothing between them.
+// encode() gives the ids of the text alone; with_special_tokens() wraps
+// them as the reference's build_inputs_with_special_tokens does (T5 appends
+// </s>, CLIP adds <|startoftext|> … <|endoftext|>, Qwen adds nothing), so
+// truncation can cut the content and keep the wrapping (token_batch.h).
 //
-// Not here: reading the files (core/text/tokenizer_files.h), prompt
-// templates and padding (core/text/z_image_prompt.h).
+// Not here: padding, truncation and batches (token_batch.h), reading
+// tokenizer files (each implementation's own), prompt templates (each
+// pipeline's recipe, core/pipeline/<name>/).
 #ifndef DIFFUSIOND_CORE_TEXT_TOKENIZER_H_
 #define DIFFUSIOND_CORE_TEXT_TOKENIZER_H_
 
 #include <cstdint>
-#include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "core/text/added_tokens.h"
-#include "core/text/bpe.h"
 
 namespace diffusiond {
 
-// What a tokenizer is made of, as read from its files.
-struct TokenizerSpec {
-  std::string source;  // the file(s) it came from, for messages
-  std::vector<std::pair<std::string, int32_t>> vocab;  // token in byte symbols -> id
-  std::vector<std::pair<std::string, std::string>> merges;  // rank = position
-  std::vector<AddedToken> added_tokens;
-  std::string pad_token;  // the padding token's content; empty if the files name none
-};
-
-// Immutable after create(); thread-safe.
+// Implementations are immutable after creation and thread-safe.
 class Tokenizer {
  public:
-  // Validates `spec` (see BpeModel::create and AddedTokenSplitter::create;
-  // also a pad token that is neither added nor in the vocabulary). Returns
-  // INVALID_ARGUMENT naming spec.source and the problem.
-  static absl::StatusOr<std::unique_ptr<Tokenizer>> create(const TokenizerSpec& spec);
+  virtual ~Tokenizer() = default;
 
-  // Returns the ids of `text`. Returns INVALID_ARGUMENT naming the byte
-  // offset if `text` is not valid UTF-8.
-  absl::StatusOr<std::vector<int32_t>> encode(absl::string_view text) const;
+  // Returns the ids of `text` without the special-token wrapping (as the
+  // reference's tokenizer(text, add_special_tokens=False)). INVALID_ARGUMENT
+  // naming the byte offset if `text` is not valid UTF-8.
+  virtual absl::StatusOr<std::vector<int32_t>> encode(absl::string_view text) const = 0;
 
-  // Returns the text of `ids`. Returns INVALID_ARGUMENT naming the first id
-  // that is neither an added token nor in the vocabulary.
-  absl::StatusOr<std::string> decode(absl::Span<const int32_t> ids) const;
+  // Returns `ids` wrapped in the special tokens the reference adds by
+  // default. Default: `ids` unchanged.
+  virtual std::vector<int32_t> with_special_tokens(std::vector<int32_t> ids) const { return ids; }
 
-  // Returns the id of `token` (an added token's content, or a vocabulary
-  // token spelled in byte symbols), or -1.
-  int32_t token_to_id(absl::string_view token) const;
+  // How many ids with_special_tokens() adds around content (the
+  // reference's num_special_tokens_to_add()): truncation keeps that room.
+  virtual int64_t special_tokens_added() const { return 0; }
 
-  // Returns the token with `id` as the reference's convert_ids_to_tokens
-  // shows it (byte symbols, or an added token's content), or null.
-  const std::string* id_to_token(int32_t id) const;
+  // Returns the text of `ids`. INVALID_ARGUMENT naming the first id the
+  // tokenizer does not know.
+  virtual absl::StatusOr<std::string> decode(absl::Span<const int32_t> ids) const = 0;
+
+  // Returns the id of `token` (as the reference's convert_tokens_to_ids
+  // spells it), or -1.
+  virtual int32_t token_to_id(absl::string_view token) const = 0;
 
   // Returns the padding token's id, or -1 if the files name none.
-  int32_t pad_id() const { return pad_id_; }
+  virtual int32_t pad_id() const = 0;
 
-  // Returns one more than the largest id (vocabulary or added).
-  int32_t id_limit() const { return id_limit_; }
+  // Returns one more than the largest id the tokenizer can produce.
+  virtual int32_t id_limit() const = 0;
 
-  const std::string& source() const { return source_; }
-
- private:
-  Tokenizer(std::string source, BpeModel bpe, AddedTokenSplitter added)
-      : source_(std::move(source)), bpe_(std::move(bpe)), added_(std::move(added)) {}
-
-  std::string source_;
-  BpeModel bpe_;
-  AddedTokenSplitter added_;
-  int32_t pad_id_ = -1;
-  int32_t id_limit_ = 0;
+  // The file(s) it was read from, for messages.
+  virtual const std::string& source() const = 0;
 };
 
 }  // namespace diffusiond

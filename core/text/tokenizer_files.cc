@@ -232,7 +232,7 @@ absl::StatusOr<TokenizerSpec> read_vocab_and_merges(absl::string_view vocab_path
   return spec;
 }
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> load_tokenizer(absl::string_view dir) {
+absl::StatusOr<std::unique_ptr<BpeTokenizer>> load_tokenizer(absl::string_view dir) {
   const std::filesystem::path folder{std::string(dir)};
   const std::string config = (folder / "tokenizer_config.json").string();
   TokenizerSpec spec;
@@ -247,7 +247,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> load_tokenizer(absl::string_view dir)
     DIFFUSIOND_ASSIGN_OR_RETURN(spec, read_vocab_and_merges((folder / "vocab.json").string(),
                                                             (folder / "merges.txt").string(), config));
   }
-  return Tokenizer::create(spec);
+  return BpeTokenizer::create(spec);
 }
 
 }  // namespace diffusiond

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/text/tokenizer.h"
+#include "core/text/bpe_tokenizer.h"
 
 namespace diffusiond {
 
@@ -35,7 +35,7 @@ absl::StatusOr<TokenizerSpec> read_vocab_and_merges(absl::string_view vocab_path
 // Reads the tokenizer in folder `dir`: tokenizer.json if present (with the
 // pad token from tokenizer_config.json when that exists), else vocab.json +
 // merges.txt + tokenizer_config.json. Errors as above.
-absl::StatusOr<std::unique_ptr<Tokenizer>> load_tokenizer(absl::string_view dir);
+absl::StatusOr<std::unique_ptr<BpeTokenizer>> load_tokenizer(absl::string_view dir);
 
 }  // namespace diffusiond
 

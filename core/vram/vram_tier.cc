@@ -25,8 +25,8 @@ absl::StatusOr<Pin> VramTier::acquire(const std::string& key, const Loader& plac
 
 absl::StatusOr<Pin> VramTier::find(const std::string& key) { return placements_->get(key); }
 
-absl::StatusOr<Reservation> VramTier::make_room(int64_t bytes) {
-  return placements_->make_room(bytes, Device::kCuda);
+absl::StatusOr<Reservation> VramTier::make_room(int64_t bytes, std::vector<std::string>* evicted) {
+  return placements_->make_room(bytes, Device::kCuda, evicted);
 }
 
 absl::Status VramTier::drop(const std::string& key) {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/cache/model_cache.h"
@@ -41,7 +42,7 @@ class VramTier {
   absl::StatusOr<Pin> find(const std::string& key);
   // Evicts LRU unpinned placements until `bytes` fit, then reserves them
   // (a placement being built, or a step's activations).
-  absl::StatusOr<Reservation> make_room(int64_t bytes);
+  absl::StatusOr<Reservation> make_room(int64_t bytes, std::vector<std::string>* evicted = nullptr);
   // Drops `key`'s placement once its pins drain (its RAM copy is going).
   // NOT_FOUND if it has none.
   absl::Status drop(const std::string& key);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/text/byte_level.h"
-#include "core/text/tokenizer.h"
+#include "core/text/bpe_tokenizer.h"
 #include "core/text/utf8.h"
 
 namespace diffusiond::testing {

@@ -76,7 +76,9 @@ class FakeEngine final : public EngineApi {
   }
   absl::Status renew_lease(LeaseId, absl::Duration) override { return absl::OkStatus(); }
   absl::Status release_lease(LeaseId) override { return absl::OkStatus(); }
-  absl::StatusOr<Reservation> make_room(int64_t bytes, Device) override { return ram.reserve(bytes); }
+  absl::StatusOr<Reservation> make_room(int64_t bytes, Device, std::vector<std::string>*) override {
+    return ram.reserve(bytes);
+  }
   absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs,
                                     const CancellationToken&) override {
     MutexLock lock(&mu_);
@@ -87,12 +89,13 @@ class FakeEngine final : public EngineApi {
   absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest&, const DenoiseOptions&) override {
     return absl::UnimplementedError("denoise");
   }
-  absl::StatusOr<EncodedPrompt> encode_prompt(const std::string&, const std::string&,
-                                              const CancellationToken&) override {
-    return absl::UnimplementedError("encode_prompt");
+  absl::StatusOr<ModelInfo> inspect(const ModelLoadRequest&) override { return absl::UnimplementedError("inspect"); }
+  absl::StatusOr<EncodedText> encode_text(const std::string&, const TextEncoding&, const CancellationToken&,
+                                          std::vector<std::string>*) override {
+    return absl::UnimplementedError("encode_text");
   }
-  absl::StatusOr<torch::Tensor> decode_image(const std::string&, const torch::Tensor&,
-                                             const CancellationToken&) override {
+  absl::StatusOr<torch::Tensor> decode_image(const std::string&, const torch::Tensor&, const CancellationToken&,
+                                             std::vector<std::string>*) override {
     return absl::UnimplementedError("decode_image");
   }
   bool draining() const override { return false; }

@@ -26,6 +26,8 @@ struct ParsedArgs {
     return it == flags.end() ? nullptr : &it->second;
   }
   bool has(const std::string& name) const { return flags.count(name) != 0; }
+  // Every value of a repeatable flag, in order (the first is also in flags).
+  std::map<std::string, std::vector<std::string>> repeats;
 };
 
 using Builder = std::function<absl::StatusOr<CommandOptions>(const ParsedArgs&)>;
@@ -34,6 +36,7 @@ struct FlagSpec {
   const char* name;
   const char* value;  // shown in the help; null for a switch
   const char* help;
+  bool repeatable = false;  // may be given more than once (ParsedArgs::repeats)
 };
 
 // One command: its help, how many positional arguments it takes, its flags,

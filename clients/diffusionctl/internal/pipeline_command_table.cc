@@ -36,20 +36,24 @@ absl::StatusOr<int> image_side(const std::string& flag, const std::string& text)
 absl::StatusOr<CommandOptions> build_generate(const ParsedArgs& p) {
   GenerateOptions o;
   o.pipeline = p.args[0] == "-" ? "" : p.args[0];
-  if (const std::string* v = p.flag("text_encoder")) o.text_encoder = *v;
-  if (const std::string* v = p.flag("transformer")) o.transformer = *v;
-  if (const std::string* v = p.flag("vae")) o.vae = *v;
-  if (o.pipeline.empty()) {
-    std::vector<std::string> missing;
-    for (const char* name : {"text_encoder", "transformer", "vae"}) {
-      if (!p.has(name)) missing.push_back(absl::StrCat("--", name));
+  for (const char* name : {"text_encoder", "transformer", "vae"}) {
+    if (const std::string* v = p.flag(name)) o.components[name] = *v;
+  }
+  const auto given = p.repeats.find("component");
+  for (const std::string& pair : given != p.repeats.end() ? given->second : std::vector<std::string>{}) {
+    const size_t eq = pair.find('=');
+    if (eq == 0 || eq == std::string::npos || eq + 1 == pair.size()) {
+      return bad_value("--component", pair, "NAME=ID, such as text_encoder_2=flux/text_encoder_2");
     }
-    if (!missing.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("generate - (no pipeline) needs --text_encoder, --transformer and --vae; "
-                       "missing ",
-                       absl::StrJoin(missing, ", ")));
+    if (!o.components.emplace(pair.substr(0, eq), pair.substr(eq + 1)).second) {
+      return absl::InvalidArgumentError(absl::StrCat("component ", pair.substr(0, eq), " is given twice"));
     }
+  }
+  // Which components a pipeline needs is the daemon's to say; without a
+  // folder it needs at least the transformer to choose the pipeline.
+  if (o.pipeline.empty() && o.components.count("transformer") == 0) {
+    return absl::InvalidArgumentError(
+        "generate - (no pipeline) needs every component, at least --transformer (or --component transformer=ID)");
   }
   absl::StatusOr<std::string> prompt = required(p, "generate", "prompt", "TEXT");
   if (!prompt.ok()) return prompt.status();
@@ -124,19 +128,25 @@ std::vector<CommandSpec> pipeline_commands() {
        1,
        "Make an image from a prompt: encode it, denoise and decode, loading (and evicting) models "
        "as the budget needs, with a progress line per stage on stderr; Ctrl-C cancels. PIPELINE "
-       "is a pipeline folder in the models directory, or \"-\" when --text_encoder, --transformer "
-       "and --vae are all given. Writes the PNG and prints its path, size and seed.",
+       "is a pipeline folder in the models directory, or \"-\" when every component is given "
+       "(--component, or --text_encoder, --transformer and --vae). Writes the PNG and prints its "
+       "path, size and seed.",
        {{"prompt", "TEXT", "what to draw (required)"},
-        {"negative", "TEXT", "negative prompt, used when --guidance > 1"},
-        {"width", "N", "pixels, a multiple of 16 (default: the daemon's, 1024)"},
-        {"height", "N", "pixels, a multiple of 16 (default: the daemon's, 1024)"},
-        {"steps", "N", "denoise steps (default: the daemon's, 8)"},
-        {"guidance", "S", "classifier-free guidance scale; <= 1 is off (default: off)"},
+        {"negative", "TEXT", "negative prompt, used when the pipeline applies classifier-free guidance"},
+        {"width", "N", "pixels, a multiple of 16 (default: the pipeline's, 1024)"},
+        {"height", "N", "pixels, a multiple of 16 (default: the pipeline's, 1024)"},
+        {"steps", "N", "denoise steps (default: the pipeline's: Z-Image 8, FLUX.1-dev 28, schnell 4)"},
+        {"guidance", "S",
+         "guidance scale (default: the pipeline's): Z-Image's classifier-free scale, <= 1 off; "
+         "FLUX.1-dev's distilled guidance, 3.5"},
         {"seed", "N", "seed of the initial noise (default: a random one, printed)"},
         {"shift", "X", "flow-match shift (default: the transformer's schedule)"},
         {"text_encoder", "ID", "a loaded model's id or a path, instead of the pipeline's"},
         {"transformer", "ID", "a loaded model's id or a path, instead of the pipeline's"},
         {"vae", "ID", "a loaded model's id or a path, instead of the pipeline's"},
+        {"component", "NAME=ID",
+         "any component (text_encoder_2, ...) by a loaded model's id or a path; repeatable",
+         /*repeatable=*/true},
         {"out", "FILE", "where to write the image (required)"}},
        build_generate},
       {"encode",

@@ -78,7 +78,7 @@ class Qwen3Family final : public ModelFamily {
     std::error_code ec;
     for (const fs::path& candidate : {dir, dir.parent_path() / "tokenizer"}) {
       if (!fs::exists(candidate / "tokenizer.json", ec) && !fs::exists(candidate / "vocab.json", ec)) continue;
-      DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, load_tokenizer(candidate.string()));
+      DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<BpeTokenizer> tokenizer, load_tokenizer(candidate.string()));
       return std::unique_ptr<LoadRecipe>(
           new Qwen3Recipe(config, std::move(tokenizer), absl::StrCat("tokenizer from ", candidate.string())));
     }

@@ -34,7 +34,7 @@ absl::StatusOr<std::unique_ptr<Qwen3Model>> Qwen3Model::create(const Qwen3Config
 
 Qwen3Model::Qwen3Model(const Qwen3Config& config, std::unique_ptr<WeightStore> weights,
                        std::shared_ptr<const Tokenizer> tokenizer)
-    : TextEncoder(std::move(weights)), config_(config), tokenizer_(std::move(tokenizer)) {}
+    : TextEncoder(std::move(weights), std::move(tokenizer)), config_(config) {}
 
 absl::Status Qwen3Model::check_inputs(const torch::Tensor& ids, const torch::Tensor& mask,
                                       int64_t layer) const {

@@ -5,7 +5,7 @@
 // returning one of the hidden states.
 //
 // Not here: tokenisation (core/text) or which hidden state a pipeline takes
-// (z_image_text_encoding.h).
+// (its recipe, core/pipeline/<name>/).
 #ifndef DIFFUSIOND_CORE_MODELS_QWEN3_QWEN3_MODEL_H_
 #define DIFFUSIOND_CORE_MODELS_QWEN3_QWEN3_MODEL_H_
 
@@ -22,6 +22,9 @@
 namespace diffusiond {
 
 inline constexpr absl::string_view kQwen3Architecture = "qwen3";
+// The hidden state Step returns when the request names none:
+// hidden_states[-2], the one Z-Image conditions on.
+inline constexpr int64_t kQwen3StepHiddenLayer = -2;
 
 // Immutable after construction; forwards may run concurrently.
 class Qwen3Model final : public TextEncoder {
@@ -29,7 +32,7 @@ class Qwen3Model final : public TextEncoder {
   // Checks that `weights` holds exactly the parameter table of `config` with
   // the right shapes. FAILED_PRECONDITION naming the first missing,
   // misshapen or unexpected tensor. `tokenizer` (may be null) serves
-  // encode_prompt().
+  // encode().
   static absl::StatusOr<std::unique_ptr<Qwen3Model>> create(
       const Qwen3Config& config, std::unique_ptr<WeightStore> weights,
       std::shared_ptr<const Tokenizer> tokenizer = nullptr);
@@ -48,10 +51,10 @@ class Qwen3Model final : public TextEncoder {
   // missing, unexpected or misshapen input.
   absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const override;
 
-  // Z-Image's prompt encoding (z_image_text_encoding.h): the Qwen3 chat
-  // template, at most kZImageMaxSequenceLength tokens, hidden_states[-2]
-  // of the tokens as "cap_feats" [L, hidden_size].
-  absl::StatusOr<EncodedPrompt> encode_prompt(const std::string& prompt) const override;
+  // Tokenizes `request` and returns hidden_states[request.hidden_layer]
+  // (padding masked unless attend_to_padding); no pooled output.
+  absl::StatusOr<EncodedText> encode(const TextEncoding& request) const override;
+  int64_t encode_activation_bytes(int64_t tokens) const override;
 
   // Returns hidden_states[layer] of upstream's output_hidden_states, [B, L,
   // hidden_size] at the compute dtype: [0] the token embeddings, [k] the
@@ -79,7 +82,6 @@ class Qwen3Model final : public TextEncoder {
   torch::Tensor linear(const torch::Tensor& x, const std::string& name) const;
 
   const Qwen3Config config_;
-  const std::shared_ptr<const Tokenizer> tokenizer_;
 };
 
 }  // namespace diffusiond

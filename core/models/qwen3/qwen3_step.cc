@@ -3,7 +3,6 @@
 // which input is wrong; shapes and values by hidden_states().
 #include "absl/strings/str_cat.h"
 #include "core/models/qwen3/qwen3_model.h"
-#include "core/models/qwen3/z_image_text_encoding.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
 
@@ -16,7 +15,7 @@ constexpr char kUsage[] =
 
 absl::StatusOr<int64_t> hidden_layer_of(const NamedTensors& inputs) {
   const auto it = inputs.find("hidden_layer");
-  if (it == inputs.end()) return kZImageTextHiddenLayer;
+  if (it == inputs.end()) return kQwen3StepHiddenLayer;
   const torch::Tensor& t = it->second;
   if (!t.defined() || t.numel() != 1 || t.is_floating_point() || t.is_complex() ||
       t.scalar_type() == torch::kBool) {

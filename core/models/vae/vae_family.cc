@@ -43,6 +43,9 @@ class VaeRecipe final : public TableRecipe {
     DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<VaeModel> model, VaeModel::create(config_, std::move(weights)));
     return std::unique_ptr<Model>(std::move(model));
   }
+  LatentGeometry latent_geometry() const override {
+    return {config_.latent_channels, int64_t{1} << (config_.num_blocks() - 1)};
+  }
 
  private:
   const VaeConfig config_;

@@ -42,7 +42,7 @@ absl::StatusOr<std::unique_ptr<VaeModel>> VaeModel::create(const VaeConfig& conf
 }
 
 VaeModel::VaeModel(const VaeConfig& config, std::unique_ptr<WeightStore> weights)
-    : Model(std::move(weights)), config_(config) {}
+    : ImageDecoder(std::move(weights)), config_(config) {}
 
 absl::Status VaeModel::check_input(const torch::Tensor& t, int64_t channels, const char* what) const {
   if (t.defined() && t.dim() == 4 && t.size(0) >= 1 && t.size(1) == channels && t.size(2) >= 1 &&

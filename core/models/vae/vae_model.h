@@ -19,7 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/models/common/attention.h"
-#include "core/models/model.h"
+#include "core/models/image_decoder.h"
 #include "core/models/vae/vae_config.h"
 #include "core/models/vae/vae_tiling.h"
 
@@ -40,7 +40,7 @@ struct VaeEncoding {
 };
 
 // Thread-safe for concurrent forwards.
-class VaeModel final : public Model {
+class VaeModel final : public ImageDecoder {
  public:
   // Checks that `weights` holds exactly the parameter table of `config` with
   // the right shapes. FAILED_PRECONDITION naming the first missing,
@@ -49,7 +49,6 @@ class VaeModel final : public Model {
                                                           std::unique_ptr<WeightStore> weights);
 
   absl::string_view architecture() const override { return kVaeArchitecture; }
-  ModelRole role() const override { return ModelRole::kVae; }
   const VaeConfig& config() const { return config_; }
 
   // Decodes pipeline-space latents [B, latent_channels, h, w] to an image
@@ -77,6 +76,13 @@ class VaeModel final : public Model {
   //           the config's default tiles).
   // Exactly one of "latents" / "image". INVALID_ARGUMENT otherwise.
   absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const override;
+
+  // The ImageDecoder role: tiled means default_vae_tiling(config()).
+  int64_t latent_channels() const override { return config_.latent_channels; }
+  int64_t spatial_factor() const override;
+  int64_t decode_activation_bytes(int64_t h, int64_t w, bool tiled) const override;
+  absl::StatusOr<torch::Tensor> decode_latents(const torch::Tensor& latents, bool tiled) const override;
+  absl::StatusOr<torch::Tensor> encode_image(const torch::Tensor& image, bool tiled) const override;
 
   void set_attention_options(const AttentionOptions& options) { attention_options_ = options; }
 

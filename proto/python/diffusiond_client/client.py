@@ -280,21 +280,25 @@ class Client:
         r = self._unary("Decode", self._pipeline.Decode, _pipeline.decode_request(vae, latents), timeout)
         return Image.from_proto(r)
 
-    def generate_stream(self, pipeline=None, prompt="", negative_prompt=None, *, text_encoder=None,
-                        transformer=None, vae=None, width=0, height=0, steps=0, guidance_scale=0.0, seed=None,
-                        shift=0.0, timeout=_DEFAULT):
+    def generate_stream(self, pipeline=None, prompt="", negative_prompt=None, *, components=None,
+                        text_encoder=None, transformer=None, vae=None, width=0, height=0, steps=0,
+                        guidance_scale=0.0, seed=None, shift=0.0, timeout=_DEFAULT):
         """Starts a Generate and returns its GenerateCall (iterable, cancellable).
 
-        ``pipeline`` is a pipeline folder in the models directory; a component
-        given by ``text_encoder``/``transformer``/``vae`` (a loaded model's id
-        or a path) replaces the pipeline's, and with all three no pipeline is
-        needed (ValueError otherwise). 0 for ``width``/``height`` (multiples of
-        16) and ``steps`` takes the daemon's defaults (1024, 8);
-        ``guidance_scale`` <= 1 is off; ``shift`` 0 is the transformer's
-        schedule; ``seed`` None draws a random one (the Image reports it).
+        ``pipeline`` is a pipeline folder in the models directory.
+        ``components`` maps component names ("text_encoder", "text_encoder_2",
+        "transformer", "vae", ...) to a loaded model's id or a path, each
+        replacing the pipeline's; ``text_encoder``/``transformer``/``vae`` are
+        shorthands for those three. Without a pipeline every component is
+        given (ValueError without a transformer). 0 for ``width``/``height``,
+        ``steps`` and ``guidance_scale`` takes the pipeline's defaults;
+        ``shift`` 0 is the transformer's schedule; ``seed`` None draws a
+        random one (the Image reports it).
         """
-        request = _pipeline.generate_request(pipeline, prompt, negative_prompt, text_encoder, transformer, vae,
-                                             width, height, steps, guidance_scale, seed, shift)
+        merged = {"text_encoder": text_encoder, "transformer": transformer, "vae": vae}
+        merged.update(components or {})
+        request = _pipeline.generate_request(pipeline, prompt, negative_prompt, merged, width, height, steps,
+                                             guidance_scale, seed, shift)
         return _pipeline.GenerateCall(self._pipeline.Generate(request, timeout=self._deadline(timeout)))
 
     def generate(self, pipeline=None, prompt="", negative_prompt=None, *, on_progress=None, **kwargs):

@@ -36,18 +36,19 @@ class GenerateCall(StreamCall):
         return self._result(on_progress, Image)
 
 
-def generate_request(pipeline, prompt, negative_prompt, text_encoder, transformer, vae, width, height, steps,
-                     guidance_scale, seed, shift):
-    """Returns a GenerateRequest; ValueError when neither a pipeline nor all
-    three components are named. A ``seed`` of None draws a random one."""
-    if not pipeline and not (text_encoder and transformer and vae):
-        raise ValueError("give pipeline=, or all of text_encoder=, transformer= and vae=")
+def generate_request(pipeline, prompt, negative_prompt, components, width, height, steps, guidance_scale, seed,
+                     shift):
+    """Returns a GenerateRequest; ValueError when there is no pipeline and no
+    transformer component (the daemon says which others are missing). A
+    ``seed`` of None draws a random one."""
+    components = {name: value for name, value in (components or {}).items() if value}
+    if not pipeline and "transformer" not in components:
+        raise ValueError("give pipeline=, or every component in components= (at least the transformer)")
     if seed is None:
         seed = secrets.randbits(64)
     return _ps.GenerateRequest(
-        pipeline=pipeline or "", text_encoder=text_encoder or "", transformer=transformer or "", vae=vae or "",
-        prompt=prompt, negative_prompt=negative_prompt or "", width=width, height=height, steps=steps,
-        guidance_scale=guidance_scale, seed=seed, shift=shift)
+        pipeline=pipeline or "", components=components, prompt=prompt, negative_prompt=negative_prompt or "",
+        width=width, height=height, steps=steps, guidance_scale=guidance_scale, seed=seed, shift=shift)
 
 
 def decode_request(vae, latents):

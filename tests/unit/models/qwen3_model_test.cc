@@ -9,7 +9,7 @@
 #include "core/models/model_loader.h"
 #include "core/models/qwen3/qwen3_attention.h"
 #include "core/models/qwen3/qwen3_params.h"
-#include "core/models/qwen3/z_image_text_encoding.h"
+#include "core/pipeline/z_image/z_image_text_encoding.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/checkpoint_builder.h"

@@ -22,7 +22,7 @@
 #include "core/models/qwen3/qwen3_attention.h"
 #include "core/models/qwen3/qwen3_config.h"
 #include "core/models/qwen3/qwen3_model.h"
-#include "core/models/qwen3/z_image_text_encoding.h"
+#include "core/pipeline/z_image/z_image_text_encoding.h"
 #include "core/util/file_text.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

@@ -5,13 +5,19 @@
 #include "core/pipeline/generate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 
 #include "core/engine/engine.h"
 #include "core/memory/budget.h"
 #include "core/models/vae/vae_memory.h"
+#include "core/pipeline/pipeline_family.h"
+#include "core/pipeline/z_image/z_image_pipeline.h"
+#include "core/util/file_text.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -169,11 +175,22 @@ TEST_F(GenerateTest, BadRequestsAreRefusedBeforeAnyLoad) {
   r.width = 50;
   EXPECT_THAT(generate(*engine_, models_dir_, r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("multiples of 16")));
   r = request();
-  r.steps = 0;
+  r.steps = -1;
   EXPECT_THAT(generate(*engine_, models_dir_, r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("steps")));
   r.steps = 1000000;
   EXPECT_THAT(generate(*engine_, models_dir_, r),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("steps must be 1 to 1000")));
+  r = request();
+  r.prompt.assign(kGenerateMaxPromptBytes + 1, 'x');
+  EXPECT_THAT(generate(*engine_, models_dir_, r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("prompt")));
+  r = request();
+  r.components["text_encoder_2"] = "pipe/text_encoder";
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no component \"text_encoder_2\"")));
+  r = request();
+  r.components["vae"] = "pipe/transformer";  // a denoiser in the decoder's role
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not an image decoder")));
   r = request();
   r.guidance_scale = std::nan("");
   EXPECT_THAT(generate(*engine_, models_dir_, r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("finite")));
@@ -187,7 +204,7 @@ TEST_F(GenerateTest, BadRequestsAreRefusedBeforeAnyLoad) {
   r = request();
   r.pipeline.clear();
   EXPECT_THAT(generate(*engine_, models_dir_, r),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("all three of text_encoder")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("every component")));
   r = request();
   r.pipeline = "../elsewhere";
   EXPECT_FALSE(generate(*engine_, models_dir_, r).ok());
@@ -212,14 +229,74 @@ TEST_F(GenerateTest, ComponentsCanBeNamedOneByOne) {
   ASSERT_THAT(engine_->load(load), IsOk());
   GenerateRequest r = request();
   r.pipeline.clear();
-  r.text_encoder = "pipe/text_encoder";
-  r.transformer = "pipe/transformer";
-  r.vae = "my-vae";
+  r.components = {{"text_encoder", "pipe/text_encoder"}, {"transformer", "pipe/transformer"}, {"vae", "my-vae"}};
   std::vector<GenerateEvent> events;
   GenerateOptions options;
   options.on_event = [&](const GenerateEvent& e) { events.push_back(e); };
   ASSERT_THAT(generate(*engine_, models_dir_, r, options), IsOk());
   EXPECT_EQ(engine_->list().size(), 3u);  // the VAE was not loaded twice
+}
+
+// A pipeline family of this test file alone: Z-Image's components, asked
+// differently (the last hidden state, unpadded, no template). Registering
+// it needs nothing from server/, clients/ or proto/.
+class MadeUpPipeline final : public PipelineFamily {
+ public:
+  absl::string_view name() const override { return "made-up"; }
+  std::vector<std::string> pipeline_classes() const override { return {"MadeUpPipeline"}; }
+  std::vector<PipelineComponent> components() const override { return z_image_pipeline()->components(); }
+  PipelineDefaults defaults(const ModelInfo&) const override {
+    PipelineDefaults d;
+    d.steps = 3;
+    d.width = 32;
+    d.height = 32;
+    return d;
+  }
+  TextEncoding text_encoding(absl::string_view, const std::string& prompt) const override {
+    ++encodings;
+    TextEncoding e;
+    e.text = prompt;
+    e.hidden_layer = -1;
+    return e;
+  }
+  absl::StatusOr<Conditioning> encoder_conditioning(absl::string_view, const EncodedText& encoded) const override {
+    Conditioning c;
+    c.tensors["cap_feats"] = encoded.hidden_states;
+    return c;
+  }
+  mutable std::atomic<int> encodings{0};
+};
+
+TEST_F(GenerateTest, AFamilyRegisteredInATestRunsThroughTheGenericGenerate) {
+  static MadeUpPipeline* const made_up = new MadeUpPipeline();
+  static const absl::Status registered = register_pipeline_family(made_up);
+  ASSERT_THAT(registered, IsOk());
+  EXPECT_THAT(register_pipeline_family(made_up), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("already")));
+  std::string index = read_text_file(models_dir_ + "/pipe/model_index.json").value();
+  const size_t at = index.find("ZImagePipeline");
+  ASSERT_NE(at, std::string::npos);
+  index.replace(at, std::string("ZImagePipeline").size(), "MadeUpPipeline");
+  std::filesystem::create_directories(models_dir_ + "/made-up");
+  for (const char* c : {"text_encoder", "tokenizer", "transformer", "vae"}) {
+    std::filesystem::create_directory_symlink(models_dir_ + "/pipe/" + c, models_dir_ + "/made-up/" + c);
+  }
+  {
+    std::ofstream out(models_dir_ + "/made-up/model_index.json");
+    out << index;
+  }
+  start(int64_t{1} << 32);
+  GenerateRequest r;
+  r.pipeline = "made-up";
+  r.prompt = "a lighthouse";
+  std::vector<GenerateEvent> events;
+  GenerateOptions options;
+  options.on_event = [&](const GenerateEvent& e) { events.push_back(e); };
+  absl::StatusOr<GeneratedImage> image = generate(*engine_, models_dir_, r, options);
+  ASSERT_THAT(image, IsOk());
+  EXPECT_EQ(made_up->encodings.load(), 1);
+  EXPECT_EQ(image->pixels.sizes().vec(), (std::vector<int64_t>{32, 32, 3}));  // its defaults
+  EXPECT_EQ(count(events, Stage::kDenoise), 3);
+  EXPECT_THAT(image->parameters[0].second, HasSubstr("\"pipeline\":\"made-up\""));
 }
 
 }  // namespace

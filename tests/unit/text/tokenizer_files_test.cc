@@ -65,7 +65,7 @@ json tokenizer_config() {
 
 absl::StatusOr<std::vector<int32_t>> encode_with(const absl::StatusOr<TokenizerSpec>& spec, const std::string& text) {
   if (!spec.ok()) return spec.status();
-  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::create(*spec);
+  absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer = BpeTokenizer::create(*spec);
   if (!tokenizer.ok()) return tokenizer.status();
   return (*tokenizer)->encode(text);
 }
@@ -95,14 +95,14 @@ TEST(TokenizerFilesTest, LoadsAFolderEitherWay) {
   dir.write("tok/vocab.json", vocab_object().dump());
   dir.write("tok/merges.txt", "h i\n");
   dir.write("tok/tokenizer_config.json", tokenizer_config().dump());
-  absl::StatusOr<std::unique_ptr<Tokenizer>> from_vocab = load_tokenizer(dir.path("tok"));
+  absl::StatusOr<std::unique_ptr<BpeTokenizer>> from_vocab = load_tokenizer(dir.path("tok"));
   ASSERT_THAT(from_vocab, IsOk());
   EXPECT_EQ((*from_vocab)->pad_id(), 300);
   // tokenizer.json wins when present; the pad token still comes from the config.
   json file = tokenizer_json();
   file["model"]["merges"] = json::array();
   dir.write("tok/tokenizer.json", file.dump());
-  absl::StatusOr<std::unique_ptr<Tokenizer>> from_json = load_tokenizer(dir.path("tok"));
+  absl::StatusOr<std::unique_ptr<BpeTokenizer>> from_json = load_tokenizer(dir.path("tok"));
   ASSERT_THAT(from_json, IsOk());
   EXPECT_THAT(*(*from_json)->encode("hi"), ElementsAre('h', 'i'));
   EXPECT_EQ((*from_json)->pad_id(), 300);

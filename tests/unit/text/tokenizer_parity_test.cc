@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "core/checkpoint/checkpoint.h"
-#include "core/text/tokenizer.h"
+#include "core/text/bpe_tokenizer.h"
 #include "core/text/tokenizer_files.h"
 #include "core/text/unicode.h"
-#include "core/text/z_image_prompt.h"
+#include "core/pipeline/z_image/z_image_prompt.h"
 #include "core/util/file_text.h"
 #include "core/util/json.h"
 #include "gmock/gmock.h"
@@ -44,7 +44,7 @@ json read_tokens_json() {
 // The two ways a model folder gives the tokenizer.
 struct Route {
   const char* name;
-  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<BpeTokenizer> tokenizer;
 };
 
 std::vector<Route> load_both_routes() {
@@ -58,7 +58,7 @@ std::vector<Route> load_both_routes() {
   if (!from_json.ok() || !from_vocab.ok()) return routes;
   for (auto& [name, spec] : {std::pair<const char*, TokenizerSpec*>{"tokenizer.json", &*from_json},
                              {"vocab.json+merges.txt", &*from_vocab}}) {
-    absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::create(*spec);
+    absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer = BpeTokenizer::create(*spec);
     EXPECT_THAT(tokenizer, IsOk()) << name;
     if (tokenizer.ok()) routes.push_back({name, *std::move(tokenizer)});
   }
@@ -159,7 +159,7 @@ TEST(TokenizerParity, PipelineBatchIsTruncatedAndPaddedLikeTheReference) {
   const auto expected_ids = pipeline["input_ids"].get<std::vector<std::vector<int32_t>>>();
   const auto expected_mask = pipeline["attention_mask"].get<std::vector<std::vector<int>>>();
   // The folder loader: tokenizer.json, pad token from tokenizer_config.json.
-  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = load_tokenizer(fixture_dir() + "/tokenizer");
+  absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer = load_tokenizer(fixture_dir() + "/tokenizer");
   ASSERT_THAT(tokenizer, IsOk());
   absl::StatusOr<TokenBatch> batch = encode_z_image_prompts(**tokenizer, prompts, max_length);
   ASSERT_THAT(batch, IsOk());
@@ -191,7 +191,7 @@ TEST(TokenizerParity, IdsMatchTheTextEncoderInputsInIoSafetensors) {
   ASSERT_THAT(variant, IsOk());
   absl::StatusOr<std::unique_ptr<Checkpoint>> io = Checkpoint::open(fixture_dir() + "/io.safetensors");
   ASSERT_THAT(io, IsOk());
-  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = load_tokenizer(fixture_dir() + "/tokenizer");
+  absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer = load_tokenizer(fixture_dir() + "/tokenizer");
   ASSERT_THAT(tokenizer, IsOk());
 
   std::vector<std::string> prompts = tokens["pipeline"]["prompts"].get<std::vector<std::string>>();

@@ -14,8 +14,8 @@
 // call, one user message with no system message and no tools.
 //
 // Not here: the text encoder (Qwen3 model) that turns ids into embeddings.
-#ifndef DIFFUSIOND_CORE_TEXT_Z_IMAGE_PROMPT_H_
-#define DIFFUSIOND_CORE_TEXT_Z_IMAGE_PROMPT_H_
+#ifndef DIFFUSIOND_CORE_PIPELINE_Z_IMAGE_Z_IMAGE_PROMPT_H_
+#define DIFFUSIOND_CORE_PIPELINE_Z_IMAGE_Z_IMAGE_PROMPT_H_
 
 #include <cstdint>
 #include <string>
@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "core/text/token_batch.h"
 #include "core/text/tokenizer.h"
 
 namespace diffusiond {
@@ -41,21 +42,6 @@ std::string render_qwen3_user_turn(absl::string_view prompt, bool enable_thinkin
 // /*enable_thinking=*/true).
 std::string render_z_image_prompt(absl::string_view prompt);
 
-// A batch of token rows of equal length, row-major.
-struct TokenBatch {
-  int64_t batch = 0;
-  int64_t length = 0;
-  std::vector<int32_t> ids;            // batch * length
-  std::vector<uint8_t> attention_mask; // batch * length; 1 = token, 0 = padding
-  std::vector<int64_t> token_counts;   // per row: how many leading entries are tokens
-};
-
-// Returns `rows` cut or right-padded with `pad_id` to exactly `max_length`
-// each (as padding="max_length", truncation=True, right side). Returns
-// INVALID_ARGUMENT if max_length < 1 or pad_id < 0.
-absl::StatusOr<TokenBatch> pad_or_truncate(const std::vector<std::vector<int32_t>>& rows,
-                                           int64_t max_length, int32_t pad_id);
-
 // Returns the ids and attention mask Z-Image's text encoder gets for
 // `prompts`: each rendered (render_z_image_prompt), encoded, then
 // pad_or_truncate to `max_sequence_length` with the tokenizer's pad token.
@@ -68,4 +54,4 @@ absl::StatusOr<TokenBatch> encode_z_image_prompts(const Tokenizer& tokenizer,
 
 }  // namespace diffusiond
 
-#endif  // DIFFUSIOND_CORE_TEXT_Z_IMAGE_PROMPT_H_
+#endif  // DIFFUSIOND_CORE_PIPELINE_Z_IMAGE_Z_IMAGE_PROMPT_H_

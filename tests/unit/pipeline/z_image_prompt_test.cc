@@ -1,4 +1,4 @@
-#include "core/text/z_image_prompt.h"
+#include "core/pipeline/z_image/z_image_prompt.h"
 
 #include <memory>
 #include <string>
@@ -43,11 +43,11 @@ class ZImagePromptEncodeTest : public ::testing::Test {
     TokenizerSpec spec = byte_level_spec();
     spec.added_tokens = {{300, "<|endoftext|>", true}, {301, "<|im_start|>", true}, {302, "<|im_end|>", true}};
     spec.pad_token = "<|endoftext|>";
-    absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::create(spec);
+    absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer = BpeTokenizer::create(spec);
     ASSERT_THAT(tokenizer, IsOk());
     tokenizer_ = *std::move(tokenizer);
   }
-  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<BpeTokenizer> tokenizer_;
 };
 
 TEST_F(ZImagePromptEncodeTest, EncodesRenderedPromptsToAFixedLength) {
@@ -78,7 +78,7 @@ TEST_F(ZImagePromptEncodeTest, RefusesBadInput) {
   EXPECT_THAT(encode_z_image_prompts(*tokenizer_, {std::string("x")}, 0),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_length")));
   TokenizerSpec no_pad = byte_level_spec();
-  absl::StatusOr<std::unique_ptr<Tokenizer>> unpadded = Tokenizer::create(no_pad);
+  absl::StatusOr<std::unique_ptr<BpeTokenizer>> unpadded = BpeTokenizer::create(no_pad);
   ASSERT_THAT(unpadded, IsOk());
   EXPECT_THAT(encode_z_image_prompts(**unpadded, {std::string("x")}, 8),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no pad token")));

@@ -2,18 +2,20 @@
 // ZImagePipeline._encode_prompt): hidden_states[-2] of the templated,
 // right-padded prompts, and per prompt only the rows of real tokens.
 //
-// Not here: the chat template, tokenisation and padding to
-// max_sequence_length (core/text), or the forward itself (qwen3_model.h).
-#ifndef DIFFUSIOND_CORE_MODELS_QWEN3_Z_IMAGE_TEXT_ENCODING_H_
-#define DIFFUSIOND_CORE_MODELS_QWEN3_Z_IMAGE_TEXT_ENCODING_H_
+// Not here: the chat template (z_image_prompt.h) or the forward itself
+// (core/models/qwen3).
+#ifndef DIFFUSIOND_CORE_PIPELINE_Z_IMAGE_Z_IMAGE_TEXT_ENCODING_H_
+#define DIFFUSIOND_CORE_PIPELINE_Z_IMAGE_Z_IMAGE_TEXT_ENCODING_H_
 
 #include <torch/types.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/models/qwen3/qwen3_model.h"
+#include "core/models/text_encoder.h"
 
 namespace diffusiond {
 
@@ -23,10 +25,9 @@ inline constexpr int64_t kZImageTextHiddenLayer = -2;
 // ZImagePipeline's default max_sequence_length.
 inline constexpr int64_t kZImageMaxSequenceLength = 512;
 
-// Returns, per item i, hidden[i] at the rows where mask[i] is nonzero, in
-// order: [L_i, hidden] (L_i may be 0). `hidden` [B, L, D]; `mask` [B, L] or
-// undefined (every row kept). REQUIRES: shapes agree (checked by callers).
-std::vector<torch::Tensor> token_rows(const torch::Tensor& hidden, const torch::Tensor& mask);
+// How ZImagePipeline asks its encoder for `prompt`: the chat template,
+// padded to max_sequence_length and masked, hidden_states[-2].
+TextEncoding z_image_text_encoding(const std::string& prompt);
 
 // Encodes tokenised prompts as Z-Image's caption features:
 // token_rows(hidden_states[-2], attention_mask), one [L_i, hidden_size]
@@ -38,4 +39,4 @@ absl::StatusOr<std::vector<torch::Tensor>> z_image_caption_features(
 
 }  // namespace diffusiond
 
-#endif  // DIFFUSIOND_CORE_MODELS_QWEN3_Z_IMAGE_TEXT_ENCODING_H_
+#endif  // DIFFUSIOND_CORE_PIPELINE_Z_IMAGE_Z_IMAGE_TEXT_ENCODING_H_

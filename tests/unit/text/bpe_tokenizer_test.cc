@@ -1,4 +1,4 @@
-#include "core/text/tokenizer.h"
+#include "core/text/bpe_tokenizer.h"
 
 #include <memory>
 #include <string>
@@ -28,14 +28,14 @@ TokenizerSpec test_spec() {
   return spec;
 }
 
-std::unique_ptr<Tokenizer> make(const TokenizerSpec& spec) {
-  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::create(spec);
+std::unique_ptr<BpeTokenizer> make(const TokenizerSpec& spec) {
+  absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer = BpeTokenizer::create(spec);
   EXPECT_THAT(tokenizer, IsOk());
   return tokenizer.ok() ? *std::move(tokenizer) : nullptr;
 }
 
 TEST(TokenizerTest, CutsOutAddedTokensLeftmostLongestAnywhere) {
-  const std::unique_ptr<Tokenizer> t = make(test_spec());
+  const std::unique_ptr<BpeTokenizer> t = make(test_spec());
   ASSERT_NE(t, nullptr);
   EXPECT_THAT(*t->encode("hi<|a|>hi"), ElementsAre(256, kA, 256));
   EXPECT_THAT(*t->encode("<|a|>+<|a|>"), ElementsAre(kALonger, kA));
@@ -50,21 +50,21 @@ TEST(TokenizerTest, CutsOutAddedTokensLeftmostLongestAnywhere) {
 // reference's slow tokenizer: '>' + U+0338 composes to U+226F, so the text
 // no longer contains "<|a|>".
 TEST(TokenizerTest, NormalisesBeforeCuttingOutAddedTokens) {
-  const std::unique_ptr<Tokenizer> t = make(test_spec());
+  const std::unique_ptr<BpeTokenizer> t = make(test_spec());
   ASSERT_NE(t, nullptr);
   EXPECT_THAT(*t->encode("<|a|>\u0338"), ElementsAre('<', '|', 'a', '|', 0xE2, 0x89, 0xAF));
   EXPECT_THAT(*t->encode("e\u0301"), ElementsAre(0xC3, 0xA9));  // U+00E9
 }
 
 TEST(TokenizerTest, RefusesInvalidUtf8NamingTheOffset) {
-  const std::unique_ptr<Tokenizer> t = make(test_spec());
+  const std::unique_ptr<BpeTokenizer> t = make(test_spec());
   ASSERT_NE(t, nullptr);
   EXPECT_THAT(t->encode("hi \xFF there"),
               StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("byte offset 3"), HasSubstr("0xFF"))));
 }
 
 TEST(TokenizerTest, DecodesAddedTokensAndBytes) {
-  const std::unique_ptr<Tokenizer> t = make(test_spec());
+  const std::unique_ptr<BpeTokenizer> t = make(test_spec());
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(*t->decode({256, kA, 257, kThink}), "hi<|a|> w<think>");
   // Bytes of one character cut by an added token decode separately, each
@@ -76,7 +76,7 @@ TEST(TokenizerTest, DecodesAddedTokensAndBytes) {
 }
 
 TEST(TokenizerTest, LooksUpTokensBothWays) {
-  const std::unique_ptr<Tokenizer> t = make(test_spec());
+  const std::unique_ptr<BpeTokenizer> t = make(test_spec());
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->token_to_id("<think>"), kThink);
   EXPECT_EQ(t->token_to_id("\u0120w"), 257);
@@ -91,18 +91,18 @@ TEST(TokenizerTest, LooksUpTokensBothWays) {
 TEST(TokenizerTest, RefusesInconsistentSpecs) {
   TokenizerSpec unknown_pad = test_spec();
   unknown_pad.pad_token = "<pad>";
-  EXPECT_THAT(Tokenizer::create(unknown_pad),
+  EXPECT_THAT(BpeTokenizer::create(unknown_pad),
               StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("test spec"), HasSubstr("pad token '<pad>'"))));
   TokenizerSpec clash = test_spec();
   clash.added_tokens.push_back({'x', "<y>", true});
-  EXPECT_THAT(Tokenizer::create(clash),
+  EXPECT_THAT(BpeTokenizer::create(clash),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("which the vocabulary gives to 'x'")));
   TokenizerSpec twice = test_spec();
   twice.added_tokens.push_back({500, "<think>", false});
-  EXPECT_THAT(Tokenizer::create(twice), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("appears twice")));
+  EXPECT_THAT(BpeTokenizer::create(twice), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("appears twice")));
   TokenizerSpec empty = test_spec();
   empty.added_tokens.push_back({500, "", false});
-  EXPECT_THAT(Tokenizer::create(empty), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty content")));
+  EXPECT_THAT(BpeTokenizer::create(empty), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty content")));
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-#include "core/text/z_image_prompt.h"
+#include "core/pipeline/z_image/z_image_prompt.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "core/text/utf8.h"
+#include "core/text/token_batch.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -18,27 +19,6 @@ std::string render_qwen3_user_turn(absl::string_view prompt, bool enable_thinkin
 
 std::string render_z_image_prompt(absl::string_view prompt) {
   return render_qwen3_user_turn(prompt, /*enable_thinking=*/true);
-}
-
-absl::StatusOr<TokenBatch> pad_or_truncate(const std::vector<std::vector<int32_t>>& rows,
-                                           int64_t max_length, int32_t pad_id) {
-  if (max_length < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("max_length is ", max_length, "; expected at least 1"));
-  }
-  if (pad_id < 0) return absl::InvalidArgumentError(absl::StrCat("pad id is ", pad_id, "; expected >= 0"));
-  TokenBatch out;
-  out.batch = static_cast<int64_t>(rows.size());
-  out.length = max_length;
-  out.ids.assign(static_cast<size_t>(out.batch * max_length), pad_id);
-  out.attention_mask.assign(out.ids.size(), 0);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const int64_t kept = std::min<int64_t>(static_cast<int64_t>(rows[r].size()), max_length);
-    const size_t base = r * static_cast<size_t>(max_length);
-    std::copy(rows[r].begin(), rows[r].begin() + kept, out.ids.begin() + base);
-    std::fill(out.attention_mask.begin() + base, out.attention_mask.begin() + base + kept, 1);
-    out.token_counts.push_back(kept);
-  }
-  return out;
 }
 
 absl::StatusOr<TokenBatch> encode_z_image_prompts(const Tokenizer& tokenizer,

@@ -1,4 +1,4 @@
-#include "core/text/tokenizer.h"
+#include "core/text/bpe_tokenizer.h"
 
 #include <algorithm>
 
@@ -11,7 +11,7 @@
 
 namespace diffusiond {
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::create(const TokenizerSpec& spec) {
+absl::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const TokenizerSpec& spec) {
   DIFFUSIOND_ASSIGN_OR_RETURN(BpeModel bpe, BpeModel::create(spec.vocab, spec.merges, spec.source));
   DIFFUSIOND_ASSIGN_OR_RETURN(AddedTokenSplitter added,
                               AddedTokenSplitter::create(spec.added_tokens, spec.source));
@@ -27,7 +27,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::create(const TokenizerSpec
     }
     id_limit = std::max(id_limit, token.id + 1);
   }
-  std::unique_ptr<Tokenizer> tokenizer(new Tokenizer(spec.source, std::move(bpe), std::move(added)));
+  std::unique_ptr<BpeTokenizer> tokenizer(new BpeTokenizer(spec.source, std::move(bpe), std::move(added)));
   tokenizer->id_limit_ = id_limit;
   if (!spec.pad_token.empty()) {
     tokenizer->pad_id_ = tokenizer->token_to_id(spec.pad_token);
@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::create(const TokenizerSpec
   return tokenizer;
 }
 
-absl::StatusOr<std::vector<int32_t>> Tokenizer::encode(absl::string_view text) const {
+absl::StatusOr<std::vector<int32_t>> BpeTokenizer::encode(absl::string_view text) const {
   DIFFUSIOND_ASSIGN_OR_RETURN(const std::string normalized, nfc_normalize(text, "text to tokenize"));
   std::vector<int32_t> ids;
   for (const TextSegment& segment : added_.split(normalized)) {
@@ -55,7 +55,7 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::encode(absl::string_view text) c
   return ids;
 }
 
-absl::StatusOr<std::string> Tokenizer::decode(absl::Span<const int32_t> ids) const {
+absl::StatusOr<std::string> BpeTokenizer::decode(absl::Span<const int32_t> ids) const {
   std::string text;
   std::string bytes;  // the current run of BPE tokens, as raw bytes
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -85,14 +85,14 @@ absl::StatusOr<std::string> Tokenizer::decode(absl::Span<const int32_t> ids) con
   return text;
 }
 
-int32_t Tokenizer::token_to_id(absl::string_view token) const {
+int32_t BpeTokenizer::token_to_id(absl::string_view token) const {
   for (const AddedToken& added : added_.tokens()) {
     if (added.content == token) return added.id;
   }
   return bpe_.id(token);
 }
 
-const std::string* Tokenizer::id_to_token(int32_t id) const {
+const std::string* BpeTokenizer::id_to_token(int32_t id) const {
   if (const AddedToken* added = added_.find(id); added != nullptr) return &added->content;
   return bpe_.token(id);
 }

@@ -1,0 +1,46 @@
+// ImageDecoder: the image-decoder role (a VAE) — latents in pipeline space
+// to an image and back, with the geometry a pipeline needs to size its
+// latents and the activation bytes the engine reserves before a decode.
+// The engine and the pipelines see this role, never a concrete VAE class.
+//
+// Not here: a VAE's networks (core/models/<arch>/), pixel conversion
+// (core/models/vae/image_postprocess.h).
+#ifndef DIFFUSIOND_CORE_MODELS_IMAGE_DECODER_H_
+#define DIFFUSIOND_CORE_MODELS_IMAGE_DECODER_H_
+
+#include <torch/types.h>
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "core/models/model.h"
+
+namespace diffusiond {
+
+// Immutable after construction; decodes may run concurrently.
+class ImageDecoder : public Model {
+ public:
+  using Model::Model;
+  ModelRole role() const final { return ModelRole::kVae; }
+
+  // Latent channels, and image pixels per latent along each side.
+  virtual int64_t latent_channels() const = 0;
+  virtual int64_t spatial_factor() const = 0;
+
+  // Peak bytes beyond the weights of a decode of latents [1, C, h, w],
+  // whole or tile by tile.
+  virtual int64_t decode_activation_bytes(int64_t h, int64_t w, bool tiled) const = 0;
+
+  // Decodes pipeline-space latents [1, C, h, w] to an image [1, 3, f h,
+  // f w] in about [-1, 1] at the compute dtype. INVALID_ARGUMENT for a
+  // misshapen input; the token's reason when cancelled between blocks.
+  virtual absl::StatusOr<torch::Tensor> decode_latents(const torch::Tensor& latents, bool tiled) const = 0;
+
+  // Encodes an image [1, 3, H, W] in [-1, 1] to pipeline-space latents
+  // (the distribution's mode). Errors as decode_latents().
+  virtual absl::StatusOr<torch::Tensor> encode_image(const torch::Tensor& image, bool tiled) const = 0;
+};
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_MODELS_IMAGE_DECODER_H_

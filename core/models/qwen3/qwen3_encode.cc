@@ -1,0 +1,37 @@
+// Qwen3Model as a text encoder: TextEncoder::encode and its activation
+// estimate.
+#include <algorithm>
+
+#include "core/models/qwen3/qwen3_model.h"
+#include "core/util/exception_status.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+
+absl::StatusOr<EncodedText> Qwen3Model::encode(const TextEncoding& request) const {
+  DIFFUSIOND_ASSIGN_OR_RETURN(Tokens tokens, tokenize(request));
+  const torch::Tensor mask = request.attend_to_padding ? torch::Tensor() : tokens.attention_mask;
+  DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor hidden, hidden_states(tokens.input_ids, mask, request.hidden_layer));
+  EncodedText encoded;
+  encoded.hidden_states = hidden[0];
+  encoded.attention_mask = tokens.attention_mask[0].ne(0);
+  encoded.tokens = tokens.count;
+  return encoded;
+}
+
+int64_t Qwen3Model::encode_activation_bytes(int64_t tokens) const {
+  const Qwen3Config& c = config_;
+  const int64_t element = torch::elementSize(compute_dtype(*this));
+  // Live at a layer's peak: the residual stream and its norm, q/k/v and
+  // the attention output, the MLP's gate and up halves, one upcast weight
+  // (the embedding table is never FP8: the skip list keeps embeddings),
+  // and the float32 scores and probabilities of every head.
+  const int64_t qkv = (c.num_attention_heads + 2 * c.num_key_value_heads) * c.head_dim;
+  const int64_t per_token = element * (3 * c.hidden_size + qkv + c.num_attention_heads * c.head_dim +
+                                       2 * c.intermediate_size);
+  const int64_t largest_weight = element * c.hidden_size * c.intermediate_size;
+  const int64_t scores = 2 * 4 * c.num_attention_heads * tokens * tokens;
+  return tokens * per_token + largest_weight + scores;
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,56 @@
+#include "core/models/text_encoder.h"
+
+#include <filesystem>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+
+int64_t TextEncoder::max_tokens_of(const TextEncoding& request) const {
+  if (request.max_tokens > 0) return request.max_tokens;
+  const int64_t wrapping = tokenizer_ != nullptr ? tokenizer_->special_tokens_added() : 0;
+  return static_cast<int64_t>(request.text.size()) + wrapping + 1;
+}
+
+absl::StatusOr<TextEncoder::Tokens> TextEncoder::tokenize(const TextEncoding& request) const {
+  if (tokenizer_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "this text encoder was loaded without a tokenizer (none in its folder or the pipeline's tokenizer folder)");
+  }
+  TokenizeOptions options;
+  options.max_length = request.max_tokens;
+  options.pad_to_max_length = request.pad_to_max_tokens;
+  const std::vector<std::string> texts = {request.text};
+  DIFFUSIOND_ASSIGN_OR_RETURN(TokenBatch batch, tokenize_batch(*tokenizer_, texts, options));
+  const std::vector<int64_t> ids(batch.ids.begin(), batch.ids.end());
+  const std::vector<int64_t> mask(batch.attention_mask.begin(), batch.attention_mask.end());
+  Tokens tokens;
+  tokens.input_ids = torch::tensor(ids, torch::kInt64).reshape({1, batch.length});
+  tokens.attention_mask = torch::tensor(mask, torch::kInt64).reshape({1, batch.length});
+  tokens.count = batch.token_counts[0];
+  return tokens;
+}
+
+std::vector<torch::Tensor> token_rows(const torch::Tensor& hidden, const torch::Tensor& mask) {
+  std::vector<torch::Tensor> rows;
+  for (int64_t i = 0; i < hidden.size(0); ++i) {
+    rows.push_back(mask.defined() ? hidden[i].index({mask[i].ne(0)}) : hidden[i]);
+  }
+  return rows;
+}
+
+std::vector<std::string> tokenizer_folders(const Checkpoint& checkpoint) {
+  namespace fs = std::filesystem;
+  const fs::path path(checkpoint.path());
+  const fs::path dir = checkpoint.layout() == CheckpointLayout::kDiffusersFolder ? path : path.parent_path();
+  std::vector<std::string> folders = {dir.string()};
+  const std::string name = dir.filename().string();
+  std::string sibling = "tokenizer";
+  if (absl::StartsWith(name, "text_encoder")) sibling += name.substr(std::string("text_encoder").size());
+  folders.push_back((dir.parent_path() / sibling).string());
+  return folders;
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,88 @@
+#include "core/pipeline/flux/flux_pipeline.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/models/flux/flux_model.h"
+#include "core/models/vae/vae_model.h"
+
+namespace diffusiond {
+namespace {
+
+// The components' architectures, as their families name them.
+constexpr absl::string_view kClipTextArchitecture = "clip-text";
+constexpr absl::string_view kT5Architecture = "t5";
+
+bool takes_guidance(const ModelInfo& denoiser) {
+  return std::any_of(denoiser.conditioning.begin(), denoiser.conditioning.end(),
+                     [](const ConditioningInput& in) { return in.name == "guidance"; });
+}
+
+class FluxPipeline final : public PipelineFamily {
+ public:
+  absl::string_view name() const override { return "flux"; }
+  std::vector<std::string> pipeline_classes() const override { return {"FluxPipeline"}; }
+  std::vector<PipelineComponent> components() const override {
+    return {{"text_encoder", ModelRole::kTextEncoder, std::string(kClipTextArchitecture)},
+            {"text_encoder_2", ModelRole::kTextEncoder, std::string(kT5Architecture)},
+            {"transformer", ModelRole::kDenoiser, std::string(kFluxArchitecture)},
+            {"vae", ModelRole::kVae, std::string(kVaeArchitecture)}};
+  }
+
+  // dev (guidance-distilled): FluxPipeline's 28 steps at guidance 3.5;
+  // schnell: 4 steps, no guidance.
+  PipelineDefaults defaults(const ModelInfo& denoiser) const override {
+    PipelineDefaults d;
+    const bool dev = takes_guidance(denoiser);
+    d.steps = dev ? 28 : 4;
+    d.guidance_scale = dev ? 3.5 : 0.0;
+    return d;
+  }
+
+  // Both encoders are called without an attention mask, so the padding is
+  // attended (and shapes T5's real rows); CLIP's causal mask keeps its
+  // end-of-text token, where the pooled output is taken, unaffected.
+  TextEncoding text_encoding(absl::string_view component, const std::string& prompt) const override {
+    TextEncoding e;
+    e.text = prompt;
+    e.max_tokens = component == "text_encoder" ? kFluxClipMaxTokens : kFluxT5MaxTokens;
+    e.pad_to_max_tokens = true;
+    e.attend_to_padding = true;
+    e.hidden_layer = -1;
+    return e;
+  }
+
+  absl::StatusOr<Conditioning> encoder_conditioning(absl::string_view component,
+                                                    const EncodedText& encoded) const override {
+    Conditioning c;
+    if (component == "text_encoder") {
+      if (!encoded.pooled.defined()) {
+        return absl::InvalidArgumentError(
+            "FLUX's text_encoder must give a pooled output (a CLIP text model); this one gives none");
+      }
+      c.tensors["pooled_projections"] = encoded.pooled;
+    } else {
+      c.tensors["encoder_hidden_states"] = encoded.hidden_states;
+    }
+    return c;
+  }
+
+  Conditioning scalar_conditioning(double guidance_scale, const ModelInfo& denoiser) const override {
+    Conditioning c;
+    if (takes_guidance(denoiser)) c.scalars["guidance"] = guidance_scale;
+    return c;
+  }
+
+  // The guidance is distilled into the model; true CFG (a negative prompt
+  // with true_cfg_scale) is not run.
+  double cfg_scale(double) const override { return 1.0; }
+};
+
+}  // namespace
+
+const PipelineFamily* flux_pipeline() {
+  static const PipelineFamily* const family = new FluxPipeline();
+  return family;
+}
+
+}  // namespace diffusiond

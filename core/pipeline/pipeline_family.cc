@@ -1,0 +1,82 @@
+#include "core/pipeline/pipeline_family.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/pipeline/flux/flux_pipeline.h"
+#include "core/pipeline/z_image/z_image_pipeline.h"
+#include "core/util/mutex.h"
+
+namespace diffusiond {
+namespace {
+
+// The registry: the built-in families first, then any registered at run time.
+struct Registry {
+  Mutex mu;
+  std::vector<const PipelineFamily*> families ABSL_GUARDED_BY(mu) = {z_image_pipeline(), flux_pipeline()};
+};
+
+Registry& registry() {
+  static Registry* const r = new Registry();  // leaked: statics stay trivially destructible
+  return *r;
+}
+
+}  // namespace
+
+Conditioning PipelineFamily::scalar_conditioning(double, const ModelInfo&) const { return {}; }
+
+std::optional<PipelineComponent> PipelineFamily::component(absl::string_view name) const {
+  for (PipelineComponent& c : components()) {
+    if (c.name == name) return std::move(c);
+  }
+  return std::nullopt;
+}
+
+std::vector<const PipelineFamily*> pipeline_families() {
+  Registry& r = registry();
+  MutexLock lock(&r.mu);
+  return r.families;
+}
+
+absl::Status register_pipeline_family(const PipelineFamily* family) {
+  for (const std::string& cls : family->pipeline_classes()) {
+    if (const PipelineFamily* served = find_pipeline_family(cls)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pipeline class ", cls, " is already served by the ", served->name(), " family"));
+    }
+  }
+  Registry& r = registry();
+  MutexLock lock(&r.mu);
+  r.families.push_back(family);
+  return absl::OkStatus();
+}
+
+const PipelineFamily* find_pipeline_family(absl::string_view pipeline_class) {
+  for (const PipelineFamily* family : pipeline_families()) {
+    for (const std::string& cls : family->pipeline_classes()) {
+      if (cls == pipeline_class) return family;
+    }
+  }
+  return nullptr;
+}
+
+const PipelineFamily* find_pipeline_family_for_denoiser(absl::string_view architecture) {
+  for (const PipelineFamily* family : pipeline_families()) {
+    for (const PipelineComponent& c : family->components()) {
+      if (c.role == ModelRole::kDenoiser && c.architecture == architecture) return family;
+    }
+  }
+  return nullptr;
+}
+
+const PipelineFamily* find_pipeline_family_for_encoder(absl::string_view architecture, std::string* component) {
+  for (const PipelineFamily* family : pipeline_families()) {
+    for (const PipelineComponent& c : family->components()) {
+      if (c.role == ModelRole::kTextEncoder && c.architecture == architecture) {
+        *component = c.name;
+        return family;
+      }
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace diffusiond

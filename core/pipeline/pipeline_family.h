@@ -1,0 +1,107 @@
+// PipelineFamily: one kind of pipeline (diffusers' ZImagePipeline,
+// FluxPipeline, …) — the one home of which components make an image and in
+// which roles, the defaults, how each text encoder is asked for a prompt,
+// and how the encoders' outputs and the request's scalars become the
+// denoiser's Conditioning. Each family's recipe lives in its own folder
+// (core/pipeline/<name>/); generate.h runs any of them.
+//
+// Not here: running the components (the engine), the models themselves
+// (core/models), model_index.json parsing (pipeline_index.h).
+#ifndef DIFFUSIOND_CORE_PIPELINE_PIPELINE_FAMILY_H_
+#define DIFFUSIOND_CORE_PIPELINE_PIPELINE_FAMILY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/engine/engine_api.h"
+#include "core/models/conditioning.h"
+#include "core/models/model.h"
+#include "core/models/text_encoder.h"
+
+namespace diffusiond {
+
+// One component of a pipeline: its name in model_index.json (also its
+// subfolder, and the key a Generate request overrides it by), its role, and
+// the architecture it is expected to be.
+struct PipelineComponent {
+  std::string name;
+  ModelRole role = ModelRole::kDenoiser;
+  std::string architecture;
+};
+
+// What a Generate uses when the request leaves a value unset.
+struct PipelineDefaults {
+  int steps = 8;
+  int64_t width = 1024, height = 1024;
+  double guidance_scale = 1.0;
+};
+
+// Immutable; thread-safe.
+class PipelineFamily {
+ public:
+  virtual ~PipelineFamily() = default;
+
+  virtual absl::string_view name() const = 0;
+  // The model_index.json _class_name values it serves.
+  virtual std::vector<std::string> pipeline_classes() const = 0;
+  // Every component, text encoders first, then the denoiser, then the image
+  // decoder: the order Generate readies and runs them.
+  virtual std::vector<PipelineComponent> components() const = 0;
+  // Image sides must be multiples of this (the decoder's factor times the
+  // denoiser's patch).
+  virtual int64_t size_multiple() const { return 16; }
+
+  // The defaults for `denoiser` (FLUX.1 tells dev from schnell by whether
+  // it takes distilled guidance).
+  virtual PipelineDefaults defaults(const ModelInfo& denoiser) const = 0;
+
+  // How text-encoder component `component` is asked for `prompt`.
+  virtual TextEncoding text_encoding(absl::string_view component, const std::string& prompt) const = 0;
+
+  // The part of the denoiser's conditioning `component` gives from its
+  // output. INVALID_ARGUMENT when the output lacks what the recipe needs.
+  virtual absl::StatusOr<Conditioning> encoder_conditioning(absl::string_view component,
+                                                            const EncodedText& encoded) const = 0;
+
+  // The request's scalars as conditioning for `denoiser` (FLUX.1-dev's
+  // "guidance"). Default: none.
+  virtual Conditioning scalar_conditioning(double guidance_scale, const ModelInfo& denoiser) const;
+
+  // The classifier-free guidance scale the loop applies for the request's
+  // `guidance_scale` (<= 1: off, and no negative prompt is encoded).
+  // Default: the request's scale.
+  virtual double cfg_scale(double guidance_scale) const { return guidance_scale; }
+
+  // The component with `name`, or nothing.
+  std::optional<PipelineComponent> component(absl::string_view name) const;
+};
+
+// Every registered family, in registration order. Lives for the process.
+std::vector<const PipelineFamily*> pipeline_families();
+
+// Adds `family` (which must live for the process) to the registry, for
+// families outside this library (tests). INVALID_ARGUMENT if one of its
+// pipeline classes is already served.
+absl::Status register_pipeline_family(const PipelineFamily* family);
+
+// The family serving model_index.json class `pipeline_class`, or null.
+const PipelineFamily* find_pipeline_family(absl::string_view pipeline_class);
+
+// The family whose denoiser is `architecture`, the first registered when
+// several are; null when none. For a Generate that names its components
+// without a pipeline folder.
+const PipelineFamily* find_pipeline_family_for_denoiser(absl::string_view architecture);
+
+// The first family with a text-encoder component of `architecture`, and that
+// component's name; null when none. For EncodePrompt, which names only an
+// encoder.
+const PipelineFamily* find_pipeline_family_for_encoder(absl::string_view architecture,
+                                                       std::string* component);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_PIPELINE_PIPELINE_FAMILY_H_
