@@ -16,7 +16,9 @@
 #      folder (build/models/zpipe: Qwen3 text encoder with its tokenizer,
 #      transformer, VAE — random weights in the real layouts, so the image is
 #      noise) through the daemon, which loads each component as a cached
-#      model, encodes, denoises and decodes, and streams every stage;
+#      model, encodes, denoises and decodes, and streams every stage; then
+#      the same for a FLUX.1-dev pipeline folder (build/models/fluxpipe: CLIP
+#      and T5 encoders with their tokenizers, transformer, VAE);
 #   5. SIGTERM drains the daemon, which exits 0.
 # The final latents are written to build/demo-latents.safetensors and
 # build/demo-flux-latents.safetensors, the image to build/demo.png. Extra
@@ -43,6 +45,9 @@ if [[ ! -f build/models/flux-demo/config.json ]]; then
 fi
 if [[ ! -f build/models/zpipe/model_index.json ]]; then
   "$tools/diffusiond-demo" --write_pipeline build/models/zpipe
+fi
+if [[ ! -f build/models/fluxpipe/model_index.json ]]; then
+  "$tools/diffusiond-demo" --write_pipeline build/models/fluxpipe --pipeline flux
 fi
 
 log=build/diffusiond-demo.log
@@ -76,6 +81,9 @@ echo "== diffusionctl denoise flux-demo (512x512, distilled guidance 3.5)"
 echo "== diffusionctl generate zpipe (prompt -> 512x512 PNG through text encoder, transformer, VAE)"
 "${ctl[@]}" generate zpipe --prompt "a lighthouse on a cliff at dawn" --negative "blurry" \
   --width 512 --height 512 --steps 8 --guidance 4 --seed 42 --out build/demo.png
+echo "== diffusionctl generate fluxpipe (prompt -> 512x512 PNG through CLIP, T5, transformer, VAE)"
+"${ctl[@]}" generate fluxpipe --prompt "a lighthouse on a cliff at dawn" \
+  --width 512 --height 512 --steps 4 --seed 42 --out build/demo-flux.png
 echo "== diffusionctl ls"
 "${ctl[@]}" ls
 echo "== diffusionctl stats"

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/util/bounded_text.h"
 #include "core/util/status_macros.h"
-#include "server/wire_format.h"
+#include "proto/wire_format.h"
 
 namespace diffusiond {
 namespace {

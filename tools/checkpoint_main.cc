@@ -29,7 +29,7 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/loader/load_plan.h"
 #include "core/loader/streaming_loader.h"
-#include "core/loader/torch_dtype.h"
+#include "core/precision/torch_dtype.h"
 #include "core/memory/allocator.h"
 #include "core/memory/default_budget.h"
 #include "core/memory/process_memory.h"

@@ -12,9 +12,11 @@
 //     writes the model (and, with --inputs_dir, random conditioning as
 //     DIR2/conditioning.safetensors and DIR2/negative.safetensors, for
 //     clients of the daemon) and exits.
-//   diffusiond-demo --write_pipeline DIR
-//     writes a random-weight Z-Image pipeline folder (text encoder with its
-//     tokenizer, transformer, VAE) for the daemon's Generate, and exits.
+//   diffusiond-demo --write_pipeline DIR [--pipeline z-image|flux]
+//     writes a random-weight pipeline folder for the daemon's Generate, and
+//     exits: Z-Image's (Qwen3 text encoder with its tokenizer, transformer,
+//     VAE) or FLUX.1-dev's (CLIP and T5 with their tokenizers, transformer,
+//     VAE).
 #include <unistd.h>
 
 #include <cstdio>
@@ -26,7 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/checkpoint/safetensors_writer.h"
-#include "core/loader/torch_dtype.h"
+#include "core/precision/torch_dtype.h"
 #include "core/memory/allocator.h"
 #include "core/memory/default_budget.h"
 #include "core/memory/process_memory.h"
@@ -34,6 +36,7 @@
 #include "core/models/model_loader.h"
 #include "core/models/diffusion_model.h"
 #include "tools/random_models/demo_models.h"
+#include "tools/random_models/flux_pipeline_random.h"
 #include "tools/random_models/pipeline_random.h"
 #include "core/util/bytes.h"
 #include "core/util/status_macros.h"
@@ -53,6 +56,7 @@ struct Args {
   bool generate_only = false;  // write the demo model for the daemon and stop
   std::string inputs_dir;      // with generate_only: also write the caption features
   std::string pipeline_dir;    // write a pipeline folder there and stop
+  std::string pipeline = "z-image";  // which pipeline --write_pipeline writes
 };
 
 absl::StatusOr<Args> parse(int argc, char** argv) {
@@ -69,6 +73,7 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
     double d = 0;
     if (flag == "--arch") a.arch = v;
     else if (flag == "--write_pipeline") a.pipeline_dir = v;
+    else if (flag == "--pipeline" && (v == "z-image" || v == "flux")) a.pipeline = v;
     else if (flag == "--model_dir") a.model_dir = v;
     else if (flag == "--inputs_dir") a.inputs_dir = v;
     else if (flag == "--out") a.out = v;
@@ -106,7 +111,11 @@ absl::Status run(const Args& args) {
   tune_allocator_for_serving();
   if (!args.pipeline_dir.empty()) {
     if (std::filesystem::exists(std::filesystem::path(args.pipeline_dir) / "model_index.json")) return absl::OkStatus();
-    std::printf("generating a Z-Image pipeline (random weights, diffusers layout) in %s\n", args.pipeline_dir.c_str());
+    std::printf("generating a %s pipeline (random weights, diffusers layout) in %s\n", args.pipeline.c_str(),
+                args.pipeline_dir.c_str());
+    if (args.pipeline == "flux") {
+      return write_random_flux_pipeline(demo_flux_pipeline_sizes(), args.pipeline_dir, args.seed);
+    }
     return write_random_pipeline(demo_pipeline_sizes(), args.pipeline_dir, args.seed);
   }
   DIFFUSIOND_RETURN_IF_ERROR(generate(args));

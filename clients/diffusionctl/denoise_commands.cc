@@ -8,7 +8,7 @@
 #include "clients/diffusionctl/commands.h"
 #include "clients/diffusionctl/progress.h"
 #include "clients/diffusionctl/tensor_file.h"
-#include "server/wire_format.h"
+#include "proto/wire_format.h"
 
 namespace diffusiond::ctl {
 namespace {

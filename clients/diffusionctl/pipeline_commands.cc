@@ -17,7 +17,7 @@
 #include "clients/diffusionctl/tensor_file.h"
 #include "core/image/png.h"
 #include "diffusiond/v1/pipeline_service.grpc.pb.h"
-#include "server/wire_format.h"
+#include "proto/wire_format.h"
 
 namespace diffusiond::ctl {
 namespace {

@@ -9,7 +9,7 @@
 #include "core/checkpoint/random_access_file.h"
 #include "core/checkpoint/safetensors.h"
 #include "core/checkpoint/safetensors_writer.h"
-#include "server/wire_format.h"
+#include "proto/wire_format.h"
 
 namespace diffusiond::ctl {
 namespace {

@@ -2,7 +2,7 @@
 // copied as they are, since both formats store elements little-endian in
 // row-major order and differ only in how they spell the dtype.
 //
-// Not here: the wire contract checks (server/wire_format.h), which every
+// Not here: the wire contract checks (proto/wire_format.h), which every
 // tensor from the daemon passes before it is written.
 #ifndef DIFFUSIOND_CLIENTS_DIFFUSIONCTL_TENSOR_FILE_H_
 #define DIFFUSIOND_CLIENTS_DIFFUSIONCTL_TENSOR_FILE_H_

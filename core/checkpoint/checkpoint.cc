@@ -182,13 +182,17 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(absl::string_view p
 std::string config_class_name(absl::string_view config_json) {
   if (config_json.empty()) return "";
   absl::StatusOr<nlohmann::json> config = parse_json_strict(config_json, "config.json");
-  if (!config.ok() || !config->is_object()) return "";
-  if (config->contains("_class_name") && config->at("_class_name").is_string()) {
-    return config->at("_class_name").get<std::string>();
+  return config.ok() ? config_class_of(*config) : "";
+}
+
+std::string config_class_of(const nlohmann::json& config) {
+  if (!config.is_object()) return "";
+  if (config.contains("_class_name") && config.at("_class_name").is_string()) {
+    return config.at("_class_name").get<std::string>();
   }
-  if (config->contains("architectures") && config->at("architectures").is_array() &&
-      !config->at("architectures").empty() && config->at("architectures")[0].is_string()) {
-    return config->at("architectures")[0].get<std::string>();
+  if (config.contains("architectures") && config.at("architectures").is_array() &&
+      !config.at("architectures").empty() && config.at("architectures")[0].is_string()) {
+    return config.at("architectures")[0].get<std::string>();
   }
   return "";
 }
@@ -199,13 +203,14 @@ absl::Status Checkpoint::read_configs(const OpenOptions& options) {
   const fs::path dir = folder ? p : p.has_parent_path() ? p.parent_path() : fs::path(".");
   // Reads the first of `candidates` that exists; a malformed one is an
   // error, not a silent fallback to the next.
-  const auto read_first = [](const std::vector<fs::path>& candidates, std::string* json,
-                             std::string* from) -> absl::Status {
+  const auto read_first = [](const std::vector<fs::path>& candidates, std::string* json, std::string* from,
+                             nlohmann::json* parsed) -> absl::Status {
     for (const fs::path& c : candidates) {
       absl::StatusOr<std::string> text = read_text_file(c.string());
       if (absl::IsNotFound(text.status())) continue;
       if (!text.ok()) return text.status();
-      DIFFUSIOND_RETURN_IF_ERROR(parse_json_strict(*text, c.string()).status());
+      DIFFUSIOND_ASSIGN_OR_RETURN(nlohmann::json root, parse_json_strict(*text, c.string()));
+      if (parsed != nullptr) *parsed = std::move(root);
       *json = std::move(*text);
       if (from != nullptr) *from = c.string();
       return absl::OkStatus();
@@ -213,16 +218,16 @@ absl::Status Checkpoint::read_configs(const OpenOptions& options) {
     return absl::OkStatus();
   };
   if (!options.config_path.empty()) {
-    DIFFUSIOND_RETURN_IF_ERROR(read_first({fs::path(options.config_path)}, &config_json_, &config_path_));
+    DIFFUSIOND_RETURN_IF_ERROR(read_first({fs::path(options.config_path)}, &config_json_, &config_path_, &config_));
     if (config_json_.empty()) {
       return absl::NotFoundError(absl::StrCat(options.config_path, ": no such config file"));
     }
   } else {
-    DIFFUSIOND_RETURN_IF_ERROR(read_first({dir / "config.json"}, &config_json_, &config_path_));
+    DIFFUSIOND_RETURN_IF_ERROR(read_first({dir / "config.json"}, &config_json_, &config_path_, &config_));
   }
-  config_class_ = config_class_name(config_json_);
+  config_class_ = config_class_of(config_);
   return read_first({dir / "scheduler_config.json", dir.parent_path() / "scheduler" / "scheduler_config.json"},
-                    &scheduler_config_json_, nullptr);
+                    &scheduler_config_json_, nullptr, nullptr);
 }
 
 absl::Status Checkpoint::add_file(std::unique_ptr<RandomAccessFile> file) {

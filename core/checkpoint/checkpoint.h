@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/checkpoint/random_access_file.h"
@@ -63,7 +65,10 @@ class Checkpoint {
   // It may describe another architecture than the weights (a folder of
   // mixed files): families check its class before trusting it.
   const std::string& config_json() const { return config_json_; }
-  // config_class_name(config_json()), read once at open.
+  // config_json() parsed, once, at open (null when there is none): what
+  // the families read, so a load parses its config.json once.
+  const nlohmann::json& config() const { return config_; }
+  // config_class_of(config()), read once at open.
   const std::string& config_class() const { return config_class_; }
   // Where config_json() came from; empty when there is none.
   const std::string& config_path() const { return config_path_; }
@@ -99,6 +104,7 @@ class Checkpoint {
   std::string path_;
   CheckpointLayout layout_ = CheckpointLayout::kSingleFile;
   std::string config_json_;
+  nlohmann::json config_;
   std::string config_path_;
   std::string config_class_;
   std::string scheduler_config_json_;
@@ -114,6 +120,8 @@ class Checkpoint {
 // transformers' first "architectures" entry — or "" when it names none or
 // is not readable JSON.
 std::string config_class_name(absl::string_view config_json);
+// The same of a parsed config.
+std::string config_class_of(const nlohmann::json& config);
 
 struct ShardIndex {
   std::vector<std::string> shards;                // file names, in first-use order

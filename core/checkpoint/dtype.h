@@ -1,6 +1,6 @@
 // Element types of safetensors files, with their names and sizes.
 //
-// Not here: mapping to libtorch dtypes (core/loader/torch_dtype.h), since
+// Not here: mapping to libtorch dtypes (core/precision/torch_dtype.h), since
 // this layer is torch-free.
 #ifndef DIFFUSIOND_CORE_CHECKPOINT_DTYPE_H_
 #define DIFFUSIOND_CORE_CHECKPOINT_DTYPE_H_

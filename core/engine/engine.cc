@@ -8,7 +8,7 @@
 #include "core/engine/internal/engine_job.h"
 #include "core/engine/model_admission.h"
 #include "core/engine/step_admission.h"
-#include "core/loader/torch_dtype.h"
+#include "core/precision/torch_dtype.h"
 #include "core/models/model_loader.h"
 #include "core/util/bounded_text.h"
 #include "core/util/cancellation_scope.h"

@@ -1,6 +1,6 @@
 #include "core/engine/model_admission.h"
 
-#include "core/loader/torch_dtype.h"
+#include "core/precision/torch_dtype.h"
 #include "core/models/diffusion_model.h"
 #include "core/models/image_decoder.h"
 #include "core/util/status_macros.h"

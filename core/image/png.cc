@@ -12,7 +12,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/text/utf8.h"
+#include "core/util/utf8.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {

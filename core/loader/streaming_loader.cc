@@ -9,7 +9,7 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
-#include "core/loader/torch_dtype.h"
+#include "core/precision/torch_dtype.h"
 #include "core/loader/weight_allocation.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"

@@ -1,6 +1,6 @@
 // ComputeDtype: the dtypes a model's forward may run at, and the one table
 // of how they are spelled. Header-only and torch-free, so the daemon's flag
-// parsing and diffusionctl share it; core/loader/torch_dtype.h maps it to
+// parsing and diffusionctl share it; core/precision/torch_dtype.h maps it to
 // libtorch's dtypes.
 #ifndef DIFFUSIOND_CORE_PRECISION_COMPUTE_DTYPE_H_
 #define DIFFUSIOND_CORE_PRECISION_COMPUTE_DTYPE_H_

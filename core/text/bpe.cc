@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/text/byte_level.h"
-#include "core/text/utf8.h"
+#include "core/util/utf8.h"
 
 namespace diffusiond {
 namespace {

@@ -6,7 +6,7 @@
 #include "core/text/byte_level.h"
 #include "core/text/pretokenizer.h"
 #include "core/text/unicode.h"
-#include "core/text/utf8.h"
+#include "core/util/utf8.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {

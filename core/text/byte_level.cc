@@ -3,7 +3,7 @@
 #include <array>
 #include <cstdint>
 
-#include "core/text/utf8.h"
+#include "core/util/utf8.h"
 
 namespace diffusiond {
 namespace {

@@ -3,10 +3,32 @@
 #include <cstddef>
 
 #include "core/text/unicode.h"
-#include "core/text/utf8.h"
+#include "core/util/utf8.h"
 
 namespace diffusiond {
 namespace {
+
+// Case-insensitive as Python's `regex` module is with IGNORECASE (simple case
+// folding): besides ASCII case, 's' also matches U+017F (long s) and 'k'
+// U+212A (Kelvin sign); the letters the patterns spell have no other
+// variants.
+char32_t fold_case(char32_t c) {
+  if (c == 0x17F) return 's';
+  if (c == 0x212A) return 'k';
+  return (c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c;
+}
+
+// 's|'t|'re|'ve|'m|'ll|'d case-insensitively at points[i]: the end of the
+// match, or i if none. Both regexes start with these alternatives.
+size_t contraction_end(const std::vector<CodePoint>& points, size_t i) {
+  const auto at = [&](size_t k) -> char32_t { return k < points.size() ? fold_case(points[k].value) : 0; };
+  if (at(i) != '\'') return i;
+  const char32_t a = at(i + 1);
+  if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+  const char32_t b = at(i + 2);
+  if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
+  return i;
+}
 
 // The text as code points, matched at code point indices. at(i) past the
 // end is 0 (a control character); the class tests check bounds themselves.
@@ -44,22 +66,8 @@ class Scanner {
     return i < size() && !is_white_space(at(i)) && !is_letter(at(i)) && !is_number(at(i));
   }
 
-  // (?i:'s|'t|'re|'ve|'m|'ll|'d). Case-insensitive as Python's `regex`
-  // module is: 's' also matches U+017F (long s); the other letters have no
-  // case variants beyond ASCII.
-  size_t contraction(size_t i) const {
-    if (at(i) != '\'') return i;
-    const auto lower = [&](size_t k) -> char32_t {
-      const char32_t c = at(k);
-      if (c == 0x17F) return 's';
-      return (c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c;
-    };
-    const char32_t a = lower(i + 1);
-    if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
-    const char32_t b = lower(i + 2);
-    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
-    return i;
-  }
+  // (?i:'s|'t|'re|'ve|'m|'ll|'d)
+  size_t contraction(size_t i) const { return contraction_end(points_, i); }
 
   // [^\r\n\p{L}\p{N}]?\p{L}+
   size_t letters(size_t i) const {
@@ -102,7 +110,46 @@ class Scanner {
   size_t text_bytes_;
 };
 
+// The end of the match of CLIP's regex at points[i] (i < size, not white
+// space): the first alternative that matches there.
+size_t clip_match_end(const std::vector<CodePoint>& points, size_t i) {
+  const size_t n = points.size();
+  for (const absl::string_view special : {"<|startoftext|>", "<|endoftext|>"}) {
+    size_t k = 0;
+    while (k < special.size() && i + k < n && fold_case(points[i + k].value) == static_cast<char32_t>(special[k])) ++k;
+    if (k == special.size()) return i + k;
+  }
+  if (const size_t end = contraction_end(points, i); end > i) return end;
+  const auto letter = [&](size_t k) { return k < n && is_letter(points[k].value); };
+  if (letter(i)) {
+    size_t k = i;
+    while (letter(k)) ++k;
+    return k;
+  }
+  if (is_number(points[i].value)) return i + 1;
+  // [^\s\p{L}\p{N}]+: points[i] is one (it is none of the three).
+  size_t k = i + 1;
+  while (k < n && !is_white_space(points[k].value) && !is_letter(points[k].value) && !is_number(points[k].value)) ++k;
+  return k;
+}
+
 }  // namespace
+
+std::vector<std::string> split_clip_pieces(absl::string_view text) {
+  const std::vector<CodePoint> points = decode_utf8(text);
+  const auto offset = [&](size_t i) { return i < points.size() ? points[i].offset : text.size(); };
+  std::vector<std::string> pieces;
+  for (size_t i = 0; i < points.size();) {
+    if (is_white_space(points[i].value)) {
+      ++i;
+      continue;
+    }
+    const size_t end = clip_match_end(points, i);
+    pieces.emplace_back(text.substr(offset(i), offset(end) - offset(i)));
+    i = end;
+  }
+  return pieces;
+}
 
 std::vector<std::string> split_qwen2_pieces(absl::string_view text) {
   const Scanner scanner(text);

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "core/text/utf8.h"
+#include "core/util/utf8.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {

@@ -99,7 +99,9 @@ absl::StatusOr<std::string> read_token_name(const json& config, const char* fiel
   return bad(path, absl::StrCat(field, " is neither a string, null, nor an object with 'content'"));
 }
 
-absl::Status check_pipeline(const json& root, absl::string_view path) {
+// The model of tokenizer.json: plain byte-level BPE with the expected word
+// suffix (empty: none).
+absl::Status check_bpe_model(const json& root, absl::string_view path, absl::string_view end_of_word_suffix) {
   const json& model = root["model"];
   if (model.contains("type") && model["type"] != "BPE") {
     return bad(path, absl::StrCat("model.type is ", model["type"].dump(), "; expected \"BPE\""));
@@ -108,14 +110,23 @@ absl::Status check_pipeline(const json& root, absl::string_view path) {
     DIFFUSIOND_ASSIGN_OR_RETURN(const bool set, optional_bool(model, field, path, "model"));
     if (set) return bad(path, absl::StrCat("model.", field, " is true; only plain byte-level BPE is implemented"));
   }
-  for (const char* field : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    if (model.contains(field) && !model[field].is_null() && model[field] != "") {
-      return bad(path, absl::StrCat("model.", field, " is ", model[field].dump(), "; expected none"));
-    }
+  const char* prefix = "continuing_subword_prefix";
+  if (model.contains(prefix) && !model[prefix].is_null() && model[prefix] != "") {
+    return bad(path, absl::StrCat("model.", prefix, " is ", model[prefix].dump(), "; expected none"));
+  }
+  const char* suffix = "end_of_word_suffix";
+  const json given = model.contains(suffix) && !model[suffix].is_null() ? model[suffix] : json("");
+  if (given != json(std::string(end_of_word_suffix))) {
+    return bad(path, absl::StrCat("model.", suffix, " is ", given.dump(), "; expected ",
+                                  end_of_word_suffix.empty() ? "none" : json(std::string(end_of_word_suffix)).dump()));
   }
   if (model.contains("dropout") && !model["dropout"].is_null() && model["dropout"] != 0) {
     return bad(path, "model.dropout is set; tokenizing must be deterministic");
   }
+  return absl::OkStatus();
+}
+
+absl::Status check_qwen2_pipeline(const json& root, absl::string_view path) {
   const json normalizer = root.value("normalizer", json());
   if (!normalizer.is_object() || normalizer.value("type", "") != "NFC") {
     return bad(path, absl::StrCat("normalizer is ", normalizer.dump(), "; expected {\"type\": \"NFC\"}"));
@@ -138,15 +149,16 @@ absl::Status check_pipeline(const json& root, absl::string_view path) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<TokenizerSpec> read_tokenizer_json(absl::string_view path) {
+// Reads tokenizer.json at `path` after `check` (given the parsed root)
+// accepts its settings.
+template <typename Check>
+absl::StatusOr<TokenizerSpec> read_checked_tokenizer_json(absl::string_view path, Check check) {
   DIFFUSIOND_ASSIGN_OR_RETURN(const json root, read_json_object(path));
   if (!root.contains("model") || !root["model"].is_object()) return bad(path, "no 'model' object");
-  // nlohmann's value() throws on a type mismatch; the checks below test
-  // types first, but a parse of hostile input must never throw out.
+  // nlohmann's value() throws on a type mismatch; the checks test types
+  // first, but a parse of hostile input must never throw out.
   try {
-    DIFFUSIOND_RETURN_IF_ERROR(check_pipeline(root, path));
+    DIFFUSIOND_RETURN_IF_ERROR(check(root));
   } catch (const json::exception& e) {
     return bad(path, absl::StrCat("unexpected pipeline settings: ", e.what()));
   }
@@ -187,48 +199,112 @@ absl::StatusOr<TokenizerSpec> read_tokenizer_json(absl::string_view path) {
   return spec;
 }
 
-absl::StatusOr<TokenizerSpec> read_vocab_and_merges(absl::string_view vocab_path,
-                                                    absl::string_view merges_path,
-                                                    absl::string_view config_path) {
-  TokenizerSpec spec;
-  spec.source = absl::StrCat(vocab_path, " + ", merges_path);
-  DIFFUSIOND_ASSIGN_OR_RETURN(const json vocab, read_json_object(vocab_path));
-  DIFFUSIOND_ASSIGN_OR_RETURN(spec.vocab, read_vocab(vocab, vocab_path, "the vocabulary"));
+}  // namespace
 
-  absl::StatusOr<std::string> merges = read_text_file(merges_path, kMaxTokenizerFileBytes);
+absl::StatusOr<std::vector<std::pair<std::string, int32_t>>> read_vocab_json(absl::string_view path) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(const json vocab, read_json_object(path));
+  return read_vocab(vocab, path, "the vocabulary");
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> read_merges_txt(absl::string_view path,
+                                                                                const MergesTxtFormat& format) {
+  absl::StatusOr<std::string> merges = read_text_file(path, kMaxTokenizerFileBytes);
   if (!merges.ok()) return absl::InvalidArgumentError(std::string(merges.status().message()));
-  int line_number = 0;
-  for (absl::string_view line : absl::StrSplit(*merges, '\n')) {
+  absl::string_view text = *merges;
+  if (format.always_skip_first_line) text = absl::StripLeadingAsciiWhitespace(text);
+  std::vector<std::pair<std::string, std::string>> out;
+  int64_t line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_number;
+    if (line_number == 1 && format.always_skip_first_line) continue;
+    if (format.max_lines > 0 && line_number - 1 > format.max_lines) break;
     line = absl::StripAsciiWhitespace(line);
     // As the reference reads it: a "#version:" first line and blank lines
     // are skipped, every other line is two tokens.
     if (line.empty() || (line_number == 1 && absl::StartsWith(line, "#version:"))) continue;
     const std::vector<std::string> parts = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     if (parts.size() != 2) {
-      return bad(merges_path, absl::StrCat("line ", line_number, " is '", line, "'; expected two tokens"));
+      return bad(path, absl::StrCat("line ", line_number, " is '", line, "'; expected two tokens"));
     }
-    spec.merges.emplace_back(parts[0], parts[1]);
+    out.emplace_back(parts[0], parts[1]);
   }
+  return out;
+}
 
-  DIFFUSIOND_ASSIGN_OR_RETURN(const json config, read_json_object(config_path));
+absl::StatusOr<TokenizerConfig> read_tokenizer_config(absl::string_view path) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(const json config, read_json_object(path));
+  TokenizerConfig out;
   const auto klass = config.find("tokenizer_class");
-  if (klass != config.end() && klass->is_string() && *klass != "Qwen2Tokenizer" &&
-      *klass != "Qwen2TokenizerFast") {
-    return bad(config_path, absl::StrCat("tokenizer_class is ", klass->dump(), "; expected Qwen2Tokenizer"));
-  }
-  const json added = config.value("added_tokens_decoder", json::object());
-  if (!added.is_object()) return bad(config_path, "added_tokens_decoder is not an object");
-  for (const auto& [key, entry] : added.items()) {
-    int64_t id;
-    if (!absl::SimpleAtoi(key, &id)) {
-      return bad(config_path, absl::StrCat("added_tokens_decoder key '", key, "' is not an id"));
+  if (klass != config.end() && klass->is_string()) out.tokenizer_class = klass->get<std::string>();
+  const auto added = config.find("added_tokens_decoder");
+  if (added != config.end() && !added->is_null()) {
+    if (!added->is_object()) return bad(path, "added_tokens_decoder is not an object");
+    for (const auto& [key, entry] : added->items()) {
+      int64_t id;
+      if (!absl::SimpleAtoi(key, &id)) {
+        return bad(path, absl::StrCat("added_tokens_decoder key '", key, "' is not an id"));
+      }
+      DIFFUSIOND_ASSIGN_OR_RETURN(AddedToken token,
+                                  read_added_token(entry, id, path, absl::StrCat("added_tokens_decoder[", key, "]")));
+      out.added_tokens.push_back(std::move(token));
     }
-    DIFFUSIOND_ASSIGN_OR_RETURN(
-        AddedToken token, read_added_token(entry, id, config_path, absl::StrCat("added_tokens_decoder[", key, "]")));
-    spec.added_tokens.push_back(std::move(token));
   }
-  DIFFUSIOND_ASSIGN_OR_RETURN(spec.pad_token, read_token_name(config, "pad_token", config_path));
+  DIFFUSIOND_ASSIGN_OR_RETURN(out.pad_token, read_token_name(config, "pad_token", path));
+  DIFFUSIOND_ASSIGN_OR_RETURN(out.bos_token, read_token_name(config, "bos_token", path));
+  DIFFUSIOND_ASSIGN_OR_RETURN(out.eos_token, read_token_name(config, "eos_token", path));
+  DIFFUSIOND_ASSIGN_OR_RETURN(out.unk_token, read_token_name(config, "unk_token", path));
+  const auto max_length = config.find("model_max_length");
+  if (max_length != config.end() && !max_length->is_null()) {
+    if (!max_length->is_number() || (max_length->is_number_integer() && max_length->get<int64_t>() < 0 &&
+                                      !max_length->is_number_unsigned())) {
+      return bad(path, absl::StrCat("model_max_length is ", max_length->dump(), "; expected a non-negative number"));
+    }
+    // Integers that fit; a float or a larger integer is transformers'
+    // VERY_LARGE_INTEGER, no limit.
+    if (max_length->is_number_unsigned()) {
+      const uint64_t v = max_length->get<uint64_t>();
+      out.model_max_length = v <= static_cast<uint64_t>(INT64_MAX) ? static_cast<int64_t>(v) : 0;
+    } else if (max_length->is_number_integer()) {
+      out.model_max_length = max_length->get<int64_t>();
+    }
+  }
+  const auto clean_up = config.find("clean_up_tokenization_spaces");
+  if (clean_up != config.end() && !clean_up->is_null()) {
+    if (!clean_up->is_boolean()) {
+      return bad(path, absl::StrCat("clean_up_tokenization_spaces is ", clean_up->dump(), "; expected a boolean"));
+    }
+    out.clean_up_tokenization_spaces = clean_up->get<bool>();
+  }
+  return out;
+}
+
+absl::StatusOr<TokenizerSpec> read_tokenizer_json(absl::string_view path) {
+  return read_checked_tokenizer_json(path, [&](const json& root) -> absl::Status {
+    DIFFUSIOND_RETURN_IF_ERROR(check_bpe_model(root, path, ""));
+    return check_qwen2_pipeline(root, path);
+  });
+}
+
+absl::StatusOr<TokenizerSpec> read_tokenizer_json_model(absl::string_view path,
+                                                        absl::string_view end_of_word_suffix) {
+  return read_checked_tokenizer_json(
+      path, [&](const json& root) { return check_bpe_model(root, path, end_of_word_suffix); });
+}
+
+absl::StatusOr<TokenizerSpec> read_vocab_and_merges(absl::string_view vocab_path,
+                                                    absl::string_view merges_path,
+                                                    absl::string_view config_path) {
+  TokenizerSpec spec;
+  spec.source = absl::StrCat(vocab_path, " + ", merges_path);
+  DIFFUSIOND_ASSIGN_OR_RETURN(spec.vocab, read_vocab_json(vocab_path));
+  DIFFUSIOND_ASSIGN_OR_RETURN(spec.merges, read_merges_txt(merges_path, MergesTxtFormat()));
+  DIFFUSIOND_ASSIGN_OR_RETURN(TokenizerConfig config, read_tokenizer_config(config_path));
+  const std::string& klass = config.tokenizer_class;
+  if (!klass.empty() && klass != "Qwen2Tokenizer" && klass != "Qwen2TokenizerFast") {
+    return bad(config_path, absl::StrCat("tokenizer_class is ", json(klass).dump(), "; expected Qwen2Tokenizer"));
+  }
+  spec.added_tokens = std::move(config.added_tokens);
+  spec.pad_token = std::move(config.pad_token);
   return spec;
 }
 

@@ -1,5 +1,6 @@
 #include "core/text/unicode.h"
 
+#include <unicode/locid.h>
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
@@ -7,7 +8,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
-#include "core/text/utf8.h"
+#include "core/util/utf8.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -21,6 +22,28 @@ bool is_number(char32_t c) {
 }
 
 bool is_white_space(char32_t c) { return u_isUWhiteSpace(static_cast<UChar32>(c)) != 0; }
+
+bool is_other(char32_t c) {
+  return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_C_MASK) != 0;
+}
+
+bool is_space_separator(char32_t c) {
+  return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_ZS_MASK) != 0;
+}
+
+absl::StatusOr<std::string> to_lower(absl::string_view text, absl::string_view what) {
+  DIFFUSIOND_RETURN_IF_ERROR(validate_utf8(text, what));
+  if (text.size() > static_cast<size_t>(INT32_MAX)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": text of ", text.size(), " bytes is too long"));
+  }
+  icu::UnicodeString s =
+      icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
+  // The root locale: no Turkish or Lithuanian rules, as Python's lower().
+  s.toLower(icu::Locale::getRoot());
+  std::string out;
+  s.toUTF8String(out);
+  return out;
+}
 
 absl::StatusOr<std::string> nfc_normalize(absl::string_view text, absl::string_view what) {
   // ICU would replace bad bytes with U+FFFD; refuse them first instead.

@@ -30,7 +30,7 @@
 #include "absl/strings/str_join.h"
 #include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/safetensors_writer.h"
-#include "core/loader/torch_dtype.h"
+#include "core/precision/torch_dtype.h"
 #include "core/memory/allocator.h"
 #include "core/memory/process_memory.h"
 #include "core/engine/model_admission.h"

@@ -1,7 +1,7 @@
 // libFuzzer target for what the daemon does with a request's bytes before
 // libtorch or the engine sees them: protobuf decoding of the requests, and
 // the checks the services run on gRPC's thread (server/request_checks.h,
-// server/wire_format.h, server/request_options.h) and the engine's path
+// proto/wire_format.h, server/request_options.h) and the engine's path
 // confinement. The same bytes are read as each request type in turn.
 // Bad input must give a Status whose message is bounded, never a crash, a
 // hang, a sanitizer report or an accepted value that breaks a check's
@@ -25,7 +25,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "server/request_checks.h"
 #include "server/request_options.h"
-#include "server/wire_format.h"
+#include "proto/wire_format.h"
 
 namespace diffusiond {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "core/text/byte_level.h"
 #include "core/text/bpe_tokenizer.h"
-#include "core/text/utf8.h"
+#include "core/util/utf8.h"
 
 namespace diffusiond::testing {
 

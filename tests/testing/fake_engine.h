@@ -28,8 +28,10 @@ class FakeEngine final : public EngineApi {
   // vram_stats() answers these in turn, then the last one again; none (the
   // default) answers empty, as an engine without a device does.
   std::vector<CacheStats> vram_sequence;
-  // make_room() reserves from this budget; RESOURCE_EXHAUSTED past it.
+  // make_room() reserves from this budget; RESOURCE_EXHAUSTED past it. A
+  // make_room that succeeds reports these keys as the ones it evicted.
   Budget ram{Device::kCpu, int64_t{1} << 20};
+  std::vector<std::string> make_room_evicts;
   // step() answers this, and records the inputs it got.
   absl::StatusOr<NamedTensors> step_result = absl::UnimplementedError("step");
   NamedTensors step_inputs;
@@ -76,8 +78,10 @@ class FakeEngine final : public EngineApi {
   }
   absl::Status renew_lease(LeaseId, absl::Duration) override { return absl::OkStatus(); }
   absl::Status release_lease(LeaseId) override { return absl::OkStatus(); }
-  absl::StatusOr<Reservation> make_room(int64_t bytes, Device, std::vector<std::string>*) override {
-    return ram.reserve(bytes);
+  absl::StatusOr<Reservation> make_room(int64_t bytes, Device, std::vector<std::string>* evicted) override {
+    absl::StatusOr<Reservation> room = ram.reserve(bytes);
+    if (room.ok() && evicted != nullptr) evicted->insert(evicted->end(), make_room_evicts.begin(), make_room_evicts.end());
+    return room;
   }
   absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs,
                                     const CancellationToken&) override {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/checkpoint/checkpoint.h"
-#include "core/loader/torch_dtype.h"
+#include "core/precision/torch_dtype.h"
 #include "gtest/gtest.h"
 
 namespace diffusiond::testing {

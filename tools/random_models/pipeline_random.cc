@@ -3,10 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/models/qwen3/qwen3_params.h"
-#include "core/models/vae/vae_params.h"
 #include "core/text/byte_level.h"
 #include "core/util/status_macros.h"
 #include "tools/random_models/random_weights.h"
+#include "tools/random_models/vae_random.h"
 #include "tools/random_models/z_image_random.h"
 
 namespace diffusiond {
@@ -38,27 +38,6 @@ std::string qwen3_config_json(const Qwen3Config& c) {
   j["rope_scaling"] = nullptr;
   j["tie_word_embeddings"] = true;
   j["torch_dtype"] = "bfloat16";
-  return j.dump(2) + "\n";
-}
-
-std::string vae_config_json(const VaeConfig& c) {
-  json j;
-  j["_class_name"] = "AutoencoderKL";
-  j["act_fn"] = "silu";
-  j["block_out_channels"] = c.block_out_channels;
-  j["down_block_types"] = std::vector<std::string>(c.block_out_channels.size(), "DownEncoderBlock2D");
-  j["up_block_types"] = std::vector<std::string>(c.block_out_channels.size(), "UpDecoderBlock2D");
-  j["in_channels"] = c.in_channels;
-  j["out_channels"] = c.out_channels;
-  j["latent_channels"] = c.latent_channels;
-  j["layers_per_block"] = c.layers_per_block;
-  j["norm_num_groups"] = c.norm_num_groups;
-  j["sample_size"] = c.sample_size;
-  j["scaling_factor"] = c.scaling_factor;
-  j["shift_factor"] = c.shift_factor;
-  j["use_quant_conv"] = false;
-  j["use_post_quant_conv"] = false;
-  j["mid_block_add_attention"] = true;
   return j.dump(2) + "\n";
 }
 
@@ -130,9 +109,7 @@ PipelineSizes demo_pipeline_sizes() {
   q.vocab_size = 512;
   s.transformer = demo_z_image_config();
   s.transformer.cap_feat_dim = q.hidden_size;
-  s.vae.block_out_channels = {32, 32, 64, 64};
-  s.vae.layers_per_block = 1;
-  s.vae.norm_num_groups = 8;
+  s.vae = demo_vae_config();
   return s;
 }
 
@@ -148,9 +125,7 @@ absl::Status write_random_pipeline(const PipelineSizes& sizes, const std::string
   DIFFUSIOND_RETURN_IF_ERROR(write_random_weights(folder + "/text_encoder/model.safetensors",
                                                   qwen3_parameter_table(sizes.text_encoder), seed));
   DIFFUSIOND_RETURN_IF_ERROR(write_random_z_image(sizes.transformer, folder + "/transformer", seed + 1));
-  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/vae/config.json", vae_config_json(sizes.vae)));
-  return write_random_weights(folder + "/vae/diffusion_pytorch_model.safetensors", vae_parameter_table(sizes.vae),
-                              seed + 2);
+  return write_random_vae(sizes.vae, folder + "/vae", seed + 2);
 }
 
 }  // namespace diffusiond

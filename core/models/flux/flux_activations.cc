@@ -31,7 +31,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/loader/torch_dtype.h"
+#include "core/precision/torch_dtype.h"
 #include "core/models/flux/flux_model.h"
 
 namespace diffusiond {

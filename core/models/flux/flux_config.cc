@@ -72,7 +72,11 @@ std::string FluxConfig::describe() const {
 }
 
 absl::StatusOr<FluxConfig> parse_flux_config(absl::string_view text, absl::string_view what) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(json root, parse_json_strict(text, what));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const json root, parse_json_strict(text, what));
+  return flux_config_from_json(root, what);
+}
+
+absl::StatusOr<FluxConfig> flux_config_from_json(const nlohmann::json& root, absl::string_view what) {
   if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
   if (root.contains("_class_name") && root.at("_class_name") != json("FluxTransformer2DModel")) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": _class_name is ",

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/denoise/flow_match_schedule.h"
@@ -52,6 +54,9 @@ struct FluxConfig {
 // fields take upstream's defaults. INVALID_ARGUMENT naming the field, what
 // it held and what was expected; `what` (the file) prefixes messages.
 absl::StatusOr<FluxConfig> parse_flux_config(absl::string_view json, absl::string_view what);
+// The same over a config already parsed (Checkpoint::config(), read once
+// per load).
+absl::StatusOr<FluxConfig> flux_config_from_json(const nlohmann::json& root, absl::string_view what);
 
 // Infers the config from tensor shapes by canonical (diffusers) name:
 // inner dim and in_channels from x_embedder, out_channels from proj_out,

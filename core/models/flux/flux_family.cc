@@ -74,7 +74,7 @@ class FluxFamily final : public ModelFamily {
     FluxConfig config;
     std::string note;
     if (config_class_name(checkpoint) == kConfigClass) {
-      DIFFUSIOND_ASSIGN_OR_RETURN(config, parse_flux_config(checkpoint.config_json(), checkpoint.config_path()));
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, flux_config_from_json(checkpoint.config(), checkpoint.config_path()));
       // The counts size the table: they must be the checkpoint's own.
       const std::vector<std::string> names = canonical_tensor_names(checkpoint, flux_canonical_name);
       DIFFUSIOND_RETURN_IF_ERROR(check_declared_count(checkpoint.config_path(), "num_layers", config.num_layers,

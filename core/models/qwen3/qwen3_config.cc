@@ -105,7 +105,11 @@ absl::Status Qwen3Config::validate() const {
 }
 
 absl::StatusOr<Qwen3Config> parse_qwen3_config(absl::string_view text, absl::string_view what) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(json root, parse_json_strict(text, what));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const json root, parse_json_strict(text, what));
+  return qwen3_config_from_json(root, what);
+}
+
+absl::StatusOr<Qwen3Config> qwen3_config_from_json(const nlohmann::json& root, absl::string_view what) {
   if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
   DIFFUSIOND_RETURN_IF_ERROR(check_identity(root, what));
   DIFFUSIOND_RETURN_IF_ERROR(check_unsupported(root, what));

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -44,6 +46,9 @@ struct Qwen3Config {
 // than silu. INVALID_ARGUMENT naming the field, what it holds and what was
 // expected; `what` (the file) prefixes messages.
 absl::StatusOr<Qwen3Config> parse_qwen3_config(absl::string_view json, absl::string_view what);
+// The same over a config already parsed (Checkpoint::config(), read once
+// per load).
+absl::StatusOr<Qwen3Config> qwen3_config_from_json(const nlohmann::json& root, absl::string_view what);
 
 }  // namespace diffusiond
 

@@ -55,18 +55,16 @@ class Qwen3Family final : public ModelFamily {
   // Recognised by model_type alone, so that a Qwen3 config the port cannot
   // run is refused by recipe() with the reason, not as an unknown model.
   bool recognizes(const Checkpoint& checkpoint) const override {
-    if (checkpoint.config_json().empty()) return false;
-    absl::StatusOr<nlohmann::json> config = parse_json_strict(checkpoint.config_json(), checkpoint.config_path());
+    const nlohmann::json& config = checkpoint.config();
     // Compared as JSON: value() with a string default throws on a non-string.
-    return config.ok() && config->is_object() &&
-           config->value("model_type", nlohmann::json()) == nlohmann::json("qwen3");
+    return config.is_object() && config.value("model_type", nlohmann::json()) == nlohmann::json("qwen3");
   }
 
   // The tokenizer comes from the model's folder, or a sibling tokenizer/
   // folder as a diffusers pipeline lays them out.
   absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe(const Checkpoint& checkpoint) const override {
     DIFFUSIOND_ASSIGN_OR_RETURN(Qwen3Config config,
-                                parse_qwen3_config(checkpoint.config_json(), checkpoint.config_path()));
+                                qwen3_config_from_json(checkpoint.config(), checkpoint.config_path()));
     // The count sizes the table: it must be the checkpoint's own.
     DIFFUSIOND_RETURN_IF_ERROR(check_declared_count(checkpoint.config_path(), "num_hidden_layers",
                                                     config.num_hidden_layers, checkpoint.path(),

@@ -82,7 +82,11 @@ std::string VaeConfig::describe() const {
 }
 
 absl::StatusOr<VaeConfig> parse_vae_config(absl::string_view text, absl::string_view what) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(json root, parse_json_strict(text, what));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const json root, parse_json_strict(text, what));
+  return vae_config_from_json(root, what);
+}
+
+absl::StatusOr<VaeConfig> vae_config_from_json(const nlohmann::json& root, absl::string_view what) {
   if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
   if (root.contains("_class_name") && root.at("_class_name") != json("AutoencoderKL")) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -58,6 +60,9 @@ struct VaeConfig {
 // INVALID_ARGUMENT naming the field, what it is and what was expected;
 // `what` (the file) prefixes messages.
 absl::StatusOr<VaeConfig> parse_vae_config(absl::string_view json, absl::string_view what);
+// The same over a config already parsed (Checkpoint::config(), read once
+// per load).
+absl::StatusOr<VaeConfig> vae_config_from_json(const nlohmann::json& root, absl::string_view what);
 
 // Infers the config from tensor shapes by canonical (diffusers) name:
 // channels from the encoder's convs, layers_per_block from the first down

@@ -85,7 +85,7 @@ class VaeFamily final : public ModelFamily {
   absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe(const Checkpoint& checkpoint) const override {
     VaeConfig config;
     if (config_class_name(checkpoint) == kConfigClass) {
-      DIFFUSIOND_ASSIGN_OR_RETURN(config, parse_vae_config(checkpoint.config_json(), checkpoint.config_path()));
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, vae_config_from_json(checkpoint.config(), checkpoint.config_path()));
       // The counts size the table: they must be the checkpoint's own.
       const int64_t blocks = vae_num_blocks_in(tensor_names(checkpoint));
       const std::vector<std::string> names = canonical_tensor_names(

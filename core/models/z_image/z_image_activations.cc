@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/loader/torch_dtype.h"
+#include "core/precision/torch_dtype.h"
 #include "core/models/z_image/z_image_model.h"
 
 namespace diffusiond {

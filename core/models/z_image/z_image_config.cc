@@ -80,7 +80,11 @@ absl::Status ZImageConfig::validate() const {
 }
 
 absl::StatusOr<ZImageConfig> parse_z_image_config(absl::string_view text, absl::string_view what) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(json root, parse_json_strict(text, what));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const json root, parse_json_strict(text, what));
+  return z_image_config_from_json(root, what);
+}
+
+absl::StatusOr<ZImageConfig> z_image_config_from_json(const nlohmann::json& root, absl::string_view what) {
   if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
   if (root.contains("_class_name") &&
       root.at("_class_name") != json("ZImageTransformer2DModel")) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/denoise/flow_match_schedule.h"
@@ -48,6 +50,9 @@ struct ZImageConfig {
 // fields take upstream's defaults. INVALID_ARGUMENT for a wrong class or
 // type, naming the field; `what` (the file) prefixes messages.
 absl::StatusOr<ZImageConfig> parse_z_image_config(absl::string_view json, absl::string_view what);
+// The same over a config already parsed (Checkpoint::config(), read once
+// per load).
+absl::StatusOr<ZImageConfig> z_image_config_from_json(const nlohmann::json& root, absl::string_view what);
 
 // Infers the config from tensor shapes, as single-file loaders do: dim and
 // patch features from x_embedder, layer counts from block indices,

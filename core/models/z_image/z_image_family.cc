@@ -82,7 +82,7 @@ class ZImageFamily final : public ModelFamily {
     ZImageConfig config;
     std::string note;
     if (config_class_name(checkpoint) == kConfigClass) {
-      DIFFUSIOND_ASSIGN_OR_RETURN(config, parse_z_image_config(checkpoint.config_json(), checkpoint.config_path()));
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, z_image_config_from_json(checkpoint.config(), checkpoint.config_path()));
       // The counts size the table: they must be the checkpoint's own.
       const std::vector<std::string> names = canonical_tensor_names(checkpoint, z_image_canonical_name);
       for (const auto& [field, count, prefix] :

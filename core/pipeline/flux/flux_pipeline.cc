@@ -3,15 +3,13 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/clip/clip_model.h"
 #include "core/models/flux/flux_model.h"
+#include "core/models/t5/t5_model.h"
 #include "core/models/vae/vae_model.h"
 
 namespace diffusiond {
 namespace {
-
-// The components' architectures, as their families name them.
-constexpr absl::string_view kClipTextArchitecture = "clip-text";
-constexpr absl::string_view kT5Architecture = "t5";
 
 bool takes_guidance(const ModelInfo& denoiser) {
   return std::any_of(denoiser.conditioning.begin(), denoiser.conditioning.end(),

@@ -352,17 +352,20 @@ class PipelineClientTest(unittest.TestCase):
         self.assertEqual([(p.step, p.steps) for p in progress if p.stage == "denoise"], [(1, 2), (2, 2)])
         self.assertEqual(image, dc.Image(b"\x89PNG generated", 32, 16, 7))
         sent = self.pipeline.requests[-1]
-        self.assertEqual((sent.pipeline, sent.prompt, sent.negative_prompt, sent.vae, sent.text_encoder),
-                         ("z-image", "a cat", "blurry", "my-vae", ""))
+        self.assertEqual((sent.pipeline, sent.prompt, sent.negative_prompt, dict(sent.components)),
+                         ("z-image", "a cat", "blurry", {"vae": "my-vae"}))
         self.assertEqual((sent.width, sent.height, sent.steps, sent.guidance_scale, sent.seed, sent.shift),
                          (32, 16, 2, 4.0, 7, 3.0))
 
     def test_generate_without_a_pipeline_needs_every_component_and_draws_a_seed(self):
         with self.assertRaisesRegex(ValueError, "give pipeline="):
-            self.client.generate(prompt="x", transformer="dit", vae="vae")
+            self.client.generate(prompt="x", text_encoder="te", vae="vae")
         image = self.client.generate(prompt="x", text_encoder="te", transformer="dit", vae="vae", steps=1)
         sent = self.pipeline.requests[-1]
-        self.assertEqual((sent.pipeline, sent.text_encoder, sent.transformer), ("", "te", "dit"))
+        self.assertEqual((sent.pipeline, dict(sent.components)),
+                         ("", {"text_encoder": "te", "transformer": "dit", "vae": "vae"}))
+        self.client.generate("flux", "x", components={"text_encoder_2": "t5", "vae": "ae"}, vae="ignored")
+        self.assertEqual(dict(self.pipeline.requests[-1].components), {"text_encoder_2": "t5", "vae": "ae"})
         self.assertEqual(image.seed, sent.seed)
 
     def test_generate_errors(self):

@@ -1,5 +1,6 @@
 // The command line of generate, encode and decode: their options, the usage
 // errors refused before any call, and their help.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,9 +64,7 @@ TEST(PipelineCommandLine, GenerateTakesEveryFlag) {
   EXPECT_EQ(o.guidance_scale, 4.5);
   EXPECT_EQ(o.seed, uint64_t{18446744073709551615u});
   EXPECT_EQ(o.shift, 3.0);
-  EXPECT_EQ(o.text_encoder, "");
-  EXPECT_EQ(o.transformer, "");
-  EXPECT_EQ(o.vae, "my-vae");
+  EXPECT_EQ(o.components, (std::map<std::string, std::string>{{"vae", "my-vae"}}));
   EXPECT_EQ(o.out_path, "cat.png");
 }
 
@@ -86,12 +85,24 @@ TEST(PipelineCommandLine, GenerateWithoutAPipelineNeedsEveryComponent) {
       options<GenerateOptions>({"generate", "-", "--prompt", "x", "--text_encoder", "te",
                                 "--transformer", "dit", "--vae", "v", "--out", "o.png"});
   EXPECT_EQ(o.pipeline, "");
-  EXPECT_EQ(o.text_encoder, "te");
-  EXPECT_EQ(o.transformer, "dit");
-  EXPECT_EQ(o.vae, "v");
-  expect_usage_error({"generate", "-", "--prompt", "x", "--transformer", "dit", "--out", "o"},
-                     "generate - (no pipeline) needs --text_encoder, --transformer and --vae; "
-                     "missing --text_encoder, --vae");
+  EXPECT_EQ(o.components,
+            (std::map<std::string, std::string>{{"text_encoder", "te"}, {"transformer", "dit"}, {"vae", "v"}}));
+  expect_usage_error({"generate", "-", "--prompt", "x", "--vae", "v", "--out", "o"},
+                     "generate - (no pipeline) needs every component, at least --transformer "
+                     "(or --component transformer=ID)");
+}
+
+TEST(PipelineCommandLine, GenerateTakesAnyComponentByName) {
+  const GenerateOptions o = options<GenerateOptions>(
+      {"generate", "flux", "--prompt", "x", "--component", "text_encoder_2=t5", "--component",
+       "vae=ae", "--text_encoder", "clip", "--out", "o.png"});
+  EXPECT_EQ(o.components, (std::map<std::string, std::string>{
+                              {"text_encoder", "clip"}, {"text_encoder_2", "t5"}, {"vae", "ae"}}));
+  expect_usage_error({"generate", "p", "--prompt", "x", "--component", "noequals", "--out", "o"},
+                     "--component: 'noequals' is not NAME=ID");
+  expect_usage_error({"generate", "p", "--prompt", "x", "--component", "vae=a", "--component", "vae=b",
+                      "--out", "o"},
+                     "component vae is given twice");
 }
 
 TEST(PipelineCommandLine, GenerateRefusesBadValues) {
@@ -137,7 +148,7 @@ TEST(PipelineCommandLine, HelpListsTheCommandsWithinEightyColumns) {
   const std::string help = help_text("");
   for (const char* word : {"generate PIPELINE", "encode TEXT_ENCODER", "decode VAE",
                            "--prompt TEXT", "--negative TEXT", "--width N", "--height N",
-                           "--text_encoder ID", "--transformer ID", "--vae ID"}) {
+                           "--text_encoder ID", "--transformer ID", "--vae ID", "--component NAME=ID"}) {
     EXPECT_THAT(help, HasSubstr(word));
   }
   for (const char* command : {"generate", "encode", "decode"}) {

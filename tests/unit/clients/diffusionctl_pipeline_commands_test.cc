@@ -156,8 +156,10 @@ class FakePipelineService final : public v1::PipelineService::Service {
                         grpc::ServerWriter<v1::GenerateEvent>* writer) override {
     generate.set(*request);
     const std::string& pipeline = request->pipeline();
+    const auto& components = request->components();
     const std::string transformer =
-        request->transformer().empty() ? pipeline + "/transformer" : request->transformer();
+        components.count("transformer") == 0 ? pipeline + "/transformer" : components.at("transformer");
+    const std::string vae = components.count("vae") == 0 ? "" : components.at("vae");
     if (pipeline == "full") {
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "needed 12 GiB, available 3 GiB");
     }
@@ -175,7 +177,7 @@ class FakePipelineService final : public v1::PipelineService::Service {
       writer->Write(progress(v1::GenerateProgress::STAGE_DENOISE, transformer, i, request->steps(),
                              0.25, ""));
     }
-    writer->Write(progress(v1::GenerateProgress::STAGE_DECODE, request->vae(), 0, 0, 0.75, ""));
+    writer->Write(progress(v1::GenerateProgress::STAGE_DECODE, vae, 0, 0, 0.75, ""));
     if (pipeline == "no-image") return grpc::Status::OK;
     v1::GenerateEvent done;
     *done.mutable_image() =
@@ -252,13 +254,13 @@ TEST_F(PipelineCommandsTest, GenerateShowsEachStageWritesThePngAndPrintsIt) {
   o.negative_prompt = "blurry";
   o.guidance_scale = 4.0;
   o.shift = 3.0;
-  o.vae = "my-vae";
+  o.components["vae"] = "my-vae";
   ASSERT_THAT(run_command(env_, o), IsOk());
 
   const v1::GenerateRequest sent = pipeline_.generate.get();
   EXPECT_EQ(sent.pipeline(), "z-image");
-  EXPECT_EQ(sent.text_encoder(), "");
-  EXPECT_EQ(sent.vae(), "my-vae");
+  EXPECT_EQ(sent.components().size(), 1u);
+  EXPECT_EQ(sent.components().at("vae"), "my-vae");
   EXPECT_EQ(sent.prompt(), "a cat on a mat");
   EXPECT_EQ(sent.negative_prompt(), "blurry");
   EXPECT_EQ(sent.width(), 32);
@@ -287,15 +289,13 @@ TEST_F(PipelineCommandsTest, GenerateShowsEachStageWritesThePngAndPrintsIt) {
 TEST_F(PipelineCommandsTest, GenerateJsonAndARandomSeedWhenNoneIsGiven) {
   GenerateOptions o = generate("-");
   o.pipeline = "";
-  o.text_encoder = "te";
-  o.transformer = "dit";
-  o.vae = "vae";
+  o.components = {{"text_encoder", "te"}, {"transformer", "dit"}, {"vae", "vae"}};
   o.seed.reset();
   env_.json = true;
   ASSERT_THAT(run_command(env_, o), IsOk());
   const v1::GenerateRequest sent = pipeline_.generate.get();
   EXPECT_EQ(sent.pipeline(), "");
-  EXPECT_EQ(sent.transformer(), "dit");
+  EXPECT_EQ(sent.components().at("transformer"), "dit");
   const nlohmann::json json = nlohmann::json::parse(out_.str());
   EXPECT_EQ(json["path"], o.out_path);
   EXPECT_EQ(json["width"], 32);

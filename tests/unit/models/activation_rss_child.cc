@@ -18,7 +18,7 @@
 #include <memory>
 
 #include "core/denoise/denoise_loop.h"
-#include "core/loader/torch_dtype.h"
+#include "core/precision/torch_dtype.h"
 #include "core/memory/allocator.h"
 #include "core/memory/process_memory.h"
 #include "core/models/flux/flux_model.h"

@@ -50,8 +50,10 @@ TEST_F(CacheServiceTest, GetStatsReportsTheEnginesCountersAndModels) {
 }
 
 TEST_F(CacheServiceTest, MakeRoomNamesWhatWasEvictedAndReleasesTheRoom) {
-  // Before the call "a" and "b" are cached; after it only "b".
-  engine_.stats_sequence = {stats_with({"a", "b"}, 0), stats_with({"b"}, 0)};
+  // The engine's make_room says it evicted "a"; a stats snapshot that also
+  // lost "c" (another call's eviction) must not be reported as this one's.
+  engine_.stats_sequence = {stats_with({"a", "b", "c"}, 0), stats_with({"b"}, 0)};
+  engine_.make_room_evicts = {"a"};
   grpc::ClientContext context;
   v1::MakeRoomRequest request;
   request.set_bytes(1000);
@@ -86,6 +88,7 @@ TEST_F(CacheServiceTest, MakeRoomOnCudaNamesThePlacementsEvicted) {
   // The RAM cache keeps both models; the VRAM tier loses "a"'s placement.
   engine_.stats_sequence = {stats_with({"a", "b"}, 0)};
   engine_.vram_sequence = {stats_with({"a", "b"}, 0), stats_with({"b"}, 0)};
+  engine_.make_room_evicts = {"a"};
   grpc::ClientContext context;
   v1::MakeRoomRequest request;
   request.set_bytes(10);

@@ -2,6 +2,8 @@
 // and steps are refused before anything loads; zeros take the API's
 // defaults; the rest is passed through for generate() to check.
 #include <limits>
+#include <map>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -15,19 +17,42 @@ using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::StatusIs;
 using ::testing::HasSubstr;
 
-TEST(GenerateRequest, ZerosTakeTheDefaults) {
+TEST(GenerateRequest, ZerosAreLeftForThePipelinesDefaults) {
   v1::GenerateRequest wire;
   wire.set_pipeline("z-image");
   wire.set_prompt("a cat");
   wire.set_seed(42);
   absl::StatusOr<GenerateRequest> r = generate_request(wire);
   ASSERT_THAT(r, IsOk());
-  EXPECT_EQ(r->width, 1024);
-  EXPECT_EQ(r->height, 1024);
-  EXPECT_EQ(r->steps, 8);
+  // The family's defaults are applied by generate(), the one place they live.
+  EXPECT_EQ(r->width, 0);
+  EXPECT_EQ(r->height, 0);
+  EXPECT_EQ(r->steps, 0);
   EXPECT_EQ(r->pipeline, "z-image");
   EXPECT_EQ(r->prompt, "a cat");
   EXPECT_EQ(r->seed, 42u);
+}
+
+TEST(GenerateRequest, ComponentsComeFromTheMapAndTheAliasesTheMapWinning) {
+  v1::GenerateRequest wire;
+  wire.set_text_encoder("te");
+  wire.set_vae("old-vae");
+  (*wire.mutable_components())["vae"] = "new-vae";
+  (*wire.mutable_components())["text_encoder_2"] = "t5";
+  absl::StatusOr<GenerateRequest> r = generate_request(wire);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->components, (std::map<std::string, std::string>{
+                               {"text_encoder", "te"}, {"text_encoder_2", "t5"}, {"vae", "new-vae"}}));
+}
+
+TEST(GenerateRequest, TooManyOrMisnamedComponentsAreRefused) {
+  v1::GenerateRequest wire;
+  (*wire.mutable_components())["../vae"] = "x";
+  EXPECT_THAT(generate_request(wire).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a pipeline component's folder name")));
+  wire.clear_components();
+  for (int i = 0; i < 17; ++i) (*wire.mutable_components())["c" + std::to_string(i)] = "x";
+  EXPECT_THAT(generate_request(wire).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 16")));
 }
 
 TEST(GenerateRequest, NegativeSizesOrStepsAreRefused) {

@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/request_options.h"
-#include "server/wire_format.h"
+#include "proto/wire_format.h"
 #include "tests/testing/status_matchers.h"
 
 namespace diffusiond {

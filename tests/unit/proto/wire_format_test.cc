@@ -1,6 +1,6 @@
 // check_wire_tensor: the contract checks, without torch (the same checks
 // run in the daemon through from_wire, tested in wire_tensor_test).
-#include "server/wire_format.h"
+#include "proto/wire_format.h"
 
 #include <string>
 

@@ -1,8 +1,8 @@
 // Mapping between checkpoint element types, compute dtypes and libtorch
 // dtypes. The names themselves live next to their enums
 // (core/precision/compute_dtype.h, kernels/fp8_format.h).
-#ifndef DIFFUSIOND_CORE_LOADER_TORCH_DTYPE_H_
-#define DIFFUSIOND_CORE_LOADER_TORCH_DTYPE_H_
+#ifndef DIFFUSIOND_CORE_PRECISION_TORCH_DTYPE_H_
+#define DIFFUSIOND_CORE_PRECISION_TORCH_DTYPE_H_
 
 #include <torch/types.h>
 
@@ -36,4 +36,4 @@ std::string scalar_type_name(torch::ScalarType dtype);
 
 }  // namespace diffusiond
 
-#endif  // DIFFUSIOND_CORE_LOADER_TORCH_DTYPE_H_
+#endif  // DIFFUSIOND_CORE_PRECISION_TORCH_DTYPE_H_

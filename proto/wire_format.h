@@ -5,8 +5,8 @@
 //
 // Not here: conversion to torch::Tensor (wire_tensor.h) or to safetensors
 // files (diffusionctl/tensor_file.h).
-#ifndef DIFFUSIOND_SERVER_WIRE_FORMAT_H_
-#define DIFFUSIOND_SERVER_WIRE_FORMAT_H_
+#ifndef DIFFUSIOND_PROTO_WIRE_FORMAT_H_
+#define DIFFUSIOND_PROTO_WIRE_FORMAT_H_
 
 #include <cstdint>
 #include <string>
@@ -61,4 +61,4 @@ absl::Status check_wire_conditioning(const v1::Conditioning& wire, absl::string_
 
 }  // namespace diffusiond
 
-#endif  // DIFFUSIOND_SERVER_WIRE_FORMAT_H_
+#endif  // DIFFUSIOND_PROTO_WIRE_FORMAT_H_

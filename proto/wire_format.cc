@@ -1,4 +1,4 @@
-#include "server/wire_format.h"
+#include "proto/wire_format.h"
 
 #include <cstring>
 #include <set>

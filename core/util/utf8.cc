@@ -1,4 +1,4 @@
-#include "core/text/utf8.h"
+#include "core/util/utf8.h"
 
 #include <cassert>
 #include <cstdint>

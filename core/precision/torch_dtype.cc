@@ -1,4 +1,4 @@
-#include "core/loader/torch_dtype.h"
+#include "core/precision/torch_dtype.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"

@@ -3,8 +3,8 @@
 // points, and the lossy decode that turns token bytes back into text.
 //
 // Not here: Unicode properties and normalisation (core/text/unicode.h).
-#ifndef DIFFUSIOND_CORE_TEXT_UTF8_H_
-#define DIFFUSIOND_CORE_TEXT_UTF8_H_
+#ifndef DIFFUSIOND_CORE_UTIL_UTF8_H_
+#define DIFFUSIOND_CORE_UTIL_UTF8_H_
 
 #include <cstddef>
 #include <string>
@@ -39,4 +39,4 @@ std::string decode_utf8_lossy(absl::string_view bytes);
 
 }  // namespace diffusiond
 
-#endif  // DIFFUSIOND_CORE_TEXT_UTF8_H_
+#endif  // DIFFUSIOND_CORE_UTIL_UTF8_H_

@@ -1,0 +1,168 @@
+// Generate through a real Engine over a random-weight FLUX.1-dev pipeline
+// folder (CLIP and T5 encoders with their tokenizers, transformer, VAE):
+// four components, two of them text encoders feeding one Conditioning, the
+// distilled guidance scalar, and a budget that cannot hold all four at
+// once, where Generate must evict and reload as its events say, produce the
+// same image, and never over-commit.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/engine/engine.h"
+#include "core/memory/budget.h"
+#include "core/pipeline/flux/flux_pipeline.h"
+#include "core/pipeline/generate.h"
+#include "core/pipeline/prompt_encoding.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "tools/random_models/flux_pipeline_random.h"
+
+namespace diffusiond {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::testing::HasSubstr;
+using Stage = GenerateEvent::Stage;
+
+constexpr const char* kComponents[] = {"text_encoder", "text_encoder_2", "transformer", "vae"};
+
+class FluxGenerateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    models_dir_ = dir_.path("models");
+    ASSERT_THAT(write_random_flux_pipeline(demo_flux_pipeline_sizes(), models_dir_ + "/flux", 5), IsOk());
+  }
+
+  void start(int64_t capacity) {
+    engine_.reset();
+    ram_ = std::make_unique<Budget>(Device::kCpu, capacity);
+    EngineOptions o;
+    o.models_dir = models_dir_;
+    o.ram_budget = ram_.get();
+    absl::StatusOr<std::unique_ptr<Engine>> e = Engine::create(o);
+    ASSERT_THAT(e, IsOk());
+    engine_ = std::move(*e);
+  }
+
+  static GenerateRequest request() {
+    GenerateRequest r;
+    r.pipeline = "flux";
+    r.prompt = "a lighthouse at dawn";
+    r.width = 64;
+    r.height = 48;
+    r.steps = 2;
+    r.seed = 9;
+    return r;
+  }
+
+  absl::StatusOr<GeneratedImage> run(std::vector<GenerateEvent>* events) {
+    GenerateOptions options;
+    options.on_event = [&](const GenerateEvent& e) {
+      events->push_back(e);
+      EXPECT_GE(ram_->available_bytes(), 0) << "over-committed";
+      EXPECT_LE(ram_->snapshot().high_water_bytes, ram_->capacity_bytes());
+    };
+    return generate(*engine_, models_dir_, request(), options);
+  }
+
+  testing::TempDir dir_;
+  std::string models_dir_;
+  std::unique_ptr<Budget> ram_;
+  std::unique_ptr<Engine> engine_;
+};
+
+std::vector<std::string> ids_of(const std::vector<GenerateEvent>& events, Stage stage) {
+  std::vector<std::string> ids;
+  for (const GenerateEvent& e : events) {
+    if (e.stage == stage) ids.push_back(e.model_id);
+  }
+  return ids;
+}
+
+TEST_F(FluxGenerateTest, PromptToPixelsThroughFourComponentsWithDevDefaults) {
+  start(int64_t{1} << 32);
+  std::vector<GenerateEvent> events;
+  absl::StatusOr<GeneratedImage> image = run(&events);
+  ASSERT_THAT(image, IsOk());
+  EXPECT_EQ(image->pixels.sizes().vec(), (std::vector<int64_t>{48, 64, 3}));
+  EXPECT_EQ(ids_of(events, Stage::kLoad),
+            (std::vector<std::string>{"flux/text_encoder", "flux/text_encoder_2", "flux/transformer", "flux/vae"}));
+  EXPECT_EQ(ids_of(events, Stage::kEncode), (std::vector<std::string>{"flux/text_encoder", "flux/text_encoder_2"}));
+  EXPECT_EQ(ids_of(events, Stage::kDenoise).size(), 2u);
+  EXPECT_TRUE(ids_of(events, Stage::kEvict).empty());
+  // FLUX.1-dev's distilled guidance defaults to 3.5.
+  EXPECT_THAT(image->parameters[0].second, HasSubstr("\"guidance_scale\":3.5"));
+  EXPECT_THAT(image->parameters[0].second, HasSubstr("\"pipeline\":\"flux\""));
+}
+
+TEST_F(FluxGenerateTest, EachEncoderGivesItsPartAsFluxPipelineAsksForIt) {
+  start(int64_t{1} << 32);
+  const FluxPipelineSizes sizes = demo_flux_pipeline_sizes();
+  // CLIP: the pooled vector, from 77 padded tokens.
+  absl::StatusOr<EncodedPrompt> clip = encode_prompt(*engine_, "flux/text_encoder", "a lighthouse", {});
+  ASSERT_THAT(clip, IsOk());
+  ASSERT_EQ(clip->conditioning.tensors.count("pooled_projections"), 1u);
+  EXPECT_EQ(clip->conditioning.tensors.at("pooled_projections").sizes().vec(),
+            (std::vector<int64_t>{sizes.clip.hidden_size}));
+  // T5: every row of 512, padding included (FluxPipeline passes no mask).
+  absl::StatusOr<EncodedPrompt> t5 = encode_prompt(*engine_, "flux/text_encoder_2", "a lighthouse", {});
+  ASSERT_THAT(t5, IsOk());
+  ASSERT_EQ(t5->conditioning.tensors.count("encoder_hidden_states"), 1u);
+  EXPECT_EQ(t5->conditioning.tensors.at("encoder_hidden_states").sizes().vec(),
+            (std::vector<int64_t>{kFluxT5MaxTokens, sizes.t5.d_model}));
+  EXPECT_LT(t5->tokens, kFluxT5MaxTokens);  // the text's own tokens, not the padding
+}
+
+TEST_F(FluxGenerateTest, ABudgetForThreeOfFourEvictsAndReloadsToTheSameImage) {
+  start(int64_t{1} << 32);
+  std::vector<GenerateEvent> unconstrained;
+  absl::StatusOr<GeneratedImage> reference = run(&unconstrained);
+  ASSERT_THAT(reference, IsOk());
+  std::map<std::string, int64_t> bytes;
+  for (const ModelInfo& m : engine_->list()) bytes[m.model_id] = m.bytes[static_cast<int>(Device::kCpu)];
+  ASSERT_EQ(bytes.size(), 4u);
+  int64_t all = 0;
+  for (const auto& [id, b] : bytes) all += b;
+  const int64_t peak = ram_->snapshot().high_water_bytes;
+  // One byte short of what the run held at its peak (every model and the
+  // denoise's activations): something must go, yet every stage, its model
+  // and its activations, still fits.
+  const int64_t capacity = peak - 1;
+  ASSERT_GT(peak, all);
+  start(capacity);
+  std::vector<GenerateEvent> events;
+  absl::StatusOr<GeneratedImage> image = run(&events);
+  ASSERT_THAT(image, IsOk());
+  EXPECT_FALSE(ids_of(events, Stage::kEvict).empty()) << "the budget must have forced an eviction";
+  EXPECT_TRUE(torch::equal(image->pixels, reference->pixels)) << "eviction must not change the image";
+  EXPECT_LE(ram_->snapshot().high_water_bytes, capacity);
+
+  // A second run reloads what was evicted, and says so in order.
+  std::vector<GenerateEvent> again;
+  ASSERT_THAT(run(&again), IsOk());
+  const std::vector<std::string> evicted = ids_of(events, Stage::kEvict);
+  for (const std::string& id : evicted) {
+    const auto load = std::find_if(again.begin(), again.end(), [&](const GenerateEvent& e) {
+      return e.stage == Stage::kLoad && e.model_id == id;
+    });
+    if (load != again.end() && load->detail != "already loaded") EXPECT_THAT(load->detail, HasSubstr("loaded"));
+  }
+}
+
+TEST_F(FluxGenerateTest, ComponentsByNameWithoutAFolderChooseFluxByItsTransformer) {
+  start(int64_t{1} << 32);
+  GenerateRequest r = request();
+  r.pipeline.clear();
+  for (const char* c : kComponents) r.components[c] = std::string("flux/") + c;
+  std::vector<GenerateEvent> events;
+  GenerateOptions options;
+  options.on_event = [&](const GenerateEvent& e) { events.push_back(e); };
+  ASSERT_THAT(generate(*engine_, models_dir_, r, options), IsOk());
+  EXPECT_EQ(ids_of(events, Stage::kEncode).size(), 2u);
+}
+
+}  // namespace
+}  // namespace diffusiond
