@@ -143,17 +143,24 @@ absl::StatusOr<ModelInfo> Engine::find(const ModelLoadRequest& request) {
   return answer(load, *std::move(pinned));
 }
 
-absl::StatusOr<ModelInfo> Engine::inspect(const ModelLoadRequest& request) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, resolve(request));
-  if (absl::StatusOr<Pin> pinned = cache_->get(load.model_id); pinned.ok()) return answer(load, *std::move(pinned));
+absl::StatusOr<Engine::OpenedLoad> Engine::open_and_plan(const ResolvedLoad& load) const {
   OpenOptions open;
   open.config_path = load.config_path;
   open.opener = options_.file_opener;
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(load.path, open));
+  OpenedLoad opened;
+  DIFFUSIOND_ASSIGN_OR_RETURN(opened.checkpoint, Checkpoint::open(load.path, open));
   ModelLoadOptions lo;
   lo.compute_dtype = to_scalar_type(load.compute_dtype);
   lo.fp8 = load.fp8;
-  DIFFUSIOND_ASSIGN_OR_RETURN(ModelPlan plan, plan_model(*checkpoint, lo));
+  DIFFUSIOND_ASSIGN_OR_RETURN(opened.plan, plan_model(*opened.checkpoint, lo));
+  return opened;
+}
+
+absl::StatusOr<ModelInfo> Engine::inspect(const ModelLoadRequest& request) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, resolve(request));
+  if (absl::StatusOr<Pin> pinned = cache_->get(load.model_id); pinned.ok()) return answer(load, *std::move(pinned));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const OpenedLoad opened, open_and_plan(load));
+  const ModelPlan& plan = opened.plan;
   ModelInfo info;
   info.model_id = load.model_id;
   info.path = load.path;
@@ -200,14 +207,9 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard
   // An infinite timeout puts the deadline in the infinite future.
   const absl::Time deadline = clock_->now() + options_.load_timeout;
   const auto timed_out = [&] { return clock_->now() >= deadline; };
-  OpenOptions open;
-  open.config_path = load.config_path;
-  open.opener = options_.file_opener;
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(load.path, open));
-  ModelLoadOptions lo;
-  lo.compute_dtype = to_scalar_type(load.compute_dtype);
-  lo.fp8 = load.fp8;
-  DIFFUSIOND_ASSIGN_OR_RETURN(ModelPlan plan, plan_model(*checkpoint, lo));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const OpenedLoad opened, open_and_plan(load));
+  const Checkpoint* checkpoint = opened.checkpoint.get();
+  const ModelPlan& plan = opened.plan;
   // Everyone may have given up while the load waited for a worker; then it
   // must not evict anything to make room.
   if (shared.token().cancelled()) return absl::CancelledError("every caller cancelled the load");

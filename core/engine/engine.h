@@ -25,8 +25,10 @@
 #include "core/engine/engine_api.h"
 #include "core/engine/load_board.h"
 #include "core/engine/loaded_model.h"
+#include "core/checkpoint/checkpoint.h"
 #include "core/loader/load_plan.h"
 #include "core/models/diffusion_model.h"
+#include "core/models/model_loader.h"
 #include "core/util/cancellation.h"
 #include "core/util/clock.h"
 #include "core/util/mutex.h"
@@ -183,6 +185,12 @@ class Engine final : public EngineApi {
   explicit Engine(const EngineOptions& options);
   absl::Status admit(Job& job);
   absl::StatusOr<ResolvedLoad> resolve(const ModelLoadRequest& request) const;
+  // The checkpoint of `load` opened (headers and config only) and planned.
+  struct OpenedLoad {
+    std::unique_ptr<Checkpoint> checkpoint;
+    ModelPlan plan;
+  };
+  absl::StatusOr<OpenedLoad> open_and_plan(const ResolvedLoad& load) const;
   absl::StatusOr<Pin> pin(const std::string& model_id);
   // pin(), then the model as a `T`: FAILED_PRECONDITION naming what it is
   // instead (`what`, e.g. "a text encoder").

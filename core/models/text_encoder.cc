@@ -33,6 +33,18 @@ absl::StatusOr<TextEncoder::Tokens> TextEncoder::tokenize(const TextEncoding& re
   return tokens;
 }
 
+absl::StatusOr<EncodedText> TextEncoder::encode_hidden_states(const TextEncoding& request,
+                                                              const HiddenStatesFn& hidden_states) const {
+  DIFFUSIOND_ASSIGN_OR_RETURN(Tokens tokens, tokenize(request));
+  const torch::Tensor mask = request.attend_to_padding ? torch::Tensor() : tokens.attention_mask;
+  DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor hidden, hidden_states(tokens.input_ids, mask, request.hidden_layer));
+  EncodedText encoded;
+  encoded.hidden_states = hidden[0];
+  encoded.attention_mask = tokens.attention_mask[0].ne(0);
+  encoded.tokens = tokens.count;
+  return encoded;
+}
+
 std::vector<torch::Tensor> token_rows(const torch::Tensor& hidden, const torch::Tensor& mask) {
   std::vector<torch::Tensor> rows;
   for (int64_t i = 0; i < hidden.size(0); ++i) {

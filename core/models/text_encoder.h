@@ -10,6 +10,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +85,14 @@ class TextEncoder : public Model {
     int64_t count = 0;
   };
   absl::StatusOr<Tokens> tokenize(const TextEncoding& request) const;
+
+  // The encode of an architecture without a pooled output: tokenize(), then
+  // `hidden_states(ids, mask, request.hidden_layer)` [1, L, D], the mask
+  // undefined when the request attends to padding.
+  using HiddenStatesFn = std::function<absl::StatusOr<torch::Tensor>(
+      const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t layer)>;
+  absl::StatusOr<EncodedText> encode_hidden_states(const TextEncoding& request,
+                                                   const HiddenStatesFn& hidden_states) const;
 
  private:
   const std::shared_ptr<const Tokenizer> tokenizer_;  // may be null

@@ -93,7 +93,11 @@ std::string ClipTextConfig::describe() const {
 }
 
 absl::StatusOr<ClipTextConfig> parse_clip_text_config(absl::string_view text, absl::string_view what) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(json root, parse_json_strict(text, what));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const json root, parse_json_strict(text, what));
+  return clip_text_config_from_json(root, what);
+}
+
+absl::StatusOr<ClipTextConfig> clip_text_config_from_json(const nlohmann::json& root, absl::string_view what) {
   if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
   ClipTextConfig c;
   DIFFUSIOND_RETURN_IF_ERROR(check_identity(root, what, &c));

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -64,6 +66,9 @@ struct ClipTextConfig {
 // position embedding type. INVALID_ARGUMENT naming the field, what it holds
 // and what was expected; `what` (the file) prefixes messages.
 absl::StatusOr<ClipTextConfig> parse_clip_text_config(absl::string_view json, absl::string_view what);
+// The same over a config already parsed (Checkpoint::config(), read once
+// per load).
+absl::StatusOr<ClipTextConfig> clip_text_config_from_json(const nlohmann::json& root, absl::string_view what);
 
 // Infers the config of a single file from canonical tensor names and
 // shapes: vocabulary, width, positions, MLP width and layer count from the

@@ -45,10 +45,8 @@ class ClipRecipe final : public TableRecipe {
 // True when `config_json` says model_type "clip_text_model". Compared as
 // JSON: value() with a string default throws on a non-string.
 bool is_clip_text_config(const Checkpoint& checkpoint) {
-  if (checkpoint.config_json().empty()) return false;
-  absl::StatusOr<nlohmann::json> config = parse_json_strict(checkpoint.config_json(), checkpoint.config_path());
-  return config.ok() && config->is_object() &&
-         config->value("model_type", nlohmann::json()) == nlohmann::json("clip_text_model");
+  const nlohmann::json& config = checkpoint.config();
+  return config.is_object() && config.value("model_type", nlohmann::json()) == nlohmann::json("clip_text_model");
 }
 
 std::vector<std::string> tensor_names(const Checkpoint& checkpoint) {
@@ -73,7 +71,7 @@ class ClipFamily final : public ModelFamily {
     ClipTextConfig config;
     std::string note;
     if (is_clip_text_config(checkpoint)) {
-      DIFFUSIOND_ASSIGN_OR_RETURN(config, parse_clip_text_config(checkpoint.config_json(), checkpoint.config_path()));
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, clip_text_config_from_json(checkpoint.config(), checkpoint.config_path()));
       // The count sizes the table: it must be the checkpoint's own.
       const std::vector<std::string> names = canonical_tensor_names(
           checkpoint, [&](absl::string_view n) { return clip_canonical_name(n, config.with_projection); });

@@ -9,14 +9,9 @@
 namespace diffusiond {
 
 absl::StatusOr<EncodedText> Qwen3Model::encode(const TextEncoding& request) const {
-  DIFFUSIOND_ASSIGN_OR_RETURN(Tokens tokens, tokenize(request));
-  const torch::Tensor mask = request.attend_to_padding ? torch::Tensor() : tokens.attention_mask;
-  DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor hidden, hidden_states(tokens.input_ids, mask, request.hidden_layer));
-  EncodedText encoded;
-  encoded.hidden_states = hidden[0];
-  encoded.attention_mask = tokens.attention_mask[0].ne(0);
-  encoded.tokens = tokens.count;
-  return encoded;
+  return encode_hidden_states(request, [this](const torch::Tensor& ids, const torch::Tensor& mask, int64_t layer) {
+    return hidden_states(ids, mask, layer);
+  });
 }
 
 int64_t Qwen3Model::encode_activation_bytes(int64_t tokens) const {

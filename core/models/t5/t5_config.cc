@@ -112,10 +112,10 @@ absl::Status T5Config::validate() const {
 
 absl::StatusOr<T5Config> parse_t5_config(absl::string_view text, absl::string_view what) {
   DIFFUSIOND_ASSIGN_OR_RETURN(const json root, parse_json_strict(text, what));
-  return parse_t5_config(root, what);
+  return t5_config_from_json(root, what);
 }
 
-absl::StatusOr<T5Config> parse_t5_config(const nlohmann::json& root, absl::string_view what) {
+absl::StatusOr<T5Config> t5_config_from_json(const nlohmann::json& root, absl::string_view what) {
   if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
   const json type = root.value("model_type", json());
   if (type != json("t5") && type != json("umt5")) {

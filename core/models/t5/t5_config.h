@@ -66,7 +66,7 @@ struct T5Config {
 absl::StatusOr<T5Config> parse_t5_config(absl::string_view json, absl::string_view what);
 // The same over a config already parsed (Checkpoint::config(), read once
 // per load).
-absl::StatusOr<T5Config> parse_t5_config(const nlohmann::json& root, absl::string_view what);
+absl::StatusOr<T5Config> t5_config_from_json(const nlohmann::json& root, absl::string_view what);
 
 }  // namespace diffusiond
 

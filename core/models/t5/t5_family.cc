@@ -102,7 +102,7 @@ class T5Family final : public ModelFamily {
     T5Config config;
     std::string note;
     if (t5_config(checkpoint)) {
-      DIFFUSIOND_ASSIGN_OR_RETURN(config, parse_t5_config(checkpoint.config(), checkpoint.config_path()));
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, t5_config_from_json(checkpoint.config(), checkpoint.config_path()));
       // The count sizes the table: it must be the checkpoint's own.
       DIFFUSIOND_RETURN_IF_ERROR(check_declared_count(checkpoint.config_path(), "num_layers", config.num_layers,
                                                       checkpoint.path(), names, "encoder.block."));

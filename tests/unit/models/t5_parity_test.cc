@@ -153,7 +153,7 @@ class T5ParityBase : public ::testing::Test {
     io_ = std::make_unique<TensorFile>(io_path());
     tokens_ = read_json(dir_ + "/tokens.json");
     stats_ = read_json(dir_ + "/stats.json");
-    absl::StatusOr<T5Config> config = parse_t5_config(read_json(dir_ + "/config.json"), "config.json");
+    absl::StatusOr<T5Config> config = t5_config_from_json(read_json(dir_ + "/config.json"), "config.json");
     ASSERT_THAT(config, IsOk());
     config_ = *config;
     tolerance_ = 5 * std::max(stats_.value("f64_mask_all", 0.0), stats_.value("f64_pipe", 0.0));
