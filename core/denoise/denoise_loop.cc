@@ -23,16 +23,19 @@ absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowCo
   }
   torch::Tensor latents;
   if (request.initial_latents.defined()) {
-    if (request.initial_latents.dim() != 3 || !request.initial_latents.is_floating_point()) {
+    // The rank is the model's to check (its LatentLayout): images are
+    // [C, H, W], video [C, F, H, W].
+    if (request.initial_latents.dim() < 2 || !request.initial_latents.is_floating_point()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "initial latents have shape [", absl::StrJoin(request.initial_latents.sizes(), ", "),
-          "], expected a float [C, H, W]"));
+          "], expected a float [C, ...] with at least one spatial dimension"));
     }
     latents = request.initial_latents.to(torch::kFloat32).clone();
   } else {
-    if (request.latent_shape.size() != 3) {
+    if (request.latent_shape.size() < 2) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "latent shape has ", request.latent_shape.size(), " dimensions, expected [C, H, W]"));
+          "latent shape has ", request.latent_shape.size(), " dimensions, expected [C, ...] with at least one "
+          "spatial dimension"));
     }
     for (int64_t d : request.latent_shape) {
       if (d <= 0) return absl::InvalidArgumentError("latent shape must be positive");

@@ -19,6 +19,9 @@
 
 namespace diffusiond {
 
+// Latents are [C, spatial...]: [C, H, W] for images, [C, F, H, W] for
+// video; the model's LatentLayout says which.
+//
 // One model call: latents [C, H, W] float32 and the model time t; returns
 // the model's raw outputs [C, H, W] float32 (its FlowConvention maps them
 // to velocities) for the positive conditioning and, when `with_negative`,

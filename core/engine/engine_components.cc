@@ -50,21 +50,17 @@ absl::StatusOr<torch::Tensor> Engine::decode_image(const std::string& model_id, 
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   DIFFUSIOND_ASSIGN_OR_RETURN(auto pinned, pin_as<ImageDecoder>(model_id, "an image decoder (VAE)"));
   const ImageDecoder& decoder = *pinned.second;
-  const torch::Tensor z = latents.dim() == 3 ? latents.unsqueeze(0) : latents;
-  if (z.dim() != 4 || z.size(0) != 1 || z.size(1) != decoder.latent_channels() || z.size(2) < 1 || z.size(3) < 1 ||
-      !z.is_floating_point()) {
-    return absl::InvalidArgumentError(absl::StrCat("latents for VAE \"", bounded(model_id), "\" must be a float [",
-                                                   decoder.latent_channels(), ", h, w], got [",
-                                                   absl::StrJoin(latents.sizes(), ", "), "]"));
+  if (absl::Status checked = decoder.check_latents(latents); !checked.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("VAE \"", bounded(model_id), "\": ", checked.message()));
   }
   // Whole when that fits, else tile by tile, as diffusers' enable_tiling().
   bool tiled = false;
   absl::StatusOr<Reservation> room =
-      cache_->make_room(decoder.decode_activation_bytes(z.size(2), z.size(3), tiled), Device::kCpu, evicted);
+      cache_->make_room(decoder.decode_activation_bytes(latents, tiled), Device::kCpu, evicted);
   if (!room.ok()) {
     tiled = true;
     absl::StatusOr<Reservation> tiled_room =
-        cache_->make_room(decoder.decode_activation_bytes(z.size(2), z.size(3), tiled), Device::kCpu, evicted);
+        cache_->make_room(decoder.decode_activation_bytes(latents, tiled), Device::kCpu, evicted);
     if (!tiled_room.ok()) {
       return absl::ResourceExhaustedError(absl::StrCat("no room to decode: untiled: ", room.status().message(),
                                                        "; tiled: ", tiled_room.status().message()));
@@ -73,7 +69,7 @@ absl::StatusOr<torch::Tensor> Engine::decode_image(const std::string& model_id, 
   }
   CancellationScope scope(job.token());
   return status_of("the decode", [&]() -> absl::StatusOr<torch::Tensor> {
-    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor image, decoder.decode_latents(z, tiled));
+    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor image, decoder.decode_latents(latents, tiled));
     DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor pixels, image_to_uint8(image));
     return pixels[0];
   });

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/models/model.h"
 
@@ -27,13 +28,19 @@ class ImageDecoder : public Model {
   virtual int64_t latent_channels() const = 0;
   virtual int64_t spatial_factor() const = 0;
 
-  // Peak bytes beyond the weights of a decode of latents [1, C, h, w],
-  // whole or tile by tile.
-  virtual int64_t decode_activation_bytes(int64_t h, int64_t w, bool tiled) const = 0;
+  // OK when `latents` (a denoiser's output, unbatched, or with a batch of
+  // one) is what this decoder decodes; INVALID_ARGUMENT naming the shape it
+  // takes otherwise. The rank is the decoder's business: [C, h, w] for an
+  // image VAE, [C, f, h, w] for a video one.
+  virtual absl::Status check_latents(const torch::Tensor& latents) const = 0;
 
-  // Decodes pipeline-space latents [1, C, h, w] to an image [1, 3, f h,
-  // f w] in about [-1, 1] at the compute dtype. INVALID_ARGUMENT for a
-  // misshapen input; the token's reason when cancelled between blocks.
+  // Peak bytes beyond the weights of a decode of latents that passed
+  // check_latents(), whole or tile by tile.
+  virtual int64_t decode_activation_bytes(const torch::Tensor& latents, bool tiled) const = 0;
+
+  // Decodes pipeline-space latents that passed check_latents() to an image
+  // [1, 3, H, W] in about [-1, 1] at the compute dtype. The token's reason
+  // when cancelled between blocks.
   virtual absl::StatusOr<torch::Tensor> decode_latents(const torch::Tensor& latents, bool tiled) const = 0;
 
   // Encodes an image [1, 3, H, W] in [-1, 1] to pipeline-space latents

@@ -253,8 +253,7 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
 
   EngineDenoiseRequest denoise;
   denoise.model_id = transformer;
-  const int64_t factor = decoder_info.geometry.spatial_factor;
-  denoise.loop.latent_shape = {denoiser.geometry.channels, height / factor, width / factor};
+  denoise.loop.latent_shape = family.latent_shape(denoiser, decoder_info, width, height);
   denoise.loop.seed = r.seed;
   denoise.loop.guidance_scale = cfg ? family.cfg_scale(guidance) : 1.0;
   denoise.loop.schedule.steps = steps;

@@ -23,6 +23,12 @@ Registry& registry() {
 
 Conditioning PipelineFamily::scalar_conditioning(double, const ModelInfo&) const { return {}; }
 
+std::vector<int64_t> PipelineFamily::latent_shape(const ModelInfo& denoiser, const ModelInfo& decoder, int64_t width,
+                                                  int64_t height) const {
+  const int64_t f = decoder.geometry.spatial_factor;
+  return {denoiser.geometry.channels, height / f, width / f};
+}
+
 std::optional<PipelineComponent> PipelineFamily::component(absl::string_view name) const {
   for (PipelineComponent& c : components()) {
     if (c.name == name) return std::move(c);

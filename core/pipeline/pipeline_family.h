@@ -67,6 +67,12 @@ class PipelineFamily {
   virtual absl::StatusOr<Conditioning> encoder_conditioning(absl::string_view component,
                                                             const EncodedText& encoded) const = 0;
 
+  // The latents a Generate of `width` x `height` pixels denoises. Default:
+  // an image's [C, height / f, width / f], with the denoiser's channels and
+  // the decoder's factor f; a video pipeline adds its frames axis.
+  virtual std::vector<int64_t> latent_shape(const ModelInfo& denoiser, const ModelInfo& decoder, int64_t width,
+                                            int64_t height) const;
+
   // The request's scalars as conditioning for `denoiser` (FLUX.1-dev's
   // "guidance"). Default: none.
   virtual Conditioning scalar_conditioning(double guidance_scale, const ModelInfo& denoiser) const;

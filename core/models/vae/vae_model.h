@@ -80,7 +80,8 @@ class VaeModel final : public ImageDecoder {
   // The ImageDecoder role: tiled means default_vae_tiling(config()).
   int64_t latent_channels() const override { return config_.latent_channels; }
   int64_t spatial_factor() const override;
-  int64_t decode_activation_bytes(int64_t h, int64_t w, bool tiled) const override;
+  absl::Status check_latents(const torch::Tensor& latents) const override;
+  int64_t decode_activation_bytes(const torch::Tensor& latents, bool tiled) const override;
   absl::StatusOr<torch::Tensor> decode_latents(const torch::Tensor& latents, bool tiled) const override;
   absl::StatusOr<torch::Tensor> encode_image(const torch::Tensor& image, bool tiled) const override;
 

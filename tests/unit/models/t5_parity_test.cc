@@ -20,6 +20,7 @@
 // fixture's float32-vs-float64 spread (stats.json), as its README advises.
 // A fixture folder that is not there skips the suite with a message.
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -42,6 +43,7 @@
 #include "core/util/json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/fp8_format.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/loaded_model.h"
 #include "tests/testing/status_matchers.h"
@@ -140,6 +142,46 @@ void write_renamed_copy(const std::string& fixture, const std::string& path,
   ASSERT_THAT((*w)->close(), IsOk());
 }
 
+// What FP8 storage casts in a T5 encoder: the attention projections (not
+// the relative bias) and wi; wo stays at compute precision.
+bool is_fp8_projection(const std::string& name) {
+  return (absl::StrContains(name, "SelfAttention.") && !absl::StrContains(name, "relative")) ||
+         absl::StrContains(name, ".wi");
+}
+
+// Copies the fixture's BF16 weights into a single file at `path` as
+// ComfyUI's t5xxl_fp8_e4m3fn.safetensors stores them: the projections as
+// F8_E4M3 codes (no scale), the rest as they are.
+void write_fp8_copy(const std::string& fixture, const std::string& path) {
+  absl::StatusOr<std::unique_ptr<Checkpoint>> src = Checkpoint::open(fixture + "/model.safetensors");
+  ASSERT_THAT(src, IsOk());
+  std::vector<TensorSpec> specs;
+  for (const TensorRecord& t : (*src)->tensors()) {
+    ASSERT_EQ(t.dtype, DType::kBF16) << t.name;
+    specs.push_back({t.name, is_fp8_projection(t.name) ? DType::kF8E4M3 : t.dtype, t.shape});
+  }
+  absl::StatusOr<std::unique_ptr<SafetensorsWriter>> w = SafetensorsWriter::create(path, specs);
+  ASSERT_THAT(w, IsOk());
+  for (const TensorRecord& t : (*src)->tensors()) {
+    std::string bytes(static_cast<size_t>(t.nbytes), '\0');
+    ASSERT_THAT((*src)->read(t, bytes.data()), IsOk());
+    if (is_fp8_projection(t.name)) {
+      std::string codes(bytes.size() / 2, '\0');
+      for (size_t i = 0; i < codes.size(); ++i) {
+        uint16_t bf16 = 0;
+        std::memcpy(&bf16, bytes.data() + 2 * i, 2);
+        const uint32_t bits = static_cast<uint32_t>(bf16) << 16;
+        float value = 0;
+        std::memcpy(&value, &bits, 4);
+        codes[i] = static_cast<char>(fp8_encode_ref(value, Fp8Format::kE4M3Fn));
+      }
+      bytes = std::move(codes);
+    }
+    ASSERT_THAT((*w)->append(bytes.data(), static_cast<int64_t>(bytes.size())), IsOk());
+  }
+  ASSERT_THAT((*w)->close(), IsOk());
+}
+
 // One fixture and everything read from it.
 class T5ParityBase : public ::testing::Test {
  protected:
@@ -216,6 +258,7 @@ class T5ParityBase : public ::testing::Test {
   void check_masked_batch_and_prompts_alone();
   void check_pipeline_prompt_embeds();
   void check_single_files();
+  void check_fp8_file();
   void check_fp8_storage();
   void check_bfloat16();
   void check_step_and_cancellation();
@@ -489,6 +532,35 @@ void T5ParityBase::check_single_files() {
   }
 }
 
+// A file whose projections are FP8 already (ComfyUI's t5xxl_fp8_e4m3fn)
+// keeps them as FP8, with no FP8 option asked, and runs exactly as the same
+// weights cast to FP8 at load.
+void T5ParityBase::check_fp8_file() {
+  const std::string path = tmp_.path("t5xxl_fp8_e4m3fn.safetensors");
+  ASSERT_NO_FATAL_FAILURE(write_fp8_copy(dir_, path));
+  const bool default_distance = config_.relative_attention_max_distance == 128;
+  testing::LoadedModel from_file = load_test_model(path, {}, default_distance ? "" : dir_ + "/config.json");
+  ModelLoadOptions cast;
+  cast.fp8.format = Fp8Format::kE4M3Fn;
+  testing::LoadedModel at_load = load_test_model(dir_, cast);
+  const T5Encoder* a = from_file.get<T5Encoder>();
+  const T5Encoder* b = at_load.get<T5Encoder>();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  int fp8 = 0;
+  for (const std::string& name : a->weights().names()) {
+    EXPECT_EQ(a->weights().is_fp8(name), is_fp8_projection(name)) << name;
+    fp8 += a->weights().is_fp8(name) ? 1 : 0;
+  }
+  EXPECT_GT(fp8, 0);
+  const torch::Tensor ids = io_->get("mask.input_ids"), mask = io_->get("mask.attention_mask");
+  absl::StatusOr<torch::Tensor> ours = a->hidden_states(ids, mask, -1);
+  absl::StatusOr<torch::Tensor> cast_at_load = b->hidden_states(ids, mask, -1);
+  ASSERT_THAT(ours, IsOk());
+  ASSERT_THAT(cast_at_load, IsOk());
+  EXPECT_TRUE(torch::equal(*ours, *cast_at_load));
+}
+
 // The fixture has no FP8 reference: FP8 storage is checked for what it
 // stores, against the float32 forward over the same decoded weights, and
 // loosely against the reference.
@@ -501,9 +573,7 @@ void T5ParityBase::check_fp8_storage() {
   const WeightStore& w = model->weights();
   auto decoded = std::make_unique<WeightStore>(torch::kFloat32);
   for (const std::string& name : w.names()) {
-    const bool projection = (absl::StrContains(name, "SelfAttention.") && !absl::StrContains(name, "relative")) ||
-                            absl::StrContains(name, ".wi");
-    EXPECT_EQ(w.is_fp8(name), projection) << name;
+    EXPECT_EQ(w.is_fp8(name), is_fp8_projection(name)) << name;
     absl::StatusOr<torch::Tensor> t = w.materialize(name, torch::kFloat32);
     ASSERT_THAT(t, IsOk());
     decoded->add(name, *t);
@@ -581,6 +651,7 @@ TEST_F(T5Parity, BucketsAndPositionBias) { check_buckets_and_position_bias(); }
 TEST_F(T5Parity, MaskedBatchAndPromptsAlone) { check_masked_batch_and_prompts_alone(); }
 TEST_F(T5Parity, PipelinePromptEmbeds) { check_pipeline_prompt_embeds(); }
 TEST_F(T5Parity, SingleFiles) { check_single_files(); }
+TEST_F(T5Parity, Fp8SingleFileKeepsItsFp8) { check_fp8_file(); }
 TEST_F(T5Parity, Fp8Storage) { check_fp8_storage(); }
 TEST_F(T5Parity, Bfloat16) { check_bfloat16(); }
 TEST_F(T5Parity, StepAndCancellation) { check_step_and_cancellation(); }
@@ -593,6 +664,7 @@ TEST_F(T5ParityUmt5, BucketsAndPositionBias) { check_buckets_and_position_bias()
 TEST_F(T5ParityUmt5, MaskedBatchAndPromptsAlone) { check_masked_batch_and_prompts_alone(); }
 TEST_F(T5ParityUmt5, PipelinePromptEmbeds) { check_pipeline_prompt_embeds(); }
 TEST_F(T5ParityUmt5, SingleFiles) { check_single_files(); }
+TEST_F(T5ParityUmt5, Fp8SingleFileKeepsItsFp8) { check_fp8_file(); }
 TEST_F(T5ParityUmt5, Fp8Storage) { check_fp8_storage(); }
 TEST_F(T5ParityUmt5, Bfloat16) { check_bfloat16(); }
 TEST_F(T5ParityUmt5, StepAndCancellation) { check_step_and_cancellation(); }
