@@ -19,8 +19,8 @@
 namespace diffusiond {
 namespace {
 
-// The component every diffusers pipeline keeps its denoiser under: how a
-// request without a pipeline folder names it.
+// The component diffusers' pipelines keep their denoiser under: how a
+// request without a pipeline folder names the model that chooses the family.
 constexpr char kDenoiserComponent[] = "transformer";
 
 void emit_to(const GenerateOptions& options, GenerateEvent e) {
@@ -197,9 +197,14 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   }
   // The decoder's latent space, known before any load: a component in the
   // wrong role is refused now, not after the denoise.
-  std::string decoder_name;
+  std::string decoder_name, denoiser_name;
   for (const PipelineComponent& c : family.components()) {
     if (c.role == ModelRole::kVae) decoder_name = c.name;
+    if (c.role == ModelRole::kDenoiser) denoiser_name = c.name;
+  }
+  if (decoder_name.empty() || denoiser_name.empty()) {
+    return absl::InternalError(absl::StrCat("the ", family.name(), " pipeline family names no ",
+                                            decoder_name.empty() ? "image decoder" : "denoiser", " component"));
   }
   DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo decoder_info, describe(engine, resolved.ids.at(decoder_name)));
   if (decoder_info.geometry.spatial_factor <= 0) {
@@ -236,7 +241,7 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   }
 
   DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "denoising"));
-  const std::string& denoiser_id = resolved.ids.at(kDenoiserComponent);
+  const std::string& denoiser_id = resolved.ids.at(denoiser_name);
   DIFFUSIOND_ASSIGN_OR_RETURN(const std::string transformer, ready_component(engine, denoiser_id, options));
   DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo denoiser, describe(engine, transformer));
   if (denoiser.geometry.channels != decoder_info.geometry.channels) {
