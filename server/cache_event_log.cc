@@ -25,8 +25,8 @@ std::string CacheEventLog::format(const CacheEvent& e, const BudgetSnapshot& aft
       vram_tier ? absl::StrCat("tier=vram event=", kVramEventNames[kind]) : absl::StrCat("event=", kEventNames[kind]);
   if (!e.key.empty()) absl::StrAppend(&line, " model=", logfmt_value(e.key));
   // A placement holds no RAM of its own: its ram_bytes would always be 0.
-  if (!vram_tier) absl::StrAppend(&line, " ram_bytes=", e.bytes[static_cast<int>(Device::kCpu)]);
-  if (const int64_t vram = e.bytes[static_cast<int>(Device::kCuda)]; vram > 0 || vram_tier) {
+  if (!vram_tier) absl::StrAppend(&line, " ram_bytes=", e.bytes[kCpuIndex]);
+  if (const int64_t vram = e.bytes[kCudaIndex]; vram > 0 || vram_tier) {
     absl::StrAppend(&line, " vram_bytes=", vram);
   }
   if (e.kind == CacheEvent::Kind::kLoaded || e.kind == CacheEvent::Kind::kLoadFailed) {

@@ -11,8 +11,8 @@ void to_wire(const ModelInfo& info, v1::ModelInfo* wire) {
   wire->set_compute_dtype(compute_dtype_name(info.compute_dtype));
   wire->set_tensors(info.tensors);
   wire->set_fp8_tensors(info.fp8_tensors);
-  wire->set_ram_bytes(info.bytes[static_cast<int>(Device::kCpu)]);
-  wire->set_vram_bytes(info.bytes[static_cast<int>(Device::kCuda)]);
+  wire->set_ram_bytes(info.bytes[kCpuIndex]);
+  wire->set_vram_bytes(info.bytes[kCudaIndex]);
   wire->set_pins(info.pins);
   wire->set_idle_seconds(absl::ToDoubleSeconds(info.idle));
   wire->set_role(std::string(model_role_name(info.role)));

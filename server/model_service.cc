@@ -92,8 +92,8 @@ grpc::ServerUnaryReactor* ModelServiceImpl::UnloadModel(grpc::CallbackServerCont
   absl::Status queued = deps.admin_queue->submit([deps, reactor, response, options, id = request->model_id()] {
     absl::StatusOr<UnloadResult> r = deps.engine->unload(id, options);
     if (r.ok()) {
-      response->set_ram_bytes_freed(r->freed_bytes[static_cast<int>(Device::kCpu)]);
-      response->set_vram_bytes_freed(r->freed_bytes[static_cast<int>(Device::kCuda)]);
+      response->set_ram_bytes_freed(r->freed_bytes[kCpuIndex]);
+      response->set_vram_bytes_freed(r->freed_bytes[kCudaIndex]);
     }
     reactor->Finish(to_grpc_status(r.status()));
   });

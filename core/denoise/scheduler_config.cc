@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/file_text.h"
 #include "core/util/bounded_text.h"
 #include "core/util/json.h"
 #include "core/util/json_fields.h"
@@ -11,10 +12,6 @@
 
 namespace diffusiond {
 namespace {
-
-absl::Status invalid(absl::string_view path, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
-}
 
 // Bounds far beyond any released scheduler (shifts of 0.5 to 3, sequence
 // lengths of 256 to 4096) and within what the schedule's float math holds.
@@ -30,11 +27,11 @@ absl::Status read_number(const nlohmann::json& c, const char* key, absl::string_
   if (!c.contains(key) || c.at(key).is_null()) return absl::OkStatus();
   constexpr bool kInteger = std::is_integral_v<T>;
   if (kInteger ? !c.at(key).is_number_integer() : !c.at(key).is_number()) {
-    return invalid(path, absl::StrCat("\"", key, "\" must be ", kInteger ? "an integer" : "a number"));
+    return bad_file(path, absl::StrCat("\"", key, "\" must be ", kInteger ? "an integer" : "a number"));
   }
   const T value = c.at(key).get<T>();
   if (!(value >= lo && value <= hi)) {
-    return invalid(path, absl::StrCat("\"", key, "\" is ", c.at(key).dump(), ", expected ", lo, " to ", hi));
+    return bad_file(path, absl::StrCat("\"", key, "\" is ", c.at(key).dump(), ", expected ", lo, " to ", hi));
   }
   *out = value;
   return absl::OkStatus();
@@ -45,31 +42,31 @@ absl::Status read_number(const nlohmann::json& c, const char* key, absl::string_
 absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, absl::string_view path,
                                                        const ScheduleOptions& defaults) {
   DIFFUSIOND_ASSIGN_OR_RETURN(nlohmann::json c, parse_json_strict(json, path));
-  if (!c.is_object()) return invalid(path, "expected a JSON object");
+  if (!c.is_object()) return bad_file(path, "expected a JSON object");
   // Read with type checks: nlohmann's value() throws on a mismatch.
   std::string cls = "FlowMatchEulerDiscreteScheduler";
   DIFFUSIOND_RETURN_IF_ERROR(read_json_field(c, "_class_name", path, &cls));
   if (cls != "FlowMatchEulerDiscreteScheduler") {
-    return invalid(path, absl::StrCat("scheduler \"", bounded(cls),
+    return bad_file(path, absl::StrCat("scheduler \"", bounded(cls),
                                       "\" is not supported (FlowMatchEulerDiscreteScheduler is)"));
   }
   for (const char* flag : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas", "invert_sigmas",
                            "stochastic_sampling"}) {
     if (c.contains(flag) && c.at(flag).is_boolean() && c.at(flag).get<bool>()) {
-      return invalid(path, absl::StrCat("\"", flag, "\": true is not supported"));
+      return bad_file(path, absl::StrCat("\"", flag, "\": true is not supported"));
     }
   }
   if (c.contains("shift_terminal") && !c.at("shift_terminal").is_null()) {
-    return invalid(path, "\"shift_terminal\" is not supported");
+    return bad_file(path, "\"shift_terminal\" is not supported");
   }
   std::string time_shift_type = "exponential";
   DIFFUSIOND_RETURN_IF_ERROR(read_json_field(c, "time_shift_type", path, &time_shift_type));
   if (time_shift_type != "exponential") {
-    return invalid(path, "only the \"exponential\" time_shift_type is supported");
+    return bad_file(path, "only the \"exponential\" time_shift_type is supported");
   }
   if (c.contains("num_train_timesteps") && !(c.at("num_train_timesteps").is_number() &&
                                              c.at("num_train_timesteps").get<double>() == 1000)) {
-    return invalid(path, "num_train_timesteps other than 1000 is not supported");
+    return bad_file(path, "num_train_timesteps other than 1000 is not supported");
   }
   ScheduleOptions o = defaults;
   // shift's lower end is checked below, with its own message.
@@ -79,12 +76,12 @@ absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, a
   DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "base_image_seq_len", path, int64_t{1}, kMaxSeqLen, &o.base_seq_len));
   DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "max_image_seq_len", path, int64_t{1}, kMaxSeqLen, &o.max_seq_len));
   if (c.contains("use_dynamic_shifting") && !c.at("use_dynamic_shifting").is_null()) {
-    if (!c.at("use_dynamic_shifting").is_boolean()) return invalid(path, "\"use_dynamic_shifting\" must be a boolean");
+    if (!c.at("use_dynamic_shifting").is_boolean()) return bad_file(path, "\"use_dynamic_shifting\" must be a boolean");
     o.dynamic_shift = c.at("use_dynamic_shifting").get<bool>();
   }
-  if (!(o.shift > 0)) return invalid(path, absl::StrCat("shift is ", o.shift, ", expected > 0"));
+  if (!(o.shift > 0)) return bad_file(path, absl::StrCat("shift is ", o.shift, ", expected > 0"));
   if (o.dynamic_shift && !(o.max_seq_len > o.base_seq_len)) {
-    return invalid(path, "max_image_seq_len must exceed base_image_seq_len");
+    return bad_file(path, "max_image_seq_len must exceed base_image_seq_len");
   }
   return o;
 }

@@ -168,7 +168,7 @@ absl::StatusOr<ModelInfo> Engine::inspect(const ModelLoadRequest& request) {
   info.description = plan.recipe->describe();
   info.geometry = plan.recipe->latent_geometry();
   info.compute_dtype = load.compute_dtype;
-  info.bytes[static_cast<int>(Device::kCpu)] = plan.plan.reservation_bytes();
+  info.bytes[kCpuIndex] = plan.plan.reservation_bytes();
   return info;
 }
 
@@ -222,7 +222,7 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard
   };
   stream.cancel = shared.token();
   shared.publish(LoadProgress{0, plan.plan.source_bytes, 0,
-                              static_cast<int64_t>(plan.plan.tensors.size())});
+                              static_cast<int64_t>(plan.plan.tensors.size()), {}});
   return load_planned_model(*checkpoint, plan, *cache_, stream);
 }
 
@@ -263,7 +263,7 @@ absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const U
   }
   // The placement went with the model (PlacementDropper, before the cache's
   // unload returned): its VRAM is freed too.
-  if (r.ok() && placement_bytes(model_id) == 0) r->freed_bytes[static_cast<int>(Device::kCuda)] = placed;
+  if (r.ok() && placement_bytes(model_id) == 0) r->freed_bytes[kCudaIndex] = placed;
   return r;
 }
 
@@ -424,7 +424,7 @@ int64_t Engine::unload_all(absl::Duration timeout) {
   options.timeout = timeout;
   for (const CacheEntryStats& e : cache_->stats().entries) {
     absl::StatusOr<UnloadResult> r = cache_->unload(e.key, options);
-    if (r.ok()) freed += r->freed_bytes[static_cast<int>(Device::kCpu)];
+    if (r.ok()) freed += r->freed_bytes[kCpuIndex];
   }
   return freed;
 }

@@ -118,7 +118,7 @@ void Engine::set_vram_usage(ModelInfo* info) const {
     info->vram_plan = placement.plan().summary();
     if (const std::string fp8 = placement.fp8_matmul_summary(); !fp8.empty()) absl::StrAppend(&info->vram_plan, "; ", fp8);
     info->vram_streamed_bytes_per_step = placement.plan().streamed_bytes_per_forward;
-    info->bytes[static_cast<int>(Device::kCuda)] = placement.plan().device_bytes();
+    info->bytes[kCudaIndex] = placement.plan().device_bytes();
   });
 }
 

@@ -17,6 +17,10 @@ enum class Device : int {
 
 inline constexpr int kNumDevices = 2;
 
+// Indices of per-device arrays: bytes[kCpuIndex].
+inline constexpr int kCpuIndex = static_cast<int>(Device::kCpu);
+inline constexpr int kCudaIndex = static_cast<int>(Device::kCuda);
+
 // Returns the lower-case name used in logs, errors and metric labels:
 // "cpu" or "cuda".
 absl::string_view device_name(Device device);

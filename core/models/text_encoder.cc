@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/models/common/tensor_text.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -31,6 +33,32 @@ absl::StatusOr<TextEncoder::Tokens> TextEncoder::tokenize(const TextEncoding& re
   tokens.attention_mask = torch::tensor(mask, torch::kInt64).reshape({1, batch.length});
   tokens.count = batch.token_counts[0];
   return tokens;
+}
+
+absl::Status TextEncoder::check_token_inputs(absl::string_view name, const torch::Tensor& ids,
+                                             const torch::Tensor& mask, int64_t vocab_size, int64_t hidden_states,
+                                             int64_t layer) {
+  if (!is_integer(ids) || ids.dim() != 2 || ids.size(0) < 1 || ids.size(1) < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " input_ids must be integer [B, L] with B, L >= 1, got ", shape_of(ids),
+                     ids.defined() ? absl::StrCat(" of ", c10::toString(ids.scalar_type())) : ""));
+  }
+  const int64_t lowest = ids.min().item<int64_t>(), highest = ids.max().item<int64_t>();
+  if (lowest < 0 || highest >= vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " input_ids hold ids in [", lowest, ", ", highest,
+                                                   "], but the vocabulary is [0, ", vocab_size, ")"));
+  }
+  if (mask.defined() && (mask.sizes() != ids.sizes() || (!is_integer(mask) && mask.scalar_type() != torch::kBool))) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " attention_mask must be bool or integer ", shape_of(ids),
+                                                   " like input_ids, got ", shape_of(mask), " of ",
+                                                   c10::toString(mask.scalar_type())));
+  }
+  if (layer < -hidden_states || layer >= hidden_states) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " hidden layer ", layer, " is out of range: the model has ",
+                                                   hidden_states, " hidden states, so expected [", -hidden_states,
+                                                   ", ", hidden_states - 1, "]"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<EncodedText> TextEncoder::encode_hidden_states(const TextEncoding& request,

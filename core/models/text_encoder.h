@@ -86,6 +86,14 @@ class TextEncoder : public Model {
   };
   absl::StatusOr<Tokens> tokenize(const TextEncoding& request) const;
 
+  // INVALID_ARGUMENT, each message opening with `name`, unless `input_ids`
+  // is integer [B, L] (B, L >= 1) with ids in [0, vocab_size),
+  // `attention_mask` (when defined) is bool or integer of the same shape,
+  // and `layer` picks one of `hidden_states` (negative counts from the end).
+  static absl::Status check_token_inputs(absl::string_view name, const torch::Tensor& input_ids,
+                                         const torch::Tensor& attention_mask, int64_t vocab_size,
+                                         int64_t hidden_states, int64_t layer);
+
   // The encode of an architecture without a pooled output: tokenize(), then
   // `hidden_states(ids, mask, request.hidden_layer)` [1, L, D], the mask
   // undefined when the request attends to padding.

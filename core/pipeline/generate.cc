@@ -179,7 +179,7 @@ absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string
   DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, engine.load(load, watcher));
   emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, clock->now() - start,
                     absl::StrCat("loaded ", info.architecture, ", ",
-                                 format_bytes(info.bytes[static_cast<int>(Device::kCpu)]))});
+                                 format_bytes(info.bytes[kCpuIndex]))});
   return info.model_id;
 }
 

@@ -36,10 +36,6 @@ constexpr Attribute kAttributes[] = {
     {"pad_token", &SentencePieceTokenizerSpec::pad_token}, {"cls_token", &SentencePieceTokenizerSpec::cls_token},
     {"mask_token", &SentencePieceTokenizerSpec::mask_token}};
 
-absl::Status bad(absl::string_view path, absl::string_view problem) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", problem));
-}
-
 bool exists(const std::string& path) {
   std::error_code ec;
   return std::filesystem::exists(path, ec);
@@ -51,7 +47,7 @@ absl::StatusOr<std::optional<json>> read_optional_object(const std::string& path
   absl::StatusOr<std::string> text = read_text_file(path, kMaxJsonBytes);
   if (!text.ok()) return absl::InvalidArgumentError(std::string(text.status().message()));
   DIFFUSIOND_ASSIGN_OR_RETURN(json root, parse_json_strict(*text, path));
-  if (!root.is_object()) return bad(path, "expected a JSON object at the top level");
+  if (!root.is_object()) return bad_file(path, "expected a JSON object at the top level");
   return std::optional<json>(std::move(root));
 }
 
@@ -96,10 +92,10 @@ absl::StatusOr<std::vector<SentencePieceAddedToken>> read_added_tokens_decoder(c
     const std::string where = absl::StrCat("added_tokens_decoder[\"", key, "\"]");
     int64_t id = -1;
     if (!absl::SimpleAtoi(key, &id) || id < 0 || id > INT32_MAX) {
-      return bad(path, absl::StrCat(where, ": the key is not an id in [0, 2^31)"));
+      return bad_file(path, absl::StrCat(where, ": the key is not an id in [0, 2^31)"));
     }
     if (!entry.is_object() || !entry.contains("content") || !entry.at("content").is_string()) {
-      return bad(path, absl::StrCat(where, " has no string 'content'"));
+      return bad_file(path, absl::StrCat(where, " has no string 'content'"));
     }
     SentencePieceAddedToken token;
     token.id = static_cast<int32_t>(id);
@@ -109,7 +105,7 @@ absl::StatusOr<std::vector<SentencePieceAddedToken>> read_added_tokens_decoder(c
     DIFFUSIOND_ASSIGN_OR_RETURN(token.rstrip, entry_flag(entry, "rstrip", path, where));
     DIFFUSIOND_ASSIGN_OR_RETURN(const bool single_word, entry_flag(entry, "single_word", path, where));
     if (single_word) {
-      return bad(path, absl::StrCat(where, " ('", token.content, "') has single_word, which is not supported"));
+      return bad_file(path, absl::StrCat(where, " ('", token.content, "') has single_word, which is not supported"));
     }
     out.push_back(std::move(token));
   }
@@ -184,7 +180,7 @@ absl::Status read_legacy_files(const std::string& dir, SentencePieceTokenizerSpe
   for (const Attribute& a : kAttributes) specials.push_back(spec->*a.field);
   for (const auto& [content, id] : added->items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-      return bad(added_path,
+      return bad_file(added_path,
                  absl::StrCat("token '", content, "' has id ", id.dump(), "; expected an integer in [0, 2^31)"));
     }
     const bool special = std::find(specials.begin(), specials.end(), content) != specials.end();
@@ -200,11 +196,11 @@ absl::StatusOr<SentencePieceTokenizerSpec> read_sentencepiece_spec(absl::string_
   const std::string model_path = dir + "/spiece.model";
   if (!exists(model_path)) {
     if (exists(dir + "/tokenizer.json")) {
-      return bad(dir + "/tokenizer.json",
+      return bad_file(dir + "/tokenizer.json",
                  "a T5 tokenizer is read from spiece.model, which this folder lacks (tokenizer.json alone is "
                  "not supported; FLUX.1 and Wan ship spiece.model beside it)");
     }
-    return bad(model_path, "not found (a T5 tokenizer folder needs spiece.model)");
+    return bad_file(model_path, "not found (a T5 tokenizer folder needs spiece.model)");
   }
   SentencePieceTokenizerSpec spec;
   spec.source = model_path;

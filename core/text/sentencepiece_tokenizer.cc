@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "core/util/file_text.h"
 #include "core/util/utf8.h"
 #include "core/util/status_macros.h"
 
@@ -48,10 +49,6 @@ std::string clean_up_tokenization(std::string text) {
   return text;
 }
 
-absl::Status bad(absl::string_view source, absl::string_view problem) {
-  return absl::InvalidArgumentError(absl::StrCat(source, ": ", problem));
-}
-
 // T5Tokenizer's own entries for the sentinels the files name (or its
 // extra_ids default), before the files' added tokens override them.
 absl::Status sentinel_entries(const SentencePieceTokenizerSpec& spec, int32_t pieces,
@@ -65,7 +62,7 @@ absl::Status sentinel_entries(const SentencePieceTokenizerSpec& spec, int32_t pi
       // Appended as special tokens after every known id, not at T5's places.
       for (int64_t i = 0; i < spec.extra_ids; ++i) additional->push_back(absl::StrCat("<extra_id_", i, ">"));
     } else if (spec.extra_ids > 0 && spec.extra_ids != named) {
-      return bad(spec.source, absl::StrCat("extra_ids is ", spec.extra_ids, " but additional_special_tokens names ",
+      return bad_file(spec.source, absl::StrCat("extra_ids is ", spec.extra_ids, " but additional_special_tokens names ",
                                            named, " <extra_id_N> sentinels"));
     }
   } else {
@@ -74,7 +71,7 @@ absl::Status sentinel_entries(const SentencePieceTokenizerSpec& spec, int32_t pi
   for (int64_t i = 0; i < named; ++i) {
     const int64_t id = pieces - 1 + spec.extra_ids - i;
     if (id < 0 || id > INT32_MAX) {
-      return bad(spec.source, absl::StrCat("sentinel <extra_id_", i, "> lands at id ", id));
+      return bad_file(spec.source, absl::StrCat("sentinel <extra_id_", i, "> lands at id ", id));
     }
     out->push_back({static_cast<int32_t>(id), absl::StrCat("<extra_id_", i, ">"), true, true, true});
   }
@@ -88,7 +85,7 @@ absl::StatusOr<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::
   std::string error;
   std::unique_ptr<SentencePieceModel> model = SentencePieceModel::load(spec.model, !spec.legacy, &error);
   if (model == nullptr) {
-    return bad(spec.source, absl::StrCat("spiece.model is not a usable SentencePiece model: ", error));
+    return bad_file(spec.source, absl::StrCat("spiece.model is not a usable SentencePiece model: ", error));
   }
   const int32_t pieces = model->size();
 
@@ -104,10 +101,10 @@ absl::StatusOr<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::
     if (!from_files.contains(t.content)) decoder[t.id] = t;
   }
   for (const SentencePieceAddedToken& t : spec.added_tokens) {
-    if (t.id < 0) return bad(spec.source, absl::StrCat("added token '", t.content, "' has negative id ", t.id));
+    if (t.id < 0) return bad_file(spec.source, absl::StrCat("added token '", t.content, "' has negative id ", t.id));
     if (decoder.count(t.id) != 0 && !from_files.contains(decoder[t.id].content)) decoder.erase(t.id);
     if (!decoder.emplace(t.id, t).second) {
-      return bad(spec.source, absl::StrCat("added token id ", t.id, " appears twice"));
+      return bad_file(spec.source, absl::StrCat("added token id ", t.id, " appears twice"));
     }
   }
 
@@ -135,7 +132,7 @@ absl::StatusOr<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::
       auto it = vocab.find(s);
       if (it == vocab.end()) it = vocab.emplace(s, static_cast<int32_t>(first_new + added++)).first;
       if (!decoder.emplace(it->second, SentencePieceAddedToken{it->second, s, true, false, false}).second) {
-        return bad(spec.source, absl::StrCat("special token '", s, "' would take id ", it->second,
+        return bad_file(spec.source, absl::StrCat("special token '", s, "' would take id ", it->second,
                                              ", which added token '", decoder[it->second].content, "' has"));
       }
     }
@@ -177,9 +174,9 @@ absl::StatusOr<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::
   if (!spec.eos_token.empty()) t->eos_id_ = id_of(spec.eos_token);
   t->unk_token_ = spec.unk_token;
   if (!spec.legacy) {
-    if (spec.unk_token.empty()) return bad(spec.source, "legacy=false needs an unk token (it prefixes each stretch)");
+    if (spec.unk_token.empty()) return bad_file(spec.source, "legacy=false needs an unk token (it prefixes each stretch)");
     std::vector<std::string> unk_pieces;
-    if (!t->model_->encode(spec.unk_token, &unk_pieces, &error)) return bad(spec.source, error);
+    if (!t->model_->encode(spec.unk_token, &unk_pieces, &error)) return bad_file(spec.source, error);
     t->unk_token_length_ = static_cast<int64_t>(unk_pieces.size());
   }
   return t;
@@ -190,11 +187,11 @@ absl::Status SentencePieceTokenizer::encode_stretch(const std::string& text, std
   std::vector<std::string> out;
   const bool prefixed = absl::StartsWith(text, kMetaSpace) || absl::StartsWith(text, " ");
   if (legacy_ || !prefixed) {
-    if (!model_->encode(text, &out, &error)) return bad(source_, error);
+    if (!model_->encode(text, &out, &error)) return bad_file(source_, error);
   } else {
     // Without the dummy prefix the library drops a leading "▁"; encoding
     // behind the unk token keeps it, and the unk token's pieces go again.
-    if (!model_->encode(unk_token_ + text, &out, &error)) return bad(source_, error);
+    if (!model_->encode(unk_token_ + text, &out, &error)) return bad_file(source_, error);
     if (static_cast<int64_t>(out.size()) >= unk_token_length_) {
       out.erase(out.begin(), out.begin() + unk_token_length_);
     }

@@ -26,17 +26,13 @@ constexpr int64_t kMaxTokenizerFileBytes = int64_t{256} << 20;
 constexpr absl::string_view kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-absl::Status bad(absl::string_view path, absl::string_view problem) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", problem));
-}
-
 // Reads and parses a JSON file whose top level must be an object. A file
 // that cannot be read is a bad tokenizer folder: INVALID_ARGUMENT.
 absl::StatusOr<json> read_json_object(absl::string_view path) {
   absl::StatusOr<std::string> text = read_text_file(path, kMaxTokenizerFileBytes);
   if (!text.ok()) return absl::InvalidArgumentError(std::string(text.status().message()));
   DIFFUSIOND_ASSIGN_OR_RETURN(json root, parse_json_strict(*text, path));
-  if (!root.is_object()) return bad(path, "expected a JSON object at the top level");
+  if (!root.is_object()) return bad_file(path, "expected a JSON object at the top level");
   return root;
 }
 
@@ -44,12 +40,12 @@ absl::StatusOr<json> read_json_object(absl::string_view path) {
 absl::StatusOr<std::vector<std::pair<std::string, int32_t>>> read_vocab(const json& vocab,
                                                                      absl::string_view path,
                                                                      absl::string_view where) {
-  if (!vocab.is_object()) return bad(path, absl::StrCat(where, " is not an object of token -> id"));
+  if (!vocab.is_object()) return bad_file(path, absl::StrCat(where, " is not an object of token -> id"));
   std::vector<std::pair<std::string, int32_t>> out;
   out.reserve(vocab.size());
   for (const auto& [token, id] : vocab.items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-      return bad(path, absl::StrCat(where, " token '", token, "' has id ", id.dump(),
+      return bad_file(path, absl::StrCat(where, " token '", token, "' has id ", id.dump(),
                                     "; expected an integer in [0, 2^31)"));
     }
     out.emplace_back(token, static_cast<int32_t>(id.get<int64_t>()));
@@ -62,25 +58,25 @@ absl::StatusOr<bool> optional_bool(const json& object, const char* field, absl::
                                    absl::string_view where) {
   const auto it = object.find(field);
   if (it == object.end() || it->is_null()) return false;
-  if (!it->is_boolean()) return bad(path, absl::StrCat(where, ".", field, " is not a boolean"));
+  if (!it->is_boolean()) return bad_file(path, absl::StrCat(where, ".", field, " is not a boolean"));
   return it->get<bool>();
 }
 
 // Reads one added token object ({"content": ..., "special": ...}).
 absl::StatusOr<AddedToken> read_added_token(const json& entry, int64_t id, absl::string_view path,
                                             absl::string_view where) {
-  if (!entry.is_object()) return bad(path, absl::StrCat(where, " is not an object"));
+  if (!entry.is_object()) return bad_file(path, absl::StrCat(where, " is not an object"));
   const auto content = entry.find("content");
   if (content == entry.end() || !content->is_string()) {
-    return bad(path, absl::StrCat(where, " has no string 'content'"));
+    return bad_file(path, absl::StrCat(where, " has no string 'content'"));
   }
-  if (id < 0 || id > INT32_MAX) return bad(path, absl::StrCat(where, " has id ", id, "; expected [0, 2^31)"));
+  if (id < 0 || id > INT32_MAX) return bad_file(path, absl::StrCat(where, " has id ", id, "; expected [0, 2^31)"));
   AddedToken token{static_cast<int32_t>(id), content->get<std::string>(), false};
   DIFFUSIOND_ASSIGN_OR_RETURN(token.special, optional_bool(entry, "special", path, where));
   for (const char* unsupported : {"lstrip", "rstrip", "single_word"}) {
     DIFFUSIOND_ASSIGN_OR_RETURN(const bool set, optional_bool(entry, unsupported, path, where));
     if (set) {
-      return bad(path, absl::StrCat("added token '", token.content, "' sets ", unsupported,
+      return bad_file(path, absl::StrCat("added token '", token.content, "' sets ", unsupported,
                                     ", which this tokenizer does not implement"));
     }
   }
@@ -96,7 +92,7 @@ absl::StatusOr<std::string> read_token_name(const json& config, const char* fiel
   if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
     return (*it)["content"].get<std::string>();
   }
-  return bad(path, absl::StrCat(field, " is neither a string, null, nor an object with 'content'"));
+  return bad_file(path, absl::StrCat(field, " is neither a string, null, nor an object with 'content'"));
 }
 
 // The model of tokenizer.json: plain byte-level BPE with the expected word
@@ -104,24 +100,24 @@ absl::StatusOr<std::string> read_token_name(const json& config, const char* fiel
 absl::Status check_bpe_model(const json& root, absl::string_view path, absl::string_view end_of_word_suffix) {
   const json& model = root["model"];
   if (model.contains("type") && model["type"] != "BPE") {
-    return bad(path, absl::StrCat("model.type is ", model["type"].dump(), "; expected \"BPE\""));
+    return bad_file(path, absl::StrCat("model.type is ", model["type"].dump(), "; expected \"BPE\""));
   }
   for (const char* field : {"byte_fallback", "ignore_merges"}) {
     DIFFUSIOND_ASSIGN_OR_RETURN(const bool set, optional_bool(model, field, path, "model"));
-    if (set) return bad(path, absl::StrCat("model.", field, " is true; only plain byte-level BPE is implemented"));
+    if (set) return bad_file(path, absl::StrCat("model.", field, " is true; only plain byte-level BPE is implemented"));
   }
   const char* prefix = "continuing_subword_prefix";
   if (model.contains(prefix) && !model[prefix].is_null() && model[prefix] != "") {
-    return bad(path, absl::StrCat("model.", prefix, " is ", model[prefix].dump(), "; expected none"));
+    return bad_file(path, absl::StrCat("model.", prefix, " is ", model[prefix].dump(), "; expected none"));
   }
   const char* suffix = "end_of_word_suffix";
   const json given = model.contains(suffix) && !model[suffix].is_null() ? model[suffix] : json("");
   if (given != json(std::string(end_of_word_suffix))) {
-    return bad(path, absl::StrCat("model.", suffix, " is ", given.dump(), "; expected ",
+    return bad_file(path, absl::StrCat("model.", suffix, " is ", given.dump(), "; expected ",
                                   end_of_word_suffix.empty() ? "none" : json(std::string(end_of_word_suffix)).dump()));
   }
   if (model.contains("dropout") && !model["dropout"].is_null() && model["dropout"] != 0) {
-    return bad(path, "model.dropout is set; tokenizing must be deterministic");
+    return bad_file(path, "model.dropout is set; tokenizing must be deterministic");
   }
   return absl::OkStatus();
 }
@@ -129,7 +125,7 @@ absl::Status check_bpe_model(const json& root, absl::string_view path, absl::str
 absl::Status check_qwen2_pipeline(const json& root, absl::string_view path) {
   const json normalizer = root.value("normalizer", json());
   if (!normalizer.is_object() || normalizer.value("type", "") != "NFC") {
-    return bad(path, absl::StrCat("normalizer is ", normalizer.dump(), "; expected {\"type\": \"NFC\"}"));
+    return bad_file(path, absl::StrCat("normalizer is ", normalizer.dump(), "; expected {\"type\": \"NFC\"}"));
   }
   // Split(Qwen2 regex, Isolated) then ByteLevel without its own regex.
   const json pre = root.value("pre_tokenizer", json());
@@ -143,7 +139,7 @@ absl::Status check_qwen2_pipeline(const json& root, absl::string_view path) {
       steps[1].is_object() && steps[1].value("type", "") == "ByteLevel" &&
       !steps[1].value("use_regex", true) && !steps[1].value("add_prefix_space", false);
   if (!qwen2) {
-    return bad(path, "pre_tokenizer is not Qwen2's Sequence[Split(Qwen2 regex, Isolated), "
+    return bad_file(path, "pre_tokenizer is not Qwen2's Sequence[Split(Qwen2 regex, Isolated), "
                      "ByteLevel(use_regex=false, add_prefix_space=false)]");
   }
   return absl::OkStatus();
@@ -154,20 +150,20 @@ absl::Status check_qwen2_pipeline(const json& root, absl::string_view path) {
 template <typename Check>
 absl::StatusOr<TokenizerSpec> read_checked_tokenizer_json(absl::string_view path, Check check) {
   DIFFUSIOND_ASSIGN_OR_RETURN(const json root, read_json_object(path));
-  if (!root.contains("model") || !root["model"].is_object()) return bad(path, "no 'model' object");
+  if (!root.contains("model") || !root["model"].is_object()) return bad_file(path, "no 'model' object");
   // nlohmann's value() throws on a type mismatch; the checks test types
   // first, but a parse of hostile input must never throw out.
   try {
     DIFFUSIOND_RETURN_IF_ERROR(check(root));
   } catch (const json::exception& e) {
-    return bad(path, absl::StrCat("unexpected pipeline settings: ", e.what()));
+    return bad_file(path, absl::StrCat("unexpected pipeline settings: ", e.what()));
   }
   TokenizerSpec spec;
   spec.source = std::string(path);
   const json& model = root["model"];
   DIFFUSIOND_ASSIGN_OR_RETURN(spec.vocab, read_vocab(model.value("vocab", json()), path, "model.vocab"));
   const json merges = model.value("merges", json());
-  if (!merges.is_array()) return bad(path, "model.merges is not an array");
+  if (!merges.is_array()) return bad_file(path, "model.merges is not an array");
   for (size_t i = 0; i < merges.size(); ++i) {
     const json& m = merges[i];
     if (m.is_string()) {
@@ -180,15 +176,15 @@ absl::StatusOr<TokenizerSpec> read_checked_tokenizer_json(absl::string_view path
       spec.merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
       continue;
     }
-    return bad(path, absl::StrCat("model.merges[", i, "] is ", m.dump(),
+    return bad_file(path, absl::StrCat("model.merges[", i, "] is ", m.dump(),
                                   "; expected \"a b\" or [\"a\", \"b\"]"));
   }
   const json added = root.value("added_tokens", json::array());
-  if (!added.is_array()) return bad(path, "added_tokens is not an array");
+  if (!added.is_array()) return bad_file(path, "added_tokens is not an array");
   for (size_t i = 0; i < added.size(); ++i) {
     const std::string where = absl::StrCat("added_tokens[", i, "]");
     const json id = added[i].is_object() ? added[i].value("id", json()) : json();
-    if (!id.is_number_integer()) return bad(path, absl::StrCat(where, " has no integer 'id'"));
+    if (!id.is_number_integer()) return bad_file(path, absl::StrCat(where, " has no integer 'id'"));
     DIFFUSIOND_ASSIGN_OR_RETURN(AddedToken token, read_added_token(added[i], id.get<int64_t>(), path, where));
     spec.added_tokens.push_back(std::move(token));
   }
@@ -224,7 +220,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> read_merges_txt
     if (line.empty() || (line_number == 1 && absl::StartsWith(line, "#version:"))) continue;
     const std::vector<std::string> parts = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     if (parts.size() != 2) {
-      return bad(path, absl::StrCat("line ", line_number, " is '", line, "'; expected two tokens"));
+      return bad_file(path, absl::StrCat("line ", line_number, " is '", line, "'; expected two tokens"));
     }
     out.emplace_back(parts[0], parts[1]);
   }
@@ -238,11 +234,11 @@ absl::StatusOr<TokenizerConfig> read_tokenizer_config(absl::string_view path) {
   if (klass != config.end() && klass->is_string()) out.tokenizer_class = klass->get<std::string>();
   const auto added = config.find("added_tokens_decoder");
   if (added != config.end() && !added->is_null()) {
-    if (!added->is_object()) return bad(path, "added_tokens_decoder is not an object");
+    if (!added->is_object()) return bad_file(path, "added_tokens_decoder is not an object");
     for (const auto& [key, entry] : added->items()) {
       int64_t id;
       if (!absl::SimpleAtoi(key, &id)) {
-        return bad(path, absl::StrCat("added_tokens_decoder key '", key, "' is not an id"));
+        return bad_file(path, absl::StrCat("added_tokens_decoder key '", key, "' is not an id"));
       }
       DIFFUSIOND_ASSIGN_OR_RETURN(AddedToken token,
                                   read_added_token(entry, id, path, absl::StrCat("added_tokens_decoder[", key, "]")));
@@ -257,7 +253,7 @@ absl::StatusOr<TokenizerConfig> read_tokenizer_config(absl::string_view path) {
   if (max_length != config.end() && !max_length->is_null()) {
     if (!max_length->is_number() || (max_length->is_number_integer() && max_length->get<int64_t>() < 0 &&
                                       !max_length->is_number_unsigned())) {
-      return bad(path, absl::StrCat("model_max_length is ", max_length->dump(), "; expected a non-negative number"));
+      return bad_file(path, absl::StrCat("model_max_length is ", max_length->dump(), "; expected a non-negative number"));
     }
     // Integers that fit; a float or a larger integer is transformers'
     // VERY_LARGE_INTEGER, no limit.
@@ -271,7 +267,7 @@ absl::StatusOr<TokenizerConfig> read_tokenizer_config(absl::string_view path) {
   const auto clean_up = config.find("clean_up_tokenization_spaces");
   if (clean_up != config.end() && !clean_up->is_null()) {
     if (!clean_up->is_boolean()) {
-      return bad(path, absl::StrCat("clean_up_tokenization_spaces is ", clean_up->dump(), "; expected a boolean"));
+      return bad_file(path, absl::StrCat("clean_up_tokenization_spaces is ", clean_up->dump(), "; expected a boolean"));
     }
     out.clean_up_tokenization_spaces = clean_up->get<bool>();
   }
@@ -301,7 +297,7 @@ absl::StatusOr<TokenizerSpec> read_vocab_and_merges(absl::string_view vocab_path
   DIFFUSIOND_ASSIGN_OR_RETURN(TokenizerConfig config, read_tokenizer_config(config_path));
   const std::string& klass = config.tokenizer_class;
   if (!klass.empty() && klass != "Qwen2Tokenizer" && klass != "Qwen2TokenizerFast") {
-    return bad(config_path, absl::StrCat("tokenizer_class is ", json(klass).dump(), "; expected Qwen2Tokenizer"));
+    return bad_file(config_path, absl::StrCat("tokenizer_class is ", json(klass).dump(), "; expected Qwen2Tokenizer"));
   }
   spec.added_tokens = std::move(config.added_tokens);
   spec.pad_token = std::move(config.pad_token);

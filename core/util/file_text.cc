@@ -35,4 +35,8 @@ absl::StatusOr<std::string> read_text_file(absl::string_view path,
   return text;
 }
 
+absl::Status bad_file(absl::string_view path, absl::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", problem));
+}
+
 }  // namespace diffusiond

@@ -20,6 +20,10 @@ namespace diffusiond {
 absl::StatusOr<std::string> read_text_file(absl::string_view path,
                                            int64_t max_bytes = 1 << 20);
 
+// INVALID_ARGUMENT "<path>: <problem>": a file that was read but says
+// something wrong (a malformed config or tokenizer file).
+absl::Status bad_file(absl::string_view path, absl::string_view problem);
+
 }  // namespace diffusiond
 
 #endif  // DIFFUSIOND_CORE_UTIL_FILE_TEXT_H_

@@ -4,6 +4,7 @@
 #define DIFFUSIOND_TESTS_TESTING_CUDA_DEVICE_H_
 
 #include <torch/cuda.h>
+#include <torch/types.h>
 
 #include <string>
 
@@ -22,6 +23,11 @@ inline std::string no_cuda_reason() {
     return "no CUDA device: torch::cuda::is_available() is false";
   }
   return "";
+}
+
+// Options for a tensor of `dtype` on the current CUDA device.
+inline torch::TensorOptions cuda_options(torch::ScalarType dtype) {
+  return torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
 }
 
 }  // namespace diffusiond::testing

@@ -9,6 +9,12 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "core/util/file_text.h"
+#include "core/util/json.h"
+#include "gtest/gtest.h"
+
 namespace diffusiond::testing {
 
 // Returns $DIFFUSIOND_FIXTURES if set, else the fixtures folder beside the
@@ -33,6 +39,17 @@ inline std::string fixture_folder(const char* env_var, const char* default_name)
 inline std::vector<char> read_fixture(const std::string& relative) {
   std::ifstream in(fixtures_dir() + "/" + relative, std::ios::binary);
   return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Parses the JSON file at `path` (a fixture's config, stats or tokens). A
+// file that is missing or malformed fails the test and reads as {}.
+inline nlohmann::json read_json_file(const std::string& path) {
+  absl::StatusOr<std::string> text = read_text_file(path, 64 << 20);
+  EXPECT_TRUE(text.ok()) << text.status();
+  if (!text.ok()) return nlohmann::json::object();
+  absl::StatusOr<nlohmann::json> parsed = parse_json_strict(*text, path);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  return parsed.ok() ? *std::move(parsed) : nlohmann::json::object();
 }
 
 }  // namespace diffusiond::testing

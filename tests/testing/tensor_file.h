@@ -42,6 +42,12 @@ inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
 }
 
+// The same over the rows where `mask` [B, L] is set (padding excluded).
+inline double masked_diff(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& mask) {
+  const torch::Tensor keep = mask.ne(0);
+  return max_abs_diff(a.index({keep}), b.index({keep}));
+}
+
 }  // namespace diffusiond::testing
 
 #endif  // DIFFUSIOND_TESTS_TESTING_TENSOR_FILE_H_

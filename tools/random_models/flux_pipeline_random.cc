@@ -12,7 +12,7 @@
 namespace diffusiond {
 namespace {
 
-std::string model_index_json() {
+std::string flux_model_index_json() {
   nlohmann::ordered_json j;
   j["_class_name"] = "FluxPipeline";
   j["scheduler"] = {"diffusers", "FlowMatchEulerDiscreteScheduler"};
@@ -41,7 +41,7 @@ FluxPipelineSizes demo_flux_pipeline_sizes() {
 }
 
 absl::Status write_random_flux_pipeline(const FluxPipelineSizes& sizes, const std::string& folder, uint64_t seed) {
-  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/model_index.json", model_index_json()));
+  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/model_index.json", flux_model_index_json()));
   DIFFUSIOND_RETURN_IF_ERROR(
       write_text_file(folder + "/scheduler/scheduler_config.json", flux_scheduler_config_json(sizes.transformer)));
   DIFFUSIOND_RETURN_IF_ERROR(write_random_clip_text_encoder(folder + "/text_encoder", sizes.clip, seed));

@@ -84,7 +84,7 @@ std::string tokenizer_config_json() {
   return j.dump(2) + "\n";
 }
 
-std::string model_index_json() {
+std::string z_image_model_index_json() {
   json j;
   j["_class_name"] = "ZImagePipeline";
   j["scheduler"] = {"diffusers", "FlowMatchEulerDiscreteScheduler"};
@@ -114,7 +114,7 @@ PipelineSizes demo_pipeline_sizes() {
 }
 
 absl::Status write_random_pipeline(const PipelineSizes& sizes, const std::string& folder, uint64_t seed) {
-  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/model_index.json", model_index_json()));
+  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/model_index.json", z_image_model_index_json()));
   DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/scheduler/scheduler_config.json",
                                              R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "shift": 3.0,)"
                                              R"( "use_dynamic_shifting": false, "num_train_timesteps": 1000})"

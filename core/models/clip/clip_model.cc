@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "core/models/common/tensor_text.h"
 #include "core/models/clip/clip_params.h"
 #include "core/util/cancellation_scope.h"
 #include "core/util/exception_status.h"
@@ -12,14 +12,6 @@
 
 namespace diffusiond {
 namespace {
-
-std::string shape_string(const torch::Tensor& t) {
-  return t.defined() ? absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]") : "nothing";
-}
-
-bool is_integer(const torch::Tensor& t) {
-  return t.defined() && !t.is_floating_point() && !t.is_complex() && t.scalar_type() != torch::kBool;
-}
 
 // Which keys each query may not see, [B, 1, L, L] bool: later positions
 // and, with a mask, padding. A query left with no key sees every key, as
@@ -52,31 +44,12 @@ ClipTextModel::ClipTextModel(const ClipTextConfig& config, std::unique_ptr<Weigh
 absl::Status ClipTextModel::check_inputs(const torch::Tensor& ids, const torch::Tensor& mask,
                                          int64_t hidden_layer) const {
   const ClipTextConfig& c = config_;
-  if (!is_integer(ids) || ids.dim() != 2 || ids.size(0) < 1 || ids.size(1) < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CLIP text input_ids must be integer [B, L] with B, L >= 1, got ", shape_string(ids),
-                     ids.defined() ? absl::StrCat(" of ", c10::toString(ids.scalar_type())) : ""));
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(
+      check_token_inputs("CLIP text", ids, mask, c.vocab_size, c.num_hidden_layers + 1, hidden_layer));
   if (ids.size(1) > c.max_position_embeddings) {
     return absl::InvalidArgumentError(absl::StrCat("CLIP text input_ids have ", ids.size(1),
                                                    " positions, but the model has ", c.max_position_embeddings,
                                                    " position embeddings; cut the text to at most that many tokens"));
-  }
-  const int64_t lowest = ids.min().item<int64_t>(), highest = ids.max().item<int64_t>();
-  if (lowest < 0 || highest >= c.vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat("CLIP text input_ids hold ids in [", lowest, ", ", highest,
-                                                   "], but the vocabulary is [0, ", c.vocab_size, ")"));
-  }
-  if (mask.defined() && (mask.sizes() != ids.sizes() || (!is_integer(mask) && mask.scalar_type() != torch::kBool))) {
-    return absl::InvalidArgumentError(absl::StrCat("CLIP text attention_mask must be bool or integer ",
-                                                   shape_string(ids), " like input_ids, got ", shape_string(mask),
-                                                   " of ", c10::toString(mask.scalar_type())));
-  }
-  const int64_t states = c.num_hidden_layers + 1;
-  if (hidden_layer < -states || hidden_layer >= states) {
-    return absl::InvalidArgumentError(absl::StrCat("CLIP text hidden layer ", hidden_layer,
-                                                   " is out of range: the model has ", states,
-                                                   " hidden states, so expected [", -states, ", ", states - 1, "]"));
   }
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "core/util/status_macros.h"
 #include "core/models/common/layers.h"
+#include "core/models/common/tensor_text.h"
 #include "core/models/flux/flux_params.h"
 #include "core/models/flux/flux_rope.h"
 #include "core/util/exception_status.h"
@@ -35,10 +36,6 @@ std::vector<torch::Tensor> chunks(const torch::Tensor& mod, int64_t n) {
 // Rows [first, first + n) of a [rows, d] table, repeated for the batch.
 torch::Tensor rows_for_batch(const torch::Tensor& table, int64_t first, int64_t n, int64_t batch) {
   return table.narrow(0, first, n).unsqueeze(0).expand({batch, n, table.size(1)}).contiguous();
-}
-
-std::string shape_of(const torch::Tensor& t) {
-  return t.defined() ? absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]") : "nothing";
 }
 
 }  // namespace

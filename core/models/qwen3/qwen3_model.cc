@@ -3,7 +3,6 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "core/models/common/layers.h"
 #include "core/models/qwen3/qwen3_attention.h"
 #include "core/models/qwen3/qwen3_params.h"
@@ -12,17 +11,6 @@
 #include "core/util/cancellation_scope.h"
 
 namespace diffusiond {
-namespace {
-
-std::string shape_string(const torch::Tensor& t) {
-  return t.defined() ? absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]") : "nothing";
-}
-
-bool is_integral(const torch::Tensor& t) {
-  return !t.is_floating_point() && !t.is_complex();
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Qwen3Model>> Qwen3Model::create(const Qwen3Config& config,
                                                                std::unique_ptr<WeightStore> weights,
@@ -36,40 +24,12 @@ Qwen3Model::Qwen3Model(const Qwen3Config& config, std::unique_ptr<WeightStore> w
                        std::shared_ptr<const Tokenizer> tokenizer)
     : TextEncoder(std::move(weights), std::move(tokenizer)), config_(config) {}
 
-absl::Status Qwen3Model::check_inputs(const torch::Tensor& ids, const torch::Tensor& mask,
-                                      int64_t layer) const {
-  if (!ids.defined() || ids.dim() != 2 || ids.size(0) < 1 || ids.size(1) < 1 || !is_integral(ids) ||
-      ids.scalar_type() == torch::kBool) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Qwen3 input_ids must be integer [B, L] with B, L >= 1, got ", shape_string(ids),
-        ids.defined() ? absl::StrCat(" of ", c10::toString(ids.scalar_type())) : ""));
-  }
-  const int64_t lowest = ids.min().item<int64_t>(), highest = ids.max().item<int64_t>();
-  if (lowest < 0 || highest >= config_.vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat("Qwen3 input_ids hold ids in [", lowest, ", ",
-                                                   highest, "], but the vocabulary is [0, ",
-                                                   config_.vocab_size, ")"));
-  }
-  if (mask.defined() && (mask.sizes() != ids.sizes() || !is_integral(mask))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Qwen3 attention_mask must be bool or integer ", shape_string(ids), " like input_ids, got ",
-        shape_string(mask), " of ", c10::toString(mask.scalar_type())));
-  }
-  const int64_t states = config_.num_hidden_layers + 1;
-  if (layer < -states || layer >= states) {
-    return absl::InvalidArgumentError(absl::StrCat("Qwen3 hidden layer ", layer,
-                                                   " is out of range: the model has ", states,
-                                                   " hidden states, so expected [", -states, ", ",
-                                                   states - 1, "]"));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<torch::Tensor> Qwen3Model::hidden_states(const torch::Tensor& input_ids,
                                                         const torch::Tensor& attention_mask,
                                                         int64_t layer) const {
-  if (absl::Status s = check_inputs(input_ids, attention_mask, layer); !s.ok()) return s;
   const int64_t states = config_.num_hidden_layers + 1;
+  DIFFUSIOND_RETURN_IF_ERROR(
+      check_token_inputs("Qwen3", input_ids, attention_mask, config_.vocab_size, states, layer));
   const int64_t index = layer < 0 ? layer + states : layer;
   return status_of("the Qwen3 forward", [&]() -> absl::StatusOr<torch::Tensor> {
     torch::NoGradGuard no_grad;

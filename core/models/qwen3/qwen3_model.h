@@ -73,8 +73,6 @@ class Qwen3Model final : public TextEncoder {
   Qwen3Model(const Qwen3Config& config, std::unique_ptr<WeightStore> weights,
              std::shared_ptr<const Tokenizer> tokenizer);
 
-  absl::Status check_inputs(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                            int64_t layer) const;
   torch::Tensor run(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                     int64_t layers_to_run, bool final_norm) const;
   torch::Tensor decoder_layer(int64_t index, const torch::Tensor& x, const torch::Tensor& allowed,

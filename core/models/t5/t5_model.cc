@@ -1,7 +1,6 @@
 #include "core/models/t5/t5_model.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "core/models/common/layers.h"
 #include "core/models/t5/t5_attention.h"
 #include "core/models/t5/t5_params.h"
@@ -11,12 +10,6 @@
 
 namespace diffusiond {
 namespace {
-
-std::string shape_string(const torch::Tensor& t) {
-  return t.defined() ? absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]") : "nothing";
-}
-
-bool is_integral(const torch::Tensor& t) { return !t.is_floating_point() && !t.is_complex(); }
 
 std::string block_prefix(int64_t index) { return absl::StrCat("encoder.block.", index, "."); }
 
@@ -43,37 +36,11 @@ T5Encoder::T5Encoder(const T5Config& config, std::unique_ptr<WeightStore> weight
                      std::shared_ptr<const Tokenizer> tokenizer)
     : TextEncoder(std::move(weights), std::move(tokenizer)), config_(config) {}
 
-absl::Status T5Encoder::check_inputs(const torch::Tensor& ids, const torch::Tensor& mask, int64_t layer) const {
-  const char* name = config_.name();
-  if (!ids.defined() || ids.dim() != 2 || ids.size(0) < 1 || ids.size(1) < 1 || !is_integral(ids) ||
-      ids.scalar_type() == torch::kBool) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, " input_ids must be integer [B, L] with B, L >= 1, got ", shape_string(ids),
-        ids.defined() ? absl::StrCat(" of ", c10::toString(ids.scalar_type())) : ""));
-  }
-  const int64_t lowest = ids.min().item<int64_t>(), highest = ids.max().item<int64_t>();
-  if (lowest < 0 || highest >= config_.vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " input_ids hold ids in [", lowest, ", ", highest,
-                                                   "], but the vocabulary is [0, ", config_.vocab_size, ")"));
-  }
-  if (mask.defined() && (mask.sizes() != ids.sizes() || !is_integral(mask))) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " attention_mask must be bool or integer ",
-                                                   shape_string(ids), " like input_ids, got ", shape_string(mask),
-                                                   " of ", c10::toString(mask.scalar_type())));
-  }
-  const int64_t states = config_.num_layers + 1;
-  if (layer < -states || layer >= states) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " hidden layer ", layer, " is out of range: the model has ",
-                                                   states, " hidden states, so expected [", -states, ", ",
-                                                   states - 1, "]"));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<torch::Tensor> T5Encoder::hidden_states(const torch::Tensor& input_ids,
                                                        const torch::Tensor& attention_mask, int64_t layer) const {
-  DIFFUSIOND_RETURN_IF_ERROR(check_inputs(input_ids, attention_mask, layer));
   const int64_t states = config_.num_layers + 1;
+  DIFFUSIOND_RETURN_IF_ERROR(
+      check_token_inputs(config_.name(), input_ids, attention_mask, config_.vocab_size, states, layer));
   const int64_t index = layer < 0 ? layer + states : layer;
   return status_of(absl::StrCat("the ", config_.name(), " forward"), [&]() -> absl::StatusOr<torch::Tensor> {
     torch::NoGradGuard no_grad;

@@ -95,8 +95,6 @@ class T5Encoder final : public TextEncoder {
   T5Encoder(const T5Config& config, std::unique_ptr<WeightStore> weights,
             std::shared_ptr<const Tokenizer> tokenizer);
 
-  absl::Status check_inputs(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                            int64_t layer) const;
   torch::Tensor run(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t blocks_to_run,
                     bool final_norm) const;
   // One block. `shared_bias` [heads, L, L] float32: T5's block-0 bias, or

@@ -28,9 +28,7 @@
 namespace diffusiond {
 namespace {
 
-constexpr int64_t kSeqMultiple = 32;  // z_image_model.cc pads to it
-
-int64_t padded(int64_t n) { return (n + kSeqMultiple - 1) / kSeqMultiple * kSeqMultiple; }
+int64_t padded(int64_t n) { return n + z_image_padding_for(n); }
 
 // The latents' frames, height and width from [C, H, W] or [C, F, H, W].
 struct Grid {

@@ -18,6 +18,13 @@
 
 namespace diffusiond {
 
+// Z-Image pads the image and caption sequences to a multiple of 32
+// (upstream's SEQ_MULTI_OF): the rows of padding after `n` rows.
+constexpr int64_t kZImageSeqMultiple = 32;
+constexpr int64_t z_image_padding_for(int64_t n) {
+  return (kZImageSeqMultiple - n % kZImageSeqMultiple) % kZImageSeqMultiple;
+}
+
 struct ZImageConfig {
   int64_t patch_size = 2;    // all_patch_size[0]
   int64_t f_patch_size = 1;  // all_f_patch_size[0]

@@ -17,11 +17,8 @@
 namespace diffusiond {
 namespace {
 
-constexpr int64_t kSeqMultiple = 32;
 constexpr double kQkNormEps = 1e-5;
 constexpr double kFinalNormEps = 1e-6;
-
-int64_t padding_for(int64_t n) { return (kSeqMultiple - n % kSeqMultiple) % kSeqMultiple; }
 
 // Repeats the last row of `rows` `pad` times.
 torch::Tensor pad_rows(const torch::Tensor& rows, int64_t pad) {
@@ -97,7 +94,7 @@ absl::Status ZImageModel::check_inputs(const std::vector<torch::Tensor>& x, cons
           "caption ", i, " has shape [", ci.defined() ? absl::StrJoin(ci.sizes(), ", ") : "",
           "], but Z-Image expects a float [L, ", c.cap_feat_dim, "] with L >= 1"));
     }
-    const int64_t cap_padded = ci.size(0) + padding_for(ci.size(0));
+    const int64_t cap_padded = ci.size(0) + z_image_padding_for(ci.size(0));
     const int64_t f_tokens = xi.size(1) / c.f_patch_size;
     if (cap_padded + 1 + f_tokens > c.axes_lens[0] || xi.size(2) / c.patch_size > c.axes_lens[1] ||
         xi.size(3) / c.patch_size > c.axes_lens[2]) {
@@ -146,7 +143,7 @@ ZImageModel::Patchified ZImageModel::patchify(const std::vector<torch::Tensor>& 
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   for (int64_t i = 0; i < static_cast<int64_t>(x_in.size()); ++i) {
     const torch::Tensor cap = cap_in[i].to(dtype);
-    const int64_t cap_len = cap.size(0), cap_extra = padding_for(cap_len);
+    const int64_t cap_len = cap.size(0), cap_extra = z_image_padding_for(cap_len);
     caps.push_back(pad_rows(cap, cap_extra));
     cap_ids.push_back(grid_ids(cap_len + cap_extra, 1, 1, 1, device));
     cap_pad.push_back(torch::arange(cap_len + cap_extra, i64) >= cap_len);
@@ -158,7 +155,7 @@ ZImageModel::Patchified ZImageModel::patchify(const std::vector<torch::Tensor>& 
     const torch::Tensor rows = img.view({channels, ft, pf, ht, p, wt, p})
                                    .permute({1, 3, 5, 2, 4, 6, 0})
                                    .reshape({ft * ht * wt, pf * p * p * channels});
-    const int64_t n = rows.size(0), extra = padding_for(n);
+    const int64_t n = rows.size(0), extra = z_image_padding_for(n);
     patches.push_back(pad_rows(rows, extra));
     torch::Tensor ids = grid_ids(ft, ht, wt, cap_len + cap_extra + 1, device);
     if (extra > 0) ids = torch::cat({ids, torch::zeros({extra, 3}, i64)}, 0);

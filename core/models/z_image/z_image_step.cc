@@ -7,19 +7,16 @@
 #include "absl/strings/str_join.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/models/z_image/z_image_predictor.h"
+#include "core/models/common/tensor_text.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
 namespace {
 
-std::string shape_string(const torch::Tensor& t) {
-  return absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]");
-}
-
 absl::Status check_caption(const torch::Tensor& cap, int64_t dim, absl::string_view what) {
   if (!cap.defined() || cap.dim() != 2 || cap.size(0) < 1 || cap.size(1) != dim) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, " must be [L, ", dim, "] with L >= 1, got ", cap.defined() ? shape_string(cap) : "nothing"));
+        what, " must be [L, ", dim, "] with L >= 1, got ", shape_of(cap)));
   }
   if (!cap.is_floating_point()) {
     return absl::InvalidArgumentError(absl::StrCat(what, " must be a floating-point tensor"));
@@ -39,12 +36,12 @@ absl::StatusOr<NamedTensors> ZImageModel::step(const NamedTensors& inputs) const
   }
   if (x->second.dim() != 5 || x->second.size(0) < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("input \"x\" must be [B, C, F, H, W] with B >= 1, got ", shape_string(x->second)));
+        absl::StrCat("input \"x\" must be [B, C, F, H, W] with B >= 1, got ", shape_of(x->second)));
   }
   const int64_t batch = x->second.size(0);
   if (t->second.dim() != 1 || t->second.size(0) != batch) {
     return absl::InvalidArgumentError(
-        absl::StrCat("input \"t\" must be [", batch, "], got ", shape_string(t->second)));
+        absl::StrCat("input \"t\" must be [", batch, "], got ", shape_of(t->second)));
   }
   std::set<std::string> used = {"x", "t"};
   std::vector<torch::Tensor> caps;
@@ -53,7 +50,7 @@ absl::StatusOr<NamedTensors> ZImageModel::step(const NamedTensors& inputs) const
     const torch::Tensor& c = stacked->second;
     if (c.dim() != 3 || c.size(0) != batch) {
       return absl::InvalidArgumentError(absl::StrCat("input \"cap_feats\" must be [", batch,
-                                                     ", L, D], got ", shape_string(c)));
+                                                     ", L, D], got ", shape_of(c)));
     }
     for (int64_t i = 0; i < batch; ++i) {
       caps.push_back(c[i]);

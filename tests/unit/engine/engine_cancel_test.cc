@@ -185,7 +185,7 @@ TEST_F(EngineCancelTest, AWaitingUnloadEndsWhenTheLeaseExpiresOnTheClock) {
   clock_.advance(absl::Seconds(1));
   waiter.join();
   ASSERT_THAT(r, IsOk());
-  EXPECT_GT(r->freed_bytes[static_cast<int>(Device::kCpu)], 0);
+  EXPECT_GT(r->freed_bytes[kCpuIndex], 0);
   EXPECT_TRUE(engine_->list().empty());
 }
 

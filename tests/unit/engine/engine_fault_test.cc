@@ -49,7 +49,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-constexpr int kCpu = static_cast<int>(Device::kCpu);
 constexpr char kWeights[] = "diffusion_pytorch_model.safetensors";
 
 class EngineFaultTest : public ::testing::Test {
@@ -107,7 +106,7 @@ class EngineFaultTest : public ::testing::Test {
     opener_ = nullptr;
     absl::StatusOr<ModelInfo> info = engine_->load(request());
     ASSERT_THAT(info, IsOk());
-    EXPECT_EQ(ram().committed_bytes, info->bytes[kCpu]);
+    EXPECT_EQ(ram().committed_bytes, info->bytes[kCpuIndex]);
     EXPECT_EQ(ram().reserved_bytes, 0);
   }
 

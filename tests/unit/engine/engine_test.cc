@@ -34,9 +34,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-constexpr int kCpu = static_cast<int>(Device::kCpu);
-
-
 std::vector<std::string> ids(const std::vector<ModelInfo>& models) {
   std::vector<std::string> out;
   for (const ModelInfo& m : models) out.push_back(m.model_id);
@@ -226,8 +223,8 @@ TEST_F(EngineTest, LoadDescribesTheModel) {
   EXPECT_EQ(fp8->fp8, Fp8Format::kE4M3Fn);  // the engine's default
   EXPECT_GT(fp8->fp8_tensors, 0);
   EXPECT_LT(fp8->fp8_tensors, fp8->tensors);  // norms and biases stay
-  EXPECT_EQ(fp8->bytes[kCpu], plan_of("tiny").final_bytes);
-  EXPECT_EQ(ram().committed_bytes, fp8->bytes[kCpu]);
+  EXPECT_EQ(fp8->bytes[kCpuIndex], plan_of("tiny").final_bytes);
+  EXPECT_EQ(ram().committed_bytes, fp8->bytes[kCpuIndex]);
   EXPECT_EQ(ram().reserved_bytes, 0);
   EXPECT_EQ(fp8->pins, 0);
   EXPECT_EQ(fp8->leases, 0);
@@ -239,8 +236,8 @@ TEST_F(EngineTest, LoadDescribesTheModel) {
   EXPECT_FALSE(plain->fp8.has_value());
   EXPECT_EQ(plain->fp8_tensors, 0);
   EXPECT_EQ(plain->tensors, fp8->tensors);
-  EXPECT_GT(plain->bytes[kCpu], fp8->bytes[kCpu]);
-  EXPECT_EQ(ram().committed_bytes, fp8->bytes[kCpu] + plain->bytes[kCpu]);
+  EXPECT_GT(plain->bytes[kCpuIndex], fp8->bytes[kCpuIndex]);
+  EXPECT_EQ(ram().committed_bytes, fp8->bytes[kCpuIndex] + plain->bytes[kCpuIndex]);
 
   ModelLoadRequest bf16 = request("tiny", "tiny-bf16");
   bf16.compute_dtype = ComputeDtype::kBFloat16;
@@ -269,7 +266,7 @@ TEST_F(EngineTest, CacheHitAnswersWithTheSameInfo) {
     EXPECT_EQ(m->pins, 0);
   }
   EXPECT_EQ(engine_->stats().misses, 1);
-  EXPECT_EQ(ram().committed_bytes, first->bytes[kCpu]);
+  EXPECT_EQ(ram().committed_bytes, first->bytes[kCpuIndex]);
 }
 
 TEST_F(EngineTest, DefaultIdIsThePathInsideTheModelsDirectory) {
@@ -422,7 +419,7 @@ TEST_F(EngineTest, TooSmallBudgetRefusesAndKeepsWhatIsCached) {
   EXPECT_EQ(engine_->stats().evictions, 0);
   EXPECT_EQ(engine_->stats().rejections, 1);
   EXPECT_THAT(ids(engine_->list()), ElementsAre("tiny"));
-  EXPECT_EQ(ram().committed_bytes, loaded->bytes[kCpu]);
+  EXPECT_EQ(ram().committed_bytes, loaded->bytes[kCpuIndex]);
   EXPECT_EQ(ram().reserved_bytes, 0);
 }
 
@@ -439,9 +436,9 @@ TEST_F(EngineTest, ListShowsReadyModelsAndUnloadFreesThem) {
 
   absl::StatusOr<UnloadResult> freed = engine_->unload("a", UnloadOptions{});
   ASSERT_THAT(freed, IsOk());
-  EXPECT_EQ(freed->freed_bytes[kCpu], a->bytes[kCpu]);
+  EXPECT_EQ(freed->freed_bytes[kCpuIndex], a->bytes[kCpuIndex]);
   EXPECT_THAT(ids(engine_->list()), ElementsAre("b"));
-  EXPECT_EQ(ram().committed_bytes, b->bytes[kCpu]);
+  EXPECT_EQ(ram().committed_bytes, b->bytes[kCpuIndex]);
   EXPECT_THAT(engine_->unload("a", UnloadOptions{}),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("'a' is not loaded")));
   EXPECT_THAT(engine_->find(request("tiny", "a")), StatusIs(absl::StatusCode::kNotFound, ::testing::_));
@@ -463,7 +460,7 @@ TEST_F(EngineTest, ListShowsReadyModelsAndUnloadFreesThem) {
   EXPECT_THAT(engine_->unload("b", cancelled), StatusIs(absl::StatusCode::kCancelled, HasSubstr("stays loaded")));
   EXPECT_THAT(engine_->release_lease(*lease), IsOk());
 
-  EXPECT_EQ(engine_->unload_all(absl::Seconds(10)), b->bytes[kCpu] + back->bytes[kCpu]);
+  EXPECT_EQ(engine_->unload_all(absl::Seconds(10)), b->bytes[kCpuIndex] + back->bytes[kCpuIndex]);
   EXPECT_EQ(ram().committed_bytes, 0);
   EXPECT_THAT(engine_->list(), IsEmpty());
 }

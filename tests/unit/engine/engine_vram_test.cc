@@ -75,7 +75,7 @@ class VramEngineTest : public ::testing::Test {
     load("a");
     EXPECT_THAT(engine_->step("a", inputs()), IsOk());
     Sizes s;
-    s.placement = info("a").bytes[static_cast<int>(Device::kCuda)];
+    s.placement = info("a").bytes[kCudaIndex];
     s.activations = vram_->snapshot().high_water_bytes - s.placement;
     EXPECT_GT(s.activations, 0);
     return s;
@@ -115,16 +115,16 @@ TEST_F(VramEngineTest, AStepOnTheDeviceEqualsTheCpuStepAndReportsThePlacement) {
   }
   start(kGiB);
   load("a");
-  EXPECT_EQ(info("a").bytes[static_cast<int>(Device::kCuda)], 0);  // placed at its first step
+  EXPECT_EQ(info("a").bytes[kCudaIndex], 0);  // placed at its first step
   absl::StatusOr<NamedTensors> out = engine_->step("a", inputs());
   ASSERT_THAT(out, IsOk());
   EXPECT_TRUE(torch::equal(out->at("out"), cpu->at("out")));
   const ModelInfo m = info("a");
-  EXPECT_GT(m.bytes[static_cast<int>(Device::kCuda)], 0);
+  EXPECT_GT(m.bytes[kCudaIndex], 0);
   EXPECT_EQ(m.vram_plan, "all 4 blocks resident");
   EXPECT_EQ(m.vram_streamed_bytes_per_step, 0);
   EXPECT_EQ(device_->allocated_bytes() > 0, true);
-  EXPECT_LE(device_->allocated_bytes(), m.bytes[static_cast<int>(Device::kCuda)]);
+  EXPECT_LE(device_->allocated_bytes(), m.bytes[kCudaIndex]);
 }
 
 TEST_F(VramEngineTest, PlacementsAreEvictedToRamAndPlacedAgainWithoutReloading) {
@@ -135,13 +135,13 @@ TEST_F(VramEngineTest, PlacementsAreEvictedToRamAndPlacedAgainWithoutReloading) 
   load("b");
   ASSERT_THAT(engine_->step("a", inputs()), IsOk());
   ASSERT_THAT(engine_->step("b", inputs()), IsOk());  // evicts a's placement
-  EXPECT_EQ(info("a").bytes[static_cast<int>(Device::kCuda)], 0);
-  EXPECT_GT(info("a").bytes[static_cast<int>(Device::kCpu)], 0);  // still in RAM
-  EXPECT_GT(info("b").bytes[static_cast<int>(Device::kCuda)], 0);
+  EXPECT_EQ(info("a").bytes[kCudaIndex], 0);
+  EXPECT_GT(info("a").bytes[kCpuIndex], 0);  // still in RAM
+  EXPECT_GT(info("b").bytes[kCudaIndex], 0);
   const int64_t misses = engine_->stats().misses;
   ASSERT_THAT(engine_->step("a", inputs()), IsOk());  // placed again, from RAM
   EXPECT_EQ(engine_->stats().misses, misses);
-  EXPECT_GT(info("a").bytes[static_cast<int>(Device::kCuda)], 0);
+  EXPECT_GT(info("a").bytes[kCudaIndex], 0);
   const CacheStats vram = *engine_->vram_stats();
   EXPECT_EQ(vram.evictions, 2);
   EXPECT_LE(vram.budgets[1].high_water_bytes, vram_->capacity_bytes());
@@ -180,8 +180,8 @@ TEST_F(VramEngineTest, UnloadingAModelDropsItsPlacement) {
   ASSERT_GT(placed, 0);
   absl::StatusOr<UnloadResult> r = engine_->unload("a", UnloadOptions{});
   ASSERT_THAT(r, IsOk());
-  EXPECT_EQ(r->freed_bytes[static_cast<int>(Device::kCuda)], placed);
-  EXPECT_GT(r->freed_bytes[static_cast<int>(Device::kCpu)], 0);
+  EXPECT_EQ(r->freed_bytes[kCudaIndex], placed);
+  EXPECT_GT(r->freed_bytes[kCpuIndex], 0);
   EXPECT_EQ(vram_->snapshot().committed_bytes, 0);
   EXPECT_EQ(device_->allocated_bytes(), 0);
 }
@@ -199,7 +199,7 @@ TEST_F(VramEngineTest, DenoiseRunsOnThePlacement) {
   absl::StatusOr<torch::Tensor> latents = engine_->denoise(r, DenoiseOptions{});
   ASSERT_THAT(latents, IsOk());
   EXPECT_EQ(latents->sizes().vec(), (std::vector<int64_t>{16, 4, 4}));
-  EXPECT_GT(info("a").bytes[static_cast<int>(Device::kCuda)], 0);
+  EXPECT_GT(info("a").bytes[kCudaIndex], 0);
 }
 
 // FLUX through the generic denoise loop: a partly streamed placement gives
@@ -232,7 +232,7 @@ TEST_F(VramEngineTest, FluxDenoisesOnAStreamingPlacementAsOnTheCpu) {
 
   start(kGiB);
   ASSERT_TRUE(denoise(*engine_).defined());
-  const int64_t whole = info("flux").bytes[static_cast<int>(Device::kCuda)];
+  const int64_t whole = info("flux").bytes[kCudaIndex];
   const int64_t activations = vram_->snapshot().high_water_bytes - whole;
   start(whole * 9 / 10 + activations);
   const torch::Tensor streamed = denoise(*engine_);

@@ -14,7 +14,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-LoadProgress progress(int64_t tensors_done) { return LoadProgress{tensors_done * 10, 100, tensors_done, 10}; }
+LoadProgress progress(int64_t tensors_done) { return LoadProgress{tensors_done * 10, 100, tensors_done, 10, {}}; }
 
 // Records what one caller saw; give_up() cancels its token.
 struct Caller {

@@ -31,9 +31,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
-constexpr int kCpu = static_cast<int>(Device::kCpu);
-
-
 class StepAdmissionTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -59,7 +56,7 @@ class StepAdmissionTest : public ::testing::Test {
     r.path = id;
     absl::StatusOr<ModelInfo> info = engine_->load(r);
     EXPECT_THAT(info, IsOk());
-    return info.ok() ? info->bytes[kCpu] : 0;
+    return info.ok() ? info->bytes[kCpuIndex] : 0;
   }
 
   // A guided Denoise of a 32 x 32 latent: its estimate is several MiB,

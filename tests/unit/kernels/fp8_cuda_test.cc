@@ -25,6 +25,7 @@
 namespace diffusiond {
 namespace {
 
+using ::diffusiond::testing::cuda_options;
 using ::diffusiond::testing::Fp8EncodeTable;
 using ::diffusiond::testing::fp8_decode_table_file;
 using ::diffusiond::testing::Fp8TableSource;
@@ -37,10 +38,6 @@ using ::diffusiond::testing::read_fp8_encode_table;
 // The decoders' grid is capped at 65535 blocks of 256 threads; more
 // elements than that make every thread loop.
 constexpr int64_t kGridStrideElements = int64_t{65535} * 256 + 12345;
-
-torch::TensorOptions cuda(torch::ScalarType dtype) {
-  return torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
-}
 
 // Every 16-bit pattern, as a CUDA tensor of `dtype` (bf16 or fp16).
 torch::Tensor all_16_bit_patterns(torch::ScalarType dtype) {
@@ -93,7 +90,7 @@ TEST_P(Fp8CudaEncodeTable, EveryPatternMatchesFromItsOwnDtypeAndFromFloat32) {
   const torch::Tensor src = all_16_bit_patterns(
       table.source == Fp8TableSource::kBF16 ? torch::kBFloat16 : torch::kFloat16);
 
-  torch::Tensor codes = torch::empty({65536}, cuda(torch::kUInt8));
+  torch::Tensor codes = torch::empty({65536}, cuda_options(torch::kUInt8));
   ASSERT_THAT(fp8_encode(src, table.format, 1.0f, codes), IsOk());
   expect_codes(codes, want, table.file);
 
@@ -112,7 +109,7 @@ TEST_P(Fp8CudaEncodeTable, LargeTensorsMatchTheTableAtEveryPosition) {
       all_16_bit_patterns(table.source == Fp8TableSource::kBF16 ? torch::kBFloat16
                                                                 : torch::kFloat16)
           .repeat({repeats});
-  torch::Tensor codes = torch::empty({src.numel()}, cuda(torch::kUInt8));
+  torch::Tensor codes = torch::empty({src.numel()}, cuda_options(torch::kUInt8));
   ASSERT_THAT(fp8_encode(src, table.format, 1.0f, codes), IsOk());
   const torch::Tensor expected =
       torch::from_blob(const_cast<uint8_t*>(want.data()), {65536}, torch::kUInt8)
@@ -135,11 +132,11 @@ TEST_P(Fp8CudaCodec, DecodesEveryCodeBitForBitIntoEachDtype) {
   const Fp8Format format = GetParam();
   const std::vector<float> table = read_fp8_decode_table(format);
   ASSERT_EQ(table.size(), 256u) << "missing fixture fp8/" << fp8_decode_table_file(format);
-  const torch::Tensor codes = torch::arange(256, cuda(torch::kInt32)).to(torch::kUInt8);
+  const torch::Tensor codes = torch::arange(256, cuda_options(torch::kInt32)).to(torch::kUInt8);
   const torch::Tensor table_f32 =
       torch::from_blob(const_cast<float*>(table.data()), {256}, torch::kFloat32);
   for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16, torch::kFloat16}) {
-    torch::Tensor dst = torch::empty({256}, cuda(dtype));
+    torch::Tensor dst = torch::empty({256}, cuda_options(dtype));
     ASSERT_THAT(fp8_decode(codes, format, 1.0f, dst), IsOk());
     const torch::Tensor got = dst.to(torch::kCPU);
     // Every FP8 value is exact in each dtype, so the conversion is exact too.
@@ -162,9 +159,9 @@ TEST_P(Fp8CudaCodec, DecodesEveryCodeBitForBitIntoEachDtype) {
 TEST_P(Fp8CudaCodec, DecodesScaledCodesLikeTheReference) {
   const Fp8Format format = GetParam();
   const float scale = 0.09375f;
-  const torch::Tensor codes = torch::arange(256, cuda(torch::kInt32)).to(torch::kUInt8);
+  const torch::Tensor codes = torch::arange(256, cuda_options(torch::kInt32)).to(torch::kUInt8);
   for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16, torch::kFloat16}) {
-    torch::Tensor dst = torch::empty({256}, cuda(dtype));
+    torch::Tensor dst = torch::empty({256}, cuda_options(dtype));
     ASSERT_THAT(fp8_decode(codes, format, scale, dst), IsOk());
     const torch::Tensor got = dst.to(torch::kCPU).to(torch::kFloat32);
     for (int code = 0; code < 256; ++code) {
@@ -185,12 +182,12 @@ TEST_P(Fp8CudaCodec, DecodesScaledCodesLikeTheReference) {
 TEST_P(Fp8CudaCodec, DecodesLargeTensorsAlikeAtEveryPosition) {
   const Fp8Format format = GetParam();
   const int64_t repeats = (kGridStrideElements + 255) / 256;
-  const torch::Tensor one = torch::arange(256, cuda(torch::kInt32)).to(torch::kUInt8);
+  const torch::Tensor one = torch::arange(256, cuda_options(torch::kInt32)).to(torch::kUInt8);
   const torch::Tensor codes = one.repeat({repeats});
   for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16}) {
-    torch::Tensor small = torch::empty({256}, cuda(dtype));
+    torch::Tensor small = torch::empty({256}, cuda_options(dtype));
     ASSERT_THAT(fp8_decode(one, format, 1.0f, small), IsOk());
-    torch::Tensor large = torch::empty({codes.numel()}, cuda(dtype));
+    torch::Tensor large = torch::empty({codes.numel()}, cuda_options(dtype));
     ASSERT_THAT(fp8_decode(codes, format, 1.0f, large), IsOk());
     // Compared as bits, so NaN codes count too.
     const torch::ScalarType bits = dtype == torch::kFloat32 ? torch::kInt32 : torch::kInt16;
@@ -211,7 +208,7 @@ TEST_P(Fp8CudaCodec, EncodesRandomFloat32PatternsWithScaleLikeTheReference) {
       torch::from_blob(values.data(), {static_cast<int64_t>(values.size())}, torch::kFloat32)
           .to(torch::kCUDA);
   for (float inv_scale : {1.0f, 1.0f / 0.0123f, 3.5f}) {
-    torch::Tensor codes = torch::empty({src.numel()}, cuda(torch::kUInt8));
+    torch::Tensor codes = torch::empty({src.numel()}, cuda_options(torch::kUInt8));
     ASSERT_THAT(fp8_encode(src, format, inv_scale, codes), IsOk());
     std::vector<uint8_t> want(values.size());
     for (size_t i = 0; i < values.size(); ++i) {
@@ -222,8 +219,8 @@ TEST_P(Fp8CudaCodec, EncodesRandomFloat32PatternsWithScaleLikeTheReference) {
 }
 
 TEST_P(Fp8CudaCodec, EmptyTensorsAreNoOps) {
-  torch::Tensor codes = torch::empty({0}, cuda(torch::kUInt8));
-  torch::Tensor floats = torch::empty({0}, cuda(torch::kBFloat16));
+  torch::Tensor codes = torch::empty({0}, cuda_options(torch::kUInt8));
+  torch::Tensor floats = torch::empty({0}, cuda_options(torch::kBFloat16));
   EXPECT_THAT(fp8_encode(floats, GetParam(), 1.0f, codes), IsOk());
   EXPECT_THAT(fp8_decode(codes, GetParam(), 1.0f, floats), IsOk());
 }

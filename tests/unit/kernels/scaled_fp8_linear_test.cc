@@ -29,6 +29,7 @@
 namespace diffusiond {
 namespace {
 
+using ::diffusiond::testing::cuda_options;
 using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::no_cuda_reason;
 using ::testing::HasSubstr;
@@ -48,13 +49,13 @@ std::string no_scaled_mm_reason() {
 }
 
 // An e4m3fn weight: codes on the GPU and their per-tensor scale.
-struct Fp8Weight {
+struct QuantizedWeight {
   torch::Tensor codes;
   float scale = 1.0f;
 };
 
-Fp8Weight quantize_weight(const torch::Tensor& w) {
-  Fp8Weight out;
+QuantizedWeight quantize_weight(const torch::Tensor& w) {
+  QuantizedWeight out;
   out.scale = w.abs().max().item<float>() / kE4M3Max;
   out.codes = torch::empty(w.sizes(), w.options().dtype(torch::kUInt8));
   EXPECT_THAT(fp8_encode(w.contiguous(), Fp8Format::kE4M3Fn, 1.0f / out.scale, out.codes),
@@ -63,7 +64,7 @@ Fp8Weight quantize_weight(const torch::Tensor& w) {
 }
 
 // The weight as the upcast path sees it: decode(codes) * scale, float32.
-torch::Tensor upcast(const Fp8Weight& w) {
+torch::Tensor upcast(const QuantizedWeight& w) {
   torch::Tensor out = torch::empty(w.codes.sizes(), w.codes.options().dtype(torch::kFloat32));
   EXPECT_THAT(fp8_decode(w.codes, Fp8Format::kE4M3Fn, w.scale, out), IsOk());
   return out;
@@ -85,10 +86,6 @@ torch::Tensor round_activation(const torch::Tensor& x) {
 double relative_error(const torch::Tensor& got, const torch::Tensor& want) {
   const torch::Tensor w = want.to(torch::kFloat64);
   return (got.to(torch::kFloat64) - w).abs().mean().item<double>() / w.abs().mean().item<double>();
-}
-
-torch::TensorOptions cuda(torch::ScalarType dtype) {
-  return torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
 }
 
 struct LinearCase {
@@ -116,10 +113,10 @@ TEST_P(ScaledMmCudaLinear, MatchesTheUpcastPathOnRandomData) {
   const LinearCase& c = GetParam();
   torch::manual_seed(20240611);
   // 37 rows: _scaled_mm needs only k and n to be multiples of 16.
-  const torch::Tensor x = torch::randn({2, 37, 256}, cuda(torch::kFloat32)).to(c.x_dtype);
-  const Fp8Weight w = quantize_weight(torch::randn({384, 256}, cuda(torch::kFloat32)) * 0.05);
+  const torch::Tensor x = torch::randn({2, 37, 256}, cuda_options(torch::kFloat32)).to(c.x_dtype);
+  const QuantizedWeight w = quantize_weight(torch::randn({384, 256}, cuda_options(torch::kFloat32)) * 0.05);
   const torch::Tensor bias =
-      c.bias ? torch::randn({384}, cuda(torch::kFloat32)).to(c.out_dtype) : torch::Tensor();
+      c.bias ? torch::randn({384}, cuda_options(torch::kFloat32)).to(c.out_dtype) : torch::Tensor();
   ASSERT_EQ(scaled_fp8_linear_unavailable_reason(x, w.codes, c.out_dtype), nullptr)
       << scaled_fp8_linear_unavailable_reason(x, w.codes, c.out_dtype);
 
@@ -148,8 +145,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ScaledMmCuda, DeclinesShapesAndDtypesItCannotRun) {
   if (const std::string why = no_cuda_reason(); !why.empty()) GTEST_SKIP() << why;
   const bool supported = no_scaled_mm_reason().empty();
-  const torch::Tensor x = torch::randn({4, 64}, cuda(torch::kBFloat16));
-  const torch::Tensor codes = torch::zeros({32, 64}, cuda(torch::kUInt8));
+  const torch::Tensor x = torch::randn({4, 64}, cuda_options(torch::kBFloat16));
+  const torch::Tensor codes = torch::zeros({32, 64}, cuda_options(torch::kUInt8));
   struct Case {
     const char* what;
     torch::Tensor x;
@@ -158,16 +155,16 @@ TEST(ScaledMmCuda, DeclinesShapesAndDtypesItCannotRun) {
     const char* reason;  // a substring of the reason on an sm_90 device
   };
   const Case cases[] = {
-      {"in features 100", torch::randn({4, 100}, cuda(torch::kBFloat16)),
-       torch::zeros({32, 100}, cuda(torch::kUInt8)), torch::kBFloat16, "multiple of 16"},
-      {"out features 24", x, torch::zeros({24, 64}, cuda(torch::kUInt8)), torch::kBFloat16,
+      {"in features 100", torch::randn({4, 100}, cuda_options(torch::kBFloat16)),
+       torch::zeros({32, 100}, cuda_options(torch::kUInt8)), torch::kBFloat16, "multiple of 16"},
+      {"out features 24", x, torch::zeros({24, 64}, cuda_options(torch::kUInt8)), torch::kBFloat16,
        "multiple of 16"},
       {"float64 input", x.to(torch::kFloat64), codes, torch::kBFloat16, "input dtype"},
       {"float64 output", x, codes, torch::kFloat64, "output dtype"},
       {"int8 codes", x, codes.to(torch::kInt8), torch::kBFloat16, "uint8"},
-      {"transposed codes", x, torch::zeros({64, 32}, cuda(torch::kUInt8)).t(), torch::kBFloat16,
+      {"transposed codes", x, torch::zeros({64, 32}, cuda_options(torch::kUInt8)).t(), torch::kBFloat16,
        "contiguous"},
-      {"in features differ", torch::randn({4, 48}, cuda(torch::kBFloat16)), codes,
+      {"in features differ", torch::randn({4, 48}, cuda_options(torch::kBFloat16)), codes,
        torch::kBFloat16, "last dimension"},
       {"input on the CPU", x.cpu(), codes, torch::kBFloat16, "CUDA device"},
   };

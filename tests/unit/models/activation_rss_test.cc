@@ -2,7 +2,7 @@
 // the peak RSS growth of one Denoise step (or one Step) of the demo Z-Image
 // and FLUX models (tools/random_models) at three latent sizes, batch 1 and
 // 2 (guided), each in its own child process (activation_rss_child). The
-// estimate must never be below the peak and at most 25% above it.
+// estimate must never be below the peak and at most 25% (+ 4 MiB) above it.
 //
 // The child maps every allocation of 1 MiB or more (mmap threshold), so RSS
 // follows the tensors, as vae_rss_test measures the VAE. Under the daemon's
@@ -44,8 +44,8 @@ TEST_P(ActivationRss, EstimateCoversThePeakWithin25Percent) {
   int64_t peak = -1, estimate = -1;
   std::string breakdown;
   for (const std::string& line : out.lines) {
-    if (line.rfind("peak_rss_delta_bytes=", 0) == 0) ASSERT_TRUE(absl::SimpleAtoi(line.substr(21), &peak));
-    if (line.rfind("estimate_bytes=", 0) == 0) ASSERT_TRUE(absl::SimpleAtoi(line.substr(15), &estimate));
+    if (line.rfind("peak_rss_delta_bytes=", 0) == 0) { ASSERT_TRUE(absl::SimpleAtoi(line.substr(21), &peak)); }
+    if (line.rfind("estimate_bytes=", 0) == 0) { ASSERT_TRUE(absl::SimpleAtoi(line.substr(15), &estimate)); }
     if (line.rfind("breakdown=", 0) == 0) breakdown = line.substr(10);
   }
   std::printf("%s %s %dx%d batch %d: peak RSS delta %s, estimate %s (%.2fx)\n  %s\n", c.model, c.call, c.side,
@@ -53,7 +53,11 @@ TEST_P(ActivationRss, EstimateCoversThePeakWithin25Percent) {
               static_cast<double>(estimate) / static_cast<double>(peak), breakdown.c_str());
   ASSERT_GT(peak, 0);
   EXPECT_GE(estimate, peak) << breakdown;
-  EXPECT_LE(static_cast<double>(estimate), 1.25 * static_cast<double>(peak)) << breakdown;
+  // At most 25% over, plus a fixed 4 MiB: the estimate's own allocator
+  // slack is a constant (3.7 MiB for the demo models), and the measured
+  // peak of the same call moves by about 1 MiB between runs, so at 64x64
+  // (a 16 MiB peak) the ratio alone passed on one run and failed on the next.
+  EXPECT_LE(static_cast<double>(estimate), 1.25 * static_cast<double>(peak) + 4.0 * kMiB) << breakdown;
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -51,6 +51,7 @@ namespace {
 using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::load_test_model;
 using ::diffusiond::testing::max_abs_diff;
+using ::diffusiond::testing::read_json_file;
 using ::diffusiond::testing::StatusIs;
 using ::diffusiond::testing::TempDir;
 using ::diffusiond::testing::TensorFile;
@@ -58,28 +59,19 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
-constexpr double kTolerance = 8e-6;
+constexpr double kClipTolerance = 8e-6;
 
-std::string fixture_dir() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_CLIP_FIXTURE", "clip-tiny"); }
+std::string clip_fixture() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_CLIP_FIXTURE", "clip-tiny"); }
 
-bool have_fixture() { return std::filesystem::exists(fixture_dir() + "/config.json"); }
+bool have_fixture() { return std::filesystem::exists(clip_fixture() + "/config.json"); }
 
 #define SKIP_WITHOUT_FIXTURE()                           \
   if (!have_fixture())                                   \
-  GTEST_SKIP() << "no CLIP fixture at " << fixture_dir() \
+  GTEST_SKIP() << "no CLIP fixture at " << clip_fixture() \
                << "; set DIFFUSIOND_CLIP_FIXTURE to a folder in clip-tiny's layout"
 
-json read_json_file(const std::string& path) {
-  absl::StatusOr<std::string> text = read_text_file(path, 64 << 20);
-  EXPECT_THAT(text, IsOk()) << path;
-  if (!text.ok()) return json();
-  absl::StatusOr<json> parsed = parse_json_strict(*text, path);
-  EXPECT_THAT(parsed, IsOk());
-  return parsed.ok() ? *parsed : json();
-}
-
 std::unique_ptr<ClipTokenizer> fixture_tokenizer() {
-  absl::StatusOr<std::unique_ptr<ClipTokenizer>> t = load_clip_tokenizer(fixture_dir() + "/tokenizer");
+  absl::StatusOr<std::unique_ptr<ClipTokenizer>> t = load_clip_tokenizer(clip_fixture() + "/tokenizer");
   EXPECT_THAT(t, IsOk());
   return t.ok() ? *std::move(t) : nullptr;
 }
@@ -98,10 +90,10 @@ TEST(ClipParityTokens, EveryStringsIdsTokensCleaningAndDecode) {
   SKIP_WITHOUT_FIXTURE();
   const std::unique_ptr<ClipTokenizer> t = fixture_tokenizer();
   ASSERT_NE(t, nullptr);
-  const json tokens = read_json_file(fixture_dir() + "/tokens.json");
+  const json tokens = read_json_file(clip_fixture() + "/tokens.json");
   ASSERT_TRUE(tokens.contains("cases"));
   // decode(skip_special_tokens=True) skips the named special tokens.
-  absl::StatusOr<ClipTokenizerSpec> spec = read_clip_tokenizer_files(fixture_dir() + "/tokenizer");
+  absl::StatusOr<ClipTokenizerSpec> spec = read_clip_tokenizer_files(clip_fixture() + "/tokenizer");
   ASSERT_THAT(spec, IsOk());
   std::set<int32_t> specials;
   for (const std::string* name : {&spec->bos_token, &spec->eos_token, &spec->unk_token, &spec->bpe.pad_token}) {
@@ -145,7 +137,7 @@ TEST(ClipParityTokens, PaddedAndTruncatedAtTheFixturesLengths) {
   SKIP_WITHOUT_FIXTURE();
   const std::unique_ptr<ClipTokenizer> t = fixture_tokenizer();
   ASSERT_NE(t, nullptr);
-  const json tokens = read_json_file(fixture_dir() + "/tokens.json");
+  const json tokens = read_json_file(clip_fixture() + "/tokens.json");
   int checked = 0, truncated = 0;
   for (const json& c : tokens["cases"]) {
     for (const auto& [key, value] : c.items()) {
@@ -178,7 +170,7 @@ TEST(ClipParityTokens, PipelineBatchAsFluxTokenizesIt) {
   SKIP_WITHOUT_FIXTURE();
   const std::unique_ptr<ClipTokenizer> t = fixture_tokenizer();
   ASSERT_NE(t, nullptr);
-  const json pipeline = read_json_file(fixture_dir() + "/tokens.json")["pipeline"];
+  const json pipeline = read_json_file(clip_fixture() + "/tokens.json")["pipeline"];
   TokenizeOptions options;
   options.max_length = pipeline_max_length(*t);
   options.pad_to_max_length = true;
@@ -192,7 +184,7 @@ TEST(ClipParityTokens, PipelineBatchAsFluxTokenizesIt) {
   }
   EXPECT_EQ(batch->ids, expected);
   // The same ids the encoder was run on.
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(clip_fixture() + "/io.safetensors");
   const torch::Tensor pipe = io.get("pipe.input_ids");
   EXPECT_EQ(std::vector<int64_t>(pipe.data_ptr<int64_t>(), pipe.data_ptr<int64_t>() + pipe.numel()),
             std::vector<int64_t>(batch->ids.begin(), batch->ids.end()));
@@ -201,7 +193,7 @@ TEST(ClipParityTokens, PipelineBatchAsFluxTokenizesIt) {
 // ---------------------------------------------------------------- encoder
 
 bool io_has(const std::string& name) {
-  absl::StatusOr<std::unique_ptr<Checkpoint>> io = Checkpoint::open(fixture_dir() + "/io.safetensors");
+  absl::StatusOr<std::unique_ptr<Checkpoint>> io = Checkpoint::open(clip_fixture() + "/io.safetensors");
   return io.ok() && (*io)->find(name) != nullptr;
 }
 
@@ -215,10 +207,10 @@ class ClipParity : public ::testing::Test {
  protected:
   void SetUp() override {
     SKIP_WITHOUT_FIXTURE();
-    loaded_ = load_test_model(fixture_dir(), ModelLoadOptions());
+    loaded_ = load_test_model(clip_fixture(), ModelLoadOptions());
     model_ = loaded_.get<ClipTextModel>();
     ASSERT_NE(model_, nullptr);
-    io_ = std::make_unique<TensorFile>(fixture_dir() + "/io.safetensors");
+    io_ = std::make_unique<TensorFile>(clip_fixture() + "/io.safetensors");
   }
 
   ClipTextOutputs run(const torch::Tensor& ids, const torch::Tensor& mask, int64_t layer = -1) const {
@@ -240,7 +232,7 @@ TEST_F(ClipParity, EveryHiddenStateOfThePipelineBatch) {
     const ClipTextOutputs out = run(ids, torch::Tensor(), k);
     const double diff = max_abs_diff(out.hidden_state, io_->get(absl::StrCat("pipe.hidden_states.", k)));
     std::printf("hidden_states[%lld]: max abs diff %.3g\n", static_cast<long long>(k), diff);
-    EXPECT_LT(diff, kTolerance) << "hidden state " << k;
+    EXPECT_LT(diff, kClipTolerance) << "hidden state " << k;
   }
   // Negative indices count from the end of the tuple, except -1: the final
   // norm's output.
@@ -251,7 +243,7 @@ TEST_F(ClipParity, EveryHiddenStateOfThePipelineBatch) {
   const double diff = max_abs_diff(last.last_hidden_state, io_->get("pipe.last_hidden_state"));
   std::printf("last_hidden_state: max abs diff %.3g (vs float64 %.3g)\n", diff,
               max_abs_diff(last.last_hidden_state, io_->get("pipe.last_hidden_state_f64")));
-  EXPECT_LT(diff, kTolerance);
+  EXPECT_LT(diff, kClipTolerance);
 }
 
 TEST_F(ClipParity, PooledAtThePositionTransformersPicks) {
@@ -263,7 +255,7 @@ TEST_F(ClipParity, PooledAtThePositionTransformersPicks) {
   std::printf("pooler_output (%s pooling): max abs diff %.3g (vs float64 %.3g)\n",
               model_->config().pools_at_largest_id() ? "largest-id" : "first-eos", diff,
               max_abs_diff(out.pooler_output, io_->get("pipe.pooled_f64")));
-  EXPECT_LT(diff, kTolerance);
+  EXPECT_LT(diff, kClipTolerance);
 }
 
 TEST_F(ClipParity, MaskedFormWhereTheFixtureHasIt) {
@@ -271,11 +263,11 @@ TEST_F(ClipParity, MaskedFormWhereTheFixtureHasIt) {
   const ClipTextOutputs out = run(io_->get("pipe.input_ids"), io_->get("pipe.attention_mask"));
   const double diff = max_abs_diff(out.last_hidden_state, io_->get("masked.last_hidden_state"));
   std::printf("masked last_hidden_state: max abs diff %.3g\n", diff);
-  EXPECT_LT(diff, kTolerance);
+  EXPECT_LT(diff, kClipTolerance);
   if (io_has("masked.pooler_output")) {
     const double pooled = max_abs_diff(out.pooler_output, io_->get("masked.pooler_output"));
     std::printf("masked pooler_output: max abs diff %.3g\n", pooled);
-    EXPECT_LT(pooled, kTolerance);
+    EXPECT_LT(pooled, kClipTolerance);
   }
 }
 
@@ -288,7 +280,7 @@ TEST_F(ClipParity, PromptsAloneWithoutPadding) {
     const double diff = max_abs_diff(out.last_hidden_state[0], io_->get(absl::StrCat("single.last_hidden_state.", i)));
     std::printf("single.last_hidden_state.%d [%lld tokens]: max abs diff %.3g\n", i,
                 static_cast<long long>(ids.size(1)), diff);
-    EXPECT_LT(diff, kTolerance) << "prompt " << i;
+    EXPECT_LT(diff, kClipTolerance) << "prompt " << i;
   }
 }
 
@@ -297,14 +289,14 @@ TEST_F(ClipParity, StepMatchesTheReference) {
   ASSERT_THAT(out, IsOk());
   ASSERT_EQ(out->count("last_hidden_state"), 1u);
   ASSERT_EQ(out->count("pooler_output"), 1u);
-  EXPECT_LT(max_abs_diff(out->at("last_hidden_state"), io_->get("pipe.last_hidden_state")), kTolerance);
-  EXPECT_LT(max_abs_diff(out->at("pooler_output"), io_->get("pipe.pooled_prompt_embeds")), kTolerance);
+  EXPECT_LT(max_abs_diff(out->at("last_hidden_state"), io_->get("pipe.last_hidden_state")), kClipTolerance);
+  EXPECT_LT(max_abs_diff(out->at("pooler_output"), io_->get("pipe.pooled_prompt_embeds")), kClipTolerance);
   EXPECT_EQ(out->count("text_embeds"), model_->config().with_projection ? 1u : 0u);
   if (io_has("masked.last_hidden_state")) {
     out =
         model_->step({{"input_ids", io_->get("pipe.input_ids")}, {"attention_mask", io_->get("pipe.attention_mask")}});
     ASSERT_THAT(out, IsOk());
-    EXPECT_LT(max_abs_diff(out->at("last_hidden_state"), io_->get("masked.last_hidden_state")), kTolerance);
+    EXPECT_LT(max_abs_diff(out->at("last_hidden_state"), io_->get("masked.last_hidden_state")), kClipTolerance);
   }
 }
 
@@ -315,19 +307,19 @@ TEST(ClipParityPipeline, PooledPromptEmbedsThroughEncode) {
   SKIP_WITHOUT_FIXTURE();
   TempDir dir;
   std::filesystem::create_directories(dir.path("text_encoder"));
-  std::filesystem::create_symlink(fixture_dir() + "/config.json", dir.path("text_encoder/config.json"));
-  std::filesystem::create_symlink(fixture_dir() + "/model.safetensors", dir.path("text_encoder/model.safetensors"));
-  std::filesystem::create_directory_symlink(fixture_dir() + "/tokenizer", dir.path("tokenizer"));
+  std::filesystem::create_symlink(clip_fixture() + "/config.json", dir.path("text_encoder/config.json"));
+  std::filesystem::create_symlink(clip_fixture() + "/model.safetensors", dir.path("text_encoder/model.safetensors"));
+  std::filesystem::create_directory_symlink(clip_fixture() + "/tokenizer", dir.path("tokenizer"));
   testing::LoadedModel loaded = load_test_model(dir.path("text_encoder"), ModelLoadOptions());
   const ClipTextModel* model = loaded.get<ClipTextModel>();
   ASSERT_NE(model, nullptr);
   const auto* tokenizer = dynamic_cast<const ClipTokenizer*>(model->tokenizer());
   ASSERT_NE(tokenizer, nullptr) << "the tokenizer/ beside text_encoder/ was not loaded";
 
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(clip_fixture() + "/io.safetensors");
   const torch::Tensor pooled = io.get("pipe.pooled_prompt_embeds"), last = io.get("pipe.last_hidden_state");
   const torch::Tensor mask = io.get("pipe.attention_mask");
-  const json prompts = read_json_file(fixture_dir() + "/tokens.json")["pipeline"]["prompts"];
+  const json prompts = read_json_file(clip_fixture() + "/tokens.json")["pipeline"]["prompts"];
   ASSERT_EQ(static_cast<int64_t>(prompts.size()), pooled.size(0));
   for (size_t i = 0; i < prompts.size(); ++i) {
     TextEncoding request;
@@ -342,8 +334,8 @@ TEST(ClipParityPipeline, PooledPromptEmbedsThroughEncode) {
     EXPECT_EQ(encoded->hidden_states.sizes(), last[row].sizes());
     const double diff = max_abs_diff(encoded->pooled, pooled[row]);
     std::printf("pooled_prompt_embeds[%zu] via encode: max abs diff %.3g\n", i, diff);
-    EXPECT_LT(diff, kTolerance);
-    EXPECT_LT(max_abs_diff(encoded->hidden_states, last[row]), kTolerance);
+    EXPECT_LT(diff, kClipTolerance);
+    EXPECT_LT(max_abs_diff(encoded->hidden_states, last[row]), kClipTolerance);
     EXPECT_TRUE(torch::equal(encoded->attention_mask, mask[row].ne(0)));
     EXPECT_EQ(encoded->tokens, mask[row].sum().item<int64_t>());
   }
@@ -352,7 +344,7 @@ TEST(ClipParityPipeline, PooledPromptEmbedsThroughEncode) {
 // Writes the fixture's weights as one file, every name with `prefix` and the
 // extras a ComfyUI clip_l.safetensors carries (text_projection, logit_scale).
 std::string write_single_file(const TempDir& dir, const std::string& prefix) {
-  absl::StatusOr<std::unique_ptr<Checkpoint>> src = Checkpoint::open(fixture_dir() + "/model.safetensors");
+  absl::StatusOr<std::unique_ptr<Checkpoint>> src = Checkpoint::open(clip_fixture() + "/model.safetensors");
   EXPECT_THAT(src, IsOk());
   if (!src.ok()) return "";
   const TensorRecord* tokens = (*src)->find("text_model.embeddings.token_embedding.weight");
@@ -381,7 +373,7 @@ std::string write_single_file(const TempDir& dir, const std::string& prefix) {
 
 TEST(ClipParitySingleFile, ComfyUiAndBundleLayoutsLoadWithTheFixturesConfig) {
   SKIP_WITHOUT_FIXTURE();
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(clip_fixture() + "/io.safetensors");
   for (const std::string prefix : {"", "text_encoders.clip_l.transformer."}) {
     TempDir dir;
     const std::string path = write_single_file(dir, prefix);
@@ -394,12 +386,12 @@ TEST(ClipParitySingleFile, ComfyUiAndBundleLayoutsLoadWithTheFixturesConfig) {
     ASSERT_THAT(recipe, IsOk());
     EXPECT_THAT((*recipe)->describe(), HasSubstr("inferred"));
     // With the fixture's config named, the forward matches.
-    testing::LoadedModel loaded = load_test_model(path, ModelLoadOptions(), fixture_dir() + "/config.json");
+    testing::LoadedModel loaded = load_test_model(path, ModelLoadOptions(), clip_fixture() + "/config.json");
     const ClipTextModel* model = loaded.get<ClipTextModel>();
     ASSERT_NE(model, nullptr) << "prefix '" << prefix << "'";
     absl::StatusOr<ClipTextOutputs> out = model->forward(io.get("pipe.input_ids"), torch::Tensor());
     ASSERT_THAT(out, IsOk());
-    EXPECT_LT(max_abs_diff(out->pooler_output, io.get("pipe.pooled_prompt_embeds")), kTolerance) << prefix;
+    EXPECT_LT(max_abs_diff(out->pooler_output, io.get("pipe.pooled_prompt_embeds")), kClipTolerance) << prefix;
   }
 }
 
@@ -409,10 +401,10 @@ TEST(ClipParityBf16, RunsAtTheComputeDtype) {
   SKIP_WITHOUT_FIXTURE();
   ModelLoadOptions options;
   options.compute_dtype = torch::kBFloat16;
-  testing::LoadedModel loaded = load_test_model(fixture_dir(), options);
+  testing::LoadedModel loaded = load_test_model(clip_fixture(), options);
   const ClipTextModel* model = loaded.get<ClipTextModel>();
   ASSERT_NE(model, nullptr);
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(clip_fixture() + "/io.safetensors");
   const torch::Tensor ids = io.get("pipe.input_ids");
   absl::StatusOr<ClipTextOutputs> h0 = model->forward(ids, torch::Tensor(), 0);
   ASSERT_THAT(h0, IsOk());

@@ -45,21 +45,21 @@ using ::diffusiond::testing::max_abs_diff;
 using ::diffusiond::testing::TempDir;
 using ::diffusiond::testing::TensorFile;
 
-constexpr double kTolerance = 1e-5;
+constexpr double kFluxTolerance = 1e-5;
 
-std::string fixture_dir() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_FLUX_FIXTURE", "flux-tiny"); }
+std::string flux_fixture() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_FLUX_FIXTURE", "flux-tiny"); }
 
 // The loop's noise seed: the weights' seed + 2 (variant.json "seed").
 uint64_t config_seed() {
-  absl::StatusOr<std::string> text = read_text_file(fixture_dir() + "/variant.json");
+  absl::StatusOr<std::string> text = read_text_file(flux_fixture() + "/variant.json");
   EXPECT_THAT(text, IsOk());
   absl::StatusOr<nlohmann::json> variant = parse_json_strict(text.ok() ? *text : "{}", "variant.json");
   EXPECT_THAT(variant, IsOk());
   return variant.ok() ? variant->value("seed", uint64_t{0}) + 2 : 0;
 }
 
-FluxConfig fixture_config() {
-  absl::StatusOr<std::string> text = read_text_file(fixture_dir() + "/config.json");
+FluxConfig flux_fixture_config() {
+  absl::StatusOr<std::string> text = read_text_file(flux_fixture() + "/config.json");
   EXPECT_THAT(text, IsOk());
   absl::StatusOr<FluxConfig> config = parse_flux_config(text.ok() ? *text : "{}", "config.json");
   EXPECT_THAT(config, IsOk());
@@ -85,24 +85,24 @@ std::string prefixed_copy(const std::string& from, const std::string& to, const 
   return to;
 }
 
-enum class Source { kDiffusersFolder, kSingleFile, kPrefixedSingleFile, kScaledFp8File };
+enum class FluxSource { kDiffusersFolder, kSingleFile, kPrefixedSingleFile, kScaledFp8File };
 
-class FluxParity : public ::testing::TestWithParam<Source> {
+class FluxParity : public ::testing::TestWithParam<FluxSource> {
  protected:
   // Loads the model from this test's source; `model` is set when it is FLUX.
   LoadedModel load(bool fp8_storage) {
     ModelLoadOptions options;
     if (fp8_storage) options.fp8.format = Fp8Format::kE4M3Fn;
     LoadedModel l = load_test_model(path_for(GetParam()), options,
-                                    GetParam() == Source::kDiffusersFolder ? "" : fixture_dir() + "/config.json");
+                                    GetParam() == FluxSource::kDiffusersFolder ? "" : flux_fixture() + "/config.json");
     EXPECT_NE(l.get<FluxModel>(), nullptr);
     return l;
   }
 
-  std::string path_for(Source source) {
-    const std::string dir = fixture_dir();
+  std::string path_for(FluxSource source) {
+    const std::string dir = flux_fixture();
     switch (source) {
-      case Source::kDiffusersFolder:
+      case FluxSource::kDiffusersFolder:
         // The fixture keeps config.json beside transformer/: lay out a model folder with links.
         std::filesystem::create_symlink(dir + "/config.json", tmp_.path("config.json"));
         std::filesystem::create_symlink(dir + "/transformer/diffusion_pytorch_model.safetensors",
@@ -111,14 +111,14 @@ class FluxParity : public ::testing::TestWithParam<Source> {
         return tmp_.path();
       // A single file's RoPE split is not in its shapes: each load names the
       // fixture's config.json, as a client would.
-      case Source::kSingleFile: return dir + "/single_file.safetensors";
-      case Source::kPrefixedSingleFile:
+      case FluxSource::kSingleFile: return dir + "/single_file.safetensors";
+      case FluxSource::kPrefixedSingleFile:
         // The copy gets the fixture's scheduler_config.json beside it too:
         // without it the loop would run FLUX.1-dev's default schedule, not
         // the fixture's.
         std::filesystem::create_symlink(dir + "/scheduler_config.json", tmp_.path("scheduler_config.json"));
         return prefixed_copy(dir + "/single_file.safetensors", tmp_.path("comfy.safetensors"), "model.diffusion_model.");
-      case Source::kScaledFp8File: return dir + "/single_file_scaled_fp8.safetensors";
+      case FluxSource::kScaledFp8File: return dir + "/single_file_scaled_fp8.safetensors";
     }
     return "";
   }
@@ -137,8 +137,8 @@ class FluxParity : public ::testing::TestWithParam<Source> {
   }
 
   TempDir tmp_;
-  TensorFile io_{fixture_dir() + "/io.safetensors"};
-  FluxConfig config_ = fixture_config();
+  TensorFile io_{flux_fixture() + "/io.safetensors"};
+  FluxConfig config_ = flux_fixture_config();
 };
 
 double forward_diff(const FluxModel& model, const FluxInputs& in, const torch::Tensor& expected) {
@@ -154,26 +154,26 @@ TEST_P(FluxParity, SingleForward) {
   LoadedModel l = load(/*fp8_storage=*/false);
   const FluxModel* model = l.get<FluxModel>();
   ASSERT_NE(model, nullptr);
-  const std::string expected = GetParam() == Source::kScaledFp8File ? "fwd.out_fp8_scaled" : "fwd.out";
+  const std::string expected = GetParam() == FluxSource::kScaledFp8File ? "fwd.out_fp8_scaled" : "fwd.out";
   const double diff = forward_diff(*model, inputs("fwd"), io_.get(expected));
   std::printf("single forward vs %s: max abs diff %.3g\n", expected.c_str(), diff);
-  EXPECT_LT(diff, kTolerance);
+  EXPECT_LT(diff, kFluxTolerance);
 }
 
 TEST_P(FluxParity, BatchedForward) {
-  if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "the fixture has no scaled-fp8 batch output";
+  if (GetParam() == FluxSource::kScaledFp8File) GTEST_SKIP() << "the fixture has no scaled-fp8 batch output";
   LoadedModel l = load(false);
   const FluxModel* model = l.get<FluxModel>();
   ASSERT_NE(model, nullptr);
   const double diff = forward_diff(*model, inputs("batch"), io_.get("batch.out"));
   std::printf("batched forward vs batch.out: max abs diff %.3g\n", diff);
-  EXPECT_LT(diff, kTolerance);
+  EXPECT_LT(diff, kFluxTolerance);
 }
 
 // Our FP8 storage rounds layer weights only (biases stay dense): that is
 // fwd.out_fp8, not diffusers' layerwise casting (fwd.out_fp8_lwc, biases too).
 TEST_P(FluxParity, Fp8StorageForward) {
-  if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "already FP8: see SingleForward";
+  if (GetParam() == FluxSource::kScaledFp8File) GTEST_SKIP() << "already FP8: see SingleForward";
   LoadedModel l = load(/*fp8_storage=*/true);
   const FluxModel* model = l.get<FluxModel>();
   ASSERT_NE(model, nullptr);
@@ -183,7 +183,7 @@ TEST_P(FluxParity, Fp8StorageForward) {
   const double diff = max_abs_diff(*out, io_.get("fwd.out_fp8"));
   std::printf("FP8-storage forward vs fwd.out_fp8: %.3g (vs fwd.out_fp8_lwc: %.3g)\n", diff,
               max_abs_diff(*out, io_.get("fwd.out_fp8_lwc")));
-  EXPECT_LT(diff, kTolerance);
+  EXPECT_LT(diff, kFluxTolerance);
 }
 
 TEST_P(FluxParity, StepMatchesForward) {
@@ -203,20 +203,20 @@ TEST_P(FluxParity, StepMatchesForward) {
 }
 
 INSTANTIATE_TEST_SUITE_P(FluxParityFormats, FluxParity,
-                         ::testing::Values(Source::kDiffusersFolder, Source::kSingleFile,
-                                           Source::kPrefixedSingleFile, Source::kScaledFp8File),
+                         ::testing::Values(FluxSource::kDiffusersFolder, FluxSource::kSingleFile,
+                                           FluxSource::kPrefixedSingleFile, FluxSource::kScaledFp8File),
                          [](const auto& info) {
                            switch (info.param) {
-                             case Source::kDiffusersFolder: return "DiffusersFolder";
-                             case Source::kSingleFile: return "SingleFile";
-                             case Source::kPrefixedSingleFile: return "PrefixedSingleFile";
-                             case Source::kScaledFp8File: return "ScaledFp8File";
+                             case FluxSource::kDiffusersFolder: return "DiffusersFolder";
+                             case FluxSource::kSingleFile: return "SingleFile";
+                             case FluxSource::kPrefixedSingleFile: return "PrefixedSingleFile";
+                             case FluxSource::kScaledFp8File: return "ScaledFp8File";
                            }
                            return "";
                          });
 
 TEST(FluxParityLatents, PackUnpackAndImageIds) {
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(flux_fixture() + "/io.safetensors");
   const torch::Tensor latents = io.get("pack.latents"), packed = io.get("pack.packed");
   absl::StatusOr<torch::Tensor> ours = pack_latents(latents);
   ASSERT_THAT(ours, IsOk());
@@ -235,9 +235,9 @@ TEST(FluxParityLatents, PackUnpackAndImageIds) {
 }
 
 TEST(FluxParityRope, TablesMatchUpstreamBitExactly) {
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(flux_fixture() + "/io.safetensors");
   const auto [cos, sin] = flux_rope_tables(torch::cat({io.get("fwd.txt_ids"), io.get("fwd.img_ids")}, 0),
-                                           fixture_config().axes_dims_rope);
+                                           flux_fixture_config().axes_dims_rope);
   // Upstream repeats each value for the pair (2j, 2j+1).
   EXPECT_EQ(max_abs_diff(cos.repeat_interleave(2, 1), io.get("dbg.rope_cos")), 0.0);
   EXPECT_EQ(max_abs_diff(sin.repeat_interleave(2, 1), io.get("dbg.rope_sin")), 0.0);
@@ -249,7 +249,7 @@ TEST(FluxParityRope, TablesMatchUpstreamBitExactly) {
 // velocity. Compares the schedule bit for bit, then every step's latents
 // (packed, as the fixture holds them) and the final ones.
 TEST_P(FluxParity, FourStepLoop) {
-  if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "the fixture's loop ran the bf16 weights";
+  if (GetParam() == FluxSource::kScaledFp8File) GTEST_SKIP() << "the fixture's loop ran the bf16 weights";
   LoadedModel l = load(false);
   const FluxModel* model = l.get<FluxModel>();
   ASSERT_NE(model, nullptr);
@@ -285,13 +285,13 @@ TEST_P(FluxParity, FourStepLoop) {
   const double unpacked_diff = max_abs_diff(r->latents, io_.get("loop.final_unpacked")[0]);
   std::printf("4-step loop: max abs diff per step %.3g, final %.3g, unpacked %.3g\n", steps_diff, final_diff,
               unpacked_diff);
-  EXPECT_LT(steps_diff, kTolerance);
-  EXPECT_LT(final_diff, kTolerance);
-  EXPECT_LT(unpacked_diff, kTolerance);
+  EXPECT_LT(steps_diff, kFluxTolerance);
+  EXPECT_LT(final_diff, kFluxTolerance);
+  EXPECT_LT(unpacked_diff, kFluxTolerance);
 }
 
 TEST(FluxParityLoop, SeededNoiseIsThePipelines) {
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(flux_fixture() + "/io.safetensors");
   const torch::Tensor noise = io.get("loop.noise");
   EXPECT_EQ(max_abs_diff(seeded_noise(noise.sizes().vec(), config_seed()), noise), 0.0);
   absl::StatusOr<torch::Tensor> packed = pack_latents(noise);
@@ -302,10 +302,10 @@ TEST(FluxParityLoop, SeededNoiseIsThePipelines) {
 // A single file's config comes from its shapes, except the RoPE split:
 // FLUX.1's is assumed only for head_dim 128, any other fails clearly.
 TEST(FluxParityInference, SingleFileConfigIsInferredOrRefusedClearly) {
-  const FluxConfig expected = fixture_config();
+  const FluxConfig expected = flux_fixture_config();
   // Alone in a folder: the fixture's own folder holds a config.json it would use.
   TempDir tmp;
-  std::filesystem::create_symlink(fixture_dir() + "/single_file.safetensors", tmp.path("flux.safetensors"));
+  std::filesystem::create_symlink(flux_fixture() + "/single_file.safetensors", tmp.path("flux.safetensors"));
   absl::StatusOr<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(tmp.path("flux.safetensors"));
   ASSERT_THAT(ckpt, IsOk());
   ASSERT_EQ(find_model_family(**ckpt), flux_family());
@@ -326,11 +326,11 @@ TEST(FluxParityInference, SingleFileConfigIsInferredOrRefusedClearly) {
 // gives it (stats.json "sf_to_diffusers", which lists a fused tensor's
 // parts as a set: their row order is checked by the forwards).
 TEST(FluxParityKeyMap, OriginalKeysMapAsUpstream) {
-  absl::StatusOr<std::string> stats_text = read_text_file(fixture_dir() + "/stats.json");
+  absl::StatusOr<std::string> stats_text = read_text_file(flux_fixture() + "/stats.json");
   ASSERT_THAT(stats_text, IsOk());
   absl::StatusOr<nlohmann::json> stats = parse_json_strict(*stats_text, "stats.json");
   ASSERT_THAT(stats, IsOk());
-  const FluxConfig config = fixture_config();
+  const FluxConfig config = flux_fixture_config();
   int checked = 0;
   for (const auto& [original, expected] : stats->at("sf_to_diffusers").items()) {
     const std::optional<std::string> canonical = flux_canonical_name(original);
@@ -353,15 +353,15 @@ TEST(FluxParityKeyMap, OriginalKeysMapAsUpstream) {
 // FP8 storage picks the Linear weights upstream's layerwise casting would
 // cast (stats.json "fp8_weights"), from the diffusers folder's headers.
 TEST(FluxParitySelection, Fp8WeightsAreUpstreams) {
-  absl::StatusOr<std::string> stats_text = read_text_file(fixture_dir() + "/stats.json");
+  absl::StatusOr<std::string> stats_text = read_text_file(flux_fixture() + "/stats.json");
   ASSERT_THAT(stats_text, IsOk());
   absl::StatusOr<nlohmann::json> stats = parse_json_strict(*stats_text, "stats.json");
   ASSERT_THAT(stats, IsOk());
   std::set<std::string> expected;
   for (const auto& name : stats->at("fp8_weights")) expected.insert(name.get<std::string>());
   TempDir tmp;
-  std::filesystem::create_symlink(fixture_dir() + "/config.json", tmp.path("config.json"));
-  std::filesystem::create_symlink(fixture_dir() + "/transformer/diffusion_pytorch_model.safetensors",
+  std::filesystem::create_symlink(flux_fixture() + "/config.json", tmp.path("config.json"));
+  std::filesystem::create_symlink(flux_fixture() + "/transformer/diffusion_pytorch_model.safetensors",
                                   tmp.path("diffusion_pytorch_model.safetensors"));
   absl::StatusOr<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(tmp.path());
   ASSERT_THAT(ckpt, IsOk());

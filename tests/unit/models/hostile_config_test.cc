@@ -229,8 +229,8 @@ TEST(HostileConfig, ABillionLayersIsRefusedInSmallMemory) {
   int64_t peak = -1;
   int code = -1;
   for (const std::string& line : out.lines) {
-    if (line.rfind("status_code=", 0) == 0) ASSERT_TRUE(absl::SimpleAtoi(line.substr(12), &code));
-    if (line.rfind("peak_rss_delta_bytes=", 0) == 0) ASSERT_TRUE(absl::SimpleAtoi(line.substr(21), &peak));
+    if (line.rfind("status_code=", 0) == 0) { ASSERT_TRUE(absl::SimpleAtoi(line.substr(12), &code)); }
+    if (line.rfind("peak_rss_delta_bytes=", 0) == 0) { ASSERT_TRUE(absl::SimpleAtoi(line.substr(21), &peak)); }
   }
   std::printf("n_layers=1e9: status %d, peak RSS delta %s\n", code, format_bytes(peak).c_str());
   EXPECT_EQ(code, static_cast<int>(absl::StatusCode::kInvalidArgument));

@@ -37,16 +37,17 @@ namespace {
 
 using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::load_test_model;
+using ::diffusiond::testing::masked_diff;
 using ::diffusiond::testing::max_abs_diff;
 using ::diffusiond::testing::TempDir;
 using ::diffusiond::testing::TensorFile;
 
-constexpr double kTolerance = 1e-5;
+constexpr double kQwen3Tolerance = 1e-5;
 
-std::string fixture_dir() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_QWEN3_FIXTURE", "qwen3-tiny"); }
+std::string qwen3_fixture() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_QWEN3_FIXTURE", "qwen3-tiny"); }
 
-Qwen3Config fixture_config() {
-  absl::StatusOr<std::string> text = read_text_file(fixture_dir() + "/config.json");
+Qwen3Config qwen3_fixture_config() {
+  absl::StatusOr<std::string> text = read_text_file(qwen3_fixture() + "/config.json");
   EXPECT_THAT(text, IsOk());
   absl::StatusOr<Qwen3Config> config = parse_qwen3_config(text.ok() ? *text : "", "config.json");
   EXPECT_THAT(config, IsOk());
@@ -55,7 +56,7 @@ Qwen3Config fixture_config() {
 
 // How many tensors named "<prefix><i>" (i = 0, 1, …) the io file holds.
 int count_items(const std::string& prefix) {
-  absl::StatusOr<std::unique_ptr<Checkpoint>> io = Checkpoint::open(fixture_dir() + "/io.safetensors");
+  absl::StatusOr<std::unique_ptr<Checkpoint>> io = Checkpoint::open(qwen3_fixture() + "/io.safetensors");
   EXPECT_THAT(io, IsOk());
   int n = 0;
   while (io.ok() && (*io)->find(absl::StrCat(prefix, n)) != nullptr) ++n;
@@ -65,7 +66,7 @@ int count_items(const std::string& prefix) {
 // Writes the fixture's weights as two shards plus an index, with the
 // "model." prefix removed (Qwen3Model's names) and an lm_head to be dropped.
 void write_sharded_copy(const TempDir& dir) {
-  absl::StatusOr<std::unique_ptr<Checkpoint>> src = Checkpoint::open(fixture_dir() + "/model.safetensors");
+  absl::StatusOr<std::unique_ptr<Checkpoint>> src = Checkpoint::open(qwen3_fixture() + "/model.safetensors");
   ASSERT_THAT(src, IsOk());
   const std::vector<TensorRecord>& tensors = (*src)->tensors();
   std::vector<const TensorRecord*> shards[2];
@@ -94,46 +95,40 @@ void write_sharded_copy(const TempDir& dir) {
     ASSERT_THAT((*w)->close(), IsOk());
   }
   dir.write("model.safetensors.index.json", index.dump());
-  std::filesystem::create_symlink(fixture_dir() + "/config.json", dir.path("config.json"));
+  std::filesystem::create_symlink(qwen3_fixture() + "/config.json", dir.path("config.json"));
 }
 
-enum class Source { kFixtureFolder, kTransformersFolder, kShardedUnprefixed };
+enum class Qwen3Source { kFixtureFolder, kTransformersFolder, kShardedUnprefixed };
 
-void PrintTo(Source s, std::ostream* os) {
-  *os << (s == Source::kFixtureFolder        ? "fixture folder"
-          : s == Source::kTransformersFolder ? "transformers folder"
+void PrintTo(Qwen3Source s, std::ostream* os) {
+  *os << (s == Qwen3Source::kFixtureFolder        ? "fixture folder"
+          : s == Qwen3Source::kTransformersFolder ? "transformers folder"
                                              : "sharded, unprefixed");
 }
 
-class Qwen3Parity : public ::testing::TestWithParam<Source> {
+class Qwen3Parity : public ::testing::TestWithParam<Qwen3Source> {
  protected:
   void SetUp() override {
-    std::string path = fixture_dir();
-    if (GetParam() == Source::kTransformersFolder) {
-      std::filesystem::create_symlink(fixture_dir() + "/config.json", tmp_.path("config.json"));
-      std::filesystem::create_symlink(fixture_dir() + "/model.safetensors", tmp_.path("model.safetensors"));
+    std::string path = qwen3_fixture();
+    if (GetParam() == Qwen3Source::kTransformersFolder) {
+      std::filesystem::create_symlink(qwen3_fixture() + "/config.json", tmp_.path("config.json"));
+      std::filesystem::create_symlink(qwen3_fixture() + "/model.safetensors", tmp_.path("model.safetensors"));
       path = tmp_.path();
-    } else if (GetParam() == Source::kShardedUnprefixed) {
+    } else if (GetParam() == Qwen3Source::kShardedUnprefixed) {
       ASSERT_NO_FATAL_FAILURE(write_sharded_copy(tmp_));
       path = tmp_.path();
     }
     loaded_ = load_test_model(path, ModelLoadOptions());
     ASSERT_TRUE(loaded_.pin);
-    model_ = dynamic_cast<const Qwen3Model*>(&loaded_.pin.as<LoadedModel>()->model());
+    model_ = dynamic_cast<const Qwen3Model*>(&loaded_.pin.as<::diffusiond::LoadedModel>()->model());
     ASSERT_NE(model_, nullptr);
   }
 
   TempDir tmp_;
   testing::LoadedModel loaded_;
   const Qwen3Model* model_ = nullptr;
-  TensorFile io_{fixture_dir() + "/io.safetensors"};
+  TensorFile io_{qwen3_fixture() + "/io.safetensors"};
 };
-
-// Max abs diff over the rows where `mask` [B, L] is set.
-double masked_diff(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& mask) {
-  const torch::Tensor keep = mask.ne(0);
-  return max_abs_diff(a.index({keep}), b.index({keep}));
-}
 
 TEST_P(Qwen3Parity, EveryHiddenStateOfThePaddedBatch) {
   const torch::Tensor ids = io_.get("pipe.input_ids"), mask = io_.get("pipe.attention_mask");
@@ -145,8 +140,8 @@ TEST_P(Qwen3Parity, EveryHiddenStateOfThePaddedBatch) {
     const double valid = masked_diff(*h, expected, mask), all = max_abs_diff(*h, expected);
     std::printf("hidden_states[%lld]: max abs diff %.3g on tokens, %.3g with padding rows\n",
                 static_cast<long long>(k), valid, all);
-    EXPECT_LT(valid, kTolerance) << "hidden state " << k;
-    EXPECT_LT(all, kTolerance) << "hidden state " << k << ", padding rows included";
+    EXPECT_LT(valid, kQwen3Tolerance) << "hidden state " << k;
+    EXPECT_LT(all, kQwen3Tolerance) << "hidden state " << k << ", padding rows included";
   }
   // Negative indices count from the end, as in Python.
   absl::StatusOr<torch::Tensor> m2 = model_->hidden_states(ids, mask, -2);
@@ -172,7 +167,7 @@ TEST_P(Qwen3Parity, PipelinePromptAndNegativeEmbeds) {
       const double diff = max_abs_diff((*feats)[i], expected);
       std::printf("%s.prompt_embeds.%d [%lld rows]: max abs diff %.3g\n", set, i,
                   static_cast<long long>(expected.size(0)), diff);
-      EXPECT_LT(diff, kTolerance) << set << " item " << i;
+      EXPECT_LT(diff, kQwen3Tolerance) << set << " item " << i;
     }
   }
 }
@@ -187,7 +182,7 @@ TEST_P(Qwen3Parity, PromptsEncodedAloneWithoutPadding) {
     const double diff = max_abs_diff((*feats)[0], io_.get(absl::StrCat("single.prompt_embeds.", i)));
     std::printf("single.prompt_embeds.%d [%lld tokens]: max abs diff %.3g\n", i,
                 static_cast<long long>(ids.size(1)), diff);
-    EXPECT_LT(diff, kTolerance) << "prompt " << i;
+    EXPECT_LT(diff, kQwen3Tolerance) << "prompt " << i;
   }
 }
 
@@ -198,26 +193,26 @@ TEST_P(Qwen3Parity, StepMatchesThePipeline) {
   const int64_t layers = model_->config().num_hidden_layers;
   ASSERT_EQ(out->count("hidden_states"), 1u);
   EXPECT_LT(masked_diff(out->at("hidden_states"), io_.get(absl::StrCat("pipe.hidden_states.", layers - 1)), mask),
-            kTolerance);
+            kQwen3Tolerance);
   for (int64_t i = 0; i < mask.size(0); ++i) {
     const std::string name = absl::StrCat("cap_feats_", i);
     ASSERT_EQ(out->count(name), 1u) << name;
-    EXPECT_LT(max_abs_diff(out->at(name), io_.get(absl::StrCat("pipe.prompt_embeds.", i))), kTolerance);
+    EXPECT_LT(max_abs_diff(out->at(name), io_.get(absl::StrCat("pipe.prompt_embeds.", i))), kQwen3Tolerance);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Qwen3ParitySources, Qwen3Parity,
-                         ::testing::Values(Source::kFixtureFolder, Source::kTransformersFolder,
-                                           Source::kShardedUnprefixed),
+                         ::testing::Values(Qwen3Source::kFixtureFolder, Qwen3Source::kTransformersFolder,
+                                           Qwen3Source::kShardedUnprefixed),
                          [](const auto& info) {
-                           return info.param == Source::kFixtureFolder        ? "FixtureFolder"
-                                  : info.param == Source::kTransformersFolder ? "TransformersFolder"
+                           return info.param == Qwen3Source::kFixtureFolder        ? "FixtureFolder"
+                                  : info.param == Qwen3Source::kTransformersFolder ? "TransformersFolder"
                                                                               : "ShardedUnprefixed";
                          });
 
 TEST(Qwen3ParityRope, TablesMatchUpstreamRotaryEmbedding) {
-  TensorFile io(fixture_dir() + "/io.safetensors");
-  const Qwen3Config config = fixture_config();
+  TensorFile io(qwen3_fixture() + "/io.safetensors");
+  const Qwen3Config config = qwen3_fixture_config();
   const torch::Tensor cos = io.get("dbg.rope_cos"), sin = io.get("dbg.rope_sin");
   const auto [our_cos, our_sin] = qwen3_rope_tables(config.rope_theta, config.head_dim, cos.size(1));
   const double diff = std::max(max_abs_diff(our_cos, cos[0]), max_abs_diff(our_sin, sin[0]));
@@ -232,9 +227,9 @@ TEST(Qwen3ParityRope, TablesMatchUpstreamRotaryEmbedding) {
 TEST(Qwen3ParityFp8, ProjectionsOnlyAndTheForwardOverDecodedWeights) {
   ModelLoadOptions options;
   options.fp8.format = Fp8Format::kE4M3Fn;
-  testing::LoadedModel l = load_test_model(fixture_dir(), options);
+  testing::LoadedModel l = load_test_model(qwen3_fixture(), options);
   ASSERT_TRUE(l.pin);
-  const auto* model = dynamic_cast<const Qwen3Model*>(&l.pin.as<LoadedModel>()->model());
+  const auto* model = dynamic_cast<const Qwen3Model*>(&l.pin.as<::diffusiond::LoadedModel>()->model());
   ASSERT_NE(model, nullptr);
   const WeightStore& w = model->weights();
   auto decoded = std::make_unique<WeightStore>(torch::kFloat32);
@@ -254,7 +249,7 @@ TEST(Qwen3ParityFp8, ProjectionsOnlyAndTheForwardOverDecodedWeights) {
   absl::StatusOr<std::unique_ptr<Qwen3Model>> reference = Qwen3Model::create(model->config(), std::move(decoded));
   ASSERT_THAT(reference, IsOk());
 
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(qwen3_fixture() + "/io.safetensors");
   const torch::Tensor ids = io.get("pipe.input_ids"), mask = io.get("pipe.attention_mask");
   absl::StatusOr<torch::Tensor> ours = model->hidden_states(ids, mask, kZImageTextHiddenLayer);
   absl::StatusOr<torch::Tensor> theirs = (*reference)->hidden_states(ids, mask, kZImageTextHiddenLayer);
@@ -267,7 +262,7 @@ TEST(Qwen3ParityFp8, ProjectionsOnlyAndTheForwardOverDecodedWeights) {
   const double scale = fp32.abs().max().item<double>();
   std::printf("FP8 storage: vs decoded-weight forward %.3g, vs float32 reference %.3g (max abs %.3g)\n",
               exact, codec, scale);
-  EXPECT_LT(exact, kTolerance);
+  EXPECT_LT(exact, kQwen3Tolerance);
   // E4M3 keeps 3 mantissa bits (~6% per weight; 7% of the scale on
   // qwen3-tiny); a codec fault (a wrong scale or byte order) errs by the
   // order of the scale itself.
@@ -279,11 +274,11 @@ TEST(Qwen3ParityFp8, ProjectionsOnlyAndTheForwardOverDecodedWeights) {
 TEST(Qwen3ParityBf16, RunsAtTheComputeDtype) {
   ModelLoadOptions options;
   options.compute_dtype = torch::kBFloat16;
-  testing::LoadedModel l = load_test_model(fixture_dir(), options);
+  testing::LoadedModel l = load_test_model(qwen3_fixture(), options);
   ASSERT_TRUE(l.pin);
-  const auto* model = dynamic_cast<const Qwen3Model*>(&l.pin.as<LoadedModel>()->model());
+  const auto* model = dynamic_cast<const Qwen3Model*>(&l.pin.as<::diffusiond::LoadedModel>()->model());
   ASSERT_NE(model, nullptr);
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(qwen3_fixture() + "/io.safetensors");
   const torch::Tensor ids = io.get("pipe.input_ids"), mask = io.get("pipe.attention_mask");
   absl::StatusOr<torch::Tensor> h0 = model->hidden_states(ids, mask, 0);
   ASSERT_THAT(h0, IsOk());

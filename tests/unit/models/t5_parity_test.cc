@@ -55,20 +55,14 @@ namespace {
 
 using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::load_test_model;
+using ::diffusiond::testing::masked_diff;
 using ::diffusiond::testing::max_abs_diff;
+using ::diffusiond::testing::read_json_file;
 using ::diffusiond::testing::StatusIs;
 using ::diffusiond::testing::TempDir;
 using ::diffusiond::testing::TensorFile;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
-
-json read_json(const std::string& path) {
-  absl::StatusOr<std::string> text = read_text_file(path, 64 << 20);
-  EXPECT_THAT(text, IsOk()) << path;
-  absl::StatusOr<json> parsed = parse_json_strict(text.ok() ? *text : "{}", path);
-  EXPECT_THAT(parsed, IsOk());
-  return parsed.ok() ? *parsed : json::object();
-}
 
 std::vector<int32_t> ids_of(const json& array) { return array.get<std::vector<int32_t>>(); }
 
@@ -97,12 +91,6 @@ bool clean_is_identity(const std::string& text) {
     if (c == '&' || c < 0x20 || c >= 0x7f) return false;
   }
   return true;
-}
-
-// Max abs diff over the rows where `mask` [B, L] is set.
-double masked_diff(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& mask) {
-  const torch::Tensor keep = mask.ne(0);
-  return max_abs_diff(a.index({keep}), b.index({keep}));
 }
 
 // Wan's prompt embeds: each item's first seq_len rows, zeros after.
@@ -193,9 +181,9 @@ class T5ParityBase : public ::testing::Test {
       GTEST_SKIP() << "no fixture at " << dir_ << " (set " << env_var_ << " to a T5 fixture folder)";
     }
     io_ = std::make_unique<TensorFile>(io_path());
-    tokens_ = read_json(dir_ + "/tokens.json");
-    stats_ = read_json(dir_ + "/stats.json");
-    absl::StatusOr<T5Config> config = t5_config_from_json(read_json(dir_ + "/config.json"), "config.json");
+    tokens_ = read_json_file(dir_ + "/tokens.json");
+    stats_ = read_json_file(dir_ + "/stats.json");
+    absl::StatusOr<T5Config> config = t5_config_from_json(read_json_file(dir_ + "/config.json"), "config.json");
     ASSERT_THAT(config, IsOk());
     config_ = *config;
     tolerance_ = 5 * std::max(stats_.value("f64_mask_all", 0.0), stats_.value("f64_pipe", 0.0));

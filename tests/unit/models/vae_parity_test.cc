@@ -36,58 +36,53 @@ namespace {
 using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::load_test_model;
 using ::diffusiond::testing::max_abs_diff;
+using ::diffusiond::testing::read_json_file;
 using ::diffusiond::testing::TensorFile;
 
-constexpr double kTolerance = 1e-5;
+constexpr double kVaeTolerance = 1e-5;
 
-std::string fixture_dir() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_VAE_FIXTURE", "vae-tiny"); }
+std::string vae_fixture() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_VAE_FIXTURE", "vae-tiny"); }
 
-nlohmann::json read_json(const std::string& file) {
-  absl::StatusOr<std::string> text = read_text_file(fixture_dir() + "/" + file);
-  EXPECT_THAT(text, IsOk());
-  absl::StatusOr<nlohmann::json> j = parse_json_strict(text.ok() ? *text : "{}", file);
-  EXPECT_THAT(j, IsOk());
-  return j.ok() ? *j : nlohmann::json::object();
-}
+nlohmann::json vae_json(const std::string& file) { return read_json_file(vae_fixture() + "/" + file); }
 
 // The tile sizes the fixture's tiled.* cases set on the upstream instance.
 VaeTiling fixture_tiling() {
-  const nlohmann::json stats = read_json("stats.json");
+  const nlohmann::json stats = vae_json("stats.json");
   VaeTiling t;
   t.sample_tile = stats.at("tile").at("sample").get<int64_t>();
   t.latent_tile = stats.at("tile").at("latent").get<int64_t>();
   return t;
 }
 
-enum class Source { kDiffusersFolder, kSingleFileWithConfig, kSingleFile };
+enum class VaeSource { kDiffusersFolder, kSingleFileWithConfig, kSingleFile };
 
-void PrintTo(Source s, std::ostream* os) {
-  *os << (s == Source::kDiffusersFolder ? "diffusers folder"
-          : s == Source::kSingleFileWithConfig ? "ldm single file + config.json" : "bare ldm single file");
+void PrintTo(VaeSource s, std::ostream* os) {
+  *os << (s == VaeSource::kDiffusersFolder ? "diffusers folder"
+          : s == VaeSource::kSingleFileWithConfig ? "ldm single file + config.json" : "bare ldm single file");
 }
 
-class VaeParity : public ::testing::TestWithParam<Source> {
+class VaeParity : public ::testing::TestWithParam<VaeSource> {
  protected:
   // The fixture keeps config.json beside vae/; a diffusers model folder has
   // them together, so the test lays one out with links.
-  std::string path_for(Source source) {
-    const std::string dir = fixture_dir();
+  std::string path_for(VaeSource source) {
+    const std::string dir = vae_fixture();
     switch (source) {
-      case Source::kDiffusersFolder:
-      case Source::kSingleFileWithConfig:
+      case VaeSource::kDiffusersFolder:
+      case VaeSource::kSingleFileWithConfig:
         std::filesystem::create_symlink(dir + "/config.json", tmp_.path("config.json"));
         std::filesystem::create_symlink(
-            source == Source::kDiffusersFolder ? dir + "/vae/diffusion_pytorch_model.safetensors"
+            source == VaeSource::kDiffusersFolder ? dir + "/vae/diffusion_pytorch_model.safetensors"
                                                : dir + "/single_file.safetensors",
             tmp_.path("diffusion_pytorch_model.safetensors"));
         return tmp_.path();
-      case Source::kSingleFile: return dir + "/single_file.safetensors";
+      case VaeSource::kSingleFile: return dir + "/single_file.safetensors";
     }
     return "";
   }
 
   // Loads through the real loader; null (after failing the test) on error.
-  const VaeModel* load(Source source) {
+  const VaeModel* load(VaeSource source) {
     loaded_ = load_test_model(path_for(source), ModelLoadOptions());
     if (!loaded_.pin) return nullptr;
     const auto* model = dynamic_cast<const VaeModel*>(&loaded_.pin.as<diffusiond::LoadedModel>()->model());
@@ -98,8 +93,8 @@ class VaeParity : public ::testing::TestWithParam<Source> {
   // The bare file cannot tell norm_num_groups; the test runs it only when
   // the inferred config matches config.json.
   bool skip_if_inferred_differs(const VaeModel& model) {
-    if (GetParam() != Source::kSingleFile) return false;
-    const nlohmann::json config = read_json("config.json");
+    if (GetParam() != VaeSource::kSingleFile) return false;
+    const nlohmann::json config = vae_json("config.json");
     const VaeConfig& c = model.config();
     EXPECT_EQ(c.block_out_channels, config.at("block_out_channels").get<std::vector<int64_t>>());
     EXPECT_EQ(c.layers_per_block, config.at("layers_per_block").get<int64_t>());
@@ -115,7 +110,7 @@ class VaeParity : public ::testing::TestWithParam<Source> {
 
   testing::TempDir tmp_;
   testing::LoadedModel loaded_;
-  TensorFile io_{fixture_dir() + "/io.safetensors"};
+  TensorFile io_{vae_fixture() + "/io.safetensors"};
 };
 
 TEST_P(VaeParity, Decode) {
@@ -127,7 +122,7 @@ TEST_P(VaeParity, Decode) {
   ASSERT_THAT(image, IsOk());
   const double diff = max_abs_diff(*image, io_.get("decode.image"));
   std::printf("decode vs decode.image: max abs diff %.3g\n", diff);
-  EXPECT_LT(diff, kTolerance);
+  EXPECT_LT(diff, kVaeTolerance);
 }
 
 TEST_P(VaeParity, Encode) {
@@ -144,7 +139,7 @@ TEST_P(VaeParity, Encode) {
   for (const auto& [name, ours] : outputs) {
     const double diff = max_abs_diff(ours, io_.get(std::string("encode.") + name));
     std::printf("encode.%s: max abs diff %.3g\n", name, diff);
-    EXPECT_LT(diff, kTolerance) << name;
+    EXPECT_LT(diff, kVaeTolerance) << name;
   }
 }
 
@@ -158,35 +153,35 @@ TEST_P(VaeParity, TiledDecodeAndEncode) {
   const double decode_diff = max_abs_diff(*image, io_.get("tiled.decode.image"));
   std::printf("tiled decode: max abs diff %.3g (vs untiled reference %.3g)\n", decode_diff,
               max_abs_diff(*image, io_.get("decode.image")));
-  EXPECT_LT(decode_diff, kTolerance);
+  EXPECT_LT(decode_diff, kVaeTolerance);
   absl::StatusOr<VaeEncoding> e = model->encode(io_.get("encode.image"), torch::Tensor(), tiling);
   ASSERT_THAT(e, IsOk());
   for (const auto& [name, ours] : {std::pair<const char*, torch::Tensor>{"moments", e->moments},
                                    {"mean", e->mean}, {"logvar", e->logvar}}) {
     const double diff = max_abs_diff(ours, io_.get(std::string("tiled.encode.") + name));
     std::printf("tiled encode.%s: max abs diff %.3g\n", name, diff);
-    EXPECT_LT(diff, kTolerance) << name;
+    EXPECT_LT(diff, kVaeTolerance) << name;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Sources, VaeParity,
-                         ::testing::Values(Source::kDiffusersFolder, Source::kSingleFileWithConfig,
-                                           Source::kSingleFile),
+                         ::testing::Values(VaeSource::kDiffusersFolder, VaeSource::kSingleFileWithConfig,
+                                           VaeSource::kSingleFile),
                          [](const auto& info) {
-                           return info.param == Source::kDiffusersFolder        ? "DiffusersFolder"
-                                  : info.param == Source::kSingleFileWithConfig ? "SingleFileWithConfig"
+                           return info.param == VaeSource::kDiffusersFolder        ? "DiffusersFolder"
+                                  : info.param == VaeSource::kSingleFileWithConfig ? "SingleFileWithConfig"
                                                                                 : "SingleFile";
                          });
 
 TEST(VaeParityPixels, PreprocessMatchesUpstreamExactly) {
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(vae_fixture() + "/io.safetensors");
   absl::StatusOr<torch::Tensor> image = uint8_to_image(io.get("encode.image_u8"));
   ASSERT_THAT(image, IsOk());
   EXPECT_EQ(max_abs_diff(*image, io.get("encode.image")), 0.0);
 }
 
 TEST(VaeParityPixels, PostprocessOfTheReferenceImageIsExact) {
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(vae_fixture() + "/io.safetensors");
   absl::StatusOr<torch::Tensor> unit = image_to_unit_nhwc(io.get("decode.image"));
   ASSERT_THAT(unit, IsOk());
   EXPECT_EQ(max_abs_diff(*unit, io.get("decode.image_01")), 0.0);
@@ -200,14 +195,14 @@ TEST(VaeParityPixels, PostprocessOfTheReferenceImageIsExact) {
 // within 1e-4 of a .5 boundary may round the other way (off by one).
 TEST(VaeParityPixels, DecodedPixelsMatchUpToTies) {
   testing::TempDir tmp;
-  std::filesystem::create_symlink(fixture_dir() + "/config.json", tmp.path("config.json"));
-  std::filesystem::create_symlink(fixture_dir() + "/vae/diffusion_pytorch_model.safetensors",
+  std::filesystem::create_symlink(vae_fixture() + "/config.json", tmp.path("config.json"));
+  std::filesystem::create_symlink(vae_fixture() + "/vae/diffusion_pytorch_model.safetensors",
                                   tmp.path("diffusion_pytorch_model.safetensors"));
   testing::LoadedModel l = load_test_model(tmp.path(), ModelLoadOptions());
   ASSERT_TRUE(l.pin);
   const auto* model = dynamic_cast<const VaeModel*>(&l.pin.as<diffusiond::LoadedModel>()->model());
   ASSERT_NE(model, nullptr);
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(vae_fixture() + "/io.safetensors");
   NamedTensors in = {{"latents", io.get("decode.latents")}};
   absl::StatusOr<NamedTensors> out = model->step(in);
   ASSERT_THAT(out, IsOk());
@@ -227,12 +222,12 @@ TEST(VaeParityPixels, DecodedPixelsMatchUpToTies) {
 }
 
 TEST(VaeParityStep, EncodeByNameAndRefuseBadInputs) {
-  testing::LoadedModel l = load_test_model(fixture_dir() + "/single_file.safetensors", ModelLoadOptions());
+  testing::LoadedModel l = load_test_model(vae_fixture() + "/single_file.safetensors", ModelLoadOptions());
   ASSERT_TRUE(l.pin);
   const auto* model = dynamic_cast<const VaeModel*>(&l.pin.as<diffusiond::LoadedModel>()->model());
   ASSERT_NE(model, nullptr);
   EXPECT_EQ(model->architecture(), "autoencoder-kl");
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(vae_fixture() + "/io.safetensors");
   const torch::Tensor image = io.get("encode.image"), eps = io.get("encode.eps");
   // "tiled" with the config's default tiles: larger than this image, so
   // the result is the untiled one, as upstream's.
@@ -241,7 +236,7 @@ TEST(VaeParityStep, EncodeByNameAndRefuseBadInputs) {
   ASSERT_THAT(out, IsOk());
   for (const char* name : {"moments", "mean", "logvar", "std", "sample", "latents", "latents_mode"}) {
     ASSERT_EQ(out->count(name), 1u) << name;
-    EXPECT_LT(max_abs_diff(out->at(name), io.get(std::string("encode.") + name)), kTolerance) << name;
+    EXPECT_LT(max_abs_diff(out->at(name), io.get(std::string("encode.") + name)), kVaeTolerance) << name;
   }
   using ::diffusiond::testing::StatusIs;
   using ::testing::HasSubstr;
@@ -268,11 +263,11 @@ TEST(VaeParityStep, EncodeByNameAndRefuseBadInputs) {
 TEST(VaeParityBf16, DecodeRunsAtTheComputeDtype) {
   ModelLoadOptions options;
   options.compute_dtype = torch::kBFloat16;
-  testing::LoadedModel l = load_test_model(fixture_dir() + "/single_file.safetensors", options);
+  testing::LoadedModel l = load_test_model(vae_fixture() + "/single_file.safetensors", options);
   ASSERT_TRUE(l.pin);
   const auto* model = dynamic_cast<const VaeModel*>(&l.pin.as<diffusiond::LoadedModel>()->model());
   ASSERT_NE(model, nullptr);
-  TensorFile io(fixture_dir() + "/io.safetensors");
+  TensorFile io(vae_fixture() + "/io.safetensors");
   absl::StatusOr<torch::Tensor> image = model->decode(io.get("decode.latents"));
   ASSERT_THAT(image, IsOk());
   EXPECT_EQ(image->scalar_type(), torch::kBFloat16);
@@ -284,8 +279,8 @@ TEST(VaeParityBf16, DecodeRunsAtTheComputeDtype) {
 }
 
 TEST(VaeParityParams, TableMatchesTheFixtureFiles) {
-  const nlohmann::json stats = read_json("stats.json");
-  absl::StatusOr<std::string> text = read_text_file(fixture_dir() + "/config.json");
+  const nlohmann::json stats = vae_json("stats.json");
+  absl::StatusOr<std::string> text = read_text_file(vae_fixture() + "/config.json");
   ASSERT_THAT(text, IsOk());
   absl::StatusOr<VaeConfig> config = parse_vae_config(*text, "config.json");
   ASSERT_THAT(config, IsOk());

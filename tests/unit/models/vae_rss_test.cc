@@ -32,8 +32,8 @@ TEST(VaeRss, TiledDecodeOf2048StaysWithinTheFormula) {
   ASSERT_EQ(out.exit_status, 0);
   int64_t peak = -1, formula = -1;
   for (const std::string& line : out.lines) {
-    if (line.rfind("peak_rss_delta_bytes=", 0) == 0) ASSERT_TRUE(absl::SimpleAtoi(line.substr(21), &peak));
-    if (line.rfind("formula_bytes=", 0) == 0) ASSERT_TRUE(absl::SimpleAtoi(line.substr(14), &formula));
+    if (line.rfind("peak_rss_delta_bytes=", 0) == 0) { ASSERT_TRUE(absl::SimpleAtoi(line.substr(21), &peak)); }
+    if (line.rfind("formula_bytes=", 0) == 0) { ASSERT_TRUE(absl::SimpleAtoi(line.substr(14), &formula)); }
   }
   std::printf("tiled 2048x2048 decode, tiny config: peak RSS delta %s, formula %s (+ %s slack)\n",
               format_bytes(peak).c_str(), format_bytes(formula).c_str(), format_bytes(kSlackBytes).c_str());

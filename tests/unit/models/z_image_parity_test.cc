@@ -32,13 +32,13 @@ using ::diffusiond::testing::LoadedModel;
 using ::diffusiond::testing::max_abs_diff;
 using ::diffusiond::testing::TensorFile;
 
-constexpr double kTolerance = 1e-5;
+constexpr double kZImageTolerance = 1e-5;
 
-std::string fixture_dir() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_ZIMAGE_FIXTURE", "zimage-tiny"); }
+std::string z_image_fixture() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_ZIMAGE_FIXTURE", "zimage-tiny"); }
 
 // The static shift of the fixture's scheduler_config.json (3.0 in zimage-tiny).
 double fixture_shift() {
-  absl::StatusOr<std::string> text = read_text_file(fixture_dir() + "/scheduler_config.json");
+  absl::StatusOr<std::string> text = read_text_file(z_image_fixture() + "/scheduler_config.json");
   EXPECT_THAT(text, IsOk());
   absl::StatusOr<nlohmann::json> config = parse_json_strict(text.ok() ? *text : "{}", "scheduler_config.json");
   EXPECT_THAT(config, IsOk());
@@ -47,40 +47,40 @@ double fixture_shift() {
   return config.ok() ? config->value("shift", 1.0) : 1.0;
 }
 
-enum class Source { kDiffusersFolder, kSingleFile, kScaledFp8File };
+enum class ZImageSource { kDiffusersFolder, kSingleFile, kScaledFp8File };
 
-void PrintTo(Source s, std::ostream* os) {
-  *os << (s == Source::kDiffusersFolder ? "diffusers folder" : s == Source::kSingleFile ? "single file" : "scaled fp8");
+void PrintTo(ZImageSource s, std::ostream* os) {
+  *os << (s == ZImageSource::kDiffusersFolder ? "diffusers folder" : s == ZImageSource::kSingleFile ? "single file" : "scaled fp8");
 }
 
-class ZImageParity : public ::testing::TestWithParam<Source> {
+class ZImageParity : public ::testing::TestWithParam<ZImageSource> {
  protected:
   // The fixture keeps config.json beside transformer/; a diffusers model
   // folder has them together, so the test lays one out with links.
-  std::string path_for(Source source) {
-    const std::string dir = fixture_dir();
+  std::string path_for(ZImageSource source) {
+    const std::string dir = z_image_fixture();
     switch (source) {
-      case Source::kDiffusersFolder:
+      case ZImageSource::kDiffusersFolder:
         std::filesystem::create_symlink(dir + "/config.json", tmp_.path("config.json"));
         std::filesystem::create_symlink(dir + "/transformer/diffusion_pytorch_model.safetensors",
                                         tmp_.path("diffusion_pytorch_model.safetensors"));
         return tmp_.path();
-      case Source::kSingleFile: return dir + "/single_file.safetensors";
-      case Source::kScaledFp8File: return dir + "/single_file_scaled_fp8.safetensors";
+      case ZImageSource::kSingleFile: return dir + "/single_file.safetensors";
+      case ZImageSource::kScaledFp8File: return dir + "/single_file_scaled_fp8.safetensors";
     }
     return "";
   }
 
-  LoadedModel load(Source source, bool fp8_storage) {
+  LoadedModel load(ZImageSource source, bool fp8_storage) {
     ModelLoadOptions options;
     if (fp8_storage) options.fp8.format = Fp8Format::kE4M3Fn;
     // A single file's RoPE split is not in its shapes: name the fixture's config.json.
     return load_test_model(path_for(source), options,
-                           source == Source::kDiffusersFolder ? "" : fixture_dir() + "/config.json");
+                           source == ZImageSource::kDiffusersFolder ? "" : z_image_fixture() + "/config.json");
   }
 
   testing::TempDir tmp_;
-  TensorFile io_{fixture_dir() + "/io.safetensors"};
+  TensorFile io_{z_image_fixture() + "/io.safetensors"};
 };
 
 torch::Tensor single_forward(const ZImageModel& model, const TensorFile& io) {
@@ -93,16 +93,16 @@ torch::Tensor single_forward(const ZImageModel& model, const TensorFile& io) {
 TEST_P(ZImageParity, SingleForward) {
   LoadedModel l = load(GetParam(), /*fp8_storage=*/false);
   ASSERT_NE(l.model, nullptr);
-  const char* expected = GetParam() == Source::kScaledFp8File ? "fwd.out_fp8_scaled" : "fwd.out";
+  const char* expected = GetParam() == ZImageSource::kScaledFp8File ? "fwd.out_fp8_scaled" : "fwd.out";
   const double diff = max_abs_diff(single_forward(*l.model, io_), io_.get(expected));
   std::printf("single forward vs %s: max abs diff %.3g\n", expected, diff);
-  EXPECT_LT(diff, kTolerance);
+  EXPECT_LT(diff, kZImageTolerance);
 }
 
 TEST_P(ZImageParity, BatchedForwardWithDifferentCaptionLengths) {
   LoadedModel l = load(GetParam(), false);
   ASSERT_NE(l.model, nullptr);
-  if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "the fixture has no scaled-fp8 batch output";
+  if (GetParam() == ZImageSource::kScaledFp8File) GTEST_SKIP() << "the fixture has no scaled-fp8 batch output";
   const torch::Tensor x = io_.get("batch.x");
   absl::StatusOr<std::vector<torch::Tensor>> out = l.model->forward(
       {x[0], x[1]}, io_.get("batch.t"), {io_.get("batch.cap_feats_0"), io_.get("batch.cap_feats_1")});
@@ -110,16 +110,16 @@ TEST_P(ZImageParity, BatchedForwardWithDifferentCaptionLengths) {
   const torch::Tensor expected = io_.get("batch.out");
   const double diff = std::max(max_abs_diff((*out)[0], expected[0]), max_abs_diff((*out)[1], expected[1]));
   std::printf("batched forward: max abs diff %.3g\n", diff);
-  EXPECT_LT(diff, kTolerance);
+  EXPECT_LT(diff, kZImageTolerance);
 }
 
 TEST_P(ZImageParity, Fp8StorageForward) {
-  if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "already FP8: see SingleForward";
+  if (GetParam() == ZImageSource::kScaledFp8File) GTEST_SKIP() << "already FP8: see SingleForward";
   LoadedModel l = load(GetParam(), /*fp8_storage=*/true);
   ASSERT_NE(l.model, nullptr);
   const double diff = max_abs_diff(single_forward(*l.model, io_), io_.get("fwd.out_fp8"));
   std::printf("FP8-storage forward vs fwd.out_fp8: max abs diff %.3g\n", diff);
-  EXPECT_LT(diff, kTolerance);
+  EXPECT_LT(diff, kZImageTolerance);
 }
 
 // Runs the fixture's 4-step loop `prefix` ("nocfg" or "cfg") and compares
@@ -156,30 +156,30 @@ void expect_loop_parity(const ZImageModel& model, const TensorFile& io, const st
   const double steps_diff = max_abs_diff(torch::stack(r->history), io.get(prefix + ".latents"));
   const double final_diff = max_abs_diff(r->latents, io.get(prefix + ".final")[0]);
   std::printf("%s loop: max abs diff per step %.3g, final %.3g\n", prefix.c_str(), steps_diff, final_diff);
-  EXPECT_LT(steps_diff, kTolerance);
-  EXPECT_LT(final_diff, kTolerance);
+  EXPECT_LT(steps_diff, kZImageTolerance);
+  EXPECT_LT(final_diff, kZImageTolerance);
 }
 
 TEST_P(ZImageParity, FourStepLoopWithoutGuidance) {
-  if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "the fixture's loops ran the bf16 weights";
+  if (GetParam() == ZImageSource::kScaledFp8File) GTEST_SKIP() << "the fixture's loops ran the bf16 weights";
   LoadedModel l = load(GetParam(), false);
   ASSERT_NE(l.model, nullptr);
   expect_loop_parity(*l.model, io_, "nocfg");
 }
 
 TEST_P(ZImageParity, FourStepLoopWithGuidance) {
-  if (GetParam() == Source::kScaledFp8File) GTEST_SKIP() << "the fixture's loops ran the bf16 weights";
+  if (GetParam() == ZImageSource::kScaledFp8File) GTEST_SKIP() << "the fixture's loops ran the bf16 weights";
   LoadedModel l = load(GetParam(), false);
   ASSERT_NE(l.model, nullptr);
   expect_loop_parity(*l.model, io_, "cfg");
 }
 
 INSTANTIATE_TEST_SUITE_P(Sources, ZImageParity,
-                         ::testing::Values(Source::kDiffusersFolder, Source::kSingleFile,
-                                           Source::kScaledFp8File),
+                         ::testing::Values(ZImageSource::kDiffusersFolder, ZImageSource::kSingleFile,
+                                           ZImageSource::kScaledFp8File),
                          [](const auto& info) {
-                           return info.param == Source::kDiffusersFolder ? "DiffusersFolder"
-                                  : info.param == Source::kSingleFile    ? "SingleFile"
+                           return info.param == ZImageSource::kDiffusersFolder ? "DiffusersFolder"
+                                  : info.param == ZImageSource::kSingleFile    ? "SingleFile"
                                                                           : "ScaledFp8File";
                          });
 

@@ -122,7 +122,7 @@ TEST_F(FluxGenerateTest, ABudgetForThreeOfFourEvictsAndReloadsToTheSameImage) {
   absl::StatusOr<GeneratedImage> reference = run(&unconstrained);
   ASSERT_THAT(reference, IsOk());
   std::map<std::string, int64_t> bytes;
-  for (const ModelInfo& m : engine_->list()) bytes[m.model_id] = m.bytes[static_cast<int>(Device::kCpu)];
+  for (const ModelInfo& m : engine_->list()) bytes[m.model_id] = m.bytes[kCpuIndex];
   ASSERT_EQ(bytes.size(), 4u);
   int64_t all = 0;
   for (const auto& [id, b] : bytes) all += b;
@@ -148,7 +148,7 @@ TEST_F(FluxGenerateTest, ABudgetForThreeOfFourEvictsAndReloadsToTheSameImage) {
     const auto load = std::find_if(again.begin(), again.end(), [&](const GenerateEvent& e) {
       return e.stage == Stage::kLoad && e.model_id == id;
     });
-    if (load != again.end() && load->detail != "already loaded") EXPECT_THAT(load->detail, HasSubstr("loaded"));
+    if (load != again.end() && load->detail != "already loaded") { EXPECT_THAT(load->detail, HasSubstr("loaded")); }
   }
 }
 

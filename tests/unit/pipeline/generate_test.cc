@@ -84,7 +84,7 @@ class GenerateTest : public ::testing::Test {
       r.path = std::string("pipe/") + c;
       absl::StatusOr<ModelInfo> info = engine_->load(r);
       EXPECT_THAT(info, IsOk());
-      bytes[c] = info.ok() ? info->bytes[static_cast<int>(Device::kCpu)] : 0;
+      bytes[c] = info.ok() ? info->bytes[kCpuIndex] : 0;
     }
     return bytes;
   }

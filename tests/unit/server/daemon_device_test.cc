@@ -64,7 +64,7 @@ TEST(DaemonDevice, CudaWithoutCudaOrAGpuFailsNamingTheDevice) {
   absl::StatusOr<DaemonDevice> d = open_daemon_device(on("cuda:0"));
   if (d.ok()) GTEST_SKIP() << "a CUDA GPU is visible";
   EXPECT_THAT(d, StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("--device cuda:0: ")));
-  if (!compat::kHaveCuda) EXPECT_THAT(d, StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no CUDA")));
+  if (!compat::kHaveCuda) { EXPECT_THAT(d, StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no CUDA"))); }
   EXPECT_THAT(std::string(d.status().message()), Not(HasSubstr("\n")));
 }
 

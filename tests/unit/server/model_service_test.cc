@@ -60,7 +60,7 @@ TEST_F(ModelServiceTest, ACachedModelAnswersWithoutALoad) {
 }
 
 TEST_F(ModelServiceTest, AMissLoadsOnTheQueueAndStreamsProgressThenTheModel) {
-  engine_.load_progress = {LoadProgress{0, 100, 0, 4}, LoadProgress{100, 100, 4, 4}};
+  engine_.load_progress = {LoadProgress{0, 100, 0, 4, {}}, LoadProgress{100, 100, 4, 4, {}}};
   engine_.load_result = info("demo");
   v1::LoadModelRequest request;
   request.set_path("demo");
@@ -96,7 +96,7 @@ TEST_F(ModelServiceTest, BadOptionsAreRefusedBeforeTheEngineIsAsked) {
 
 TEST_F(ModelServiceTest, UnloadReportsTheBytesFreed) {
   UnloadResult freed;
-  freed.freed_bytes[static_cast<int>(Device::kCpu)] = 12345;
+  freed.freed_bytes[kCpuIndex] = 12345;
   engine_.unload_result = freed;
   grpc::ClientContext context;
   v1::UnloadModelRequest request;

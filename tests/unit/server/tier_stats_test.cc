@@ -9,8 +9,6 @@
 namespace diffusiond {
 namespace {
 
-constexpr int kCpu = static_cast<int>(Device::kCpu);
-constexpr int kCuda = static_cast<int>(Device::kCuda);
 
 CacheEntryStats entry(const std::string& key, int64_t cpu, int64_t cuda) {
   CacheEntryStats e;
@@ -34,7 +32,7 @@ TEST(TierStats, WithoutADeviceTheRamCacheIsEverything) {
   ram.misses = 2;
   const CacheStats s = with_vram_tier(ram, std::nullopt);
   ASSERT_EQ(s.budgets.size(), 1u);
-  EXPECT_EQ(s.entries[0].bytes[kCuda], 0);
+  EXPECT_EQ(s.entries[0].bytes[kCudaIndex], 0);
   EXPECT_EQ(s.misses, 2);
 }
 
@@ -57,9 +55,9 @@ TEST(TierStats, FoldsTheVramBudgetAndPlacementsIntoTheRamCache) {
   EXPECT_EQ(s.budgets[1].capacity_bytes, 4000);
   EXPECT_EQ(s.budgets[1].committed_bytes, 700);
   ASSERT_EQ(s.entries.size(), 2u);
-  EXPECT_EQ(s.entries[0].bytes[kCuda], 0);
-  EXPECT_EQ(s.entries[1].bytes[kCpu], 300);
-  EXPECT_EQ(s.entries[1].bytes[kCuda], 700);
+  EXPECT_EQ(s.entries[0].bytes[kCudaIndex], 0);
+  EXPECT_EQ(s.entries[1].bytes[kCpuIndex], 300);
+  EXPECT_EQ(s.entries[1].bytes[kCudaIndex], 700);
   EXPECT_EQ(s.hits, 5);
   EXPECT_EQ(s.misses, 2);
   EXPECT_EQ(s.evictions, 1);
@@ -75,7 +73,7 @@ TEST(TierStats, ReadsBothFromTheEngine) {
   vram.entries = {entry("a", 0, 20)};
   engine.vram_sequence = {vram};
   const CacheStats s = both_tiers_stats(engine);
-  EXPECT_EQ(s.entries[0].bytes[kCuda], 20);
+  EXPECT_EQ(s.entries[0].bytes[kCudaIndex], 20);
   ASSERT_EQ(s.budgets.size(), 1u);
   EXPECT_EQ(s.budgets[0].device, Device::kCuda);
 }

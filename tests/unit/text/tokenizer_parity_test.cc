@@ -29,10 +29,10 @@ namespace {
 using ::diffusiond::testing::IsOk;
 using json = nlohmann::json;
 
-std::string fixture_dir() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_QWEN3_FIXTURE", "qwen3-tiny"); }
+std::string tokenizer_fixture() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_QWEN3_FIXTURE", "qwen3-tiny"); }
 
 json read_tokens_json() {
-  const std::string path = fixture_dir() + "/tokens.json";
+  const std::string path = tokenizer_fixture() + "/tokens.json";
   absl::StatusOr<std::string> text = read_text_file(path, 64 << 20);
   EXPECT_THAT(text, IsOk()) << path;
   if (!text.ok()) return json();
@@ -48,7 +48,7 @@ struct Route {
 };
 
 std::vector<Route> load_both_routes() {
-  const std::string dir = fixture_dir() + "/tokenizer";
+  const std::string dir = tokenizer_fixture() + "/tokenizer";
   std::vector<Route> routes;
   absl::StatusOr<TokenizerSpec> from_json = read_tokenizer_json(dir + "/tokenizer.json");
   absl::StatusOr<TokenizerSpec> from_vocab =
@@ -159,7 +159,7 @@ TEST(TokenizerParity, PipelineBatchIsTruncatedAndPaddedLikeTheReference) {
   const auto expected_ids = pipeline["input_ids"].get<std::vector<std::vector<int32_t>>>();
   const auto expected_mask = pipeline["attention_mask"].get<std::vector<std::vector<int>>>();
   // The folder loader: tokenizer.json, pad token from tokenizer_config.json.
-  absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer = load_tokenizer(fixture_dir() + "/tokenizer");
+  absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer = load_tokenizer(tokenizer_fixture() + "/tokenizer");
   ASSERT_THAT(tokenizer, IsOk());
   absl::StatusOr<TokenBatch> batch = encode_z_image_prompts(**tokenizer, prompts, max_length);
   ASSERT_THAT(batch, IsOk());
@@ -185,13 +185,13 @@ TEST(TokenizerParity, PipelineBatchIsTruncatedAndPaddedLikeTheReference) {
 TEST(TokenizerParity, IdsMatchTheTextEncoderInputsInIoSafetensors) {
   const json tokens = read_tokens_json();
   ASSERT_TRUE(tokens.contains("pipeline"));
-  absl::StatusOr<std::string> variant_text = read_text_file(fixture_dir() + "/variant.json");
+  absl::StatusOr<std::string> variant_text = read_text_file(tokenizer_fixture() + "/variant.json");
   ASSERT_THAT(variant_text, IsOk());
   absl::StatusOr<json> variant = parse_json_strict(*variant_text, "variant.json");
   ASSERT_THAT(variant, IsOk());
-  absl::StatusOr<std::unique_ptr<Checkpoint>> io = Checkpoint::open(fixture_dir() + "/io.safetensors");
+  absl::StatusOr<std::unique_ptr<Checkpoint>> io = Checkpoint::open(tokenizer_fixture() + "/io.safetensors");
   ASSERT_THAT(io, IsOk());
-  absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer = load_tokenizer(fixture_dir() + "/tokenizer");
+  absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer = load_tokenizer(tokenizer_fixture() + "/tokenizer");
   ASSERT_THAT(tokenizer, IsOk());
 
   std::vector<std::string> prompts = tokens["pipeline"]["prompts"].get<std::vector<std::string>>();

@@ -34,13 +34,13 @@ using ::diffusiond::testing::TensorFile;
 constexpr double kFloat32Tolerance = 1e-5;
 constexpr double kBfloat16Tolerance = 0.1;
 
-std::string fixture_dir() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_ZIMAGE_FIXTURE", "zimage-tiny"); }
+std::string device_parity_fixture() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_ZIMAGE_FIXTURE", "zimage-tiny"); }
 
 class VramZImageParity : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(fixture_dir() + "/single_file.safetensors")) {
-      GTEST_SKIP() << "no Z-Image fixture at " << fixture_dir();
+    if (!std::filesystem::exists(device_parity_fixture() + "/single_file.safetensors")) {
+      GTEST_SKIP() << "no Z-Image fixture at " << device_parity_fixture();
     }
     std::string skip;
     device_ = ::diffusiond::testing::open_test_device(&skip);
@@ -55,7 +55,7 @@ class VramZImageParity : public ::testing::Test {
     options.compute_dtype = dtype;
     if (fp8) options.fp8.format = Fp8Format::kE4M3Fn;
     testing::LoadedModel l =
-        load_test_model(fixture_dir() + "/single_file.safetensors", options, fixture_dir() + "/config.json");
+        load_test_model(device_parity_fixture() + "/single_file.safetensors", options, device_parity_fixture() + "/config.json");
     EXPECT_NE(l.model, nullptr);
     if (l.model == nullptr) return {};
     const BlockLayout layout = block_layout(*l.model);
@@ -91,7 +91,7 @@ class VramZImageParity : public ::testing::Test {
   }
 
   std::unique_ptr<VramDevice> device_;
-  TensorFile io_{fixture_dir() + "/io.safetensors"};
+  TensorFile io_{device_parity_fixture() + "/io.safetensors"};
 };
 
 TEST_F(VramZImageParity, Float32ForwardMatchesUpstream) {
