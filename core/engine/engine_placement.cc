@@ -59,10 +59,12 @@ absl::StatusOr<Pin> Engine::place(const std::string& model_id, const Model& mode
     const int64_t budget = std::max<int64_t>(0, vram_->budget().capacity_bytes() - activation_bytes);
     absl::StatusOr<ResidencyPlan> plan = plan_residency(layout.residency_input(budget));
     if (!plan.ok()) {
+      // The budget the plan saw is what the activations left: name both.
       return absl::Status(plan.status().code(),
-                          absl::StrCat("model \"", bounded(model_id), "\" on ", options_.device->name(), ": ",
-                                       plan.status().message(), " with ", format_bytes(activation_bytes),
-                                       " of this step's activations beside it"));
+                          absl::StrCat("model \"", bounded(model_id), "\" on ", options_.device->name(),
+                                       ": the VRAM budget is ", format_bytes(vram_->budget().capacity_bytes()),
+                                       " and this step's activations take ", format_bytes(activation_bytes),
+                                       " of it; ", plan.status().message()));
     }
     DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation, vram_->make_room(plan->device_bytes()));
     DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<DevicePlacement> placement,

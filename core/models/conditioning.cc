@@ -61,16 +61,16 @@ absl::Status check_conditioning(const Conditioning& given, const std::vector<Con
   }
   for (const auto& [name, tensor] : given.tensors) {
     if (find_input(inputs, name, ConditioningInput::Kind::kTensor) == nullptr) {
-      problems.push_back(absl::StrCat("unexpected tensor \"", bounded(name), "\""));
+      problems.push_back(absl::StrCat("unexpected tensor \"", bounded(name, 64), "\""));
     }
   }
   for (const auto& [name, value] : given.scalars) {
     if (find_input(inputs, name, ConditioningInput::Kind::kScalar) == nullptr) {
-      problems.push_back(absl::StrCat("unexpected scalar \"", bounded(name), "\""));
+      problems.push_back(absl::StrCat("unexpected scalar \"", bounded(name, 64), "\""));
     }
   }
   if (problems.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(what, ": ", absl::StrJoin(problems, "; "),
+  return absl::InvalidArgumentError(absl::StrCat(what, ": ", bounded_list(problems, 4, 120),
                                                  " (this model takes: ", describe_conditioning(inputs), ")"));
 }
 

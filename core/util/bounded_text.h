@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -20,6 +21,20 @@ inline constexpr size_t kMaxEchoedBytes = 200;
 inline std::string bounded(absl::string_view text, size_t max_bytes = kMaxEchoedBytes) {
   if (text.size() <= max_bytes) return std::string(text);
   return absl::StrCat(text.substr(0, max_bytes), "... (", text.size(), " bytes)");
+}
+
+// The first `max_items` of `items`, each cut to `max_item_bytes` as
+// bounded() does, joined by "; ", then "; and N more" when there were more:
+// a list of a request's problems stays short however many it had (a
+// Denoise with 10,000 unexpected names once answered 269 kB).
+inline std::string bounded_list(const std::vector<std::string>& items, size_t max_items = 4,
+                                size_t max_item_bytes = kMaxEchoedBytes) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < max_items; ++i) {
+    absl::StrAppend(&out, i == 0 ? "" : "; ", bounded(items[i], max_item_bytes));
+  }
+  if (items.size() > max_items) absl::StrAppend(&out, "; and ", items.size() - max_items, " more");
+  return out;
 }
 
 }  // namespace diffusiond

@@ -46,7 +46,7 @@ absl::StatusOr<ResidencyPlan> plan_residency(const ResidencyInput& input) {
   const int64_t largest = suffix_max[0];
   const int slots = std::min(2, n);
   return absl::ResourceExhaustedError(absl::StrCat(
-      "VRAM budget ", format_bytes(input.budget_bytes), " cannot run this model: it needs at least ",
+      format_bytes(input.budget_bytes), " of VRAM for weights cannot run this model: it needs at least ",
       format_bytes(input.global_bytes + slots * largest), " (weights outside blocks ",
       format_bytes(input.global_bytes), " + ", slots, " streaming slot", slots == 1 ? "" : "s",
       " of the largest block, ", format_bytes(largest), "); the whole model is ",

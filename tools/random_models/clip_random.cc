@@ -43,18 +43,6 @@ std::vector<std::string> byte_symbols() {
 
 int32_t start_of_text_id() { return 512 + static_cast<int32_t>(merges().size()); }
 
-std::string activation_name(ClipActivation activation) {
-  switch (activation) {
-    case ClipActivation::kQuickGelu:
-      return "quick_gelu";
-    case ClipActivation::kGelu:
-      return "gelu";
-    case ClipActivation::kGeluTanh:
-      return "gelu_pytorch_tanh";
-  }
-  return "quick_gelu";
-}
-
 json added_token(const char* content) {
   return {{"content", content}, {"lstrip", false},      {"normalized", true},
           {"rstrip", false},    {"single_word", false}, {"special", true}};
@@ -86,7 +74,7 @@ std::string clip_text_config_json(const ClipTextConfig& c) {
   j["bos_token_id"] = 0;
   j["pad_token_id"] = 1;
   j["eos_token_id"] = c.eos_token_id;
-  j["hidden_act"] = activation_name(c.hidden_act);
+  j["hidden_act"] = std::string(clip_activation_name(c.hidden_act));
   j["hidden_size"] = c.hidden_size;
   j["intermediate_size"] = c.intermediate_size;
   j["layer_norm_eps"] = c.layer_norm_eps;

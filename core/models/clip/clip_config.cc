@@ -55,7 +55,7 @@ absl::string_view clip_activation_name(ClipActivation activation) {
     case ClipActivation::kGelu:
       return "gelu";
     case ClipActivation::kGeluTanh:
-      return "gelu_tanh";
+      return "gelu_pytorch_tanh";
   }
   return "unknown";
 }

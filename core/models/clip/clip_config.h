@@ -26,6 +26,8 @@ enum class ClipActivation {
   kGelu,       // "gelu": the erf form (OpenCLIP ViT-H / bigG)
   kGeluTanh,   // "gelu_new", "gelu_pytorch_tanh": the tanh approximation
 };
+// The config.json name transformers writes for it ("quick_gelu", "gelu",
+// "gelu_pytorch_tanh").
 absl::string_view clip_activation_name(ClipActivation activation);
 
 // Defaults are transformers' CLIPTextConfig defaults, used for absent

@@ -3,6 +3,7 @@
 // which input is wrong; shapes and values by forward().
 #include "absl/strings/str_cat.h"
 #include "core/models/clip/clip_model.h"
+#include "core/util/bounded_text.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -15,7 +16,7 @@ constexpr char kUsage[] = "CLIP text Step takes \"input_ids\" integer [B, L] and
 absl::StatusOr<NamedTensors> ClipTextModel::step(const NamedTensors& inputs) const {
   for (const auto& [name, unused] : inputs) {
     if (name != "input_ids" && name != "attention_mask") {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected input \"", name, "\"; ", kUsage));
+      return absl::InvalidArgumentError(absl::StrCat("unexpected input \"", bounded(name, 64), "\"; ", kUsage));
     }
   }
   const auto ids = inputs.find("input_ids");

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/models/flux/flux_model.h"
+#include "core/util/bounded_text.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -33,11 +34,11 @@ absl::StatusOr<NamedTensors> FluxModel::step(const NamedTensors& inputs) const {
     if (known.count(name) != 0) continue;
     problems.push_back(name == "guidance"
                            ? std::string("unexpected input \"guidance\": the model has no guidance embedder")
-                           : absl::StrCat("unexpected input \"", name, "\""));
+                           : absl::StrCat("unexpected input \"", bounded(name, 64), "\""));
   }
   if (!problems.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "FLUX Step: ", absl::StrJoin(problems, "; "), " (expected \"hidden_states\", \"encoder_hidden_states\", "
+        "FLUX Step: ", bounded_list(problems, 4, 120), " (expected \"hidden_states\", \"encoder_hidden_states\", "
         "\"pooled_projections\", \"timestep\", \"img_ids\", \"txt_ids\"",
         config().guidance_embeds ? " and \"guidance\")" : "; no \"guidance\")"));
   }

@@ -3,6 +3,7 @@
 // which input is wrong; shapes and values by hidden_states().
 #include "absl/strings/str_cat.h"
 #include "core/models/qwen3/qwen3_model.h"
+#include "core/util/bounded_text.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
 
@@ -29,7 +30,7 @@ absl::StatusOr<int64_t> hidden_layer_of(const NamedTensors& inputs) {
 absl::StatusOr<NamedTensors> Qwen3Model::step(const NamedTensors& inputs) const {
   for (const auto& [name, unused] : inputs) {
     if (name != "input_ids" && name != "attention_mask" && name != "hidden_layer") {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected input \"", name, "\"; ", kUsage));
+      return absl::InvalidArgumentError(absl::StrCat("unexpected input \"", bounded(name, 64), "\"; ", kUsage));
     }
   }
   const auto ids = inputs.find("input_ids");

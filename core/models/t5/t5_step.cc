@@ -3,6 +3,7 @@
 // which input is wrong; shapes and values by hidden_states().
 #include "absl/strings/str_cat.h"
 #include "core/models/t5/t5_model.h"
+#include "core/util/bounded_text.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -12,7 +13,7 @@ absl::StatusOr<NamedTensors> T5Encoder::step(const NamedTensors& inputs) const {
       absl::StrCat(config_.name(), " Step takes \"input_ids\" integer [B, L] and optionally \"attention_mask\" [B, L]");
   for (const auto& [name, unused] : inputs) {
     if (name != "input_ids" && name != "attention_mask") {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected input \"", name, "\"; ", usage));
+      return absl::InvalidArgumentError(absl::StrCat("unexpected input \"", bounded(name, 64), "\"; ", usage));
     }
   }
   const auto ids = inputs.find("input_ids");

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/models/vae/vae_model.h"
+#include "core/util/bounded_text.h"
 #include "core/util/exception_status.h"
 
 namespace diffusiond {
@@ -23,7 +24,7 @@ absl::StatusOr<NamedTensors> VaeModel::step(const NamedTensors& inputs) const {
   if (!decoding) allowed.insert("eps");
   for (const auto& [name, tensor] : inputs) {
     if (allowed.count(name) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected input \"", name, "\" for a VAE ",
+      return absl::InvalidArgumentError(absl::StrCat("unexpected input \"", bounded(name, 64), "\" for a VAE ",
                                                      decoding ? "decode" : "encode"));
     }
   }

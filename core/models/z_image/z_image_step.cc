@@ -8,6 +8,7 @@
 #include "core/models/z_image/z_image_model.h"
 #include "core/models/z_image/z_image_predictor.h"
 #include "core/models/common/tensor_text.h"
+#include "core/util/bounded_text.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -72,7 +73,7 @@ absl::StatusOr<NamedTensors> ZImageModel::step(const NamedTensors& inputs) const
   }
   for (const auto& [name, tensor] : inputs) {
     if (used.count(name) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected input \"", name, "\" for Z-Image"));
+      return absl::InvalidArgumentError(absl::StrCat("unexpected input \"", bounded(name, 64), "\" for Z-Image"));
     }
   }
   for (size_t i = 0; i < caps.size(); ++i) {

@@ -15,6 +15,7 @@
 #include "core/util/cancellation_scope.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/engine_under_budget.h"
 #include "tests/testing/tiny_z_image.h"
 #include "tests/testing/fake_clock.h"
 #include "tests/testing/status_matchers.h"
@@ -48,14 +49,10 @@ class EngineCancelTest : public ::testing::Test {
   void SetUp() override {
     models_dir_ = dir_.path("models");
     ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(6), models_dir_ + "/m", 1), IsOk());
-    ram_ = std::make_unique<Budget>(Device::kCpu, int64_t{4} << 30);
     EngineOptions o;
     o.models_dir = models_dir_;
-    o.ram_budget = ram_.get();
     o.clock = &clock_;
-    absl::StatusOr<std::unique_ptr<Engine>> e = Engine::create(o);
-    ASSERT_THAT(e, IsOk());
-    engine_ = std::move(*e);
+    ASSERT_THAT(::diffusiond::testing::start_engine(o, int64_t{4} << 30, &ram_, &engine_), IsOk());
     ModelLoadRequest load;
     load.path = "m";
     ASSERT_THAT(engine_->load(load), IsOk());

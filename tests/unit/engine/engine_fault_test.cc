@@ -25,6 +25,7 @@
 #include "core/engine/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/engine_under_budget.h"
 #include "tests/testing/faulty_file.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -63,17 +64,13 @@ class EngineFaultTest : public ::testing::Test {
     tensors_ = (*c)->tensors();  // in file order, which is read order
     ASSERT_GE(tensors_.size(), 3u);
 
-    ram_ = std::make_unique<Budget>(Device::kCpu, int64_t{1} << 30);
     EngineOptions o;
     o.models_dir = models_dir_;
-    o.ram_budget = ram_.get();
     // The fault of the moment; loads run on the test's thread.
     o.file_opener = [this](absl::string_view path) {
       return opener_ ? opener_(path) : open_random_access_file(path);
     };
-    absl::StatusOr<std::unique_ptr<Engine>> e = Engine::create(o);
-    ASSERT_THAT(e, IsOk());
-    engine_ = std::move(*e);
+    ASSERT_THAT(::diffusiond::testing::start_engine(o, int64_t{1} << 30, &ram_, &engine_), IsOk());
   }
 
   static ModelLoadRequest request(const std::string& path = "tiny", const std::string& id = "") {

@@ -19,6 +19,7 @@
 #include "core/util/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/engine_under_budget.h"
 #include "tests/testing/tiny_z_image.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -127,15 +128,10 @@ class EngineTest : public ::testing::Test {
 
   // (Re)creates the engine under a RAM budget of `capacity` bytes.
   void start(int64_t capacity = int64_t{1} << 30, CacheObserver* observer = nullptr) {
-    engine_.reset();
-    ram_ = std::make_unique<Budget>(Device::kCpu, capacity);
     EngineOptions o;
     o.models_dir = models_dir_;
-    o.ram_budget = ram_.get();
     o.observer = observer;
-    absl::StatusOr<std::unique_ptr<Engine>> e = Engine::create(o);
-    ASSERT_THAT(e, IsOk());
-    engine_ = std::move(*e);
+    ASSERT_THAT(::diffusiond::testing::start_engine(o, capacity, &ram_, &engine_), IsOk());
   }
 
   // The plan of `relative` under the engine's default options (FP8 e4m3fn,

@@ -16,6 +16,7 @@
 #include "core/util/bytes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/engine_under_budget.h"
 #include "tests/testing/tiny_z_image.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -41,14 +42,9 @@ class StepAdmissionTest : public ::testing::Test {
 
   // (Re)creates the engine under a RAM budget of `capacity` bytes.
   void start(int64_t capacity) {
-    engine_.reset();
-    ram_ = std::make_unique<Budget>(Device::kCpu, capacity);
     EngineOptions o;
     o.models_dir = models_dir_;
-    o.ram_budget = ram_.get();
-    absl::StatusOr<std::unique_ptr<Engine>> e = Engine::create(o);
-    ASSERT_THAT(e, IsOk());
-    engine_ = std::move(*e);
+    ASSERT_THAT(::diffusiond::testing::start_engine(o, capacity, &ram_, &engine_), IsOk());
   }
 
   int64_t load(const std::string& id) {

@@ -9,6 +9,7 @@
 #include "core/models/model_loader.h"
 #include "core/models/z_image/z_image_model.h"
 #include "tools/random_models/z_image_random.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/tiny_z_image.h"
@@ -170,6 +171,18 @@ TEST_F(ZImageStepTest, FlowPredictorNamesEveryConditioningProblem) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("negative conditioning")));
   const Conditioning other_length = caption_conditioning(captions({2, 32}));
   EXPECT_THAT(model().flow_predictor(good, &other_length), IsOk());
+}
+
+// A request with 10,000 names the model does not take: the first few and a
+// count, well under gRPC's 8 KiB of trailing metadata (it was 269 kB, and
+// the client saw RESOURCE_EXHAUSTED from its own transport).
+TEST_F(ZImageStepTest, ManyUnexpectedNamesMakeAShortMessage) {
+  Conditioning many = caption_conditioning(captions({5, 32}));
+  for (int i = 0; i < 10000; ++i) many.scalars[absl::StrCat("s", i, std::string(300, 'x'))] = 1.0;
+  const absl::Status s = model().flow_predictor(many, nullptr).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("and 9996 more"));
+  EXPECT_LT(s.message().size(), 1024u) << s.message();
 }
 
 }  // namespace

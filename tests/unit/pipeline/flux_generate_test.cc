@@ -16,6 +16,7 @@
 #include "core/pipeline/prompt_encoding.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/engine_under_budget.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/random_models/flux_pipeline_random.h"
@@ -37,14 +38,9 @@ class FluxGenerateTest : public ::testing::Test {
   }
 
   void start(int64_t capacity) {
-    engine_.reset();
-    ram_ = std::make_unique<Budget>(Device::kCpu, capacity);
     EngineOptions o;
     o.models_dir = models_dir_;
-    o.ram_budget = ram_.get();
-    absl::StatusOr<std::unique_ptr<Engine>> e = Engine::create(o);
-    ASSERT_THAT(e, IsOk());
-    engine_ = std::move(*e);
+    ASSERT_THAT(::diffusiond::testing::start_engine(o, capacity, &ram_, &engine_), IsOk());
   }
 
   static GenerateRequest request() {

@@ -20,6 +20,7 @@
 #include "core/util/file_text.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/engine_under_budget.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/random_models/pipeline_random.h"
@@ -43,14 +44,9 @@ class GenerateTest : public ::testing::Test {
   }
 
   void start(int64_t capacity) {
-    engine_.reset();
-    ram_ = std::make_unique<Budget>(Device::kCpu, capacity);
     EngineOptions o;
     o.models_dir = models_dir_;
-    o.ram_budget = ram_.get();
-    absl::StatusOr<std::unique_ptr<Engine>> e = Engine::create(o);
-    ASSERT_THAT(e, IsOk());
-    engine_ = std::move(*e);
+    ASSERT_THAT(::diffusiond::testing::start_engine(o, capacity, &ram_, &engine_), IsOk());
   }
 
   GenerateRequest request() const {

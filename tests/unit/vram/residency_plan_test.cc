@@ -74,7 +74,7 @@ TEST(VramResidencyPlanTest, SlotsAreSizedForTheLargestStreamedBlock) {
 TEST(VramResidencyPlanTest, ABudgetBelowTwoSlotsOfTheLargestBlockIsRefusedNamingTheMinimum) {
   EXPECT_THAT(plan_residency(ten_blocks(199)),
               StatusIs(absl::StatusCode::kResourceExhausted,
-                       AllOf(HasSubstr("VRAM budget 199 bytes"), HasSubstr("at least 200 bytes"),
+                       AllOf(HasSubstr("199 bytes of VRAM for weights"), HasSubstr("at least 200 bytes"),
                              HasSubstr("2 streaming slots"), HasSubstr("largest block, 50 bytes"))));
   ASSERT_THAT(plan_residency(ten_blocks(200)), IsOk());
   EXPECT_EQ(plan_residency(ten_blocks(200))->resident_blocks, 0);
