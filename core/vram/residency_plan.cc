@@ -15,6 +15,12 @@ std::string ResidencyPlan::summary() const {
                       slots, " slot", slots == 1 ? "" : "s", " of ", format_bytes(slot_bytes));
 }
 
+int64_t residency_minimum_bytes(const ResidencyInput& input) {
+  int64_t largest = 0;
+  for (const PlanBlock& b : input.blocks) largest = std::max(largest, b.bytes);
+  return input.global_bytes + std::min<int64_t>(2, static_cast<int64_t>(input.blocks.size())) * largest;
+}
+
 absl::StatusOr<ResidencyPlan> plan_residency(const ResidencyInput& input) {
   if (input.global_bytes < 0 || input.budget_bytes < 0) {
     return absl::InvalidArgumentError("residency plan: negative size");
@@ -47,7 +53,7 @@ absl::StatusOr<ResidencyPlan> plan_residency(const ResidencyInput& input) {
   const int slots = std::min(2, n);
   return absl::ResourceExhaustedError(absl::StrCat(
       format_bytes(input.budget_bytes), " of VRAM for weights cannot run this model: it needs at least ",
-      format_bytes(input.global_bytes + slots * largest), " (weights outside blocks ",
+      format_bytes(residency_minimum_bytes(input)), " (weights outside blocks ",
       format_bytes(input.global_bytes), " + ", slots, " streaming slot", slots == 1 ? "" : "s",
       " of the largest block, ", format_bytes(largest), "); the whole model is ",
       format_bytes(input.global_bytes + prefix[n])));

@@ -46,6 +46,10 @@ struct ResidencyPlan {
   std::string summary() const;
 };
 
+// The least any plan holds: the globals and two streaming slots of the
+// largest block (one when there is one block; the globals alone with none).
+int64_t residency_minimum_bytes(const ResidencyInput& input);
+
 // RESOURCE_EXHAUSTED when even the globals and the streaming slots exceed
 // the budget: the message names the budget, the minimum and its parts.
 // INVALID_ARGUMENT for negative sizes.

@@ -159,6 +159,8 @@ TEST_F(VramEngineTest, ABudgetBelowTheSmallestPlanIsRefusedClearly) {
                                         HasSubstr("streaming slots"))));
   EXPECT_EQ(device_->allocated_bytes(), 0);
   EXPECT_EQ(vram_->snapshot().committed_bytes + vram_->snapshot().reserved_bytes, 0);
+  // Counted as a refusal of device memory (diffusiond_vram_rejections_total).
+  EXPECT_EQ(engine_->vram_stats()->rejections, 1);
 }
 
 TEST_F(VramEngineTest, AStreamingPlanRunsTheSameStep) {

@@ -76,6 +76,7 @@ TEST(VramResidencyPlanTest, ABudgetBelowTwoSlotsOfTheLargestBlockIsRefusedNaming
               StatusIs(absl::StatusCode::kResourceExhausted,
                        AllOf(HasSubstr("199 bytes of VRAM for weights"), HasSubstr("at least 200 bytes"),
                              HasSubstr("2 streaming slots"), HasSubstr("largest block, 50 bytes"))));
+  EXPECT_EQ(residency_minimum_bytes(ten_blocks(199)), 200);
   ASSERT_THAT(plan_residency(ten_blocks(200)), IsOk());
   EXPECT_EQ(plan_residency(ten_blocks(200))->resident_blocks, 0);
 }
