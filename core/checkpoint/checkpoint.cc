@@ -218,6 +218,7 @@ absl::Status Checkpoint::read_configs(const OpenOptions& options) {
     return absl::OkStatus();
   };
   if (!options.config_path.empty()) {
+    config_given_ = true;
     DIFFUSIOND_RETURN_IF_ERROR(read_first({fs::path(options.config_path)}, &config_json_, &config_path_, &config_));
     if (config_json_.empty()) {
       return absl::NotFoundError(absl::StrCat(options.config_path, ": no such config file"));

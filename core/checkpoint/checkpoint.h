@@ -72,6 +72,9 @@ class Checkpoint {
   const std::string& config_class() const { return config_class_; }
   // Where config_json() came from; empty when there is none.
   const std::string& config_path() const { return config_path_; }
+  // Whether it is OpenOptions::config_path: a config the caller chose,
+  // which a load must use or refuse, never silently replace.
+  bool config_given() const { return config_given_; }
   // The scheduler_config.json of the model's pipeline, if found: in the
   // folder, in a sibling scheduler/ folder (a pipeline's transformer/), or
   // beside a single file. Empty if none.
@@ -107,6 +110,7 @@ class Checkpoint {
   nlohmann::json config_;
   std::string config_path_;
   std::string config_class_;
+  bool config_given_ = false;
   std::string scheduler_config_json_;
   std::vector<std::unique_ptr<RandomAccessFile>> files_;
   std::vector<std::string> file_paths_;

@@ -1,9 +1,39 @@
 #include "core/models/model_loader.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/util/bounded_text.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
+namespace {
+
+// A config the caller chose must be the one the load uses: it names a
+// class, and the class is the architecture's the tensors show. Otherwise
+// the family would infer its config from shapes, or from a config of
+// another model, and answer OK with something other than was asked.
+absl::Status check_given_config(const Checkpoint& checkpoint, const ModelFamily& family) {
+  const std::string& cls = checkpoint.config_class();
+  const std::vector<std::string> classes = family.config_classes();
+  const std::string expected = absl::StrCat(family.name(), ", whose config names ", absl::StrJoin(classes, " or "));
+  if (cls.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(checkpoint.config_path(),
+                                                   ": names no model class (\"_class_name\" or \"architectures\"); "
+                                                   "the checkpoint is ",
+                                                   expected));
+  }
+  if (std::find(classes.begin(), classes.end(), cls) != classes.end()) return absl::OkStatus();
+  const ModelFamily* named = find_family_for_config(checkpoint.config_json());
+  return absl::InvalidArgumentError(absl::StrCat(
+      checkpoint.config_path(), ": names class \"", bounded(cls, 64), "\" (",
+      named != nullptr ? named->name() : "no supported architecture", "), but the checkpoint is ", expected));
+}
+
+}  // namespace
 
 absl::StatusOr<ModelPlan> plan_model(const Checkpoint& checkpoint, const ModelLoadOptions& options) {
   ModelPlan mp;
@@ -12,6 +42,7 @@ absl::StatusOr<ModelPlan> plan_model(const Checkpoint& checkpoint, const ModelLo
     return absl::FailedPreconditionError(absl::StrCat(
         checkpoint.path(), ": no supported architecture recognises this checkpoint"));
   }
+  if (checkpoint.config_given()) DIFFUSIOND_RETURN_IF_ERROR(check_given_config(checkpoint, *mp.family));
   DIFFUSIOND_ASSIGN_OR_RETURN(mp.recipe, mp.family->recipe(checkpoint));
   const LoadRecipe* recipe = mp.recipe.get();
   PlanOptions po;

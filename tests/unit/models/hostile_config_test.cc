@@ -200,6 +200,43 @@ TEST(HostileConfig, CountsThatDisagreeWithTheWeightsAreRefusedNamingBoth) {
   }
 }
 
+// A config_path the caller gives is used or refused, never replaced: one
+// without a class, or naming another architecture, is refused naming the
+// file; Z-Image and FLUX single files otherwise loaded OK with a config
+// inferred from their shapes. The right config loads.
+TEST(HostileConfig, AGivenConfigIsUsedOrRefusedNeverIgnored) {
+  testing::TempDir dir;
+  const std::vector<Architecture> archs = architectures();
+  for (size_t i = 0; i < archs.size(); ++i) {
+    const Architecture& arch = archs[i];
+    const std::string weights = write_folder(dir, arch, arch.config) + "/" + arch.weights_file;
+    const auto plan_with = [&](const json& config, const std::string& name) {
+      const std::string path = dir.path(absl::StrCat(arch.name, "-", name, ".json"));
+      EXPECT_THAT(write_text_file(path, config.dump()), IsOk());
+      OpenOptions open;
+      open.config_path = path;
+      absl::StatusOr<std::unique_ptr<Checkpoint>> c = Checkpoint::open(weights, open);
+      return c.ok() ? plan_model(**c, ModelLoadOptions{}).status() : c.status();
+    };
+    EXPECT_THAT(plan_with(arch.config, "same"), IsOk()) << arch.name;
+    json classless = arch.config;
+    classless.erase("_class_name");
+    classless.erase("architectures");
+    classless["rope_theta"] = 500;
+    const absl::Status no_class = plan_with(classless, "classless");
+    EXPECT_FALSE(no_class.ok()) << arch.name;
+    const Architecture& other = archs[(i + 1) % archs.size()];
+    const absl::Status wrong = plan_with(other.config, "other");
+    EXPECT_FALSE(wrong.ok()) << arch.name << " with " << other.name << "'s config";
+    if (std::string(arch.name) == "z-image" || std::string(arch.name) == "flux") {
+      EXPECT_THAT(no_class, StatusIs(absl::StatusCode::kInvalidArgument,
+                                     AllOf(HasSubstr(arch.name), HasSubstr("-classless.json: names no model class"))));
+      EXPECT_THAT(wrong, StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr("-other.json: names class"), HasSubstr(other.name))));
+    }
+  }
+}
+
 TEST(HostileConfig, AHugeBlockIndexInASingleFileIsRefusedWhenInferring) {
   testing::TempDir dir;
   const std::string path = dir.path("z.safetensors");
