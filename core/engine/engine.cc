@@ -14,6 +14,8 @@
 #include "core/util/cancellation_scope.h"
 #include "core/util/confined_path.h"
 #include "core/util/exception_status.h"
+#include "core/util/file_text.h"
+#include "core/util/json.h"
 #include "core/util/status_macros.h"
 #include "core/vram/device_placement.h"
 
@@ -227,13 +229,26 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard
 }
 
 absl::StatusOr<ModelInfo> Engine::answer(const ResolvedLoad& load, Pin pinned) const {
-  ModelInfo info = info_of(load.model_id, pinned.as<LoadedModel>()->description());
+  const ModelDescription& loaded = pinned.as<LoadedModel>()->description();
+  // A config_path named again is compared by content, like the other
+  // options: a cache hit must not answer OK with a model built from
+  // another config. One that cannot be read or parsed is refused as at load.
+  std::string config_differs;
+  if (!load.config_path.empty()) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(const std::string text, read_text_file(load.config_path));
+    DIFFUSIOND_RETURN_IF_ERROR(parse_json_strict(text, load.config_path).status());
+    if (config_digest(text) != loaded.config_digest) {
+      config_differs = absl::StrCat(" with config ", loaded.config_path.empty() ? "(none)" : loaded.config_path,
+                                    " (asked: ", load.config_path, ", other content)");
+    }
+  }
+  ModelInfo info = info_of(load.model_id, loaded);
   pinned.reset();  // the caller holds no pin; the usage should not count one
   for (const CacheEntryStats& e : cache_->stats().entries) {
     if (e.key == load.model_id) set_usage(e, &info);
   }
   set_vram_usage(&info);
-  std::string differs;
+  std::string differs = config_differs;
   if (info.path != load.path) absl::StrAppend(&differs, " from ", info.path, " (asked: ", load.path, ")");
   if (info.fp8 != load.fp8.format) {
     absl::StrAppend(&differs, " with FP8 ", fp8_name(info.fp8), " (asked: ", fp8_name(load.fp8.format), ")");

@@ -5,12 +5,16 @@
 #ifndef DIFFUSIOND_CORE_ENGINE_LOADED_MODEL_H_
 #define DIFFUSIOND_CORE_ENGINE_LOADED_MODEL_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "core/cache/cache_value.h"
 #include "core/models/conditioning.h"
 #include "core/models/model.h"
@@ -34,7 +38,17 @@ struct ModelDescription {
   std::optional<Fp8Format> fp8;  // storage asked for; empty: off
   int64_t tensors = 0;
   int64_t fp8_tensors = 0;
+  // The config.json it was built from (empty: none) and config_digest()
+  // of its bytes: a later load naming a config_path must name the same.
+  std::string config_path;
+  uint64_t config_digest = 0;
 };
+
+// A digest of a config file's bytes, to tell two configs apart within one
+// process (std::hash; not stable across builds, never stored).
+inline uint64_t config_digest(absl::string_view json) {
+  return std::hash<std::string_view>{}(std::string_view(json.data(), json.size()));
+}
 
 class LoadedModel final : public CacheValue {
  public:

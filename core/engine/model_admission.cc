@@ -47,6 +47,8 @@ absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, con
   d.fp8 = plan.plan.fp8.format;
   d.tensors = model->weights().size();
   d.fp8_tensors = model->weights().fp8_count();
+  d.config_path = checkpoint.config_path();
+  d.config_digest = config_digest(checkpoint.config_json());
   LoadedValue loaded;
   loaded.value = std::make_unique<LoadedModel>(std::move(d), std::move(model));
   loaded.reservations.push_back(std::move(admitted.second));

@@ -13,9 +13,13 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/checkpoint/checkpoint.h"
 #include "core/models/model_loader.h"
+#include "tools/random_models/random_weights.h"
 #include "tools/random_models/z_image_random.h"
+#include "core/util/file_text.h"
 #include "core/util/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -324,6 +328,33 @@ TEST_F(EngineTest, SecondLoadWithOtherOptionsSaysWhatDiffers) {
   EXPECT_THAT(engine_->load(explicit_defaults), IsOk());
   EXPECT_EQ(engine_->stats().misses, 1);
   EXPECT_THAT(ids(engine_->list()), ElementsAre("m"));
+}
+
+// A config_path named again is compared by content: another config (or a
+// malformed one) used to answer OK with the model built from the first.
+TEST_F(EngineTest, SecondLoadWithAnotherConfigSaysSo) {
+  start();
+  absl::StatusOr<std::string> config = read_text_file(models_dir_ + "/tiny/config.json");
+  ASSERT_THAT(config, IsOk());
+  ASSERT_THAT(write_text_file(models_dir_ + "/same.json", *config), IsOk());
+  nlohmann::json other = nlohmann::json::parse(*config);
+  other["rope_theta"] = 500.0;
+  ASSERT_THAT(write_text_file(models_dir_ + "/other.json", other.dump()), IsOk());
+  ASSERT_THAT(write_text_file(models_dir_ + "/broken.json", "{\"_class_name\": "), IsOk());
+  const auto with_config = [&](const std::string& config_path) {
+    ModelLoadRequest r = request("tiny", "m");
+    r.config_path = config_path;
+    return r;
+  };
+  ASSERT_THAT(engine_->load(with_config("tiny/config.json")), IsOk());
+  EXPECT_THAT(engine_->load(with_config("same.json")), IsOk());  // the same bytes elsewhere
+  EXPECT_THAT(engine_->load(with_config("other.json")),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("\"m\" is already loaded with config "), HasSubstr("other.json, other content"))));
+  EXPECT_THAT(engine_->load(with_config("broken.json")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("broken.json")));
+  EXPECT_THAT(engine_->load(request("tiny", "m")), IsOk());  // no config named: not compared
+  EXPECT_EQ(engine_->stats().misses, 1);
 }
 
 // Holds the first eviction until `callers` callers of load() have seen
