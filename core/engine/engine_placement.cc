@@ -56,21 +56,21 @@ absl::StatusOr<Pin> Engine::place(const std::string& model_id, const Model& mode
     const BlockLayout layout = block_layout(model);
     // The plan leaves room for this call's activations; it is fixed for the
     // placement's life (a later, larger call may evict other placements).
-    const int64_t budget = std::max<int64_t>(0, vram_->budget().capacity_bytes() - activation_bytes);
-    const ResidencyInput input = layout.residency_input(budget);
+    const int64_t capacity = vram_->budget().capacity_bytes();
+    const ResidencyInput input = layout.residency_input(std::max<int64_t>(0, capacity - activation_bytes));
     absl::StatusOr<ResidencyPlan> plan = plan_residency(input);
-    if (!plan.ok() && plan.status().code() == absl::StatusCode::kResourceExhausted) {
-      // Asked of the tier as well, so that the refusal is counted and
-      // reported like any other (diffusiond_vram_rejections_total, the
-      // event log). The minimum beside the activations exceeds the whole
-      // budget, so make_room refuses without evicting anything.
-      vram_->make_room(residency_minimum_bytes(input) + activation_bytes).status().IgnoreError();
-    }
     if (!plan.ok()) {
+      if (absl::IsResourceExhausted(plan.status())) {
+        // Asked of the tier as well, so that the refusal is counted and
+        // reported like any other (diffusiond_vram_rejections_total, the
+        // event log). The minimum beside the activations exceeds the whole
+        // budget, so make_room refuses without evicting anything.
+        vram_->make_room(residency_minimum_bytes(input) + activation_bytes).status().IgnoreError();
+      }
       // The budget the plan saw is what the activations left: name both.
       return absl::Status(plan.status().code(),
                           absl::StrCat("model \"", bounded(model_id), "\" on ", options_.device->name(),
-                                       ": the VRAM budget is ", format_bytes(vram_->budget().capacity_bytes()),
+                                       ": the VRAM budget is ", format_bytes(capacity),
                                        " and this step's activations take ", format_bytes(activation_bytes),
                                        " of it; ", plan.status().message()));
     }
