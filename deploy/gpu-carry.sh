@@ -12,7 +12,7 @@ fixtures="${1:-../shared/fixtures}"
 out=.gpu-carry
 mkdir -p "$out/debs"
 packages=(libabsl-dev libabsl20220623 libicu-dev libicu72 libpng-dev libpng16-16 zlib1g zlib1g-dev
-          nlohmann-json3-dev googletest libgtest-dev libgmock-dev)
+          nlohmann-json3-dev googletest libgtest-dev libgmock-dev libjemalloc-dev libjemalloc2)
 (cd "$out/debs" && apt-get download "${packages[@]}" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
 for p in "${packages[@]}"; do
   ls "$out/debs/${p}_"*.deb >/dev/null 2>&1 || { echo "gpu-carry: ${p}.deb missing" >&2; exit 1; }

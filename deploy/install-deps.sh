@@ -10,7 +10,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-openmp
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   libabsl-dev prometheus-cpp-dev nlohmann-json3-dev libicu-dev libpng-dev
-  libsentencepiece-dev
+  libsentencepiece-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-grpcio python3-protobuf prometheus
 )

@@ -7,14 +7,14 @@
 namespace diffusiond {
 namespace {
 
-constexpr absl::string_view kEventNames[] = {"loaded", "load_failed", "evicted", "unloaded",
-                                             "rejected"};
-static_assert(sizeof(kEventNames) / sizeof(kEventNames[0]) == 5, "one name per CacheEvent::Kind");
+constexpr absl::string_view kEventNames[] = {"loaded",   "load_failed", "evicted",
+                                             "unloaded", "rejected",    "waited_for_room"};
+static_assert(sizeof(kEventNames) / sizeof(kEventNames[0]) == 6, "one name per CacheEvent::Kind");
 // The VRAM tier's entries are placements: its "load" copies from RAM, and
 // its evictions leave the model loaded.
-constexpr absl::string_view kVramEventNames[] = {"placed", "place_failed", "evicted_to_ram", "dropped",
-                                                 "rejected"};
-static_assert(sizeof(kVramEventNames) / sizeof(kVramEventNames[0]) == 5, "one name per CacheEvent::Kind");
+constexpr absl::string_view kVramEventNames[] = {"placed",  "place_failed", "evicted_to_ram",
+                                                 "dropped", "rejected",     "waited_for_room"};
+static_assert(sizeof(kVramEventNames) / sizeof(kVramEventNames[0]) == 6, "one name per CacheEvent::Kind");
 
 }  // namespace
 
@@ -29,10 +29,15 @@ std::string CacheEventLog::format(const CacheEvent& e, const BudgetSnapshot& aft
   if (const int64_t vram = e.bytes[kCudaIndex]; vram > 0 || vram_tier) {
     absl::StrAppend(&line, " vram_bytes=", vram);
   }
-  if (e.kind == CacheEvent::Kind::kLoaded || e.kind == CacheEvent::Kind::kLoadFailed) {
+  const bool waited = e.kind == CacheEvent::Kind::kWaitedForRoom;
+  if (e.kind == CacheEvent::Kind::kLoaded || e.kind == CacheEvent::Kind::kLoadFailed || waited) {
     absl::StrAppend(&line, absl::StrFormat(" seconds=%.3f", absl::ToDoubleSeconds(e.duration)));
   }
-  if (!e.status.ok()) {
+  // A wait that ended in a refusal comes with its rejected event, which
+  // carries the error.
+  if (waited) {
+    absl::StrAppend(&line, " admitted=", e.status.ok() ? "true" : "false");
+  } else if (!e.status.ok()) {
     absl::StrAppend(&line, " code=", absl::StatusCodeToString(e.status.code()),
                     " error=", logfmt_value(e.status.message()));
   }

@@ -32,7 +32,7 @@ std::vector<MetricFamily> CacheStatsCollector::families(const CacheStats& stats)
       "Bytes of the device's memory the daemon may use for model weights.", MetricType::Gauge);
   MetricFamily reserved = make_family(
       "diffusiond_memory_reserved_bytes",
-      "Bytes admitted for loads still in progress, not yet held by a model.", MetricType::Gauge);
+      "Bytes admitted for work in flight (loads, activations of calls), not yet held by a model.", MetricType::Gauge);
   MetricFamily used =
       make_family("diffusiond_memory_used_bytes",
                   "Bytes held by loaded models (committed to the budget).", MetricType::Gauge);
@@ -81,17 +81,20 @@ std::vector<MetricFamily> CacheStatsCollector::families(const CacheStats& stats)
       make_family("diffusiond_cache_misses_total", "Model requests that had to start a load.",
                   MetricType::Counter);
   add_sample(&misses, static_cast<double>(stats.misses));
+  MetricFamily waiting = make_family(
+      "diffusiond_memory_waiting_requests",
+      "Requests waiting in line for room that work in flight holds (docs/memory-budget.md).", MetricType::Gauge);
+  add_sample(&waiting, stats.room_waiting);
   MetricFamily leases_expired = make_family(
       "diffusiond_cache_leases_expired_total",
       "Model leases dropped because their holder did not renew them in time.", MetricType::Counter);
   add_sample(&leases_expired, static_cast<double>(stats.leases_expired));
 
   std::vector<MetricFamily> out;
-  internal::append_nonempty(
-      {std::move(budget), std::move(reserved), std::move(used), std::move(high_water),
-       std::move(resident), std::move(pins), std::move(models_loaded), std::move(hits),
-       std::move(misses), std::move(leases_expired)},
-      &out);
+  internal::append_nonempty({std::move(budget), std::move(reserved), std::move(used), std::move(high_water),
+                             std::move(resident), std::move(pins), std::move(models_loaded), std::move(hits),
+                             std::move(misses), std::move(waiting), std::move(leases_expired)},
+                            &out);
   return out;
 }
 

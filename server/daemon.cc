@@ -126,7 +126,10 @@ absl::Status Daemon::start_serving() {
     log_.warning("vram budget above the automatic one; the device may run out of memory before the budget refuses",
                  absl::StrCat("vram_budget=", *options_.vram_budget_bytes, " auto=", device_.auto_budget_bytes));
   }
-  tune_allocator_for_serving();
+  if (!tune_allocator_for_serving()) {
+    log_.warning("the heap allocator refused its serving configuration; RSS may stay above what calls were admitted",
+                 absl::StrCat("allocator=\"", allocator_name(), "\""));
+  }
   DIFFUSIOND_ASSIGN_OR_RETURN(const int64_t ram, ram_budget(options_, log_));
   ram_budget_ = std::make_unique<Budget>(Device::kCpu, ram);
   DIFFUSIOND_ASSIGN_OR_RETURN(const int threads, apply_compute_threads(options_));
@@ -137,6 +140,7 @@ absl::Status Daemon::start_serving() {
   build.torch_version = TORCH_VERSION;
   build.cuda = compat::kHaveCuda;
   build.compute_threads = threads;
+  build.allocator = allocator_name();
   // The metrics read the cache through the engine, which exists only later;
   // until then (and after drain) they report no cache state.
   metrics_ = std::make_unique<DaemonMetrics>(
@@ -153,6 +157,7 @@ absl::Status Daemon::start_serving() {
   eo.clock = clock_;
   eo.file_opener = seams_.file_opener;
   eo.load_timeout = options_.load_timeout;
+  eo.max_room_wait = options_.max_room_wait;
   if (device_.device != nullptr) {
     vram_event_log_ = std::make_unique<CacheEventLog>(device_.vram_budget.get(), log_line);
     vram_observers_ = std::make_unique<CacheObserverList>(
@@ -194,14 +199,14 @@ absl::Status Daemon::start_serving() {
   lease_timer_ = std::thread([this] { expire_leases_until_stopped(); });
 
   set_ready(true);
-  log_.info("ready", absl::StrCat("listen=", host_of(options_.listen), ":", grpc_port_, " metrics_listen=",
-                                  host_of(options_.metrics_listen), ":", metrics_server_->port(),
-                                  " models_dir=", logfmt_value(options_.models_dir), " ram_budget_bytes=", ram,
-                                  " ram_budget=", logfmt_value(format_bytes(ram)), device_fields(device_),
-                                  " fp8=", options_.fp8,
-                                  " compute_dtype=", compute_dtype_name(eo.compute_dtype), " threads=", threads,
-                                  " blas_threads=", compat::blas_threading(), " tls=",
-                                  options_.tls_cert.empty() ? "off" : "on", " version=", DIFFUSIOND_VERSION));
+  log_.info("ready",
+            absl::StrCat("listen=", host_of(options_.listen), ":", grpc_port_,
+                         " metrics_listen=", host_of(options_.metrics_listen), ":", metrics_server_->port(),
+                         " models_dir=", logfmt_value(options_.models_dir), " ram_budget_bytes=", ram,
+                         " ram_budget=", logfmt_value(format_bytes(ram)), device_fields(device_), " fp8=", options_.fp8,
+                         " compute_dtype=", compute_dtype_name(eo.compute_dtype), " threads=", threads,
+                         " allocator=", logfmt_value(build.allocator), " blas_threads=", compat::blas_threading(),
+                         " tls=", options_.tls_cert.empty() ? "off" : "on", " version=", DIFFUSIOND_VERSION));
   return absl::OkStatus();
 }
 

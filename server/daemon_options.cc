@@ -113,8 +113,7 @@ const std::vector<Flag>& flags() {
       {"listen", "0.0.0.0:50051", "gRPC listen address (host:port)", text(&DaemonOptions::listen)},
       {"metrics_listen", "0.0.0.0:9464", "Prometheus metrics listen address (host:port)",
        text(&DaemonOptions::metrics_listen)},
-      {"models_dir", "/models", "folder that every load path must lie inside",
-       text(&DaemonOptions::models_dir)},
+      {"models_dir", "/models", "folder that every load path must lie inside", text(&DaemonOptions::models_dir)},
       {"ram_budget", "auto", "bytes of RAM for model weights; auto = 0.85 x min(cgroup, MemTotal) - 512MiB",
        budget(&DaemonOptions::ram_budget_bytes)},
       {"device", "cpu",
@@ -184,6 +183,18 @@ const std::vector<Flag>& flags() {
            return bad(v, "a duration such as 10m (0: no limit)");
          }
          o.load_timeout = d == absl::ZeroDuration() ? absl::InfiniteDuration() : d;
+         return absl::OkStatus();
+       }},
+      {"max_room_wait", "2m",
+       "how long a load or call waits in line for memory that work in flight holds before RESOURCE_EXHAUSTED "
+       "(a request that could never fit is refused at once; the client's deadline ends the wait sooner); "
+       "0 = refuse at once",
+       [](DaemonOptions& o, const std::string& v) -> absl::Status {
+         absl::Duration d;
+         if (!absl::ParseDuration(v, &d) || d < absl::ZeroDuration()) {
+           return bad(v, "a duration such as 2m (0: refuse at once)");
+         }
+         o.max_room_wait = d;
          return absl::OkStatus();
        }},
       {"tls_cert", "", "PEM certificate chain; with --tls_key enables TLS", text(&DaemonOptions::tls_cert)},

@@ -40,6 +40,9 @@ struct DaemonOptions {
   // A load still running this long is cancelled (DEADLINE_EXCEEDED) and its
   // memory freed; --load_timeout 0 gives InfiniteDuration(), no limit.
   absl::Duration load_timeout = absl::Minutes(10);
+  // How long a load or call waits in line for memory work in flight holds
+  // (docs/memory-budget.md); 0 refuses at once.
+  absl::Duration max_room_wait = absl::Minutes(2);
   std::string tls_cert, tls_key;                 // both or neither
   bool reflection = true;
   std::string log_level = "info";                // debug | info | warning | error

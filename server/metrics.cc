@@ -54,6 +54,7 @@ class VramEventCounter final : public CacheObserver {
       // of RAM, which the RAM cache's events count.
       case CacheEvent::Kind::kLoadFailed:
       case CacheEvent::Kind::kUnloaded:
+      case CacheEvent::Kind::kWaitedForRoom:
         return;
     }
   }
@@ -87,6 +88,8 @@ struct DaemonMetrics::Impl {
   Counter* unloads = nullptr;
   Counter* admission_rejections = nullptr;
   Histogram* load_seconds = nullptr;
+  Histogram* room_wait_admitted = nullptr;
+  Histogram* room_wait_refused = nullptr;
   Family<Counter>* cancellations = nullptr;
   Family<Counter>* queue_rejections = nullptr;
   std::unique_ptr<ModelSeries> model_series;  // over the step and denoise families
@@ -134,6 +137,14 @@ void DaemonMetrics::Impl::register_cache_events(prometheus::Registry& r) {
                "would not free enough of the budget.")
            .Register(r)
            .Add({});
+  Family<Histogram>& room_wait = prometheus::BuildHistogram()
+                                     .Name("diffusiond_memory_wait_seconds")
+                                     .Help(
+                                         "Seconds requests waited in line for room that work in flight held, "
+                                         "by result: admitted, or refused (the wait ran out or was cancelled).")
+                                     .Register(r);
+  room_wait_admitted = &room_wait.Add({{"result", "admitted"}}, load_buckets());
+  room_wait_refused = &room_wait.Add({{"result", "refused"}}, load_buckets());
 }
 
 // Registered on every daemon, so a dashboard reads 0 rather than nothing
@@ -207,7 +218,8 @@ DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()>
       .Register(r)
       .Add({{"version", build.version},
             {"torch_version", build.torch_version},
-            {"cuda", build.cuda ? "true" : "false"}})
+            {"cuda", build.cuda ? "true" : "false"},
+            {"allocator", build.allocator}})
       .Set(1);
   prometheus::BuildGauge()
       .Name("diffusiond_compute_threads")
@@ -253,6 +265,10 @@ void DaemonMetrics::on_cache_event(const CacheEvent& event) {
       return;
     case CacheEvent::Kind::kRejected:
       impl_->admission_rejections->Increment();
+      return;
+    case CacheEvent::Kind::kWaitedForRoom:
+      (event.status.ok() ? impl_->room_wait_admitted : impl_->room_wait_refused)
+          ->Observe(absl::ToDoubleSeconds(event.duration));
       return;
   }
 }

@@ -39,6 +39,7 @@ struct BuildInfo {
   std::string torch_version;  // libtorch it was built against
   bool cuda = false;          // built with CUDA kernels
   int compute_threads = 1;    // intra-op threads every forward may use
+  std::string allocator;      // the heap allocator (core/memory/allocator.h)
 };
 
 // The daemon's metrics: owns the registry of event counters and histograms

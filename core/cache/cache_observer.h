@@ -14,13 +14,15 @@
 namespace diffusiond {
 
 struct CacheEvent {
-  enum class Kind { kLoaded, kLoadFailed, kEvicted, kUnloaded, kRejected };
+  // kWaitedForRoom: a make_room call that waited in line, admitted or not
+  // (status); duration: how long it waited.
+  enum class Kind { kLoaded, kLoadFailed, kEvicted, kUnloaded, kRejected, kWaitedForRoom };
   Kind kind = Kind::kLoaded;
   std::string key;  // empty for kRejected
   Device device = Device::kCpu;  // kRejected: the device asked for
   std::array<int64_t, kNumDevices> bytes{};  // held, freed, or (kRejected) requested
-  absl::Duration duration;  // kLoaded/kLoadFailed: loader time
-  absl::Status status;      // kLoadFailed / kRejected: the error
+  absl::Duration duration;                   // kLoaded/kLoadFailed: loader time; kWaitedForRoom: the wait
+  absl::Status status;                       // kLoadFailed / kRejected: the error; kWaitedForRoom: the outcome
 };
 
 // Receives events after the cache has released its lock, on the thread that

@@ -31,6 +31,8 @@ struct CacheStats {
   int64_t unloads = 0;      // entries removed by unload()
   int64_t rejections = 0;   // make_room calls refused
   int64_t leases_expired = 0;
+  int64_t room_waits = 0;  // make_room calls that waited in line for room
+  int room_waiting = 0;    // make_room calls in line now
   // One snapshot per configured budget (RAM always; VRAM when configured).
   std::vector<BudgetSnapshot> budgets;
   std::vector<CacheEntryStats> entries;  // most recently used first

@@ -29,6 +29,10 @@ absl::Status validate_ttl(absl::Duration ttl) {
       absl::StrCat("lease ttl must be positive, got ", absl::FormatDuration(ttl)));
 }
 
+// How often a caller waiting for room looks at the budget again: a
+// reservation given back goes to the budget alone and signals nothing here.
+constexpr absl::Duration kRoomRecheck = absl::Milliseconds(10);
+
 absl::Status unknown_lease(LeaseId lease) {
   return absl::NotFoundError(absl::StrCat("lease ", lease, " is unknown or expired"));
 }
@@ -59,7 +63,8 @@ ModelCache::ModelCache(const ModelCacheOptions& options)
       vram_budget_(options.vram_budget),
       clock_(options.clock != nullptr ? options.clock : real_clock()),
       observer_(options.observer),
-      trim_heap_after_eviction_(options.trim_heap_after_eviction) {}
+      trim_heap_after_eviction_(options.trim_heap_after_eviction),
+      max_room_wait_(options.max_room_wait) {}
 
 ModelCache::~ModelCache() {
   MutexLock lock(&mu_);
@@ -77,8 +82,62 @@ Budget* ModelCache::budget_for(Device device) const {
   return device == Device::kCpu ? ram_budget_ : vram_budget_;
 }
 
-absl::StatusOr<Reservation> ModelCache::make_room(int64_t bytes, Device device,
-                                                  std::vector<std::string>* evicted) {
+ModelCache::RoomFigures ModelCache::room_figures_locked(const Budget& budget, Device device, const Entry* kept) const {
+  RoomFigures f;
+  f.snapshot = budget.snapshot();
+  for (const auto& [key, entry] : entries_) {
+    const int64_t held = entry->bytes(device);
+    if (held == 0) continue;
+    if (entry.get() == kept) {
+      // Never evicted for the work it is kept for, and never freed by it.
+      f.pinned += held;
+      ++f.pinned_entries;
+      f.kept = held;
+    } else if (entry->state == EntryState::kReady && entry->pins == 0) {
+      f.candidates.push_back(entry);
+      f.evictable += held;
+    } else {
+      f.pinned += held;
+      ++f.pinned_entries;
+      if (entry->pins > 0 && entry->pins == entry->leases) f.leased += held;
+    }
+  }
+  return f;
+}
+
+absl::StatusOr<Reservation> ModelCache::admit_locked(Budget& budget, int64_t bytes, RoomFigures& room,
+                                                     std::vector<std::string>* evicted,
+                                                     std::vector<CacheEvent>* events) {
+  std::sort(room.candidates.begin(), room.candidates.end(),
+            [](const std::shared_ptr<Entry>& a, const std::shared_ptr<Entry>& b) {
+              return a->last_use_tick < b->last_use_tick;
+            });
+  for (const std::shared_ptr<Entry>& victim : room.candidates) {
+    if (budget.available_bytes() >= bytes) break;
+    events->push_back(remove_locked(victim, CacheEvent::Kind::kEvicted));
+    if (evicted != nullptr) evicted->push_back(events->back().key);
+    ++counters_.evictions;
+  }
+  absl::StatusOr<Reservation> reserved = budget.reserve(bytes);
+  if (!reserved.ok()) ++counters_.rejections;
+  return reserved;
+}
+
+absl::StatusOr<Reservation> ModelCache::make_room(int64_t bytes, Device device, std::vector<std::string>* evicted,
+                                                  const RoomWait& wait) {
+  return make_room_for(nullptr, bytes, device, evicted, wait, nullptr);
+}
+
+absl::StatusOr<PinnedRoom> ModelCache::make_room_beside(absl::string_view key, int64_t bytes, Device device,
+                                                        std::vector<std::string>* evicted, const RoomWait& wait) {
+  PinnedRoom out;
+  DIFFUSIOND_ASSIGN_OR_RETURN(out.reservation, make_room_for(&key, bytes, device, evicted, wait, &out.pin));
+  return out;
+}
+
+absl::StatusOr<Reservation> ModelCache::make_room_for(const absl::string_view* keep, int64_t bytes, Device device,
+                                                      std::vector<std::string>* evicted, const RoomWait& wait,
+                                                      Pin* pinned) {
   if (bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat("make_room: negative size ", bytes));
   }
@@ -91,50 +150,79 @@ absl::StatusOr<Reservation> ModelCache::make_room(int64_t bytes, Device device,
   absl::StatusOr<Reservation> result;
   {
     MutexLock lock(&mu_);
-    expire_leases_locked();
-    const BudgetSnapshot before = budget->snapshot();
-    std::vector<std::shared_ptr<Entry>> candidates;
-    int64_t evictable = 0, pinned_bytes = 0;
-    int pinned_entries = 0;
-    for (const auto& [key, entry] : entries_) {
-      if (entry->bytes(device) == 0) continue;
-      if (entry->state == EntryState::kReady && entry->pins == 0) {
-        candidates.push_back(entry);
-        evictable += entry->bytes(device);
-      } else {
-        pinned_bytes += entry->bytes(device);
-        ++pinned_entries;
+    const absl::Time start = clock_->now();
+    const absl::Time deadline = wait.wait ? start + max_room_wait_ : start;
+    std::optional<uint64_t> ticket;
+    for (;;) {
+      expire_leases_locked();
+      std::shared_ptr<Entry> kept;
+      if (keep != nullptr) {
+        absl::StatusOr<std::shared_ptr<Entry>> entry = ready_entry_locked(*keep);
+        if (!entry.ok()) {
+          result =
+              ticket.has_value()
+                  ? absl::NotFoundError(absl::StrCat("model '", *keep, "' left the cache while this waited for room"))
+                  : entry.status();
+          break;
+        }
+        kept = *std::move(entry);
       }
+      RoomFigures room = room_figures_locked(*budget, device, kept.get());
+      // A caller that does not wait tries now, as before there was a line.
+      const bool at_front = !wait.wait || (ticket.has_value() ? room_line_.front() == *ticket : room_line_.empty());
+      if (at_front && bytes <= room.snapshot.available_bytes() + room.evictable) {
+        result = admit_locked(*budget, bytes, room, evicted, &events);
+        if (result.ok() && kept != nullptr) *pinned = pin_locked(kept);
+        break;
+      }
+      const absl::Time now = clock_->now();
+      const bool never_fits = bytes > room.snapshot.capacity_bytes - room.leased - room.kept;
+      if (never_fits || now >= deadline || wait.cancel.cancelled()) {
+        ++counters_.rejections;
+        std::string waited;
+        if (ticket.has_value()) {
+          waited = wait.cancel.cancelled()
+                       ? absl::StrCat(" (stopped waiting after ", absl::FormatDuration(now - start), ": ",
+                                      wait.cancel.status().message(), ")")
+                       : absl::StrCat(" (after waiting ", absl::FormatDuration(now - start), " for work in flight)");
+        } else if (never_fits && room.leased > 0) {
+          waited = absl::StrCat(" (leases hold ", format_bytes(room.leased), ", which no call's end frees)");
+        } else if (never_fits && room.kept > 0) {
+          waited = absl::StrCat(" (beside the model it is for, which holds ", format_bytes(room.kept), ")");
+        }
+        result = absl::ResourceExhaustedError(absl::StrCat(
+            "cannot make room on ", device_name(device), ": needed ", format_bytes(bytes), ", available ",
+            format_bytes(room.snapshot.available_bytes()), ", evictable ", format_bytes(room.evictable), " (budget ",
+            format_bytes(room.snapshot.capacity_bytes), ", committed ", format_bytes(room.snapshot.committed_bytes),
+            ", reserved by work in flight ", format_bytes(room.snapshot.reserved_bytes), ", ", room.pinned_entries,
+            " pinned or busy entries hold ", format_bytes(room.pinned), ")", waited));
+        CacheEvent rejected;
+        rejected.kind = CacheEvent::Kind::kRejected;
+        rejected.device = device;
+        rejected.bytes[static_cast<int>(device)] = bytes;
+        rejected.status = result.status();
+        events.push_back(std::move(rejected));
+        break;
+      }
+      if (!ticket.has_value()) {
+        ticket = next_room_ticket_++;
+        room_line_.push_back(*ticket);
+        ++counters_.room_waits;
+      }
+      // Unpins signal changed_; a reservation given back goes to the budget
+      // alone, so the line also looks again every few milliseconds.
+      clock_->wait_until(&changed_, &mu_, std::min(deadline, clock_->now() + kRoomRecheck));
     }
-    if (bytes > before.available_bytes() + evictable) {
-      ++counters_.rejections;
-      result = absl::ResourceExhaustedError(absl::StrCat(
-          "cannot make room on ", device_name(device), ": needed ",
-          format_bytes(bytes), ", available ", format_bytes(before.available_bytes()),
-          ", evictable ", format_bytes(evictable), " (budget ",
-          format_bytes(before.capacity_bytes), ", committed ",
-          format_bytes(before.committed_bytes), ", reserved by loads in flight ",
-          format_bytes(before.reserved_bytes), ", ", pinned_entries,
-          " pinned or busy entries hold ", format_bytes(pinned_bytes), ")"));
-      CacheEvent rejected;
-      rejected.kind = CacheEvent::Kind::kRejected;
-      rejected.device = device;
-      rejected.bytes[static_cast<int>(device)] = bytes;
-      rejected.status = result.status();
-      events.push_back(std::move(rejected));
-    } else {
-      std::sort(candidates.begin(), candidates.end(),
-                [](const std::shared_ptr<Entry>& a, const std::shared_ptr<Entry>& b) {
-                  return a->last_use_tick < b->last_use_tick;
-                });
-      for (const std::shared_ptr<Entry>& victim : candidates) {
-        if (budget->available_bytes() >= bytes) break;
-        events.push_back(remove_locked(victim, CacheEvent::Kind::kEvicted));
-        if (evicted != nullptr) evicted->push_back(events.back().key);
-        ++counters_.evictions;
-      }
-      result = budget->reserve(bytes);
-      if (!result.ok()) ++counters_.rejections;
+    if (ticket.has_value()) {
+      room_line_.erase(std::find(room_line_.begin(), room_line_.end(), *ticket));
+      changed_.signal_all();  // the next in line may go
+      CacheEvent waited;
+      waited.kind = CacheEvent::Kind::kWaitedForRoom;
+      waited.device = device;
+      waited.bytes[static_cast<int>(device)] = bytes;
+      waited.duration = clock_->now() - start;
+      waited.status = result.status();
+      events.push_back(std::move(waited));
     }
   }
   publish(events);
@@ -427,6 +515,7 @@ void ModelCache::await_unpinned_locked(const Entry& entry, absl::Time deadline, 
 CacheStats ModelCache::stats() const {
   MutexLock lock(&mu_);
   CacheStats s = counters_;
+  s.room_waiting = static_cast<int>(room_line_.size());
   s.budgets.push_back(ram_budget_->snapshot());
   if (vram_budget_ != nullptr) s.budgets.push_back(vram_budget_->snapshot());
   const absl::Time now = clock_->now();

@@ -8,6 +8,7 @@
 #define DIFFUSIOND_CORE_CACHE_MODEL_CACHE_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,7 +19,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/util/mutex.h"
 #include "absl/time/time.h"
 #include "core/cache/cache_observer.h"
 #include "core/cache/cache_stats.h"
@@ -29,6 +29,7 @@
 #include "core/memory/budget.h"
 #include "core/util/cancellation.h"
 #include "core/util/clock.h"
+#include "core/util/mutex.h"
 
 namespace diffusiond {
 
@@ -49,6 +50,24 @@ struct ModelCacheOptions {
   // Return freed heap pages to the kernel after each eviction or unload, so
   // RSS follows the budget down. Default true.
   bool trim_heap_after_eviction = true;
+  // How long a make_room call that asks to wait (RoomWait) may wait, in
+  // line, for memory that work in flight holds. Default 0: none waits.
+  absl::Duration max_room_wait = absl::ZeroDuration();
+};
+
+// Bytes reserved beside a pinned entry (ModelCache::make_room_beside).
+struct PinnedRoom {
+  Pin pin;
+  Reservation reservation;
+};
+
+// Whether a make_room call that does not fit now waits for room.
+struct RoomWait {
+  // False: refuse at once. True: wait in FIFO order, up to the cache's
+  // max_room_wait, unless the request could never fit.
+  bool wait = false;
+  // Ends the wait with the token's reason (e.g. CANCELLED: the caller left).
+  CancellationToken cancel;
 };
 
 struct UnloadOptions {
@@ -86,8 +105,25 @@ class ModelCache {
   // FAILED_PRECONDITION if no budget is configured for `device`. When
   // `evicted` is given, the keys this call evicted are appended to it, in
   // eviction order: callers report what they caused, not a diff of stats.
-  absl::StatusOr<Reservation> make_room(int64_t bytes, Device device,
-                                        std::vector<std::string>* evicted = nullptr);
+  //
+  // With `wait.wait`, a request that does not fit because work in flight
+  // holds memory (pins, reservations) joins a FIFO line instead, and is
+  // admitted when it reaches the front and fits, or refused when
+  // max_room_wait passes or `wait.cancel` fires. It is refused at once
+  // when it could never fit: more than the budget less what leases hold,
+  // which no call's end frees. A request that arrives while others wait
+  // queues behind them even if it would fit (no starvation of large ones).
+  absl::StatusOr<Reservation> make_room(int64_t bytes, Device device, std::vector<std::string>* evicted = nullptr,
+                                        const RoomWait& wait = {});
+
+  // make_room for work on the ready entry `key`: `key` is never evicted to
+  // make the room, and it is pinned in the same step as the bytes are
+  // reserved. A call that waits therefore holds nothing while it waits, so
+  // no waiter's pin can keep the line from moving. NOT_FOUND if `key` is
+  // not ready, or left the cache while this waited (the caller loads it
+  // again).
+  absl::StatusOr<PinnedRoom> make_room_beside(absl::string_view key, int64_t bytes, Device device,
+                                              std::vector<std::string>* evicted = nullptr, const RoomWait& wait = {});
 
   // Returns `key` pinned if it is loaded; otherwise makes the caller its
   // loader by returning a LoadSlot, exactly once however many threads ask
@@ -141,6 +177,30 @@ class ModelCache {
   void unpin(Entry& entry);
 
   Budget* budget_for(Device device) const;
+  // What make_room weighs: the budget, and the entries on the device by
+  // whether eviction may take them.
+  struct RoomFigures {
+    BudgetSnapshot snapshot;
+    std::vector<std::shared_ptr<Entry>> candidates;  // ready and unpinned
+    int64_t evictable = 0;                           // the candidates' bytes
+    int64_t pinned = 0;                              // pinned, loading or draining entries' bytes
+    int pinned_entries = 0;
+    int64_t leased = 0;  // of those, entries only leases pin
+    int64_t kept = 0;    // of those, the entry the room is for
+  };
+  // `kept` (may be null) counts as held for good: the work is for it.
+  RoomFigures room_figures_locked(const Budget& budget, Device device, const Entry* kept) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // make_room and make_room_beside: with `keep`, that entry is kept out of
+  // eviction and pinned into `*pinned` with the reservation.
+  absl::StatusOr<Reservation> make_room_for(const absl::string_view* keep, int64_t bytes, Device device,
+                                            std::vector<std::string>* evicted, const RoomWait& wait, Pin* pinned)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Evicts the least recently used candidates until `bytes` are available,
+  // then reserves them.
+  absl::StatusOr<Reservation> admit_locked(Budget& budget, int64_t bytes, RoomFigures& room,
+                                           std::vector<std::string>* evicted, std::vector<CacheEvent>* events)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Returns the entry for `key` if it is ready, NOT_FOUND otherwise.
   absl::StatusOr<std::shared_ptr<Entry>> ready_entry_locked(absl::string_view key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -171,6 +231,7 @@ class ModelCache {
   Clock* const clock_;
   CacheObserver* const observer_;
   const bool trim_heap_after_eviction_;
+  const absl::Duration max_room_wait_;
 
   mutable Mutex mu_;
   CondVar changed_;  // any entry changed state or lost a pin
@@ -180,6 +241,9 @@ class ModelCache {
   LeaseId next_lease_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
   CacheStats counters_ ABSL_GUARDED_BY(mu_);  // budgets/entries left empty
+  // make_room calls waiting for room, by ticket, oldest first.
+  std::deque<uint64_t> room_line_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_room_ticket_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace diffusiond

@@ -98,6 +98,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opti
   co.ram_budget = options.ram_budget;
   co.clock = options.clock;
   co.observer = options.observer;
+  co.max_room_wait = options.max_room_wait;
   if (options.device != nullptr) {
     DIFFUSIOND_ASSIGN_OR_RETURN(co.observer, engine->start_vram_tier());
   }
@@ -119,6 +120,14 @@ absl::StatusOr<Pin> Engine::pin(const std::string& model_id) {
   absl::StatusOr<Pin> pin = cache_->get(model_id);
   if (!pin.ok()) return not_loaded(model_id, pin.status());
   return pin;
+}
+
+absl::StatusOr<PinnedRoom> Engine::pin_with_room(const std::string& model_id,
+                                                 const std::function<absl::StatusOr<CallRoom>(const Model&)>& room_of,
+                                                 const Job& job, std::vector<std::string>* evicted, bool wait) {
+  absl::StatusOr<PinnedRoom> room = diffusiond::pin_with_room(*cache_, model_id, room_of, evicted, {wait, job.token()});
+  if (!room.ok()) return not_loaded(model_id, room.status());
+  return room;
 }
 
 absl::StatusOr<Engine::ResolvedLoad> Engine::resolve(const ModelLoadRequest& request) const {
@@ -326,18 +335,26 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
                                           const CancellationToken& cancel) {
   Job job(this, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
-  DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(model_id));
-  const Model& model = pinned.as<LoadedModel>()->model();
   // Activations are reserved where the forward runs, and held until it
-  // returns: on the device beside the placement, else in RAM
-  // (step_admission.h).
+  // returns: on the device beside the placement, else in RAM beside the
+  // model (step_admission.h).
+  Pin pinned;
   Reservation activations;
   std::optional<DeviceRun> on_device;
   if (vram_ != nullptr) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(pinned, pin(model_id));
+    const Model& model = pinned.as<LoadedModel>()->model();
     DIFFUSIOND_ASSIGN_OR_RETURN(on_device, prepare_device(model_id, model, device_activation_bytes(model, inputs)));
   } else {
-    DIFFUSIOND_ASSIGN_OR_RETURN(activations, reserve_step_activations(*cache_, model, inputs, model_id));
+    DIFFUSIOND_ASSIGN_OR_RETURN(
+        PinnedRoom room,
+        pin_with_room(
+            model_id, [&](const Model& m) -> absl::StatusOr<CallRoom> { return step_room(m, inputs, model_id); }, job,
+            nullptr));
+    pinned = std::move(room.pin);
+    activations = std::move(room.reservation);
   }
+  const Model& model = pinned.as<LoadedModel>()->model();
   std::optional<DeviceForward> source;
   if (on_device.has_value()) source.emplace(*on_device->placement.as<DevicePlacement>());
   CancellationScope scope(job.token());
@@ -347,25 +364,48 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
 absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options) {
   Job job(this, options.cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
-  DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(request.model_id));
-  const auto* denoiser = dynamic_cast<const DiffusionModel*>(&pinned.as<LoadedModel>()->model());
-  if (denoiser == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "model \"", bounded(request.model_id), "\" is a ",
-        model_role_name(pinned.as<LoadedModel>()->model().role()), ", not a denoiser"));
-  }
-  const DiffusionModel& model = *denoiser;
-
   DenoiseRequest loop = request.loop;
   const std::vector<int64_t> shape =
       loop.initial_latents.defined() ? loop.initial_latents.sizes().vec() : loop.latent_shape;
-  // Checked before the noise is drawn: a client must not make the daemon
-  // allocate a latent the model could never denoise.
-  DIFFUSIOND_RETURN_IF_ERROR(check_latent_shape(model.latent_layout(), shape, request.model_id));
-  if (request.negative.has_value() && !model.supports_negative()) {
-    return absl::InvalidArgumentError(absl::StrCat("model \"", bounded(request.model_id), "\" (",
-                                                   model.architecture(), ") takes no negative conditioning"));
+  const Conditioning* negative = request.negative.has_value() ? &*request.negative : nullptr;
+  // The request against the model, before any room is waited for, and
+  // again against the model admitted. The shape is checked before the
+  // noise is drawn: a client must not make the daemon allocate a latent the
+  // model could never denoise.
+  const auto denoiser_of = [&](const Model& m) -> absl::StatusOr<const DiffusionModel*> {
+    const auto* d = dynamic_cast<const DiffusionModel*>(&m);
+    if (d == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat("model \"", bounded(request.model_id), "\" is a ",
+                                                        model_role_name(m.role()), ", not a denoiser"));
+    }
+    DIFFUSIOND_RETURN_IF_ERROR(check_latent_shape(d->latent_layout(), shape, request.model_id));
+    if (negative != nullptr && !d->supports_negative()) {
+      return absl::InvalidArgumentError(absl::StrCat("model \"", bounded(request.model_id), "\" (", d->architecture(),
+                                                     ") takes no negative conditioning"));
+    }
+    return d;
+  };
+  DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(request.model_id));
+  DIFFUSIOND_RETURN_IF_ERROR(denoiser_of(pinned.as<LoadedModel>()->model()).status());
+  // Held until the loop returns, where the forwards run (step_admission.h).
+  Reservation activations;
+  if (vram_ == nullptr) {
+    pinned = Pin();
+    DIFFUSIOND_ASSIGN_OR_RETURN(
+        PinnedRoom room, pin_with_room(
+                             request.model_id,
+                             [&](const Model& m) -> absl::StatusOr<CallRoom> {
+                               DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* d, denoiser_of(m));
+                               return activation_room(*d,
+                                                      denoise_activation_query(*d, loop, request.positive, negative),
+                                                      request.model_id);
+                             },
+                             job, request.evicted));
+    pinned = std::move(room.pin);
+    activations = std::move(room.reservation);
   }
+  DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* denoiser, denoiser_of(pinned.as<LoadedModel>()->model()));
+  const DiffusionModel& model = *denoiser;
   ScheduleOptions schedule = model.default_schedule(shape);
   schedule.steps = loop.schedule.steps;
   schedule.sigmas = loop.schedule.sigmas;
@@ -375,19 +415,13 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   }
   loop.schedule = schedule;
   loop.has_negative = request.negative.has_value();
-  const Conditioning* negative = request.negative.has_value() ? &*request.negative : nullptr;
   DIFFUSIOND_ASSIGN_OR_RETURN(FlowPredictor predict, model.flow_predictor(request.positive, negative));
-  // Held until the loop returns, where the forwards run (step_admission.h).
-  ActivationQuery query = denoise_activation_query(model, loop, request.positive, negative);
-  Reservation activations;
   std::optional<DeviceRun> on_device;
   if (vram_ != nullptr) {
+    ActivationQuery query = denoise_activation_query(model, loop, request.positive, negative);
     query.device_is_cpu = false;
     DIFFUSIOND_ASSIGN_OR_RETURN(on_device,
                                 prepare_device(request.model_id, model, model.estimate_activations(query).bytes));
-  } else {
-    DIFFUSIOND_ASSIGN_OR_RETURN(
-        activations, reserve_step_activations(*cache_, model, query, Device::kCpu, request.model_id, request.evicted));
   }
   // The caller and the drain stop the loop before its next step, and the
   // forward in progress before its next block.

@@ -20,12 +20,13 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/cache/model_cache.h"
+#include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/random_access_file.h"
 #include "core/denoise/denoise_loop.h"
 #include "core/engine/engine_api.h"
 #include "core/engine/load_board.h"
 #include "core/engine/loaded_model.h"
-#include "core/checkpoint/checkpoint.h"
+#include "core/engine/step_admission.h"
 #include "core/loader/load_plan.h"
 #include "core/models/diffusion_model.h"
 #include "core/models/model_loader.h"
@@ -66,6 +67,11 @@ struct EngineOptions {
   // after each tensor, so a read that never returns is not cut short (the
   // daemon's drain gives up on it instead). Default: none.
   absl::Duration load_timeout = absl::InfiniteDuration();
+  // How long a load or a call waits in line for RAM that work in flight
+  // holds (ModelCache::make_room, RoomWait) before RESOURCE_EXHAUSTED; the
+  // caller's cancellation ends the wait sooner. A request that could never
+  // fit is refused at once. Default 0: refuse at once.
+  absl::Duration max_room_wait = absl::ZeroDuration();
   // Defaults for loads that do not say.
   ComputeDtype compute_dtype = ComputeDtype::kFloat32;
   Fp8Options fp8 = {Fp8Format::kE4M3Fn, Fp8Scaling::kNone};
@@ -192,6 +198,11 @@ class Engine final : public EngineApi {
   };
   absl::StatusOr<OpenedLoad> open_and_plan(const ResolvedLoad& load) const;
   absl::StatusOr<Pin> pin(const std::string& model_id);
+  // step_admission.h's pin_with_room on the RAM cache, waiting (if `wait`)
+  // until `job` is cancelled; NOT_FOUND as pin() says it.
+  absl::StatusOr<PinnedRoom> pin_with_room(const std::string& model_id,
+                                           const std::function<absl::StatusOr<CallRoom>(const Model&)>& room_of,
+                                           const Job& job, std::vector<std::string>* evicted, bool wait = true);
   // pin(), then the model as a `T`: FAILED_PRECONDITION naming what it is
   // instead (`what`, e.g. "a text encoder").
   template <typename T>

@@ -12,8 +12,8 @@ namespace {
 absl::StatusOr<std::pair<std::unique_ptr<WeightStore>, Reservation>> admit_and_stream(
     const Checkpoint& checkpoint, const LoadPlan& plan, ModelCache& cache, const StreamOptions& stream) {
   std::vector<std::string> evicted;
-  DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation,
-                              cache.make_room(plan.reservation_bytes(), Device::kCpu, &evicted));
+  DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation, cache.make_room(plan.reservation_bytes(), Device::kCpu, &evicted,
+                                                                       RoomWait{true, stream.cancel}));
   if (!evicted.empty() && stream.on_progress) {
     LoadProgress admitted{0, plan.source_bytes, 0, static_cast<int64_t>(plan.tensors.size()), std::move(evicted)};
     stream.on_progress(admitted);

@@ -23,7 +23,9 @@ namespace diffusiond {
 
 // A planned model, admitted, streamed and built. The value is a LoadedModel
 // described from the plan (path: the checkpoint's). RESOURCE_EXHAUSTED when
-// the budget cannot admit it.
+// the budget cannot admit it, after waiting in line for room (up to the
+// cache's max_room_wait, or until stream.cancel fires) when work in flight
+// holds what it needs.
 absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, const ModelPlan& plan,
                                                ModelCache& cache, const StreamOptions& stream = {});
 

@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/engine/loaded_model.h"
 #include "core/util/bounded_text.h"
 #include "core/util/bytes.h"
+#include "core/util/status_macros.h"
 
 namespace diffusiond {
 namespace {
@@ -20,21 +22,23 @@ int64_t text_tokens_of(const Conditioning& c, const std::vector<ConditioningInpu
   return longest;
 }
 
+const Model& model_of(const Pin& pin) { return pin.as<LoadedModel>()->model(); }
+
 }  // namespace
 
-absl::StatusOr<Reservation> reserve_step_activations(ModelCache& cache, const DiffusionModel& model,
-                                                     ActivationQuery query, Device device,
-                                                     absl::string_view model_id,
-                                                     std::vector<std::string>* evicted) {
-  query.device_is_cpu = device == Device::kCpu;
+CallRoom activation_room(const DiffusionModel& model, ActivationQuery query, absl::string_view model_id) {
+  query.device_is_cpu = true;
   const ActivationEstimate estimate = model.estimate_activations(query);
-  absl::StatusOr<Reservation> room = cache.make_room(estimate.bytes, device, evicted);
-  if (absl::IsResourceExhausted(room.status())) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "no room for the activations of model \"", bounded(model_id), "\": estimate ",
-        format_bytes(estimate.bytes), " (", estimate.breakdown, "); ", room.status().message()));
-  }
-  return room;
+  return {estimate.bytes, absl::StrCat("the activations of model \"", bounded(model_id), "\": estimate ",
+                                       format_bytes(estimate.bytes), " (", estimate.breakdown, ")")};
+}
+
+CallRoom step_room(const Model& model, const NamedTensors& inputs, absl::string_view model_id) {
+  const auto* denoiser = dynamic_cast<const DiffusionModel*>(&model);
+  if (denoiser == nullptr) return {};
+  const std::optional<ActivationQuery> query = denoiser->step_activation_query(inputs);
+  if (!query.has_value()) return {};
+  return activation_room(*denoiser, *query, model_id);
 }
 
 ActivationQuery denoise_activation_query(const DiffusionModel& model, const DenoiseRequest& loop,
@@ -51,13 +55,22 @@ ActivationQuery denoise_activation_query(const DiffusionModel& model, const Deno
   return q;
 }
 
-absl::StatusOr<Reservation> reserve_step_activations(ModelCache& cache, const Model& model,
-                                                     const NamedTensors& inputs, absl::string_view model_id) {
-  const auto* denoiser = dynamic_cast<const DiffusionModel*>(&model);
-  if (denoiser == nullptr) return Reservation();
-  const std::optional<ActivationQuery> query = denoiser->step_activation_query(inputs);
-  if (!query.has_value()) return Reservation();
-  return reserve_step_activations(cache, *denoiser, *query, Device::kCpu, model_id);
+absl::StatusOr<PinnedRoom> pin_with_room(ModelCache& cache, absl::string_view model_id,
+                                         const std::function<absl::StatusOr<CallRoom>(const Model&)>& room_of,
+                                         std::vector<std::string>* evicted, const RoomWait& wait) {
+  // Twice at most: a second model under the id while the first waited is
+  // read again; a third is the caller's race to lose.
+  for (int attempt = 0;; ++attempt) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(Pin probe, cache.get(model_id));
+    const Model* model = &model_of(probe);
+    DIFFUSIOND_ASSIGN_OR_RETURN(const CallRoom room, room_of(*model));
+    probe = Pin();
+    absl::StatusOr<PinnedRoom> admitted = cache.make_room_beside(model_id, room.bytes, Device::kCpu, evicted, wait);
+    if (absl::IsResourceExhausted(admitted.status())) {
+      return absl::ResourceExhaustedError(absl::StrCat("no room for ", room.what, "; ", admitted.status().message()));
+    }
+    if (!admitted.ok() || &model_of(admitted->pin) == model || attempt == 1) return admitted;
+  }
 }
 
 }  // namespace diffusiond

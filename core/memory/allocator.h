@@ -1,33 +1,40 @@
-// Tuning of glibc malloc for a daemon that alternates denoise steps (large,
-// short-lived activations) with model loads and evictions.
+// The heap allocator of a daemon that alternates large, short-lived
+// activations (denoise steps, encodes, decodes) with model loads, and that
+// promises RSS within what it admitted (docs/memory-budget.md).
 //
-// Page faults are the dominant cost of fresh memory (~3 s/GiB on the
-// development VM). glibc's default sends every block above its dynamic mmap
-// threshold (at most 32 MiB) to a fresh mapping, so each attention score
-// matrix is faulted in anew on every step: a demo step took 5 s, of which
-// 4.6 s were faults. A high fixed threshold keeps activations in the heap,
-// where freed memory is reused, and the trim threshold stops glibc from
-// returning it between steps. Model weights do not depend on this: the
-// loader gives them their own mappings (core/loader/weight_allocation.h),
-// returned to the kernel when the model goes, and the cache calls
-// release_free_heap_to_os() after evictions.
+// jemalloc serves every process that links core/ outside sanitizer builds
+// (Debian's libjemalloc2, linked whole, replaces malloc). glibc's heap grew
+// RSS up to 2x an admitted call's reservation at the 256 MiB mmap threshold
+// it needed for speed (activations freed in the middle of the heap cannot
+// serve a larger tensor; per-thread arenas each keep their own), and kept it
+// after the call. jemalloc's extents hold a call's peak within its estimate
+// (a Step of a 224x224 Z-Image latent: glibc 1.13x the estimate, jemalloc
+// 0.95x; docs/reliability.md has the table) at the same speed, and return
+// free pages on demand: every engine call purges them when it ends, so RSS
+// goes back to where it was. Model weights do not depend on any of this:
+// the loader gives them their own mappings (core/loader/weight_allocation.h).
+//
+// Without jemalloc (sanitizer builds, or -DDIFFUSIOND_JEMALLOC=OFF), glibc
+// maps every block of 1 MiB or more on its own, which keeps RSS close to
+// live bytes at the cost of page faults, and the purge is malloc_trim.
 #ifndef DIFFUSIOND_CORE_MEMORY_ALLOCATOR_H_
 #define DIFFUSIOND_CORE_MEMORY_ALLOCATOR_H_
 
-#include <cstdint>
+#include <string>
 
 namespace diffusiond {
 
-// Blocks below this come from the heap. Default 256 MiB.
-inline constexpr int64_t kServingMmapThresholdBytes = int64_t{256} << 20;
+// "jemalloc <version>" or "glibc malloc", for the daemon's startup log.
+std::string allocator_name();
 
-// Fixes glibc's mmap threshold at `mmap_threshold_bytes` (disabling the
-// dynamic adjustment) and its trim threshold at twice that. Call once at
-// startup. Returns false if glibc refused a setting.
-bool tune_allocator_for_serving(int64_t mmap_threshold_bytes = kServingMmapThresholdBytes);
+// Checks (jemalloc: background purging threads run) or applies (glibc:
+// mallopt) the serving configuration. Call once at startup. Returns false
+// if the allocator refused it.
+bool tune_allocator_for_serving();
 
-// Returns free heap pages to the kernel (malloc_trim). Called after
-// evictions and unloads.
+// Returns the heap's free pages to the kernel now: jemalloc purges every
+// arena, glibc trims. Called when an engine call ends and after evictions
+// and unloads.
 void release_free_heap_to_os();
 
 }  // namespace diffusiond

@@ -36,6 +36,11 @@ absl::StatusOr<Reservation> Budget::reserve(int64_t bytes) {
   return Reservation(this, bytes);
 }
 
+void Budget::reset_high_water() {
+  MutexLock lock(&mu_);
+  high_water_bytes_ = reserved_bytes_ + committed_bytes_;
+}
+
 BudgetSnapshot Budget::snapshot() const {
   MutexLock lock(&mu_);
   BudgetSnapshot s;

@@ -51,6 +51,9 @@ class Budget {
   absl::StatusOr<Reservation> reserve(int64_t bytes);
 
   BudgetSnapshot snapshot() const;
+  // Starts the high-water mark again from what is held now, so that it
+  // measures one interval (a call's peak in tests/unit/engine/call_rss_child).
+  void reset_high_water();
   int64_t available_bytes() const { return snapshot().available_bytes(); }
 
  private:

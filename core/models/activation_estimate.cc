@@ -52,7 +52,7 @@ int64_t largest_materialized_weight_bytes(const WeightStore& weights, torch::Sca
 }
 
 int64_t activation_allocator_slack_bytes(double tensor_bytes) {
-  return saturated(2.0 * static_cast<double>(kMiB) + tensor_bytes / 10);
+  return saturated(8.0 * static_cast<double>(kMiB) + tensor_bytes / 10);
 }
 
 }  // namespace diffusiond

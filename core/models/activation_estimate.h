@@ -82,10 +82,10 @@ int64_t largest_materialized_weight_bytes(const WeightStore& weights, torch::Sca
 
 // Returns what to add to `tensor_bytes` of counted tensors for what RSS
 // shows beside them (tensors too small to count, page rounding, libtorch's
-// per-op buffers): 2 MiB + 10%. Where RSS follows the tensors the counted
-// tensors came within 5% of the peaks (tests/unit/models/
-// activation_rss_test.cc). Not included: glibc's heap fragmentation under
-// the daemon's mmap threshold (docs/reliability.md has its measure).
+// per-op buffers, jemalloc's size classes and cached extents): 8 MiB + 10%.
+// The counted tensors come within 5% of the peaks; the fixed part is what
+// the heap adds at small sizes (a 64x64 Z-Image step peaked 4-5 MiB above
+// its tensors + 2 MiB + 10%; tests/unit/models/activation_rss_test.cc).
 int64_t activation_allocator_slack_bytes(double tensor_bytes);
 
 }  // namespace diffusiond

@@ -137,6 +137,25 @@ absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_di
   return out;
 }
 
+// Refuses, before anything loads, a component whose weights alone are more
+// than the RAM budget: no eviction or wait could ever admit it, and the
+// stages before it would run for nothing.
+absl::Status check_components_fit(EngineApi& engine, const Resolved& resolved) {
+  const CacheStats stats = engine.stats();
+  if (stats.budgets.empty()) return absl::OkStatus();
+  const int64_t capacity = stats.budgets[0].capacity_bytes;
+  for (const auto& [name, id] : resolved.ids) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo info, describe(engine, id));
+    if (info.bytes[kCpuIndex] > capacity) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("component ", name, " (\"", bounded(id), "\", ", info.architecture, ") needs ",
+                       format_bytes(info.bytes[kCpuIndex]), " of weights, more than the RAM budget of ",
+                       format_bytes(capacity), ": it could never load; nothing was loaded"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, int steps, double guidance,
                             int64_t width, int64_t height) {
   nlohmann::json j = {{"pipeline", std::string(resolved.family->name())},
@@ -151,6 +170,25 @@ std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, 
   for (const auto& [name, id] : resolved.ids) j[name] = id;
   // ASCII only (tEXt is Latin-1): other characters are escaped.
   return j.dump(-1, ' ', /*ensure_ascii=*/true);
+}
+
+// Runs `call` on the model `id_or_path` names, readied first. Between the
+// load and the call another request may evict the model to make room (the
+// engine's calls wait for room holding nothing, so nothing keeps it); the
+// call then answers NOT_FOUND and the model is loaded again, up to twice.
+// `readied`: the id a caller already readied it as, for the first call.
+template <typename T>
+absl::StatusOr<T> on_component(EngineApi& engine, const std::string& id_or_path, const GenerateOptions& options,
+                               const std::function<absl::StatusOr<T>(const std::string& id)>& call,
+                               const std::string& readied = "") {
+  for (int attempt = 0;; ++attempt) {
+    std::string id = readied;
+    if (attempt > 0 || id.empty()) {
+      DIFFUSIOND_ASSIGN_OR_RETURN(id, ready_component(engine, id_or_path, options));
+    }
+    absl::StatusOr<T> result = call(id);
+    if (!absl::IsNotFound(result.status()) || attempt == 2) return result;
+  }
 }
 
 absl::Status check_cancelled(const GenerateOptions& options, absl::string_view before) {
@@ -212,6 +250,7 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
                                                    bounded(resolved.ids.at(decoder_name)), "\", ",
                                                    decoder_info.architecture, ") is not an image decoder"));
   }
+  DIFFUSIOND_RETURN_IF_ERROR(check_components_fit(engine, resolved));
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
 
   // Text encoders, one after another, each pinned only while it encodes.
@@ -223,14 +262,20 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   for (const PipelineComponent& c : family.components()) {
     if (c.role != ModelRole::kTextEncoder) continue;
     DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "encoding"));
-    DIFFUSIOND_ASSIGN_OR_RETURN(const std::string encoder, ready_component(engine, resolved.ids.at(c.name), options));
     const absl::Time start = clock->now();
-    std::string detail;
+    std::string detail, encoder;
     for (bool negative : {false, true}) {
       if (negative && !cfg) break;
       std::vector<std::string> evicted;
       const TextEncoding encoding = family.text_encoding(c.name, negative ? r.negative_prompt : r.prompt);
-      DIFFUSIOND_ASSIGN_OR_RETURN(EncodedText encoded, engine.encode_text(encoder, encoding, options.cancel, &evicted));
+      DIFFUSIOND_ASSIGN_OR_RETURN(EncodedText encoded, on_component<EncodedText>(
+                                                           engine, resolved.ids.at(c.name), options,
+                                                           [&](const std::string& id) {
+                                                             encoder = id;
+                                                             return engine.encode_text(id, encoding, options.cancel,
+                                                                                       &evicted);
+                                                           },
+                                                           encoder));
       report_evictions(options, evicted, absl::StrCat("the encoding of ", encoder));
       DIFFUSIOND_ASSIGN_OR_RETURN(Conditioning part, family.encoder_conditioning(c.name, encoded));
       (negative ? negative_parts : positive_parts)[c.name] = std::move(part);
@@ -284,14 +329,25 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
     if (e.step == 1) report_evictions(options, evicted_for_denoise, absl::StrCat("the activations of ", transformer));
     emit_to(options, {GenerateEvent::Stage::kDenoise, transformer, e.step, e.steps, e.step_time, ""});
   };
-  DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor latents, engine.denoise(denoise, loop_options));
+  DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor latents, on_component<torch::Tensor>(
+                                                         engine, denoiser_id, options,
+                                                         [&](const std::string& id) {
+                                                           denoise.model_id = id;
+                                                           return engine.denoise(denoise, loop_options);
+                                                         },
+                                                         transformer));
 
   DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "decoding"));
-  DIFFUSIOND_ASSIGN_OR_RETURN(const std::string vae, ready_component(engine, resolved.ids.at(decoder_name), options));
   const absl::Time start = clock->now();
   GeneratedImage image;
   std::vector<std::string> evicted_for_decode;
-  DIFFUSIOND_ASSIGN_OR_RETURN(image.pixels, engine.decode_image(vae, latents, options.cancel, &evicted_for_decode));
+  std::string vae;
+  DIFFUSIOND_ASSIGN_OR_RETURN(
+      image.pixels,
+      on_component<torch::Tensor>(engine, resolved.ids.at(decoder_name), options, [&](const std::string& id) {
+        vae = id;
+        return engine.decode_image(id, latents, options.cancel, &evicted_for_decode);
+      }));
   report_evictions(options, evicted_for_decode, absl::StrCat("the decode of ", vae));
   emit_to(options, {GenerateEvent::Stage::kDecode, vae, 0, 0, clock->now() - start,
                     absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels")});

@@ -58,6 +58,13 @@ def cases():
     dup = denoise_request()
     dup.conditioning.tensors.append(named("caption", f32([1], [0.0])))
     yield "denoise_repeated_name", dup
+    # 400 names no model reads, and 100 scalars: the refusal lists four and a count.
+    many = denoise_request()
+    for i in range(400):
+        many.conditioning.tensors.append(named(f"unexpected_{i}_" + "n" * 80, f32([1], [0.5])))
+    for i in range(100):
+        many.conditioning.scalars[f"scalar_{i}"] = 1.0
+    yield "denoise_many_names", many
 
     yield "step_valid", denoise.StepRequest(model_id="m", inputs=[named("x", f32([2], [1, -1])), named("t", f32([1], [0.5]))])
     yield "step_empty_name", denoise.StepRequest(inputs=[named("", f32([1], [0]))])

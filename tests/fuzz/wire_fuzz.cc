@@ -1,8 +1,11 @@
 // libFuzzer target for what the daemon does with a request's bytes before
 // libtorch or the engine sees them: protobuf decoding of the requests, and
 // the checks the services run on gRPC's thread (server/request_checks.h,
-// proto/wire_format.h, server/request_options.h) and the engine's path
-// confinement. The same bytes are read as each request type in turn.
+// proto/wire_format.h, server/request_options.h), the engine's path
+// confinement, and a Denoise's conditioning names against a model's
+// declared inputs (check_conditioning: however many names a request sends,
+// its refusal stays short). The same bytes are read as each request type
+// in turn.
 // Bad input must give a Status whose message is bounded, never a crash, a
 // hang, a sanitizer report or an accepted value that breaks a check's
 // promise.
@@ -16,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "core/models/conditioning.h"
 #include "core/util/confined_path.h"
 #include "core/util/remove_tree.h"
 #include "diffusiond/v1/cache_service.pb.h"
@@ -23,9 +27,9 @@
 #include "diffusiond/v1/model_service.pb.h"
 #include "diffusiond/v1/pipeline_service.pb.h"
 #include "google/protobuf/stubs/logging.h"
+#include "proto/wire_format.h"
 #include "server/request_checks.h"
 #include "server/request_options.h"
-#include "proto/wire_format.h"
 
 namespace diffusiond {
 namespace {
@@ -86,6 +90,22 @@ void check_tensor(const v1::Tensor& wire) {
   check_bounded(check_wire_finite(wire, "tensor"));
 }
 
+// The names of `wire` against a denoiser that reads one caption tensor and
+// one optional scalar, as the engine checks them once the model is known.
+// The tensors are placeholders: the names and their count are what the
+// message lists.
+void check_conditioning_names(const v1::Conditioning& wire) {
+  static const std::vector<ConditioningInput> inputs = [] {
+    ConditioningInput caption{"cap_feats", ConditioningInput::Kind::kTensor, {-1, 8}, true, 0, "caption features"};
+    ConditioningInput guidance{"guidance", ConditioningInput::Kind::kScalar, {}, false, 3.5, "distilled guidance"};
+    return std::vector<ConditioningInput>{caption, guidance};
+  }();
+  Conditioning given;
+  for (const v1::NamedTensor& t : wire.tensors()) given.tensors[t.name()] = torch::zeros({1});
+  for (const auto& [name, value] : wire.scalars()) given.scalars[name] = value;
+  check_bounded(check_conditioning(given, inputs, "conditioning"));
+}
+
 template <typename Message>
 bool parse(Message& m, const uint8_t* data, size_t size) {
   return m.ParseFromArray(data, static_cast<int>(size));
@@ -109,6 +129,7 @@ void fuzz_one(const uint8_t* data, size_t size) {
   if (v1::DenoiseRequest m; parse(m, data, size)) {
     const absl::Status s = check_denoise_request(m);
     check_bounded(s);
+    check_conditioning_names(m.conditioning());
     if (s.ok()) {
       if (m.steps() < 0 || m.steps() > kMaxDenoiseSteps || m.sigmas_size() > kMaxDenoiseSteps) __builtin_trap();
       if (m.has_initial_latents() && !check_wire_finite(m.initial_latents(), "x").ok()) __builtin_trap();

@@ -35,6 +35,16 @@ inline void write_safetensors(const std::string& path, const std::vector<TestTen
   ASSERT_TRUE((*w)->close().ok());
 }
 
+// A .safetensors file's bytes by hand, for headers no writer would make: the
+// 8-byte little-endian length (`claimed_length`, or the header's own size
+// when negative), the header, then `data_bytes` zeros.
+inline std::string safetensors_bytes(const std::string& header, size_t data_bytes, int64_t claimed_length = -1) {
+  const uint64_t length = claimed_length >= 0 ? claimed_length : header.size();
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(length >> (8 * i));
+  return out + header + std::string(data_bytes, '\0');
+}
+
 }  // namespace diffusiond::testing
 
 #endif  // DIFFUSIOND_TESTS_TESTING_CHECKPOINT_BUILDER_H_

@@ -2,6 +2,7 @@
 // estimate.
 #include <algorithm>
 
+#include "core/models/activation_estimate.h"
 #include "core/models/qwen3/qwen3_model.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
@@ -26,7 +27,8 @@ int64_t Qwen3Model::encode_activation_bytes(int64_t tokens) const {
                                        2 * c.intermediate_size);
   const int64_t largest_weight = element * c.hidden_size * c.intermediate_size;
   const int64_t scores = 2 * 4 * c.num_attention_heads * tokens * tokens;
-  return tokens * per_token + largest_weight + scores;
+  const int64_t tensors = tokens * per_token + largest_weight + scores;
+  return tensors + activation_allocator_slack_bytes(static_cast<double>(tensors));
 }
 
 }  // namespace diffusiond

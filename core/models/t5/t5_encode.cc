@@ -42,7 +42,8 @@ int64_t T5Encoder::encode_activation_bytes(int64_t tokens) const {
   // the scaled result.
   const double norm = shared + L * e * 2 * D + (reduced ? L * D * 12 : 0);
   const double weight = static_cast<double>(largest_materialized_weight_bytes(weights(), dtype));
-  const double total = buckets + std::max({attention, ffn, norm}) + weight;
+  const double tensors = buckets + std::max({attention, ffn, norm}) + weight;
+  const double total = tensors + static_cast<double>(activation_allocator_slack_bytes(tensors));
   return total >= static_cast<double>(std::numeric_limits<int64_t>::max())
              ? std::numeric_limits<int64_t>::max()
              : static_cast<int64_t>(total);

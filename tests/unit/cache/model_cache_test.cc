@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fake_clock.h"
+#include "tests/testing/recording_observer.h"
 #include "tests/testing/status_matchers.h"
 
 namespace diffusiond {
@@ -17,6 +18,7 @@ namespace {
 
 using ::diffusiond::testing::FakeClock;
 using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::RecordingObserver;
 using ::diffusiond::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -29,22 +31,6 @@ class FakeModel : public CacheValue {
 
  private:
   std::atomic<int>* live_;
-};
-
-class RecordingObserver : public CacheObserver {
- public:
-  void on_cache_event(const CacheEvent& e) override {
-    MutexLock lock(&mu_);
-    events_.push_back(e);
-  }
-  std::vector<CacheEvent> events() {
-    MutexLock lock(&mu_);
-    return events_;
-  }
-
- private:
-  Mutex mu_;
-  std::vector<CacheEvent> events_ ABSL_GUARDED_BY(mu_);
 };
 
 class ModelCacheTest : public ::testing::Test {

@@ -6,6 +6,7 @@
 #include "core/checkpoint/checkpoint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/checkpoint_builder.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -17,19 +18,12 @@ using ::diffusiond::testing::TempDir;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-// The 8-byte little-endian length, the header, then `data_bytes` zeros.
-std::string file_bytes(const std::string& header, size_t data_bytes) {
-  std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(static_cast<uint64_t>(header.size()) >> (8 * i));
-  return out + header + std::string(data_bytes, '\0');
-}
-
 TEST(HostileHeader, ThreeGigabytesDeclaredOverTwelveBytesOfData) {
   TempDir dir;
   // 805306368 float32 = 3 GiB, with offsets to match, over 12 bytes.
   const std::string path = dir.write(
       "big.safetensors",
-      file_bytes(R"({"w":{"dtype":"F32","shape":[805306368],"data_offsets":[0,3221225472]}})", 12));
+      testing::safetensors_bytes(R"({"w":{"dtype":"F32","shape":[805306368],"data_offsets":[0,3221225472]}})", 12));
   EXPECT_THAT(Checkpoint::open(path).status(),
               StatusIs(absl::StatusCode::kDataLoss,
                        AllOf(HasSubstr("big.safetensors"), HasSubstr("data region holds only 12 bytes"))));
@@ -38,8 +32,9 @@ TEST(HostileHeader, ThreeGigabytesDeclaredOverTwelveBytesOfData) {
 TEST(HostileHeader, AShapeThatDisagreesWithItsOffsetsIsRefused) {
   TempDir dir;
   // 3 GiB of shape over offsets that cover the 12 bytes present.
-  const std::string path = dir.write(
-      "lie.safetensors", file_bytes(R"({"w":{"dtype":"F32","shape":[805306368],"data_offsets":[0,12]}})", 12));
+  const std::string path =
+      dir.write("lie.safetensors",
+                testing::safetensors_bytes(R"({"w":{"dtype":"F32","shape":[805306368],"data_offsets":[0,12]}})", 12));
   EXPECT_THAT(Checkpoint::open(path).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("lie.safetensors"), HasSubstr("needs"))));
 }

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/checkpoint_builder.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -17,14 +18,6 @@ using ::diffusiond::testing::StatusIs;
 using ::diffusiond::testing::TempDir;
 using ::testing::HasSubstr;
 
-// The 8-byte little-endian length, then the header, then `data_bytes` zeros.
-std::string file_bytes(const std::string& header, size_t data_bytes, int64_t claimed_length = -1) {
-  const uint64_t length = claimed_length >= 0 ? claimed_length : header.size();
-  std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(length >> (8 * i));
-  return out + header + std::string(data_bytes, '\0');
-}
-
 absl::StatusOr<SafetensorsHeader> read_bytes(const TempDir& dir, const std::string& bytes) {
   const std::string path = dir.write("t.safetensors", bytes);
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> f = open_random_access_file(path);
@@ -34,12 +27,12 @@ absl::StatusOr<SafetensorsHeader> read_bytes(const TempDir& dir, const std::stri
 
 TEST(Safetensors, ParsesAValidHeader) {
   TempDir dir;
-  absl::StatusOr<SafetensorsHeader> h = read_bytes(
-      dir, file_bytes(R"({"__metadata__":{"format":"pt"},)"
-                      R"("b":{"dtype":"BF16","shape":[2],"data_offsets":[24,28]},)"
-                      R"("a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
-                      R"("z":{"dtype":"F8_E4M3","shape":[0],"data_offsets":[28,28]}})",
-                      28));
+  absl::StatusOr<SafetensorsHeader> h =
+      read_bytes(dir, testing::safetensors_bytes(R"({"__metadata__":{"format":"pt"},)"
+                                                 R"("b":{"dtype":"BF16","shape":[2],"data_offsets":[24,28]},)"
+                                                 R"("a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+                                                 R"("z":{"dtype":"F8_E4M3","shape":[0],"data_offsets":[28,28]}})",
+                                                 28));
   ASSERT_THAT(h, IsOk());
   ASSERT_EQ(h->tensors.size(), 3u);
   EXPECT_EQ(h->tensors[0].name, "a");  // data order
@@ -75,52 +68,56 @@ INSTANTIATE_TEST_SUITE_P(
     Table, MalformedFile,
     ::testing::Values(
         Malformed{"TooShort", "abc", absl::StatusCode::kDataLoss, "too short"},
-        Malformed{"LyingHeaderLength", file_bytes(kOne, 8, 4096), absl::StatusCode::kDataLoss,
+        Malformed{"LyingHeaderLength", testing::safetensors_bytes(kOne, 8, 4096), absl::StatusCode::kDataLoss,
                   "runs past the end"},
-        Malformed{"HugeHeaderLength", file_bytes(kOne, 8, int64_t{1} << 40),
+        Malformed{"HugeHeaderLength", testing::safetensors_bytes(kOne, 8, int64_t{1} << 40),
                   absl::StatusCode::kInvalidArgument, "exceeds the limit"},
-        Malformed{"TruncatedData", file_bytes(kOne, 5), absl::StatusCode::kDataLoss,
-                  "truncated"},
+        Malformed{"TruncatedData", testing::safetensors_bytes(kOne, 5), absl::StatusCode::kDataLoss, "truncated"},
         Malformed{"OffsetsPastEof",
-                  file_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[100,108]}})", 8),
+                  testing::safetensors_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[100,108]}})", 8),
                   absl::StatusCode::kDataLoss, "data region holds only 8 bytes"},
         Malformed{"Overlap",
-                  file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                             R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12),
+                  testing::safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                             R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                                             12),
                   absl::StatusCode::kInvalidArgument, "overlap"},
         Malformed{"UnknownDtype",
-                  file_bytes(R"({"w":{"dtype":"F4","shape":[2],"data_offsets":[0,1]}})", 1),
+                  testing::safetensors_bytes(R"({"w":{"dtype":"F4","shape":[2],"data_offsets":[0,1]}})", 1),
                   absl::StatusCode::kInvalidArgument, "unknown dtype \"F4\""},
-        Malformed{"ShapeOverflow",
-                  file_bytes(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8),
-                  absl::StatusCode::kInvalidArgument, "overflows 64 bits"},
-        Malformed{"ByteSizeOverflow",
-                  file_bytes(R"({"w":{"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,8]}})", 8),
-                  absl::StatusCode::kInvalidArgument, "overflows 64 bits"},
+        Malformed{
+            "ShapeOverflow",
+            testing::safetensors_bytes(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
+                                       8),
+            absl::StatusCode::kInvalidArgument, "overflows 64 bits"},
+        Malformed{
+            "ByteSizeOverflow",
+            testing::safetensors_bytes(R"({"w":{"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,8]}})",
+                                       8),
+            absl::StatusCode::kInvalidArgument, "overflows 64 bits"},
         Malformed{"SizeMismatch",
-                  file_bytes(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
+                  testing::safetensors_bytes(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
                   absl::StatusCode::kInvalidArgument, "needs 12"},
         Malformed{"NegativeShape",
-                  file_bytes(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8),
+                  testing::safetensors_bytes(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8),
                   absl::StatusCode::kInvalidArgument, "non-negative integers"},
         Malformed{"DuplicateKey",
-                  file_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                             R"("w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8),
+                  testing::safetensors_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                             R"("w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                                             8),
                   absl::StatusCode::kInvalidArgument, "duplicate key 'w'"},
-        Malformed{"BadJson", file_bytes(R"({"w":{"dtype":"F32",)", 8),
+        Malformed{"BadJson", testing::safetensors_bytes(R"({"w":{"dtype":"F32",)", 8),
                   absl::StatusCode::kInvalidArgument, "invalid JSON at byte"},
-        Malformed{"NotAnObject", file_bytes("[1,2]", 0), absl::StatusCode::kInvalidArgument,
+        Malformed{"NotAnObject", testing::safetensors_bytes("[1,2]", 0), absl::StatusCode::kInvalidArgument,
                   "not a JSON object"},
         Malformed{"BackwardsOffsets",
-                  file_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8),
+                  testing::safetensors_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8),
                   absl::StatusCode::kInvalidArgument, "not a [begin, end] pair"},
         Malformed{"ExtraField",
-                  file_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})", 8),
+                  testing::safetensors_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})", 8),
                   absl::StatusCode::kInvalidArgument, "unexpected field 'x'"},
-        Malformed{"MetadataNotStrings",
-                  file_bytes(R"({"__metadata__":{"n":1}})", 0),
+        Malformed{"MetadataNotStrings", testing::safetensors_bytes(R"({"__metadata__":{"n":1}})", 0),
                   absl::StatusCode::kInvalidArgument, "is not a string"},
-        Malformed{"DeepNesting", file_bytes(std::string(100, '[') + std::string(100, ']'), 0),
+        Malformed{"DeepNesting", testing::safetensors_bytes(std::string(100, '[') + std::string(100, ']'), 0),
                   absl::StatusCode::kInvalidArgument, "nesting deeper"}),
     [](const ::testing::TestParamInfo<Malformed>& info) { return info.param.name; });
 

@@ -43,6 +43,18 @@ TEST(Reservation, DestructionReleasesEverything) {
   EXPECT_EQ(s.high_water_bytes, 500);
 }
 
+TEST(Budget, ResetHighWaterStartsFromWhatIsHeldNow) {
+  Budget budget(Device::kCpu, 1000);
+  absl::StatusOr<Reservation> held = budget.reserve(300);
+  ASSERT_THAT(held, IsOk());
+  { ASSERT_THAT(budget.reserve(600), IsOk()); }
+  EXPECT_EQ(budget.snapshot().high_water_bytes, 900);
+  budget.reset_high_water();
+  EXPECT_EQ(budget.snapshot().high_water_bytes, 300);
+  { ASSERT_THAT(budget.reserve(100), IsOk()); }
+  EXPECT_EQ(budget.snapshot().high_water_bytes, 400);
+}
+
 TEST(Reservation, ChargeBeyondReservationFailsAndRecordsNothing) {
   Budget budget(Device::kCpu, 1000);
   absl::StatusOr<Reservation> r = budget.reserve(100);

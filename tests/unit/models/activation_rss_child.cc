@@ -3,13 +3,13 @@
 // input forward) of a random-weight demo model (tools/random_models:
 // Z-Image or FLUX, weights stored at the compute dtype) on a latent of side
 // x side, of batch 1 or 2 (a Denoise: guided), with 64 text tokens, after a
-// warm-up call on a 16 x 16 latent and malloc_trim, under an mmap threshold
-// of `mmap_mib` (default: the daemon's). Prints "peak_rss_delta_bytes=<n>",
+// warm-up call on a 16 x 16 latent and a purge of the heap, under the
+// daemon's allocator (core/memory/allocator.h). Prints "peak_rss_delta_bytes=<n>",
 // "estimate_bytes=<n>" and "breakdown=<text>"
 // (DiffusionModel::estimate_activations).
 //
 // Usage: activation_rss_child z-image|flux side batch [denoise|step]
-//            [mmap_mib] [float32|bfloat16]
+//            [float32|bfloat16]
 #include <torch/utils.h>
 
 #include <cstdio>
@@ -102,8 +102,8 @@ int run(int argc, char** argv) {
   const int64_t side = std::atoll(argv[2]);
   const int64_t batch = std::atoll(argv[3]);
   const bool step = argc > 4 && std::strcmp(argv[4], "step") == 0;
-  tune_allocator_for_serving(argc > 5 ? std::atoll(argv[5]) << 20 : kServingMmapThresholdBytes);
-  const absl::StatusOr<torch::ScalarType> dtype = parse_compute_dtype(argc > 6 ? argv[6] : "float32");
+  tune_allocator_for_serving();
+  const absl::StatusOr<torch::ScalarType> dtype = parse_compute_dtype(argc > 5 ? argv[5] : "float32");
   if (!dtype.ok() || (batch != 1 && batch != 2)) return 2;
   torch::manual_seed(0);
   const std::unique_ptr<DiffusionModel> model = make_model(flux, *dtype);

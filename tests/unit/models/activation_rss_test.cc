@@ -2,12 +2,12 @@
 // the peak RSS growth of one Denoise step (or one Step) of the demo Z-Image
 // and FLUX models (tools/random_models) at three latent sizes, batch 1 and
 // 2 (guided), each in its own child process (activation_rss_child). The
-// estimate must never be below the peak and at most 25% (+ 4 MiB) above it.
+// estimate must cover the peak (less the run-to-run noise of the heap) and
+// be at most 25% (+ 8 MiB) above it.
 //
-// The child maps every allocation of 1 MiB or more (mmap threshold), so RSS
-// follows the tensors, as vae_rss_test measures the VAE. Under the daemon's
-// 256 MiB threshold these activations come from the heap, and its
-// fragmentation adds to the peak (docs/reliability.md has the figures).
+// The child runs the daemon's allocator (core/memory/allocator.h), so the
+// peak includes what the heap adds; call_rss_test checks the same calls
+// through the engine against their reservations.
 #include <cstdio>
 #include <ostream>
 #include <string>
@@ -21,6 +21,8 @@
 
 namespace diffusiond {
 namespace {
+
+constexpr int64_t kPeakNoiseBytes = 6 * kMiB;
 
 struct Case {
   const char* model;  // "z-image" or "flux"
@@ -37,8 +39,7 @@ class ActivationRss : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ActivationRss, EstimateCoversThePeakWithin25Percent) {
   const Case& c = GetParam();
-  const std::string command =
-      absl::StrCat(ACTIVATION_RSS_CHILD, " ", c.model, " ", c.side, " ", c.batch, " ", c.call, " 1");
+  const std::string command = absl::StrCat(ACTIVATION_RSS_CHILD, " ", c.model, " ", c.side, " ", c.batch, " ", c.call);
   const testing::CommandOutput out = testing::run_command(command);
   ASSERT_EQ(out.exit_status, 0) << command;
   int64_t peak = -1, estimate = -1;
@@ -52,12 +53,15 @@ TEST_P(ActivationRss, EstimateCoversThePeakWithin25Percent) {
               c.side, c.batch, format_bytes(peak).c_str(), format_bytes(estimate).c_str(),
               static_cast<double>(estimate) / static_cast<double>(peak), breakdown.c_str());
   ASSERT_GT(peak, 0);
-  EXPECT_GE(estimate, peak) << breakdown;
-  // At most 25% over, plus a fixed 4 MiB: the estimate's own allocator
-  // slack is a constant (3.7 MiB for the demo models), and the measured
-  // peak of the same call moves by about 1 MiB between runs, so at 64x64
-  // (a 16 MiB peak) the ratio alone passed on one run and failed on the next.
-  EXPECT_LE(static_cast<double>(estimate), 1.25 * static_cast<double>(peak) + 4.0 * kMiB) << breakdown;
+  // The peak of the same call moves between runs under jemalloc by up to
+  // 4.5 MiB (z-image 64x64 batch 2: 41.9 and 46.4 MiB), more than the
+  // estimate's margin at that size; what the engine promises is checked
+  // with that noise in engine/call_rss_test.cc.
+  EXPECT_GE(estimate + kPeakNoiseBytes, peak) << breakdown;
+  // At most 25% over, plus the estimate's fixed 8 MiB of slack
+  // (activation_allocator_slack_bytes): at 64x64 (a 25 MiB peak) it is a
+  // third of the estimate.
+  EXPECT_LE(static_cast<double>(estimate), 1.25 * static_cast<double>(peak) + 8.0 * kMiB) << breakdown;
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -2,11 +2,11 @@
 // latent (default 256: a 2048x2048 image) with the tiny VAE config
 // (block_out_channels [16, 24, 48, 48], 1 layer per block, 8 groups, as the
 // vae-tiny fixture) and random weights, tiled with upstream's default tiles
-// (sample_size 1024: 128-latent tiles) or untiled, with malloc's mmap
-// threshold at `mmap_mib` (default: the daemon's). Prints
+// (sample_size 1024: 128-latent tiles) or untiled, under the daemon's
+// allocator (core/memory/allocator.h). Prints
 // "peak_rss_delta_bytes=<n>" and "formula_bytes=<n>" (vae_memory.h).
 //
-// Usage: vae_rss_child [tiled|untiled] [side] [mmap_mib]
+// Usage: vae_rss_child [tiled|untiled] [side]
 #include <torch/utils.h>
 
 #include <cstdio>
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   using namespace diffusiond;
   const bool tiled = argc < 2 || std::strcmp(argv[1], "untiled") != 0;
   const int64_t side = argc > 2 ? std::atoll(argv[2]) : 256;
-  tune_allocator_for_serving(argc > 3 ? std::atoll(argv[3]) << 20 : kServingMmapThresholdBytes);
+  tune_allocator_for_serving();
   torch::manual_seed(0);
   VaeConfig config;
   config.block_out_channels = {16, 24, 48, 48};

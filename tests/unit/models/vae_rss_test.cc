@@ -6,12 +6,9 @@
 // twice; two rows of 12 MiB tiles), where an untiled decode needs ~1.6 GB.
 // Measured in a child process so the RSS is its own.
 //
-// The child maps every allocation above 1 MiB (mmap threshold), so RSS
-// follows the tensors. Under the daemon's 256 MiB threshold this config's
-// 4-100 MB tensors come from the heap instead, and fragmentation roughly
-// doubles the peak (measured 1.25 GB for this decode); a real FLUX tile's
-// large activations (128-256 channels at 1024^2, 0.5-1 GiB) are mmapped
-// there too.
+// The child runs the daemon's allocator (core/memory/allocator.h). Under
+// glibc's heap at a 256 MiB mmap threshold, fragmentation roughly doubled
+// this peak (1.25 GB); jemalloc's extents keep it at the tensors.
 #include <cstdio>
 #include <string>
 
@@ -28,7 +25,7 @@ namespace {
 constexpr int64_t kSlackBytes = 32 * kMiB;
 
 TEST(VaeRss, TiledDecodeOf2048StaysWithinTheFormula) {
-  const testing::CommandOutput out = testing::run_command(std::string(VAE_RSS_CHILD) + " tiled 256 1");
+  const testing::CommandOutput out = testing::run_command(std::string(VAE_RSS_CHILD) + " tiled 256");
   ASSERT_EQ(out.exit_status, 0);
   int64_t peak = -1, formula = -1;
   for (const std::string& line : out.lines) {

@@ -16,6 +16,7 @@
 #include "core/memory/budget.h"
 #include "core/models/vae/vae_memory.h"
 #include "core/pipeline/pipeline_family.h"
+#include "core/pipeline/prompt_encoding.h"
 #include "core/pipeline/z_image/z_image_pipeline.h"
 #include "core/util/file_text.h"
 #include "gmock/gmock.h"
@@ -30,6 +31,7 @@ namespace {
 
 using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using Stage = GenerateEvent::Stage;
 
@@ -38,8 +40,12 @@ class GenerateTest : public ::testing::Test {
   void SetUp() override {
     models_dir_ = dir_.path("models");
     sizes_ = demo_pipeline_sizes();
-    // A wider encoder than the demo's, so that it dominates the decode's activations.
-    sizes_.text_encoder.vocab_size = 8192;
+    // A wider encoder and a deeper transformer than the demo's, so that
+    // every stage's activations (each with its fixed 8 MiB of slack) are
+    // less than the two components it does not use: a budget for two of
+    // three then holds every stage, and never all three.
+    sizes_.text_encoder.vocab_size = 65536;
+    sizes_.transformer.n_layers *= 4;
     ASSERT_THAT(write_random_pipeline(sizes_, models_dir_ + "/pipe", 3), IsOk());
   }
 
@@ -98,6 +104,17 @@ class GenerateTest : public ::testing::Test {
     return reserved;
   }
 
+  // The most the budget held reserved while the encoder encoded the
+  // request's prompt: its high-water mark above the loaded encoder.
+  int64_t encode_activation_bytes() {
+    start(int64_t{1} << 32);
+    EXPECT_THAT(ready_component(*engine_, "pipe/text_encoder", {}), IsOk());
+    const int64_t committed = ram_->snapshot().committed_bytes;
+    ram_->reset_high_water();
+    EXPECT_THAT(encode_prompt(*engine_, "pipe/text_encoder", request().prompt, {}), IsOk());
+    return ram_->snapshot().high_water_bytes - committed;
+  }
+
   testing::TempDir dir_;
   std::string models_dir_;
   PipelineSizes sizes_;
@@ -145,7 +162,9 @@ TEST_F(GenerateTest, ABudgetForTwoOfThreeEvictsTheEncoder) {
   // its own beside the transformer and the VAE.
   const int64_t denoise = denoise_activation_bytes();
   ASSERT_GT(denoise, 0);
-  const int64_t capacity = std::max({te + tr, tr + denoise, tr + vae + decode}) + 4096;
+  const int64_t encode = encode_activation_bytes();
+  ASSERT_GT(encode, 0);
+  const int64_t capacity = std::max({te + tr, te + encode, tr + denoise, tr + vae + decode}) + 4096;
   ASSERT_LT(capacity, te + tr + vae) << "the test's sizes must not let all three fit";
   start(capacity);
   std::vector<GenerateEvent> events;
@@ -158,11 +177,15 @@ TEST_F(GenerateTest, ABudgetForTwoOfThreeEvictsTheEncoder) {
   EXPECT_GE(ram_->available_bytes(), 0);
 }
 
-TEST_F(GenerateTest, ABudgetForOneComponentIsRefusedClearly) {
+TEST_F(GenerateTest, AComponentLargerThanTheBudgetIsRefusedBeforeAnyLoad) {
   const std::map<std::string, int64_t> bytes = component_bytes();
   start(bytes.at("transformer") - 1);
   std::vector<GenerateEvent> events;
-  EXPECT_THAT(run(&events), StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("bytes")));
+  EXPECT_THAT(run(&events), StatusIs(absl::StatusCode::kResourceExhausted,
+                                     AllOf(HasSubstr("(\"pipe/"), HasSubstr("of weights, more than the RAM budget"),
+                                           HasSubstr("could never load"))));
+  EXPECT_TRUE(events.empty()) << "the encoder ran before the refusal";
+  EXPECT_TRUE(engine_->list().empty());
 }
 
 TEST_F(GenerateTest, BadRequestsAreRefusedBeforeAnyLoad) {

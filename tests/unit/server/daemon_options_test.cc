@@ -65,6 +65,22 @@ TEST(DaemonOptions, EnvironmentAppliesAndTheCommandLineWins) {
   EXPECT_EQ(o->fp8, "off");
 }
 
+TEST(DaemonOptions, MaxRoomWaitIsADurationWithZeroForNone) {
+  Env env;
+  absl::StatusOr<DaemonOptions> o = parse_daemon_options({}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->max_room_wait, absl::Minutes(2));
+  o = parse_daemon_options({"--max_room_wait=0"}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->max_room_wait, absl::ZeroDuration());
+  env.vars["DIFFUSIOND_MAX_ROOM_WAIT"] = "45s";
+  o = parse_daemon_options({}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->max_room_wait, absl::Seconds(45));
+  EXPECT_THAT(parse_daemon_options({"--max_room_wait", "-1s"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_room_wait")));
+}
+
 TEST(DaemonOptions, LoadTimeoutIsADurationWithZeroForNoLimit) {
   Env env;
   absl::StatusOr<DaemonOptions> o = parse_daemon_options({}, env.getenv());

@@ -105,7 +105,7 @@ CacheEvent load_failed(absl::Status status) {
   return event;
 }
 
-BuildInfo test_build() { return BuildInfo{"1.2.3", "2.1.0", true}; }
+BuildInfo test_build() { return BuildInfo{"1.2.3", "2.1.0", true, 1, "jemalloc 5.3.0"}; }
 
 TEST(DaemonMetrics, ReportsBudgetsAndResidentModelsAtScrapeTime) {
   FakeCacheStats fake;
@@ -178,9 +178,10 @@ TEST(DaemonMetrics, PreCreatesZeroSeriesForDashboards) {
   EXPECT_THAT(s, Contains(Pair("diffusiond_cancellations_total{operation=\"denoise\"}", 0)));
   EXPECT_THAT(s, Contains(Pair("diffusiond_queue_rejections_total{queue=\"compute\"}", 0)));
   EXPECT_THAT(s, Contains(Pair("diffusiond_model_load_seconds_count", 0)));
-  EXPECT_THAT(s, Contains(Pair("diffusiond_build_info{cuda=\"true\",torch_version=\"2.1.0\","
-                               "version=\"1.2.3\"}",
-                               1)));
+  EXPECT_THAT(s,
+              Contains(Pair("diffusiond_build_info{allocator=\"jemalloc 5.3.0\",cuda=\"true\",torch_version=\"2.1.0\","
+                            "version=\"1.2.3\"}",
+                            1)));
 }
 
 TEST(DaemonMetrics, CountsEachCacheEventAndClassifiesFailedLoads) {
