@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/memory/allocator.h"
+#include "core/util/bounded_text.h"
 #include "core/util/bytes.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
@@ -159,10 +160,9 @@ absl::StatusOr<Reservation> ModelCache::make_room_for(const absl::string_view* k
       if (keep != nullptr) {
         absl::StatusOr<std::shared_ptr<Entry>> entry = ready_entry_locked(*keep);
         if (!entry.ok()) {
-          result =
-              ticket.has_value()
-                  ? absl::NotFoundError(absl::StrCat("model '", *keep, "' left the cache while this waited for room"))
-                  : entry.status();
+          result = ticket.has_value() ? absl::NotFoundError(absl::StrCat("model '", bounded(*keep),
+                                                                         "' left the cache while this waited for room"))
+                                      : entry.status();
           break;
         }
         kept = *std::move(entry);
