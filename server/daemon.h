@@ -82,7 +82,9 @@ class Daemon {
   // health NOT_SERVING. UNAVAILABLE if --listen cannot be bound.
   absl::Status start_grpc();
   void set_ready(bool ready);
-  void expire_leases_until_stopped();
+  // Once a second until stop: ends expired leases, and returns the heap's
+  // free pages when no call runs.
+  void housekeeping_until_stopped();
 
   const DaemonOptions options_;
   const Log& log_;
@@ -99,7 +101,7 @@ class Daemon {
   //   *_service_       gRPC handlers over the engine, queues and metrics
   //   server_          calls the services
   //   metrics_server_  scrapes read metrics_, which reads the engine
-  //   lease_timer_     calls the engine; joined by drain() before any of it
+  //   housekeeping_ calls the engine; joined by drain() before any of it
   // drain() (which the destructor runs if nobody did) stops them in the
   // order of use instead: readiness, new work, in-flight work, the lease
   // timer, gRPC, the queues, the models, the metrics endpoint.
@@ -128,7 +130,7 @@ class Daemon {
   // them safely and runs once.
   std::atomic<bool> ready_{false};  // health says SERVING
   std::atomic<bool> drained_{false};
-  std::thread lease_timer_;
+  std::thread housekeeping_;
 };
 
 }  // namespace diffusiond
