@@ -19,7 +19,7 @@ CYCLES = int(os.environ.get("DIFFUSIOND_SOAK_CYCLES", "200"))
 STEPS = int(os.environ.get("DIFFUSIOND_SOAK_STEPS", "500"))
 WARM_UP = 50  # cycles or steps before RSS is taken as the baseline
 # RSS may grow by 1% of the baseline plus this much between the baseline and
-# the end. RSS moves in pages as glibc's heap and gRPC's arenas settle; on a
+# the end. RSS moves in pages as the heap and gRPC's arenas settle; on a
 # daemon of a few hundred MiB, 1% alone is a few MiB, about one demo model
 # (see docs/reliability.md for the noise measured). A leak of a model's weights
 # per cycle, or of a step's tensors per step, passes this within a few cycles.

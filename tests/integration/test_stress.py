@@ -36,8 +36,9 @@ DENOISE_SHAPE = (16, 16, 16)
 # be scheduled to see the status, on 2 cores shared by the daemon and 33
 # Python threads.
 DEADLINE_MARGIN_S = 2.0
-# RSS may exceed the idle daemon's RSS plus the RAM budget by this much: glibc
-# heap pages freed by a call but not yet returned to the kernel, gRPC's
+# RSS may exceed the idle daemon's RSS plus the RAM budget by this much: heap
+# pages freed by a call's messages after its own purge and not yet returned
+# by the daemon's housekeeping, gRPC's
 # per-connection buffers for 33 channels, and request/response messages in
 # flight. Measured peak excess in the runs recorded in docs/reliability.md is
 # well under half of it.
