@@ -385,12 +385,14 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
     }
     return d;
   };
-  DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(request.model_id));
-  DIFFUSIOND_RETURN_IF_ERROR(denoiser_of(pinned.as<LoadedModel>()->model()).status());
   // Held until the loop returns, where the forwards run (step_admission.h).
+  // On the CPU a request the model refuses is refused by the room's
+  // function, before any wait for room.
+  Pin pinned;
   Reservation activations;
-  if (vram_ == nullptr) {
-    pinned = Pin();
+  if (vram_ != nullptr) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(pinned, pin(request.model_id));
+  } else {
     DIFFUSIOND_ASSIGN_OR_RETURN(
         PinnedRoom room, pin_with_room(
                              request.model_id,

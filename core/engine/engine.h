@@ -203,10 +203,6 @@ class Engine final : public EngineApi {
   absl::StatusOr<PinnedRoom> pin_with_room(const std::string& model_id,
                                            const std::function<absl::StatusOr<CallRoom>(const Model&)>& room_of,
                                            const Job& job, std::vector<std::string>* evicted, bool wait = true);
-  // pin(), then the model as a `T`: FAILED_PRECONDITION naming what it is
-  // instead (`what`, e.g. "a text encoder").
-  template <typename T>
-  absl::StatusOr<std::pair<Pin, const T*>> pin_as(const std::string& model_id, absl::string_view what);
   // Claims the model's key: a hit answers, else this caller runs the load
   // and finishes the slot (Engine -> cache -> loader -> model, one way).
   absl::StatusOr<Pin> load_once(const ResolvedLoad& load, LoadBoard::Load& shared);

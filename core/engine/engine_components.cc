@@ -14,39 +14,40 @@
 
 namespace diffusiond {
 
+namespace {
+
+// `model` (cached as `model_id`) as a `T`: FAILED_PRECONDITION naming what
+// it is instead (`what`, e.g. "a text encoder").
 template <typename T>
-absl::StatusOr<std::pair<Pin, const T*>> Engine::pin_as(const std::string& model_id, absl::string_view what) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(Pin pinned, pin(model_id));
-  const Model& model = pinned.as<LoadedModel>()->model();
+absl::StatusOr<const T*> component_as(const Model& model, const std::string& model_id, absl::string_view what) {
   const auto* typed = dynamic_cast<const T*>(&model);
   if (typed == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("model \"", bounded(model_id), "\" is a ",
                                                       model_role_name(model.role()), " (", model.architecture(),
                                                       "), not ", what));
   }
-  return std::make_pair(std::move(pinned), typed);
+  return typed;
 }
+
+const Model& model_of_pin(const Pin& pin) { return pin.as<LoadedModel>()->model(); }
+
+}  // namespace
 
 absl::StatusOr<EncodedText> Engine::encode_text(const std::string& model_id, const TextEncoding& request,
                                                 const CancellationToken& cancel, std::vector<std::string>* evicted) {
   Job job(this, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
-  // Refused before any wait when the model is not a text encoder.
-  DIFFUSIOND_RETURN_IF_ERROR(pin_as<TextEncoder>(model_id, "a text encoder").status());
-  DIFFUSIOND_ASSIGN_OR_RETURN(PinnedRoom room, pin_with_room(
-                                                   model_id,
-                                                   [&](const Model& m) -> absl::StatusOr<CallRoom> {
-                                                     const auto* e = dynamic_cast<const TextEncoder*>(&m);
-                                                     if (e == nullptr)
-                                                       return absl::FailedPreconditionError("not a text encoder");
-                                                     return CallRoom{
-                                                         e->encode_activation_bytes(e->max_tokens_of(request)),
-                                                         absl::StrCat("the encoding of \"", bounded(model_id), "\"")};
-                                                   },
-                                                   job, evicted));
-  const auto* typed = dynamic_cast<const TextEncoder*>(&room.pin.as<LoadedModel>()->model());
-  if (typed == nullptr) return absl::FailedPreconditionError(absl::StrCat("model \"", bounded(model_id), "\" changed"));
-  const TextEncoder& encoder = *typed;
+  // A model that is not a text encoder is refused by room_of, before any
+  // wait for room.
+  const auto encoder_of = [&](const Model& m) { return component_as<TextEncoder>(m, model_id, "a text encoder"); };
+  const auto room_of = [&](const Model& m) -> absl::StatusOr<CallRoom> {
+    DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoder* e, encoder_of(m));
+    return CallRoom{e->encode_activation_bytes(e->max_tokens_of(request)),
+                    absl::StrCat("the encoding of \"", bounded(model_id), "\"")};
+  };
+  DIFFUSIOND_ASSIGN_OR_RETURN(PinnedRoom room, pin_with_room(model_id, room_of, job, evicted));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoder* admitted, encoder_of(model_of_pin(room.pin)));
+  const TextEncoder& encoder = *admitted;
   CancellationScope scope(job.token());
   return status_of("the text encoding", [&] { return encoder.encode(request); });
 }
@@ -56,22 +57,16 @@ absl::StatusOr<torch::Tensor> Engine::decode_image(const std::string& model_id, 
                                                   std::vector<std::string>* evicted) {
   Job job(this, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  // The wrong model or misshapen latents are refused by room_of, before
+  // any wait for room.
   const auto decoder_of = [&](const Model& m) -> absl::StatusOr<const ImageDecoder*> {
-    const auto* d = dynamic_cast<const ImageDecoder*>(&m);
-    if (d == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat("model \"", bounded(model_id), "\" is a ",
-                                                        model_role_name(m.role()), " (", m.architecture(),
-                                                        "), not an image decoder (VAE)"));
-    }
+    DIFFUSIOND_ASSIGN_OR_RETURN(const ImageDecoder* d,
+                                component_as<ImageDecoder>(m, model_id, "an image decoder (VAE)"));
     if (absl::Status checked = d->check_latents(latents); !checked.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("VAE \"", bounded(model_id), "\": ", checked.message()));
     }
     return d;
   };
-  {
-    DIFFUSIOND_ASSIGN_OR_RETURN(Pin probe, pin(model_id));
-    DIFFUSIOND_RETURN_IF_ERROR(decoder_of(probe.as<LoadedModel>()->model()).status());
-  }
   // Whole when that fits now, else tile by tile, as diffusers'
   // enable_tiling(), waiting in line for room if work in flight holds it.
   bool tiled = false;
@@ -90,7 +85,7 @@ absl::StatusOr<torch::Tensor> Engine::decode_image(const std::string& model_id, 
     room = std::move(tiled_room);
   }
   if (!room.ok()) return room.status();
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ImageDecoder* admitted, decoder_of(room->pin.as<LoadedModel>()->model()));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ImageDecoder* admitted, decoder_of(model_of_pin(room->pin)));
   const ImageDecoder& decoder = *admitted;
   CancellationScope scope(job.token());
   return status_of("the decode", [&]() -> absl::StatusOr<torch::Tensor> {

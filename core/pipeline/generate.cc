@@ -137,15 +137,25 @@ absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_di
   return out;
 }
 
+// Every component of `resolved`, described without loading it (by name).
+absl::StatusOr<std::map<std::string, ModelInfo>> describe_components(EngineApi& engine, const Resolved& resolved) {
+  std::map<std::string, ModelInfo> infos;
+  for (const auto& [name, id] : resolved.ids) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(infos[name], describe(engine, id));
+  }
+  return infos;
+}
+
 // Refuses, before anything loads, a component whose weights alone are more
 // than the RAM budget: no eviction or wait could ever admit it, and the
 // stages before it would run for nothing.
-absl::Status check_components_fit(EngineApi& engine, const Resolved& resolved) {
+absl::Status check_components_fit(EngineApi& engine, const Resolved& resolved,
+                                  const std::map<std::string, ModelInfo>& infos) {
   const CacheStats stats = engine.stats();
   if (stats.budgets.empty()) return absl::OkStatus();
   const int64_t capacity = stats.budgets[0].capacity_bytes;
-  for (const auto& [name, id] : resolved.ids) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo info, describe(engine, id));
+  for (const auto& [name, info] : infos) {
+    const std::string& id = resolved.ids.at(name);
     if (info.bytes[kCpuIndex] > capacity) {
       return absl::ResourceExhaustedError(
           absl::StrCat("component ", name, " (\"", bounded(id), "\", ", info.architecture, ") needs ",
@@ -244,13 +254,14 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
     return absl::InternalError(absl::StrCat("the ", family.name(), " pipeline family names no ",
                                             decoder_name.empty() ? "image decoder" : "denoiser", " component"));
   }
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo decoder_info, describe(engine, resolved.ids.at(decoder_name)));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const auto infos, describe_components(engine, resolved));
+  const ModelInfo& decoder_info = infos.at(decoder_name);
   if (decoder_info.geometry.spatial_factor <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("component ", decoder_name, " (\"",
                                                    bounded(resolved.ids.at(decoder_name)), "\", ",
                                                    decoder_info.architecture, ") is not an image decoder"));
   }
-  DIFFUSIOND_RETURN_IF_ERROR(check_components_fit(engine, resolved));
+  DIFFUSIOND_RETURN_IF_ERROR(check_components_fit(engine, resolved, infos));
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
 
   // Text encoders, one after another, each pinned only while it encodes.
