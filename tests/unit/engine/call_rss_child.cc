@@ -240,7 +240,9 @@ int run(int argc, char** argv) {
       if (c.role == ModelRole::kDenoiser) denoiser_id = load.path;
       if (c.role == ModelRole::kVae) decoder_id = load.path;
     }
-    absl::StatusOr<ModelInfo> denoiser = engine->find(ModelLoadRequest{denoiser_id});
+    ModelLoadRequest denoiser_request;
+    denoiser_request.path = denoiser_id;
+    absl::StatusOr<ModelInfo> denoiser = engine->find(denoiser_request);
     if (!report(denoiser.status(), "denoiser")) return 1;
     const int64_t channels = denoiser->geometry.channels;
     const std::string prompt = long_prompt();
