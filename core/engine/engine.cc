@@ -183,6 +183,33 @@ absl::StatusOr<ModelInfo> Engine::inspect(const ModelLoadRequest& request) {
   return info;
 }
 
+absl::StatusOr<CallFloor> Engine::least_call_room(const std::string& id_or_path, const ActivationQuery& query) {
+  // A denoiser's activations on the device are VRAM's (prepare_device).
+  const bool on_device = vram_ != nullptr && query.denoise_loop;
+  ActivationQuery asked = query;
+  CallFloor floor;
+  const auto of = [&](const LoadRecipe* recipe, ComputeDtype dtype) {
+    asked.compute_dtype = to_scalar_type(dtype);
+    if (recipe != nullptr && !on_device) floor.call = recipe->least_call_bytes(asked);
+    return floor;
+  };
+  const auto loaded = [&](const std::string& model_id, const Pin& pinned) {
+    for (const CacheEntryStats& e : cache_->stats().entries) {
+      if (e.key == model_id) floor.weights = e.bytes[kCpuIndex];
+    }
+    const auto* model = pinned.as<LoadedModel>();
+    return of(model->recipe(), model->description().compute_dtype);
+  };
+  if (absl::StatusOr<Pin> pinned = cache_->get(id_or_path); pinned.ok()) return loaded(id_or_path, *pinned);
+  ModelLoadRequest request;
+  request.path = id_or_path;
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, resolve(request));
+  if (absl::StatusOr<Pin> pinned = cache_->get(load.model_id); pinned.ok()) return loaded(load.model_id, *pinned);
+  DIFFUSIOND_ASSIGN_OR_RETURN(const OpenedLoad opened, open_and_plan(load));
+  floor.weights = opened.plan.plan.final_bytes;
+  return of(opened.plan.recipe.get(), load.compute_dtype);
+}
+
 absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const LoadWatcher& watcher) {
   Job job(this);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));

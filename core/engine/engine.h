@@ -102,6 +102,7 @@ class Engine final : public EngineApi {
   // thread and queues only real loads.
   absl::StatusOr<ModelInfo> find(const ModelLoadRequest& request) override;
   absl::StatusOr<ModelInfo> inspect(const ModelLoadRequest& request) override;
+  absl::StatusOr<CallFloor> least_call_room(const std::string& id_or_path, const ActivationQuery& query) override;
 
   // Returns after the model's memory is released. See UnloadOptions; a
   // waiting unload wakes and stops at once when options.cancel fires

@@ -70,6 +70,16 @@ struct EngineDenoiseRequest {
   std::vector<std::string>* evicted = nullptr;
 };
 
+// The least RAM one call needs, known without loading its model.
+struct CallFloor {
+  // What the loaded model holds (a load's staging is given back after it).
+  int64_t weights = 0;
+  // The call's working memory beside it, from the config alone
+  // (LoadRecipe::least_call_bytes): a lower bound. 0 for a Denoise step
+  // where denoisers run on the device (their activations are VRAM's).
+  int64_t call = 0;
+};
+
 class EngineApi {
  public:
   virtual ~EngineApi() = default;
@@ -81,6 +91,12 @@ class EngineApi {
   // load would reserve, read from headers and config alone. Errors as a
   // load's before admission.
   virtual absl::StatusOr<ModelInfo> inspect(const ModelLoadRequest& request) = 0;
+  // The least RAM one call of `query` (activation_estimate.h, read by the
+  // model's role) needs on the model `id_or_path` names (a loaded model's
+  // id, else a path as load() takes it), loaded or not: what lets a
+  // pipeline refuse before any load a stage that could never fit. Errors as
+  // inspect()'s.
+  virtual absl::StatusOr<CallFloor> least_call_room(const std::string& id_or_path, const ActivationQuery& query) = 0;
   virtual absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options) = 0;
   virtual std::vector<ModelInfo> list() const = 0;
   virtual CacheStats stats() const = 0;

@@ -18,6 +18,7 @@
 #include "core/cache/cache_value.h"
 #include "core/models/conditioning.h"
 #include "core/models/model.h"
+#include "core/models/model_family.h"
 #include "core/precision/compute_dtype.h"
 #include "kernels/fp8_format.h"
 
@@ -52,15 +53,19 @@ inline uint64_t config_digest(absl::string_view json) {
 
 class LoadedModel final : public CacheValue {
  public:
-  LoadedModel(ModelDescription description, std::unique_ptr<Model> model)
-      : description_(std::move(description)), model_(std::move(model)) {}
+  LoadedModel(ModelDescription description, std::unique_ptr<Model> model,
+              std::shared_ptr<const LoadRecipe> recipe = nullptr)
+      : description_(std::move(description)), model_(std::move(model)), recipe_(std::move(recipe)) {}
 
   const ModelDescription& description() const { return description_; }
   const Model& model() const { return *model_; }
+  // The recipe it was built by (its config's estimators), or null.
+  const LoadRecipe* recipe() const { return recipe_.get(); }
 
  private:
   const ModelDescription description_;
   const std::unique_ptr<Model> model_;
+  const std::shared_ptr<const LoadRecipe> recipe_;
 };
 
 }  // namespace diffusiond

@@ -50,7 +50,7 @@ absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, con
   d.config_path = checkpoint.config_path();
   d.config_digest = config_digest(checkpoint.config_json());
   LoadedValue loaded;
-  loaded.value = std::make_unique<LoadedModel>(std::move(d), std::move(model));
+  loaded.value = std::make_unique<LoadedModel>(std::move(d), std::move(model), plan.recipe);
   loaded.reservations.push_back(std::move(admitted.second));
   return loaded;
 }

@@ -22,7 +22,10 @@
 namespace diffusiond {
 
 // One call to estimate: a Step (one forward) or one step of a Denoise (the
-// model's predictor plus the loop's own tensors).
+// model's predictor plus the loop's own tensors). A recipe's
+// least_call_bytes (model_family.h) reads it by the model's role as well: a
+// text encoder's encode of text_tokens tokens, an image decoder's decode of
+// latent_shape [C, H, W].
 struct ActivationQuery {
   // One item's latents: unpacked [C, H, W] as Denoise takes them, or one
   // item of the model's own Step input (Z-Image "x" item [C, F, H, W],

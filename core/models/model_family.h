@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "core/checkpoint/checkpoint.h"
 #include "core/denoise/flow_match_schedule.h"
+#include "core/models/activation_estimate.h"
 #include "core/models/model.h"
 #include "core/models/param_table.h"
 #include "core/precision/param_kind.h"
@@ -46,6 +47,13 @@ class LoadRecipe {
   // The latent geometry the built model will have, known from the config
   // alone (for describing a model without loading it). Default: unknown.
   virtual LatentGeometry latent_geometry() const { return {}; }
+  // The working memory the built model would reserve on the CPU for one
+  // call of `query` (activation_estimate.h, read by the model's role), from
+  // the config alone: less what only the weights tell (per-use weight
+  // decodes) and, for a decoder, the smaller of a whole and a tiled decode.
+  // A lower bound, so a call it says could never fit is refused before the
+  // load without ever refusing one that would. Default 0: unknown.
+  virtual int64_t least_call_bytes(const ActivationQuery& query) const { return 0; }
 };
 
 // A LoadRecipe over a parameter table: classify() answers from the table,

@@ -28,7 +28,7 @@ struct ModelLoadOptions {
 
 struct ModelPlan {
   const ModelFamily* family = nullptr;
-  std::unique_ptr<LoadRecipe> recipe;
+  std::shared_ptr<const LoadRecipe> recipe;  // the loaded model keeps it
   LoadPlan plan;
 };
 

@@ -10,10 +10,13 @@
 
 namespace diffusiond {
 
-int64_t TextEncoder::max_tokens_of(const TextEncoding& request) const {
+int64_t tokens_bound(const TextEncoding& request, int64_t special_tokens) {
   if (request.max_tokens > 0) return request.max_tokens;
-  const int64_t wrapping = tokenizer_ != nullptr ? tokenizer_->special_tokens_added() : 0;
-  return static_cast<int64_t>(request.text.size()) + wrapping + 1;
+  return static_cast<int64_t>(request.text.size()) + special_tokens + 1;
+}
+
+int64_t TextEncoder::max_tokens_of(const TextEncoding& request) const {
+  return tokens_bound(request, tokenizer_ != nullptr ? tokenizer_->special_tokens_added() : 0);
 }
 
 absl::StatusOr<TextEncoder::Tokens> TextEncoder::tokenize(const TextEncoding& request) const {

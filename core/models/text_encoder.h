@@ -41,6 +41,11 @@ struct TextEncoding {
   int64_t hidden_layer = -1;
 };
 
+// An upper bound on the tokens `request` encodes with a tokenizer that adds
+// `special_tokens` around the text, known before tokenizing: max_tokens
+// when set, else one per byte plus the special tokens and one.
+int64_t tokens_bound(const TextEncoding& request, int64_t special_tokens);
+
 struct EncodedText {
   // [L, D] at the compute dtype: every row, padding included.
   torch::Tensor hidden_states;
@@ -73,7 +78,7 @@ class TextEncoder : public Model {
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
 
   // An upper bound on the tokens `request` encodes, known before
-  // tokenizing: max_tokens when set, else one per byte plus the wrapping.
+  // tokenizing: tokens_bound() with the tokenizer's wrapping.
   int64_t max_tokens_of(const TextEncoding& request) const;
 
  protected:

@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/models/activation_estimate.h"
+#include "core/models/text_encoder.h"
 #include "core/pipeline/pipeline_family.h"
 #include "core/pipeline/pipeline_index.h"
 #include "core/util/bounded_text.h"
@@ -146,24 +148,95 @@ absl::StatusOr<std::map<std::string, ModelInfo>> describe_components(EngineApi& 
   return infos;
 }
 
-// Refuses, before anything loads, a component whose weights alone are more
-// than the RAM budget: no eviction or wait could ever admit it, and the
-// stages before it would run for nothing.
-absl::Status check_components_fit(EngineApi& engine, const Resolved& resolved,
-                                  const std::map<std::string, ModelInfo>& infos) {
+// One stage of a Generate as it is known before anything loads: its
+// component, and its call (activation_estimate.h, read by the role).
+struct PlannedStage {
+  std::string component;
+  std::string call;  // "an encode of 12 tokens", for the refusal
+  ActivationQuery query;
+};
+
+// Refuses, before anything loads, a stage whose component's weights alone,
+// or with the least working memory of its call, are more than the RAM
+// budget: no eviction or wait could ever admit it, and the stages before it
+// would run for nothing. The engine sizes each call from its model's config
+// (EngineApi::least_call_room), a lower bound of what it will reserve.
+absl::Status check_stages_fit(EngineApi& engine, const Resolved& resolved,
+                              const std::map<std::string, ModelInfo>& infos, const std::vector<PlannedStage>& stages) {
   const CacheStats stats = engine.stats();
   if (stats.budgets.empty()) return absl::OkStatus();
   const int64_t capacity = stats.budgets[0].capacity_bytes;
+  const auto refuse = [&](const std::string& name, const std::string& needs) {
+    const ModelInfo& info = infos.at(name);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "component ", name, " (\"", bounded(resolved.ids.at(name)), "\", ", info.architecture, ") needs ", needs,
+        ", more than the RAM budget of ", format_bytes(capacity), ": it could never run; nothing was loaded"));
+  };
   for (const auto& [name, info] : infos) {
-    const std::string& id = resolved.ids.at(name);
     if (info.bytes[kCpuIndex] > capacity) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("component ", name, " (\"", bounded(id), "\", ", info.architecture, ") needs ",
-                       format_bytes(info.bytes[kCpuIndex]), " of weights, more than the RAM budget of ",
-                       format_bytes(capacity), ": it could never load; nothing was loaded"));
+      return refuse(name, absl::StrCat(format_bytes(info.bytes[kCpuIndex]), " of weights"));
+    }
+  }
+  for (const PlannedStage& stage : stages) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(const CallFloor floor,
+                                engine.least_call_room(resolved.ids.at(stage.component), stage.query));
+    if (floor.call > capacity - floor.weights) {
+      return refuse(stage.component, absl::StrCat(format_bytes(floor.weights), " of weights and at least ",
+                                                  format_bytes(floor.call), " for ", stage.call));
     }
   }
   return absl::OkStatus();
+}
+
+// OK when `denoiser` and `decoder` work in the same latent channels (0: not
+// known yet).
+absl::Status check_latent_channels(const Resolved& resolved, const std::string& denoiser_name,
+                                   const std::string& decoder_name, const ModelInfo& denoiser,
+                                   const ModelInfo& decoder) {
+  if (denoiser.geometry.channels == 0 || denoiser.geometry.channels == decoder.geometry.channels) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("the denoiser \"", bounded(resolved.ids.at(denoiser_name)), "\" works in ",
+                   denoiser.geometry.channels, " latent channels, but the decoder \"",
+                   bounded(resolved.ids.at(decoder_name)), "\" decodes ", decoder.geometry.channels));
+}
+
+// Every stage of `r` under `family`, sized from what is known before any
+// load: each text encoder's encodes (the tokens it will reserve for), one
+// step of the denoise and the decode, at the request's size or the
+// family's default (which depends only on the denoiser's description).
+std::vector<PlannedStage> stages_of(const GenerateRequest& r, const PipelineFamily& family, bool cfg,
+                                    const ModelInfo& denoiser, const ModelInfo& decoder,
+                                    const std::string& denoiser_name, const std::string& decoder_name) {
+  std::vector<PlannedStage> stages;
+  for (const PipelineComponent& c : family.components()) {
+    if (c.role != ModelRole::kTextEncoder) continue;
+    for (bool negative : {false, true}) {
+      if (negative && !cfg) break;
+      PlannedStage s{c.name, "", {}};
+      // Without the tokenizer's special tokens: a lower bound.
+      s.query.text_tokens = tokens_bound(family.text_encoding(c.name, negative ? r.negative_prompt : r.prompt), 0);
+      s.call = absl::StrCat("an encode of ", s.query.text_tokens, " tokens");
+      stages.push_back(std::move(s));
+    }
+  }
+  if (denoiser.geometry.channels == 0) return stages;  // latents not known before the load
+  const PipelineDefaults defaults = family.defaults(denoiser);
+  const int64_t width = r.width != 0 ? r.width : defaults.width;
+  const int64_t height = r.height != 0 ? r.height : defaults.height;
+  const std::vector<int64_t> latents = family.latent_shape(denoiser, decoder, width, height);
+  const std::string size = absl::StrCat(width, "x", height, " pixels (latents [", absl::StrJoin(latents, ", "), "])");
+  PlannedStage step{denoiser_name, absl::StrCat(cfg ? "a guided" : "a", " denoise step at ", size), {}};
+  step.query.latent_shape = latents;
+  step.query.batch = cfg ? 2 : 1;
+  step.query.text_tokens = 1;  // the encoders' output is not known yet: a lower bound
+  step.query.denoise_loop = true;
+  stages.push_back(std::move(step));
+  PlannedStage decode{decoder_name, absl::StrCat("a decode at ", size), {}};
+  decode.query.latent_shape = latents;
+  stages.push_back(std::move(decode));
+  return stages;
 }
 
 std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, int steps, double guidance,
@@ -261,15 +334,18 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
                                                    bounded(resolved.ids.at(decoder_name)), "\", ",
                                                    decoder_info.architecture, ") is not an image decoder"));
   }
-  DIFFUSIOND_RETURN_IF_ERROR(check_components_fit(engine, resolved, infos));
+  const ModelInfo& denoiser_info = infos.at(denoiser_name);
+  DIFFUSIOND_RETURN_IF_ERROR(check_latent_channels(resolved, denoiser_name, decoder_name, denoiser_info, decoder_info));
+  // Classifier-free guidance is decided by the request's own scale (a
+  // family's default never turns it on), so the negative is encoded or not,
+  // and the denoise sized, before the denoiser is loaded.
+  const bool cfg = family.cfg_scale(r.guidance_scale) > 1.0;
+  DIFFUSIOND_RETURN_IF_ERROR(check_stages_fit(
+      engine, resolved, infos, stages_of(r, family, cfg, denoiser_info, decoder_info, denoiser_name, decoder_name)));
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
 
   // Text encoders, one after another, each pinned only while it encodes.
-  // Classifier-free guidance is decided by the request's own scale (a
-  // family's default never turns it on), so the negative is encoded or not
-  // before the denoiser is known.
   std::map<std::string, Conditioning> positive_parts, negative_parts;
-  const bool cfg = family.cfg_scale(r.guidance_scale) > 1.0;
   for (const PipelineComponent& c : family.components()) {
     if (c.role != ModelRole::kTextEncoder) continue;
     DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "encoding"));
@@ -300,12 +376,7 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   const std::string& denoiser_id = resolved.ids.at(denoiser_name);
   DIFFUSIOND_ASSIGN_OR_RETURN(const std::string transformer, ready_component(engine, denoiser_id, options));
   DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo denoiser, describe(engine, transformer));
-  if (denoiser.geometry.channels != decoder_info.geometry.channels) {
-    return absl::InvalidArgumentError(absl::StrCat("the denoiser \"", bounded(transformer), "\" works in ",
-                                                   denoiser.geometry.channels, " latent channels, but the decoder \"",
-                                                   bounded(resolved.ids.at(decoder_name)), "\" decodes ",
-                                                   decoder_info.geometry.channels));
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_latent_channels(resolved, denoiser_name, decoder_name, denoiser, decoder_info));
   const PipelineDefaults defaults = family.defaults(denoiser);
   const int64_t width = r.width != 0 ? r.width : defaults.width;
   const int64_t height = r.height != 0 ? r.height : defaults.height;

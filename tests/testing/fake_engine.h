@@ -94,6 +94,9 @@ class FakeEngine final : public EngineApi {
     return absl::UnimplementedError("denoise");
   }
   absl::StatusOr<ModelInfo> inspect(const ModelLoadRequest&) override { return absl::UnimplementedError("inspect"); }
+  absl::StatusOr<CallFloor> least_call_room(const std::string&, const ActivationQuery&) override {
+    return absl::UnimplementedError("least_call_room");
+  }
   absl::StatusOr<EncodedText> encode_text(const std::string&, const TextEncoding&, const CancellationToken&,
                                           std::vector<std::string>*) override {
     return absl::UnimplementedError("encode_text");

@@ -21,10 +21,15 @@ absl::StatusOr<EncodedText> ClipTextModel::encode(const TextEncoding& request) c
 }
 
 int64_t ClipTextModel::encode_activation_bytes(int64_t tokens) const {
-  const ClipTextConfig& c = config_;
+  const torch::ScalarType dtype = compute_dtype(*this);
+  return clip_encode_activation_bytes(config_, dtype, tokens, largest_materialized_weight_bytes(weights(), dtype));
+}
+
+int64_t clip_encode_activation_bytes(const ClipTextConfig& c, torch::ScalarType dtype, int64_t tokens,
+                                     int64_t materialized_weight_bytes) {
   // More positions than the table holds are refused before the forward.
   const double l = static_cast<double>(std::clamp<int64_t>(tokens, 1, c.max_position_embeddings));
-  const double e = static_cast<double>(torch::elementSize(compute_dtype(*this)));
+  const double e = static_cast<double>(torch::elementSize(dtype));
   const double d = static_cast<double>(c.hidden_size), ff = static_cast<double>(c.intermediate_size);
   const double heads = static_cast<double>(c.num_attention_heads);
   // Through the whole forward: the residual stream and the next one, the
@@ -40,7 +45,7 @@ int64_t ClipTextModel::encode_activation_bytes(int64_t tokens) const {
   // one temporary, fc2's output.
   const double mlp = 2 * l * d * e + 2 * l * ff * e;
   // One weight decoded at a time when stored as FP8 (or at another dtype).
-  const double weight = static_cast<double>(largest_materialized_weight_bytes(weights(), compute_dtype(*this)));
+  const double weight = static_cast<double>(materialized_weight_bytes);
   const double tensors = resident + std::max(attention, mlp) + weight;
   return static_cast<int64_t>(tensors) + activation_allocator_slack_bytes(tensors);
 }

@@ -25,6 +25,9 @@ class ClipRecipe final : public TableRecipe {
         note_(std::move(note)) {}
 
   std::string describe() const override { return absl::StrCat(config_.describe(), "; ", note_); }
+  int64_t least_call_bytes(const ActivationQuery& query) const override {
+    return clip_encode_activation_bytes(config_, query.compute_dtype, query.text_tokens, 0);
+  }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return clip_canonical_name(name, config_.with_projection);
   }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/models/config_limits.h"
+#include "core/models/flux/flux_activations.h"
 #include "core/models/flux/flux_model.h"
 #include "core/models/flux/flux_params.h"
 #include "core/models/flux/flux_weight_layout.h"
@@ -24,6 +25,11 @@ class FluxRecipe final : public TableRecipe {
         config_note_(std::move(config_note)) {}
 
   std::string describe() const override { return absl::StrCat(config_.describe(), "; ", config_note_); }
+  // FLUX packs 2x2 patches: its latents have a quarter of in_channels.
+  LatentGeometry latent_geometry() const override { return {config_.in_channels / 4, 0}; }
+  int64_t least_call_bytes(const ActivationQuery& query) const override {
+    return flux_activations(config_, query, AttentionOptions{}, 0).bytes;
+  }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return flux_canonical_name(name);
   }

@@ -16,8 +16,11 @@ absl::StatusOr<EncodedText> Qwen3Model::encode(const TextEncoding& request) cons
 }
 
 int64_t Qwen3Model::encode_activation_bytes(int64_t tokens) const {
-  const Qwen3Config& c = config_;
-  const int64_t element = torch::elementSize(compute_dtype(*this));
+  return qwen3_encode_activation_bytes(config_, compute_dtype(*this), tokens);
+}
+
+int64_t qwen3_encode_activation_bytes(const Qwen3Config& c, torch::ScalarType dtype, int64_t tokens) {
+  const int64_t element = torch::elementSize(dtype);
   // Live at a layer's peak: the residual stream and its norm, q/k/v and
   // the attention output, the MLP's gate and up halves, one upcast weight
   // (the embedding table is never FP8: the skip list keeps embeddings),

@@ -23,6 +23,9 @@ class Qwen3Recipe final : public TableRecipe {
         tokenizer_(std::move(tokenizer)),
         tokenizer_note_(std::move(tokenizer_note)) {}
 
+  int64_t least_call_bytes(const ActivationQuery& query) const override {
+    return qwen3_encode_activation_bytes(config_, query.compute_dtype, query.text_tokens);
+  }
   std::string describe() const override {
     const Qwen3Config& c = config_;
     return absl::StrCat("Qwen3: hidden ", c.hidden_size, ", ", c.num_hidden_layers, " layers, ",

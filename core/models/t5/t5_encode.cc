@@ -19,8 +19,12 @@ absl::StatusOr<EncodedText> T5Encoder::encode(const TextEncoding& request) const
 // Mirrors the allocations of run(), block() and t5_attention(); keep them
 // in step.
 int64_t T5Encoder::encode_activation_bytes(int64_t tokens) const {
-  const T5Config& c = config_;
   const torch::ScalarType dtype = compute_dtype(*this);
+  return t5_encode_activation_bytes(config_, dtype, tokens, largest_materialized_weight_bytes(weights(), dtype));
+}
+
+int64_t t5_encode_activation_bytes(const T5Config& c, torch::ScalarType dtype, int64_t tokens,
+                                   int64_t materialized_weight_bytes) {
   const double e = static_cast<double>(torch::elementSize(dtype));
   const bool reduced = dtype != torch::kFloat32;
   const double L = static_cast<double>(std::max<int64_t>(tokens, 1));
@@ -41,7 +45,7 @@ int64_t T5Encoder::encode_activation_bytes(int64_t tokens) const {
   // A norm at a reduced dtype works in float32: the upcast, its square and
   // the scaled result.
   const double norm = shared + L * e * 2 * D + (reduced ? L * D * 12 : 0);
-  const double weight = static_cast<double>(largest_materialized_weight_bytes(weights(), dtype));
+  const double weight = static_cast<double>(materialized_weight_bytes);
   const double tensors = buckets + std::max({attention, ffn, norm}) + weight;
   const double total = tensors + static_cast<double>(activation_allocator_slack_bytes(tensors));
   return total >= static_cast<double>(std::numeric_limits<int64_t>::max())

@@ -26,6 +26,9 @@ class T5Recipe final : public TableRecipe {
         note_(std::move(note)) {}
 
   std::string describe() const override { return absl::StrCat(config_.describe(), "; ", note_); }
+  int64_t least_call_bytes(const ActivationQuery& query) const override {
+    return t5_encode_activation_bytes(config_, query.compute_dtype, query.text_tokens, 0);
+  }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return t5_canonical_name(name, has_shared_);
   }

@@ -6,8 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "core/models/config_limits.h"
 #include "core/models/vae/vae_config.h"
+#include "core/models/vae/vae_memory.h"
 #include "core/models/vae/vae_model.h"
 #include "core/models/vae/vae_params.h"
+#include "core/models/vae/vae_tiling.h"
 #include "core/util/json.h"
 #include "core/util/status_macros.h"
 
@@ -45,6 +47,15 @@ class VaeRecipe final : public TableRecipe {
   }
   LatentGeometry latent_geometry() const override {
     return {config_.latent_channels, int64_t{1} << (config_.num_blocks() - 1)};
+  }
+  // A decode of latents [C, H, W]: whole or tile by tile, whichever is less.
+  int64_t least_call_bytes(const ActivationQuery& query) const override {
+    const std::vector<int64_t>& shape = query.latent_shape;
+    if (shape.size() < 2) return 0;
+    const int64_t h = shape[shape.size() - 2], w = shape.back();
+    const int64_t element = torch::elementSize(query.compute_dtype);
+    return std::min(vae_decode_activation_bytes(config_, 1, h, w, element, std::nullopt),
+                    vae_decode_activation_bytes(config_, 1, h, w, element, default_vae_tiling(config_)));
   }
 
  private:

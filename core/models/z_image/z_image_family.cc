@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/models/config_limits.h"
+#include "core/models/z_image/z_image_activations.h"
 #include "core/models/z_image/z_image_config.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/models/z_image/z_image_params.h"
@@ -34,6 +35,10 @@ class ZImageRecipe final : public TableRecipe {
     return z_image_canonical_name(name);
   }
   PrecisionDeclaration declaration() const override { return z_image_precision_declaration(); }
+  LatentGeometry latent_geometry() const override { return {config_.in_channels, 0}; }
+  int64_t least_call_bytes(const ActivationQuery& query) const override {
+    return z_image_activations(config_, query, AttentionOptions{}, 0).bytes;
+  }
 
   absl::StatusOr<std::unique_ptr<Model>> build(
       std::unique_ptr<WeightStore> weights) const override {

@@ -183,9 +183,76 @@ TEST_F(GenerateTest, AComponentLargerThanTheBudgetIsRefusedBeforeAnyLoad) {
   std::vector<GenerateEvent> events;
   EXPECT_THAT(run(&events), StatusIs(absl::StatusCode::kResourceExhausted,
                                      AllOf(HasSubstr("(\"pipe/"), HasSubstr("of weights, more than the RAM budget"),
-                                           HasSubstr("could never load"))));
+                                           HasSubstr("could never run; nothing was loaded"))));
   EXPECT_TRUE(events.empty()) << "the encoder ran before the refusal";
   EXPECT_TRUE(engine_->list().empty());
+}
+
+TEST_F(GenerateTest, AnImageThatCouldNeverFitIsRefusedBeforeAnyLoad) {
+  const std::map<std::string, int64_t> bytes = component_bytes();
+  // Room for every component and a small image's calls (about 20 MiB at
+  // 64x48), never for a large image's.
+  start(bytes.at("text_encoder") + bytes.at("transformer") + bytes.at("vae") + (int64_t{64} << 20));
+  for (int64_t side : {int64_t{0}, kGenerateMaxSide}) {  // 0: the pipeline's default, 1024
+    GenerateRequest r = request();
+    r.width = r.height = side;
+    std::vector<GenerateEvent> events;
+    GenerateOptions options;
+    options.on_event = [&](const GenerateEvent& e) { events.push_back(e); };
+    EXPECT_THAT(generate(*engine_, models_dir_, r, options),
+                StatusIs(absl::StatusCode::kResourceExhausted,
+                         AllOf(HasSubstr("(\"pipe/"), HasSubstr(" of weights and at least "),
+                               HasSubstr(side == 0 ? "1024x1024 pixels" : "4096x4096 pixels"),
+                               HasSubstr("could never run; nothing was loaded"))))
+        << side;
+    EXPECT_TRUE(events.empty()) << "a stage ran before the refusal";
+    EXPECT_TRUE(engine_->list().empty());
+  }
+  std::vector<GenerateEvent> events;
+  EXPECT_THAT(run(&events), IsOk()) << "the same budget holds a small image";
+}
+
+TEST_F(GenerateTest, EachStagesLeastCallIsALowerBoundOfWhatItReserves) {
+  const int64_t denoise = denoise_activation_bytes();
+  const int64_t encode = encode_activation_bytes();
+  start(int64_t{1} << 32);
+  ModelLoadRequest transformer, vae;
+  transformer.path = "pipe/transformer";
+  vae.path = "pipe/vae";
+  absl::StatusOr<ModelInfo> denoiser = engine_->inspect(transformer), decoder = engine_->inspect(vae);
+  ASSERT_THAT(denoiser, IsOk());
+  ASSERT_THAT(decoder, IsOk());
+  const int64_t f = decoder->geometry.spatial_factor;
+  ASSERT_GT(f, 0);
+  ActivationQuery step;
+  step.latent_shape = {denoiser->geometry.channels, request().height / f, request().width / f};
+  step.batch = 2;
+  step.text_tokens = 1;
+  step.denoise_loop = true;
+  ActivationQuery text;
+  text.text_tokens = static_cast<int64_t>(request().prompt.size());
+  const std::vector<std::pair<std::string, ActivationQuery>> calls = {{"pipe/transformer", step},
+                                                                      {"pipe/text_encoder", text}};
+  std::map<std::string, CallFloor> before_load;
+  for (const auto& [path, query] : calls) {
+    absl::StatusOr<CallFloor> least = engine_->least_call_room(path, query);
+    ASSERT_THAT(least, IsOk()) << path;
+    EXPECT_GT(least->call, 0) << path;
+    before_load[path] = *least;
+  }
+  EXPECT_LE(before_load["pipe/transformer"].call, denoise);
+  EXPECT_LE(before_load["pipe/text_encoder"].call, encode);
+  EXPECT_TRUE(engine_->list().empty()) << "sizing a call loads nothing";
+  for (const auto& [path, query] : calls) {
+    absl::StatusOr<ModelInfo> info = engine_->load({path});
+    ASSERT_THAT(info, IsOk()) << path;
+    absl::StatusOr<CallFloor> loaded = engine_->least_call_room(path, query);
+    ASSERT_THAT(loaded, IsOk()) << path;
+    EXPECT_EQ(loaded->call, before_load[path].call) << path << ": loaded, the same config answers the same";
+    EXPECT_EQ(loaded->weights, info->bytes[kCpuIndex]) << path;
+    EXPECT_EQ(before_load[path].weights, info->bytes[kCpuIndex]) << path << ": the plan knew what the load holds";
+  }
+  EXPECT_FALSE(engine_->least_call_room("pipe/absent", text).ok());
 }
 
 TEST_F(GenerateTest, BadRequestsAreRefusedBeforeAnyLoad) {
@@ -272,13 +339,13 @@ class MadeUpPipeline final : public PipelineFamily {
     return d;
   }
   TextEncoding text_encoding(absl::string_view, const std::string& prompt) const override {
-    ++encodings;
     TextEncoding e;
     e.text = prompt;
     e.hidden_layer = -1;
     return e;
   }
   absl::StatusOr<Conditioning> encoder_conditioning(absl::string_view, const EncodedText& encoded) const override {
+    ++encodings;  // one per prompt encoded
     Conditioning c;
     c.tensors["cap_feats"] = encoded.hidden_states;
     return c;
