@@ -2,8 +2,11 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/denoise/unipc_multistep.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -45,6 +48,8 @@ absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowCo
   DenoiseResult result;
   DIFFUSIOND_ASSIGN_OR_RETURN(result.schedule, flow_match_schedule(request.schedule));
   const Schedule& s = result.schedule;
+  std::optional<UniPcSolver> unipc;
+  if (request.schedule.solver == FlowSolver::kUniPc) unipc.emplace(s, request.schedule.solver_order);
   // Upstream's g: pred = pos + g·(pos − neg).
   const float g = static_cast<float>(request.guidance_scale - 1.0);
   for (int i = 0; i < s.steps(); ++i) {
@@ -59,7 +64,8 @@ absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowCo
     torch::Tensor pred = p.positive.to(torch::kFloat32);
     if (guided) pred = pred + g * (pred - p.negative.to(torch::kFloat32));
     const torch::Tensor velocity = convention.velocity_sign == 1.0f ? pred : convention.velocity_sign * pred;
-    latents = latents + (s.sigmas[i + 1] - s.sigmas[i]) * velocity;
+    latents =
+        unipc.has_value() ? unipc->step(i, latents, velocity) : latents + (s.sigmas[i + 1] - s.sigmas[i]) * velocity;
     if (options.keep_history) result.history.push_back(latents);
     if (options.on_step) options.on_step({i + 1, s.steps(), s.sigmas[i], clock->now() - start});
   }

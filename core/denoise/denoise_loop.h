@@ -1,6 +1,7 @@
-// The flow-matching Euler loop with classifier-free guidance, per-step
-// progress and cancellation between steps. Model-agnostic: the model is
-// reached through a FlowPredictor and its FlowConvention.
+// The flow-matching loop (Euler, or UniPC where the schedule asks for it)
+// with classifier-free guidance, per-step progress and cancellation between
+// steps. Model-agnostic: the model is reached through a FlowPredictor and
+// its FlowConvention.
 #ifndef DIFFUSIOND_CORE_DENOISE_DENOISE_LOOP_H_
 #define DIFFUSIOND_CORE_DENOISE_DENOISE_LOOP_H_
 

@@ -12,6 +12,7 @@ namespace diffusiond {
 enum class ModelTime {
   kSigma,          // T / 1000 (FLUX.1: the pipeline passes timestep / 1000)
   kOneMinusSigma,  // (1000 − T) / 1000 (Z-Image)
+  kTimestep,       // T itself, 0 to 1000 (Wan 2.x: the pipeline passes the scheduler's timestep)
 };
 
 struct FlowConvention {
@@ -23,7 +24,15 @@ struct FlowConvention {
 
 // The model time for scheduler timestep `timestep` under `time`.
 inline float model_time(ModelTime time, float timestep) {
-  return time == ModelTime::kSigma ? timestep / 1000.0f : (1000.0f - timestep) / 1000.0f;
+  switch (time) {
+    case ModelTime::kSigma:
+      return timestep / 1000.0f;
+    case ModelTime::kOneMinusSigma:
+      return (1000.0f - timestep) / 1000.0f;
+    case ModelTime::kTimestep:
+      break;
+  }
+  return timestep;
 }
 
 }  // namespace diffusiond

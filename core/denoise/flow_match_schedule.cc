@@ -19,9 +19,36 @@ torch::Tensor numpy_linspace(double start, double stop, int n) {
   return torch::tensor(values, torch::kFloat32);
 }
 
+// UniPC's flow sigmas, in float64 until the end as numpy computes them.
+std::vector<double> unipc_flow_sigmas(int steps, double shift) {
+  std::vector<double> sigmas(steps);
+  const double step = (1.0 / 1000.0 - 1.0) / steps;
+  for (int i = 0; i < steps; ++i) {
+    const double s = 1.0 + i * step;  // np.linspace(1, 1/1000, steps + 1)[:-1]
+    sigmas[i] = shift * s / (1.0 + (shift - 1.0) * s);
+  }
+  if (std::abs(sigmas[0] - 1.0) < 1e-6) sigmas[0] -= 1e-6;
+  return sigmas;
+}
+
 }  // namespace
 
 absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
+  if (options.solver == FlowSolver::kUniPc && options.sigmas.empty()) {
+    if (options.steps < 1 || options.steps > 1000) {
+      return absl::InvalidArgumentError(absl::StrCat("steps is ", options.steps, ", expected 1 to 1000"));
+    }
+    if (!(options.shift > 0.0)) {
+      return absl::InvalidArgumentError(absl::StrCat("shift is ", options.shift, ", expected > 0"));
+    }
+    Schedule schedule;
+    for (double s : unipc_flow_sigmas(options.steps, options.shift)) {
+      schedule.sigmas.push_back(static_cast<float>(s));
+      schedule.timesteps.push_back(static_cast<float>(static_cast<int64_t>(s * 1000.0)));
+    }
+    schedule.sigmas.push_back(0.0f);
+    return schedule;
+  }
   torch::Tensor sigmas;
   if (!options.sigmas.empty()) {
     for (size_t i = 0; i < options.sigmas.size(); ++i) {
@@ -55,7 +82,9 @@ absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
     }
   }
   Schedule schedule;
-  const torch::Tensor timesteps = sigmas * 1000.0f;
+  torch::Tensor timesteps = sigmas * 1000.0f;
+  // UniPC's model sees integer timesteps.
+  if (options.solver == FlowSolver::kUniPc) timesteps = timesteps.trunc();
   schedule.sigmas.assign(sigmas.data_ptr<float>(), sigmas.data_ptr<float>() + sigmas.numel());
   schedule.sigmas.push_back(0.0f);
   schedule.timesteps.assign(timesteps.data_ptr<float>(), timesteps.data_ptr<float>() + timesteps.numel());

@@ -1,8 +1,9 @@
-// The flow-matching Euler schedule (diffusers' FlowMatchEulerDiscreteScheduler
-// as the Z-Image and FLUX.1 pipelines drive it): sigmas from 1 down to 1/N,
+// The flow-matching schedules: diffusers' FlowMatchEulerDiscreteScheduler
+// as the Z-Image and FLUX.1 pipelines drive it (sigmas from 1 down to 1/N,
 // shifted statically or by resolution, with a terminal 0; the scheduler
-// timestep is sigma × 1000. All arithmetic is float32, as upstream's. What
-// time a model is given is the model's convention (flow_convention.h).
+// timestep is sigma × 1000, float32 as upstream's), and the flow sigmas of
+// UniPCMultistepScheduler as Wan 2.x runs it (FlowSolver::kUniPc). What time
+// a model is given is the model's convention (flow_convention.h).
 #ifndef DIFFUSIOND_CORE_DENOISE_FLOW_MATCH_SCHEDULE_H_
 #define DIFFUSIOND_CORE_DENOISE_FLOW_MATCH_SCHEDULE_H_
 
@@ -14,7 +15,19 @@
 
 namespace diffusiond {
 
+// How the loop integrates a step (denoise_loop.h).
+enum class FlowSolver {
+  kEuler,  // FlowMatchEulerDiscreteScheduler: latents += (σ[i+1] − σ[i])·v
+  // UniPCMultistepScheduler, flow_prediction with use_flow_sigmas, bh2
+  // (unipc_multistep.h): σ = linspace(1, 1/1000, N + 1)[:-1] in float64,
+  // shifted statically, the first nudged below 1 by 1e-6; the timesteps
+  // are σ × 1000 truncated to integers.
+  kUniPc,
+};
+
 struct ScheduleOptions {
+  FlowSolver solver = FlowSolver::kEuler;
+  int solver_order = 2;  // kUniPc: 1 or 2
   int steps = 8;
   // How the unshifted sigmas linspace(1, 1/N, N) are computed, which
   // decides their last bits: Z-Image's pipeline uses torch.linspace in

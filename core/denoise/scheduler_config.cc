@@ -37,6 +37,47 @@ absl::Status read_number(const nlohmann::json& c, const char* key, absl::string_
   return absl::OkStatus();
 }
 
+// OK when field `key` is absent, null or equals `expected` (what the
+// solver implements); INVALID_ARGUMENT naming it otherwise.
+template <typename T>
+absl::Status require_setting(const nlohmann::json& c, const char* key, absl::string_view path, const T& expected) {
+  T value = expected;
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(c, key, path, &value));
+  if (value == expected) return absl::OkStatus();
+  return bad_file(path, absl::StrCat("\"", key, "\": ", bounded(c.at(key).dump()), " is not supported"));
+}
+
+// UniPCMultistepScheduler as the Wan 2.x pipelines are converted with
+// (FlowSolver::kUniPc): flow_prediction on flow sigmas, data prediction,
+// bh2, order 1 or 2, a static flow_shift.
+absl::StatusOr<ScheduleOptions> parse_unipc_config(const nlohmann::json& c, absl::string_view path,
+                                                   const ScheduleOptions& defaults) {
+  DIFFUSIOND_RETURN_IF_ERROR(require_setting(c, "prediction_type", path, std::string("flow_prediction")));
+  DIFFUSIOND_RETURN_IF_ERROR(require_setting(c, "use_flow_sigmas", path, true));
+  if (!c.contains("use_flow_sigmas")) return bad_file(path, "UniPC without \"use_flow_sigmas\": true is not supported");
+  DIFFUSIOND_RETURN_IF_ERROR(require_setting(c, "solver_type", path, std::string("bh2")));
+  DIFFUSIOND_RETURN_IF_ERROR(require_setting(c, "predict_x0", path, true));
+  DIFFUSIOND_RETURN_IF_ERROR(require_setting(c, "lower_order_final", path, true));
+  DIFFUSIOND_RETURN_IF_ERROR(require_setting(c, "final_sigmas_type", path, std::string("zero")));
+  for (const char* flag :
+       {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas", "thresholding", "use_dynamic_shifting"}) {
+    DIFFUSIOND_RETURN_IF_ERROR(require_setting(c, flag, path, false));
+  }
+  if (c.contains("disable_corrector") && !c.at("disable_corrector").is_null() &&
+      !(c.at("disable_corrector").is_array() && c.at("disable_corrector").empty())) {
+    return bad_file(path, "\"disable_corrector\" other than [] is not supported");
+  }
+  ScheduleOptions o = defaults;
+  o.solver = FlowSolver::kUniPc;
+  o.dynamic_shift = false;
+  o.float64_linspace = true;
+  o.shift = 1.0;  // upstream's default flow_shift
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "flow_shift", path, -kMaxShift, kMaxShift, &o.shift));
+  if (!(o.shift > 0)) return bad_file(path, absl::StrCat("flow_shift is ", o.shift, ", expected > 0"));
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "solver_order", path, 1, 2, &o.solver_order));
+  return o;
+}
+
 }  // namespace
 
 absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, absl::string_view path,
@@ -46,9 +87,15 @@ absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, a
   // Read with type checks: nlohmann's value() throws on a mismatch.
   std::string cls = "FlowMatchEulerDiscreteScheduler";
   DIFFUSIOND_RETURN_IF_ERROR(read_json_field(c, "_class_name", path, &cls));
+  if (c.contains("num_train_timesteps") &&
+      !(c.at("num_train_timesteps").is_number() && c.at("num_train_timesteps").get<double>() == 1000)) {
+    return bad_file(path, "num_train_timesteps other than 1000 is not supported");
+  }
+  if (cls == "UniPCMultistepScheduler") return parse_unipc_config(c, path, defaults);
   if (cls != "FlowMatchEulerDiscreteScheduler") {
     return bad_file(path, absl::StrCat("scheduler \"", bounded(cls),
-                                      "\" is not supported (FlowMatchEulerDiscreteScheduler is)"));
+                                       "\" is not supported (FlowMatchEulerDiscreteScheduler and "
+                                       "UniPCMultistepScheduler are)"));
   }
   for (const char* flag : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas", "invert_sigmas",
                            "stochastic_sampling"}) {
@@ -64,11 +111,8 @@ absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, a
   if (time_shift_type != "exponential") {
     return bad_file(path, "only the \"exponential\" time_shift_type is supported");
   }
-  if (c.contains("num_train_timesteps") && !(c.at("num_train_timesteps").is_number() &&
-                                             c.at("num_train_timesteps").get<double>() == 1000)) {
-    return bad_file(path, "num_train_timesteps other than 1000 is not supported");
-  }
   ScheduleOptions o = defaults;
+  o.solver = FlowSolver::kEuler;
   // shift's lower end is checked below, with its own message.
   DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "shift", path, -kMaxShift, kMaxShift, &o.shift));
   DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "base_shift", path, -kMaxMu, kMaxMu, &o.base_shift));

@@ -1,6 +1,7 @@
-// Reading a pipeline's scheduler_config.json (diffusers'
-// FlowMatchEulerDiscreteScheduler) into ScheduleOptions: the static shift,
-// or the resolution-dependent shift and its bounds. Settings that would
+// Reading a pipeline's scheduler_config.json into ScheduleOptions: diffusers'
+// FlowMatchEulerDiscreteScheduler (the static shift, or the
+// resolution-dependent shift and its bounds) or UniPCMultistepScheduler on
+// flow sigmas (its flow_shift and order). Settings that would
 // change the arithmetic in ways the loop does not implement are refused,
 // not ignored.
 #ifndef DIFFUSIOND_CORE_DENOISE_SCHEDULER_CONFIG_H_
@@ -14,11 +15,9 @@ namespace diffusiond {
 
 // Returns `defaults` with the fields the config sets replaced (shift,
 // use_dynamic_shifting, base_shift, max_shift, base_image_seq_len,
-// max_image_seq_len). INVALID_ARGUMENT naming `path` for malformed JSON,
-// another scheduler class, out-of-range values, or unsupported settings
-// (Karras/exponential/beta sigmas, shift_terminal, invert_sigmas,
-// stochastic sampling, a linear time shift, num_train_timesteps other than
-// 1000).
+// max_image_seq_len; for UniPC the solver, flow_shift and solver_order). INVALID_ARGUMENT naming `path` for malformed
+// JSON, another scheduler class, out-of-range values, or unsupported settings (Karras/exponential/beta sigmas,
+// shift_terminal, invert_sigmas, stochastic sampling, a linear time shift, num_train_timesteps other than 1000).
 absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, absl::string_view path,
                                                        const ScheduleOptions& defaults);
 
