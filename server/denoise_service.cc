@@ -35,6 +35,9 @@ absl::StatusOr<EngineDenoiseRequest> denoise_request(const v1::DenoiseRequest& w
   loop.schedule.steps = wire.steps() == 0 ? kDefaultDenoiseSteps : wire.steps();
   loop.schedule.shift = wire.shift();  // 0: the engine uses the model's default
   loop.schedule.sigmas.assign(wire.sigmas().begin(), wire.sigmas().end());
+  r.expert_2 = wire.expert_2();
+  r.boundary_ratio = wire.boundary_ratio();
+  loop.guidance_scale_2 = wire.guidance_scale_2();
   return r;
 }
 
@@ -89,9 +92,11 @@ grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::Ca
     DenoiseOptions options;
     options.cancel = stream->token();
     options.on_step = [&](const StepEvent& e) {
-      deps.metrics->observe_step(request.model_id, e.step_time);
+      const std::string& model_id = e.expert == 0 ? request.model_id : request.expert_2;
+      deps.metrics->observe_step(model_id, e.step_time);
       v1::DenoiseEvent event;
       v1::DenoiseStep* step = event.mutable_step();
+      step->set_model_id(model_id);
       step->set_step(e.step);
       step->set_steps(e.steps);
       step->set_sigma(e.sigma);

@@ -52,6 +52,14 @@ absl::Status check_denoise_request(const v1::DenoiseRequest& wire) {
     return absl::InvalidArgumentError(
         absl::StrCat("at most ", kMaxDenoiseSteps, " sigmas, got ", wire.sigmas_size()));
   }
+  DIFFUSIOND_RETURN_IF_ERROR(check_finite_non_negative(wire.guidance_scale_2(), "guidance_scale_2"));
+  if (wire.expert_2().empty() && (wire.boundary_ratio() != 0 || wire.guidance_scale_2() != 0)) {
+    return absl::InvalidArgumentError("boundary_ratio and guidance_scale_2 need a second expert (expert_2)");
+  }
+  if (!wire.expert_2().empty() && !(wire.boundary_ratio() > 0 && wire.boundary_ratio() <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("boundary_ratio must be in (0, 1] with a second expert, got ", wire.boundary_ratio()));
+  }
   return absl::OkStatus();
 }
 

@@ -19,10 +19,14 @@ torch::Tensor seeded_noise(const std::vector<int64_t>& shape, uint64_t seed) {
 absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowConvention& convention,
                                       const DenoiseRequest& request, const DenoiseOptions& options) {
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
-  const bool guided = request.guidance_scale > 1.0;
-  if (guided && !request.has_negative) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "guidance scale ", request.guidance_scale, " needs negative conditioning"));
+  const double scale_2 = request.guidance_scale_2 > 0 ? request.guidance_scale_2 : request.guidance_scale;
+  for (double scale : {request.guidance_scale, request.expert_boundary > 0 ? scale_2 : 1.0}) {
+    if (scale > 1.0 && !request.has_negative) {
+      return absl::InvalidArgumentError(absl::StrCat("guidance scale ", scale, " needs negative conditioning"));
+    }
+  }
+  if (request.expert_boundary > 0 && !options.second_expert) {
+    return absl::InvalidArgumentError("an expert boundary needs a second expert");
   }
   torch::Tensor latents;
   if (request.initial_latents.defined()) {
@@ -50,8 +54,9 @@ absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowCo
   const Schedule& s = result.schedule;
   std::optional<UniPcSolver> unipc;
   if (request.schedule.solver == FlowSolver::kUniPc) unipc.emplace(s, request.schedule.solver_order);
-  // Upstream's g: pred = pos + g·(pos − neg).
-  const float g = static_cast<float>(request.guidance_scale - 1.0);
+  const FlowPredictor* model = &predict;
+  FlowPredictor second;
+  int expert = 0;
   for (int i = 0; i < s.steps(); ++i) {
     if (options.cancel.cancelled()) {
       const absl::Status why = options.cancel.status();
@@ -59,15 +64,25 @@ absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowCo
                                                    why.message()));
     }
     const absl::Time start = clock->now();
+    // Upstream compares the scheduler's (integer) timestep with the boundary.
+    if (expert == 0 && request.expert_boundary > 0 && s.timesteps[i] < request.expert_boundary) {
+      DIFFUSIOND_ASSIGN_OR_RETURN(second, options.second_expert());
+      model = &second;
+      expert = 1;
+    }
+    const double scale = expert == 0 ? request.guidance_scale : scale_2;
+    const bool guided = scale > 1.0;
+    // Upstream's g: pred = pos + g·(pos − neg).
+    const float g = static_cast<float>(scale - 1.0);
     DIFFUSIOND_ASSIGN_OR_RETURN(FlowPrediction p,
-                                predict(latents, model_time(convention.time, s.timesteps[i]), guided));
+                                (*model)(latents, model_time(convention.time, s.timesteps[i]), guided));
     torch::Tensor pred = p.positive.to(torch::kFloat32);
     if (guided) pred = pred + g * (pred - p.negative.to(torch::kFloat32));
     const torch::Tensor velocity = convention.velocity_sign == 1.0f ? pred : convention.velocity_sign * pred;
     latents =
         unipc.has_value() ? unipc->step(i, latents, velocity) : latents + (s.sigmas[i + 1] - s.sigmas[i]) * velocity;
     if (options.keep_history) result.history.push_back(latents);
-    if (options.on_step) options.on_step({i + 1, s.steps(), s.sigmas[i], clock->now() - start});
+    if (options.on_step) options.on_step({i + 1, s.steps(), s.sigmas[i], clock->now() - start, expert});
   }
   result.latents = latents;
   return result;

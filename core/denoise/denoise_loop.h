@@ -48,6 +48,12 @@ struct DenoiseRequest {
   double guidance_scale = 1.0;
   bool has_negative = false;  // guidance needs negative conditioning
   ScheduleOptions schedule;
+  // A second expert (Wan 2.2's low-noise transformer): the steps whose
+  // scheduler timestep is below `expert_boundary` (boundary_ratio × 1000)
+  // run the predictor DenoiseOptions::second_expert readies, guided by
+  // `guidance_scale_2` (0: guidance_scale). 0: one model runs every step.
+  float expert_boundary = 0;
+  double guidance_scale_2 = 0;
 };
 
 struct StepEvent {
@@ -55,6 +61,7 @@ struct StepEvent {
   int steps = 0;
   float sigma = 0;  // sigma the step started from
   absl::Duration step_time;
+  int expert = 0;  // which model ran it: 0 the first, 1 the second expert
 };
 
 struct DenoiseOptions {
@@ -64,6 +71,11 @@ struct DenoiseOptions {
   CancellationToken cancel;
   Clock* clock = nullptr;                         // default real_clock()
   bool keep_history = false;  // fill DenoiseResult::history (for tests)
+  // With DenoiseRequest::expert_boundary: called once, before the first
+  // step below it, to ready the second expert (the first model's predictor
+  // is not called again); returns its predictor, of the same
+  // FlowConvention. Its error ends the loop.
+  std::function<absl::StatusOr<FlowPredictor>()> second_expert;
 };
 
 struct DenoiseResult {

@@ -132,7 +132,12 @@ class Engine final : public EngineApi {
                                     const CancellationToken& cancel = {}) override;
 
   // The whole loop. The activations of one step (guided: both passes) are
-  // reserved on the CPU for the whole loop, as step() reserves them.
+  // reserved on the CPU for the whole loop, as step() reserves them. With
+  // a second expert (request.expert_2) the first is pinned only for its
+  // steps: at the boundary it is let go, then the second is loaded if it
+  // is not (which may evict the first) and pinned with its own
+  // activations; a second expert of another architecture is refused before
+  // any step.
   // `options.cancel` and cancel_all() stop it between steps and inside a
   // step between the forward's blocks, with the token's reason (CANCELLED)
   // or UNAVAILABLE for cancel_all(). Returns the final latents [C, H, W]
@@ -199,6 +204,15 @@ class Engine final : public EngineApi {
   };
   absl::StatusOr<OpenedLoad> open_and_plan(const ResolvedLoad& load) const;
   absl::StatusOr<Pin> pin(const std::string& model_id);
+  // One expert of a Denoise (engine_denoise.cc): `model_id` pinned with one
+  // step's activations of `loop` reserved, and its predictor.
+  struct DenoiseExpert;
+  absl::StatusOr<DenoiseExpert> ready_expert(const std::string& model_id, const EngineDenoiseRequest& request,
+                                             const DenoiseRequest& loop, const Job& job,
+                                             std::vector<std::string>* evicted);
+  // OK when request.expert_2 names a model of `first`'s architecture
+  // (described, not loaded) and the boundary is in (0, 1].
+  absl::Status check_second_expert(const EngineDenoiseRequest& request, const DiffusionModel& first);
   // step_admission.h's pin_with_room on the RAM cache, waiting (if `wait`)
   // until `job` is cancelled; NOT_FOUND as pin() says it.
   absl::StatusOr<PinnedRoom> pin_with_room(const std::string& model_id,

@@ -68,6 +68,12 @@ struct EngineDenoiseRequest {
   // Optional: gets the keys of the models evicted to admit the activations,
   // before the first step runs.
   std::vector<std::string>* evicted = nullptr;
+  // Wan 2.2's low-noise expert: a loaded model's id or a path to load, of
+  // the same architecture as `model_id`. The steps whose scheduler
+  // timestep is below boundary_ratio × 1000 run it, guided by
+  // loop.guidance_scale_2. Empty: `model_id` runs every step.
+  std::string expert_2;
+  double boundary_ratio = 0;  // in (0, 1] with expert_2
 };
 
 // The least RAM one call needs, known without loading its model.

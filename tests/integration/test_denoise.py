@@ -47,6 +47,18 @@ class DenoiseTest(DaemonTestCase):
         self.assertTrue(all(s.step_seconds > 0 for s in steps), steps)
         assert_finite_latents(self, latents)
 
+    def test_a_second_expert_runs_the_steps_below_the_boundary(self):
+        steps = []
+        latents = self.client.denoise(MODEL, conditioning(), shape=LATENT_SHAPE, seed=3, sigmas=[1.0, 0.75, 0.5, 0.25],
+                                      on_step=steps.append, expert_2=DEMO_MODEL, boundary_ratio=0.6)
+        try:
+            self.assertEqual([s.model_id for s in steps], [MODEL, MODEL, DEMO_MODEL, DEMO_MODEL])
+            assert_finite_latents(self, latents)
+            with self.assertRaises(dc.InvalidArgumentError):
+                self.client.denoise(MODEL, conditioning(), shape=LATENT_SHAPE, steps=2, boundary_ratio=0.5)
+        finally:
+            self.client.unload_model(DEMO_MODEL)
+
     def test_same_seed_gives_the_same_latents(self):
         a = self.client.denoise(MODEL, conditioning(), shape=LATENT_SHAPE, seed=11, steps=2)
         b = self.client.denoise(MODEL, conditioning(), shape=LATENT_SHAPE, seed=11, steps=2)

@@ -222,7 +222,8 @@ class Client:
         return {o.name: WireTensor.from_proto(o.tensor) for o in r.outputs}
 
     def denoise_stream(self, model_id, conditioning, negative=None, latents=None, shape=None, seed=0, steps=None,
-                       guidance_scale=1.0, shift=0.0, sigmas=None, timeout=_DEFAULT):
+                       guidance_scale=1.0, shift=0.0, sigmas=None, timeout=_DEFAULT, *, expert_2="",
+                       boundary_ratio=0.0, guidance_scale_2=0.0):
         """Starts a Denoise and returns its DenoiseCall (iterable, cancellable).
 
         ``conditioning`` (and the optional ``negative``, for classifier-free
@@ -232,14 +233,18 @@ class Client:
         "guidance": 3.5} for FLUX.1-dev. Give either initial ``latents``
         [C, H, W] or a ``shape`` of noise drawn from ``seed``. ``steps``
         defaults to len(sigmas) or 8. ``guidance_scale`` <= 1 is off;
-        ``shift`` 0 is the model's own schedule.
+        ``shift`` 0 is the model's own schedule. ``expert_2`` (Wan 2.2's
+        low-noise expert, a loaded model's id or a path) runs the steps whose
+        timestep is below ``boundary_ratio`` x 1000, guided by
+        ``guidance_scale_2`` (0: ``guidance_scale``).
         """
         if (latents is None) == (shape is None):
             raise ValueError("give exactly one of latents= and shape=")
         if steps is None:
             steps = len(sigmas) if sigmas else 8
         request = _ds.DenoiseRequest(model_id=model_id, seed=seed, steps=steps, guidance_scale=guidance_scale,
-                                     shift=shift)
+                                     shift=shift, expert_2=expert_2, boundary_ratio=boundary_ratio,
+                                     guidance_scale_2=guidance_scale_2)
         _fill_conditioning(request.conditioning, conditioning)
         if negative is not None:
             _fill_conditioning(request.negative, negative)
@@ -252,14 +257,15 @@ class Client:
         return DenoiseCall(self._denoise.Denoise(request, timeout=self._deadline(timeout)))
 
     def denoise(self, model_id, conditioning, negative=None, latents=None, shape=None, seed=0, steps=None,
-                guidance_scale=1.0, shift=0.0, sigmas=None, on_step=None, timeout=_DEFAULT):
+                guidance_scale=1.0, shift=0.0, sigmas=None, on_step=None, timeout=_DEFAULT, **experts):
         """Runs the denoise loop and returns the final latents (a float32 WireTensor).
 
-        Arguments as denoise_stream; ``on_step(DenoiseStep)`` is called per
+        Arguments as denoise_stream (``expert_2``, ``boundary_ratio`` and
+        ``guidance_scale_2`` by keyword); ``on_step(DenoiseStep)`` is called per
         step, and if it raises the call is cancelled and the exception propagates.
         """
         return self.denoise_stream(model_id, conditioning, negative, latents, shape, seed, steps, guidance_scale,
-                                   shift, sigmas, timeout).result(on_step)
+                                   shift, sigmas, timeout, **experts).result(on_step)
 
     # --- PipelineService --------------------------------------------------
 

@@ -80,6 +80,7 @@ class DenoiseStep(_FromProto):
     steps: int
     sigma: float
     step_seconds: float
+    model_id: str  # the model that ran it: model_id, or expert_2 past the boundary
 
 
 @dataclasses.dataclass(frozen=True)

@@ -103,6 +103,43 @@ TEST(Denoise, TheConventionSetsTheSignAndTheModelTime) {
   EXPECT_THAT(times, ::testing::ElementsAre(0.0f, 0.75f));
 }
 
+TEST(Denoise, ASecondExpertRunsTheStepsBelowTheBoundaryWithItsOwnGuidance) {
+  int first_calls = 0, second_calls = 0, switches = 0;
+  std::vector<bool> first_negatives, second_negatives;
+  DenoiseRequest r;
+  r.initial_latents = torch::zeros({1, 1, 1});
+  r.schedule.sigmas = {1.0f, 0.75f, 0.5f, 0.25f};  // timesteps 1000, 750, 500, 250
+  r.has_negative = true;
+  r.guidance_scale = 3.0;    // first: 1 + 3 (2 - 1) = 4
+  r.guidance_scale_2 = 1.0;  // second: unguided, its positive 10
+  r.expert_boundary = 600;   // steps at 500 and 250 run the second expert
+  DenoiseOptions options;
+  std::vector<int> experts;
+  options.on_step = [&](const StepEvent& e) { experts.push_back(e.expert); };
+  options.second_expert = [&]() -> absl::StatusOr<FlowPredictor> {
+    ++switches;
+    return constant(10.0f, 0.0f, &second_calls, &second_negatives);
+  };
+  absl::StatusOr<DenoiseResult> out =
+      denoise(constant(2.0f, 1.0f, &first_calls, &first_negatives), {1.0f, ModelTime::kSigma}, r, options);
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ(switches, 1);
+  EXPECT_EQ(first_calls, 2);
+  EXPECT_EQ(second_calls, 2);
+  EXPECT_THAT(first_negatives, ::testing::ElementsAre(true, true));
+  EXPECT_THAT(second_negatives, ::testing::ElementsAre(false, false));
+  EXPECT_THAT(experts, ::testing::ElementsAre(0, 0, 1, 1));
+  // (0.75 - 1) 4 + (0.5 - 0.75) 4 + (0.25 - 0.5) 10 + (0 - 0.25) 10 = -7.
+  EXPECT_FLOAT_EQ(out->latents.item<float>(), -7.0f);
+
+  options.second_expert = [&]() -> absl::StatusOr<FlowPredictor> { return absl::NotFoundError("gone"); };
+  EXPECT_THAT(denoise(constant(2.0f, 1.0f, &first_calls, &first_negatives), {1.0f, ModelTime::kSigma}, r, options),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("gone")));
+  options.second_expert = nullptr;
+  EXPECT_THAT(denoise(constant(2.0f, 1.0f, &first_calls, &first_negatives), {1.0f, ModelTime::kSigma}, r, options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("second expert")));
+}
+
 TEST(SeededNoise, IsDeterministicAndMatchesTorchRandn) {
   const torch::Tensor a = seeded_noise({4, 8, 8}, 1234), b = seeded_noise({4, 8, 8}, 1234);
   EXPECT_TRUE(torch::equal(a, b));

@@ -57,6 +57,29 @@ TEST(DenoiseRequest, NonFiniteOrNegativeGuidanceAndShiftAreRefused) {
   }
 }
 
+TEST(DenoiseRequest, ASecondExpertNeedsItsBoundaryAndCarriesItsGuidance) {
+  v1::DenoiseRequest r = valid_request();
+  r.set_expert_2("low-noise");
+  r.set_boundary_ratio(0.875);
+  r.set_guidance_scale_2(3.0);
+  absl::StatusOr<EngineDenoiseRequest> engine = denoise_request(r);
+  ASSERT_THAT(engine, IsOk());
+  EXPECT_EQ(engine->expert_2, "low-noise");
+  EXPECT_EQ(engine->boundary_ratio, 0.875);
+  EXPECT_EQ(engine->loop.guidance_scale_2, 3.0);
+  for (double ratio : {0.0, -0.5, 1.5, std::nan("")}) {
+    r.set_boundary_ratio(ratio);
+    EXPECT_THAT(denoise_request(r).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("boundary_ratio")))
+        << ratio;
+  }
+  r.set_boundary_ratio(0.9);
+  r.set_guidance_scale_2(-1);
+  EXPECT_THAT(denoise_request(r).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("guidance_scale_2")));
+  r = valid_request();
+  r.set_boundary_ratio(0.9);
+  EXPECT_THAT(denoise_request(r).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expert_2")));
+}
+
 TEST(DenoiseRequest, MoreSigmasThanStepsAllowedAreRefused) {
   v1::DenoiseRequest r = valid_request();
   for (int i = 0; i < 1001; ++i) r.add_sigmas(1.0f - static_cast<float>(i) / 1001);

@@ -1,0 +1,187 @@
+// Wan 2.2's two experts through a real Engine, over two tiny random Z-Image
+// models standing in for them (the switch is the engine's, not the
+// architecture's): a Denoise runs the first model above the boundary and
+// the second below it, the same latents as the loop over both predictors;
+// under a budget for one model and its activations the first is evicted
+// to load the second; a second expert of another architecture is refused
+// before any step.
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/engine/engine.h"
+#include "core/models/vae/vae_config.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/engine_under_budget.h"
+#include "tests/testing/loaded_model.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/tiny_z_image.h"
+#include "tools/random_models/vae_random.h"
+#include "tools/random_models/z_image_random.h"
+
+namespace diffusiond {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class ExpertSwitchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    models_dir_ = dir_.path("models");
+    ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(2), models_dir_ + "/high", 1), IsOk());
+    ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(2), models_dir_ + "/low", 2), IsOk());
+    VaeConfig vae;
+    vae.block_out_channels = {16, 24};
+    vae.layers_per_block = 1;
+    vae.norm_num_groups = 8;
+    ASSERT_THAT(write_random_vae(vae, models_dir_ + "/vae", 3), IsOk());
+  }
+
+  void start(int64_t capacity) {
+    EngineOptions o;
+    o.models_dir = models_dir_;
+    ASSERT_THAT(::diffusiond::testing::start_engine(o, capacity, &ram_, &engine_), IsOk());
+  }
+
+  int64_t load(const std::string& id) {
+    ModelLoadRequest r;
+    r.path = id;
+    absl::StatusOr<ModelInfo> info = engine_->load(r);
+    EXPECT_THAT(info, IsOk());
+    return info.ok() ? info->bytes[kCpuIndex] : 0;
+  }
+
+  // Four guided steps of a 16 x 16 latent; timesteps 1000, 750, 500, 250.
+  static EngineDenoiseRequest request(const std::string& expert_2) {
+    EngineDenoiseRequest r;
+    r.model_id = "high";
+    r.loop.latent_shape = {16, 16, 16};
+    r.loop.seed = 7;
+    r.loop.schedule.sigmas = {1.0f, 0.75f, 0.5f, 0.25f};
+    r.loop.guidance_scale = 3.0;
+    r.loop.guidance_scale_2 = 2.0;
+    torch::manual_seed(4);
+    r.positive.tensors["cap_feats"] = torch::randn({5, 32});
+    Conditioning negative;
+    negative.tensors["cap_feats"] = torch::randn({3, 32});
+    r.negative = negative;
+    r.expert_2 = expert_2;
+    r.boundary_ratio = 0.6;
+    return r;
+  }
+
+  // Runs `r`; the model of each step in `experts` (0 first, 1 second).
+  absl::StatusOr<torch::Tensor> run(const EngineDenoiseRequest& r, std::vector<int>* experts) {
+    DenoiseOptions options;
+    options.on_step = [&](const StepEvent& e) { experts->push_back(e.expert); };
+    return engine_->denoise(r, options);
+  }
+
+  std::vector<std::string> loaded() const {
+    std::vector<std::string> ids;
+    for (const ModelInfo& m : engine_->list()) ids.push_back(m.model_id);
+    return ids;
+  }
+
+  // Teardown order: the engine (and its cache) before the budget.
+  testing::TempDir dir_;
+  std::string models_dir_;
+  std::unique_ptr<Budget> ram_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(ExpertSwitchTest, EachExpertRunsItsOwnStepsAsTheLoopOverBothWould) {
+  start(int64_t{1} << 30);
+  load("high");
+  load("low");
+  std::vector<int> experts;
+  const EngineDenoiseRequest r = request("low");
+  absl::StatusOr<torch::Tensor> latents = run(r, &experts);
+  ASSERT_THAT(latents, IsOk());
+  EXPECT_THAT(experts, ElementsAre(0, 0, 1, 1));
+
+  // The loop over both models' predictors, loaded outside the engine: the
+  // switch adds nothing but the choice of model and guidance.
+  ModelLoadOptions options;  // as the engine loads by default
+  options.compute_dtype = torch::kFloat32;
+  options.fp8 = EngineOptions{}.fp8;
+  const ::diffusiond::testing::LoadedModel high =
+      ::diffusiond::testing::load_test_model(models_dir_ + "/high", options);
+  const ::diffusiond::testing::LoadedModel low = ::diffusiond::testing::load_test_model(models_dir_ + "/low", options);
+  ASSERT_NE(high.model, nullptr);
+  ASSERT_NE(low.model, nullptr);
+  absl::StatusOr<FlowPredictor> first = high.model->flow_predictor(r.positive, &*r.negative);
+  absl::StatusOr<FlowPredictor> second = low.model->flow_predictor(r.positive, &*r.negative);
+  ASSERT_THAT(first, IsOk());
+  ASSERT_THAT(second, IsOk());
+  DenoiseRequest loop = r.loop;
+  loop.has_negative = true;
+  loop.expert_boundary = 600;
+  DenoiseOptions both;
+  both.second_expert = [&]() -> absl::StatusOr<FlowPredictor> { return *second; };
+  absl::StatusOr<DenoiseResult> expected = denoise(*first, high.model->flow_convention(), loop, both);
+  ASSERT_THAT(expected, IsOk());
+  EXPECT_TRUE(torch::equal(*latents, expected->latents));
+
+  std::vector<int> one_model;
+  absl::StatusOr<torch::Tensor> high_only = run(request("high"), &one_model);
+  ASSERT_THAT(high_only, IsOk());
+  EXPECT_FALSE(torch::equal(*high_only, *latents)) << "the second expert made no difference";
+}
+
+TEST_F(ExpertSwitchTest, UnderABudgetForOneModelTheFirstIsEvictedForTheSecond) {
+  start(int64_t{1} << 30);
+  ModelLoadRequest low;
+  low.path = "low";
+  absl::StatusOr<ModelInfo> plan = engine_->inspect(low);  // the load's reservation, staging included
+  ASSERT_THAT(plan, IsOk());
+  const int64_t model = load("high");
+  load("low");
+  absl::StatusOr<torch::Tensor> reference;
+  int64_t activations = 0;
+  {
+    DenoiseOptions options;
+    options.on_step = [&](const StepEvent&) { activations = std::max(activations, ram_->snapshot().reserved_bytes); };
+    reference = engine_->denoise(request("low"), options);
+    ASSERT_THAT(reference, IsOk());
+  }
+  // Room for either model with a step's activations, never for both.
+  start(std::max(plan->bytes[kCpuIndex], model + activations) + model / 2);
+  load("high");
+  std::vector<int> experts;
+  absl::StatusOr<torch::Tensor> latents = run(request("low"), &experts);
+  ASSERT_THAT(latents, IsOk());
+  EXPECT_THAT(experts, ElementsAre(0, 0, 1, 1));
+  EXPECT_THAT(loaded(), ElementsAre("low")) << "the first expert was evicted to load the second";
+  EXPECT_TRUE(torch::equal(*latents, *reference)) << "eviction changed the result";
+  EXPECT_EQ(ram_->snapshot().reserved_bytes, 0);
+  EXPECT_GE(ram_->available_bytes(), 0);
+}
+
+TEST_F(ExpertSwitchTest, ASecondExpertOfAnotherArchitectureIsRefusedBeforeAnyStep) {
+  start(int64_t{1} << 30);
+  load("high");
+  std::vector<int> experts;
+  EXPECT_THAT(run(request("vae"), &experts),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("both experts must be one architecture")));
+  EXPECT_TRUE(experts.empty());
+  EXPECT_THAT(loaded(), ElementsAre("high")) << "the refused expert was loaded";
+  EngineDenoiseRequest r = request("low");
+  r.boundary_ratio = 1.5;
+  EXPECT_THAT(run(r, &experts), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("boundary_ratio")));
+  EXPECT_FALSE(run(request("absent"), &experts).ok());
+  EXPECT_TRUE(experts.empty());
+  EXPECT_EQ(ram_->snapshot().reserved_bytes, 0);
+}
+
+}  // namespace
+}  // namespace diffusiond
