@@ -3,13 +3,14 @@
 // patches), L text tokens, T = S + L, D = inner_dim, M = mlp_hidden, E = the
 // compute dtype's size, per item of one forward:
 //
-//   a block at its peak: throughout, the block's inputs and modulated
-//     inputs of both streams, q, k, v and the joint attention output (7 D
-//     over T, counting the new residual streams); then either the score
-//     chunk inside attention (attention_scratch_bytes), or one stream's
-//     MLP: its modulated input, the hidden before and after GELU, the
-//     output, the gated product and the sum (4 D + 2 M over the longer
-//     stream);
+//   a block at its peak: the block's inputs and modulated inputs of both
+//     streams, q, k, v and the joint attention output, all held to the
+//     block's end, plus either the score chunk and the output inside
+//     attention (attention_scratch_bytes), or the new residual streams and
+//     one stream's MLP at its second Linear: the modulated input, the
+//     hidden before and after GELU and the output (7 D over T, plus 2 D +
+//     2 M over the longer stream; the gated sum comes after the hiddens
+//     are freed);
 //   plus the RoPE rows (float32 cos/sin: the tables and their per-item
 //   copies), the key mask, the inputs converted to the compute dtype and
 //   the RMSNorm'd text, the modulation vectors, the largest weight decoded
@@ -59,7 +60,7 @@ ActivationEstimate qwen_image_activations(const QwenImageConfig& c, const Activa
   shape.queries = shape.keys = image + q.text_tokens;
   const double scores =
       static_cast<double>(attention_scratch_bytes(shape, q.compute_dtype, q.device_is_cpu, attention));
-  const std::pair<double, std::string> peaks[] = {{b * e * (7 * d * t + (4 * d + 2 * m) * std::max(s, l)),
+  const std::pair<double, std::string> peaks[] = {{b * e * (7 * d * t + (2 * d + 2 * m) * std::max(s, l)),
                                                    absl::StrCat("block peak (MLP ", c.mlp_hidden(), " wide)")},
                                                   {b * e * 7 * d * t + scores, "block peak (attention scores)"}};
   const auto& peak = *std::max_element(std::begin(peaks), std::end(peaks),
