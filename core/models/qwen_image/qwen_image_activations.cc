@@ -13,7 +13,8 @@
 //     are freed);
 //   plus the RoPE rows (float32 cos/sin: the tables and their per-item
 //   copies), the key mask, the inputs converted to the compute dtype and
-//   the RMSNorm'd text, the modulation vectors, the largest weight decoded
+//   the RMSNorm'd text, the modulation vectors (with zero_cond_t, per image
+//   token: an edit's reference images are modulated at t = 0), the largest weight decoded
 //   or converted for one Linear, the outputs and, in a Denoise, the packed
 //   latents and the loop's float32 latents, predictions and the norm
 //   rescale's temporaries.
@@ -71,6 +72,8 @@ ActivationEstimate qwen_image_activations(const QwenImageConfig& c, const Activa
   tally.add("inputs at compute dtype",
             b * e * (s * static_cast<double>(c.in_channels) + 2 * l * static_cast<double>(c.joint_attention_dim)));
   tally.add("modulation", b * e * 16 * d);
+  // zero_cond_t with reference images: the image modulation per token.
+  if (c.zero_cond_t) tally.add("zero_cond_t per-token modulation", b * e * 6 * d * s);
   tally.add("weight decode", static_cast<double>(materialized_weight_bytes));
   tally.add("outputs", b * s * static_cast<double>(c.out_features()) * (e + 4));
   if (q.denoise_loop) {

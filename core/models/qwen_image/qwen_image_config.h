@@ -31,10 +31,10 @@ struct QwenImageConfig {
   int64_t num_attention_heads = 24;
   int64_t joint_attention_dim = 3584;
   std::array<int64_t, 3> axes_dims_rope = {16, 56, 56};
-  // Upstream's zero_cond_t (Qwen-Image-Edit-2511): a second, t = 0
-  // modulation for the tokens of reference images. This port takes one
-  // image per item, whose tokens all use the t modulation, so the flag
-  // changes nothing here (qwen_image_model.cc).
+  // Upstream's zero_cond_t (Qwen-Image-Edit-2511): the image tokens of
+  // reference images (img_shapes entries after the first) are modulated
+  // with the t = 0 embedding; the generated image's, the text's and the
+  // final layer's use t.
   bool zero_cond_t = false;
 
   // Values a single file's shapes could not give and that were assumed

@@ -68,10 +68,22 @@ absl::Status QwenImageModel::check_inputs(const QwenImageInputs& in) const {
     check("encoder_hidden_states_mask", in.encoder_hidden_states_mask, {b, l}, absl::StrCat("[", b, ", L]"), true);
   }
   check("timestep", in.timestep, {b}, absl::StrCat("[", b, "]"));
-  const auto& [frames, rows, cols] = in.img_shape;
-  if (frames < 1 || rows < 1 || cols < 1 || frames * rows * cols != s) {
-    problems.push_back(absl::StrCat("img_shapes (", frames, ", ", rows, ", ", cols,
-                                    ") must be positive with frames x rows x cols = S = ", s));
+  // Every factor and partial product is bounded by S before the next
+  // multiplication or sum, so none can overflow.
+  int64_t tokens = 0;
+  bool fits = !in.img_shapes.empty();
+  for (const auto& [frames, rows, cols] : in.img_shapes) {
+    fits = fits && frames >= 1 && rows >= 1 && cols >= 1 && frames <= s && rows <= s && cols <= s &&
+           frames * rows <= s && frames * rows * cols <= s - tokens;
+    if (fits) tokens += frames * rows * cols;
+  }
+  if (!fits || tokens != s) {
+    std::vector<std::string> entries;
+    for (const auto& [frames, rows, cols] : in.img_shapes) {
+      entries.push_back(absl::StrCat("(", frames, ", ", rows, ", ", cols, ")"));
+    }
+    problems.push_back(absl::StrCat("img_shapes [", absl::StrJoin(entries, ", "),
+                                    "] must be positive entries whose frames x rows x cols sum to S = ", s));
   }
   if (problems.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("Qwen-Image forward: ", absl::StrJoin(problems, "; ")));
@@ -80,9 +92,8 @@ absl::Status QwenImageModel::check_inputs(const QwenImageInputs& in) const {
 absl::StatusOr<torch::Tensor> QwenImageModel::forward(const QwenImageInputs& inputs,
                                                       NamedTensors* intermediates) const {
   if (absl::Status s = check_inputs(inputs); !s.ok()) return s;
-  DIFFUSIOND_ASSIGN_OR_RETURN(const QwenImageRope tables,
-                              qwen_image_rope(config_.axes_dims_rope, inputs.img_shape[0], inputs.img_shape[1],
-                                              inputs.img_shape[2], inputs.encoder_hidden_states.size(1)));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const QwenImageRope tables, qwen_image_rope(config_.axes_dims_rope, inputs.img_shapes,
+                                                                          inputs.encoder_hidden_states.size(1)));
   return status_of("the Qwen-Image forward", [&]() -> absl::StatusOr<torch::Tensor> {
     torch::NoGradGuard no_grad;
     // On a placement's device the inputs go there and the output comes
@@ -122,18 +133,23 @@ torch::Tensor QwenImageModel::run(const QwenImageInputs& in, const QwenImageRope
   // Upstream casts sigma to the model dtype, then takes float32 features
   // of 1000 * (sigma * f_j). (At reduced precision it also rounds f_j to
   // that dtype; float32, the parity reference, is unaffected.)
-  const torch::Tensor sinusoid =
-      timestep_features(in.timestep.reshape({-1}).to(dtype), kQwenTimeChannels, kQwenTimePeriod, kQwenTimeScale)
-          .to(dtype);
-  keep("t_sinusoid", sinusoid);
   const std::string embedder = "time_text_embed.timestep_embedder";
-  const torch::Tensor temb = linear(torch::silu(linear(sinusoid, embedder + ".linear_1")), embedder + ".linear_2");
+  const auto embed = [&](const torch::Tensor& t, bool record) {
+    const torch::Tensor sinusoid =
+        timestep_features(t.reshape({-1}).to(dtype), kQwenTimeChannels, kQwenTimePeriod, kQwenTimeScale).to(dtype);
+    if (record) keep("t_sinusoid", sinusoid);
+    return linear(torch::silu(linear(sinusoid, embedder + ".linear_1")), embedder + ".linear_2");
+  };
+  const torch::Tensor temb = embed(in.timestep, true);
   keep("temb", temb);
-  // zero_cond_t adds a t = 0 modulation for reference-image tokens (index
-  // 1 of upstream's modulate_index); with one image per item every token
-  // has index 0, so the t modulation below is upstream's for both values.
   // Every consumer of temb applies SiLU first: do it once.
   const torch::Tensor act = torch::silu(temb);
+  // zero_cond_t: upstream's modulate_index is 0 for the first image's
+  // tokens and 1 (the t = 0 embedding) for the reference images' after it.
+  const QwenImageShape& target = in.img_shapes.front();
+  const int64_t first_image_tokens = target[0] * target[1] * target[2];
+  torch::Tensor act_zero;
+  if (config_.zero_cond_t && first_image_tokens < s) act_zero = torch::silu(embed(in.timestep * 0, false));
 
   // Padding text is removed as attention keys only: cat([text, image]).
   torch::Tensor key_mask;
@@ -152,7 +168,8 @@ torch::Tensor QwenImageModel::run(const QwenImageInputs& in, const QwenImageRope
   // block instead of running the whole forward.
   for (int64_t i = 0; i < config_.num_layers; ++i) {
     check_cancelled();
-    std::tie(x, c) = block(absl::StrCat("transformer_blocks.", i), x, c, act, key_mask, rope);
+    std::tie(x, c) =
+        block(absl::StrCat("transformer_blocks.", i), x, c, act, act_zero, first_image_tokens, key_mask, rope);
     keep(absl::StrCat("block", i, "_img"), x);
     keep(absl::StrCat("block", i, "_txt"), c);
   }
@@ -178,10 +195,20 @@ torch::Tensor QwenImageModel::v_heads(const torch::Tensor& h, const std::string&
 
 std::pair<torch::Tensor, torch::Tensor> QwenImageModel::block(const std::string& prefix, const torch::Tensor& x_in,
                                                               const torch::Tensor& c_in, const torch::Tensor& act,
+                                                              const torch::Tensor& act_zero, int64_t first_image_tokens,
                                                               const torch::Tensor& key_mask, const Rope& rope) const {
   const std::string a = prefix + ".attn.";
   // (shift, scale, gate) for attention, then for the MLP, per stream.
-  const std::vector<torch::Tensor> mx = linear(act, prefix + ".img_mod.1").unsqueeze(1).chunk(6, -1);
+  std::vector<torch::Tensor> mx = linear(act, prefix + ".img_mod.1").unsqueeze(1).chunk(6, -1);
+  if (act_zero.defined()) {
+    // Per image token: t's modulation for the generated image, t = 0's for
+    // the reference images after it.
+    const std::vector<torch::Tensor> mz = linear(act_zero, prefix + ".img_mod.1").unsqueeze(1).chunk(6, -1);
+    const int64_t b = x_in.size(0), s = x_in.size(1), d = x_in.size(2);
+    for (size_t i = 0; i < mx.size(); ++i) {
+      mx[i] = torch::cat({mx[i].expand({b, first_image_tokens, d}), mz[i].expand({b, s - first_image_tokens, d})}, 1);
+    }
+  }
   const std::vector<torch::Tensor> mc = linear(act, prefix + ".txt_mod.1").unsqueeze(1).chunk(6, -1);
   const torch::Tensor hx = modulated_layer_norm(x_in, mx[1], mx[0], kQwenNormEps);
   const torch::Tensor hc = modulated_layer_norm(c_in, mc[1], mc[0], kQwenNormEps);

@@ -34,9 +34,11 @@ struct QwenImageInputs {
   torch::Tensor encoder_hidden_states;       // [B, L, joint_attention_dim]
   torch::Tensor encoder_hidden_states_mask;  // [B, L], nonzero = valid; undefined: all valid
   torch::Tensor timestep;                    // [B], sigma in [0, 1] (the model scales by 1000)
-  // Upstream's img_shapes entry, shared by the batch: (frames, rows, cols)
-  // of the 2x2-patch grid, frames * rows * cols = S.
-  std::array<int64_t, 3> img_shape = {0, 0, 0};
+  // Upstream's img_shapes of one item, shared by the batch: (frames, rows,
+  // cols) of each image's 2x2-patch grid -- the generated image, then any
+  // reference images of an edit, whose tokens follow in hidden_states; the
+  // entries' tokens sum to S.
+  std::vector<QwenImageShape> img_shapes;
 };
 
 // Thread-safe for concurrent forwards.
@@ -78,8 +80,9 @@ class QwenImageModel final : public DiffusionModel {
   std::optional<ActivationQuery> step_activation_query(const NamedTensors& inputs) const override;
 
   // Named inputs as upstream's call: "hidden_states", "encoder_hidden_states",
-  // "timestep", "img_shapes" (integer [B, 3] rows (frames, rows, cols), all
-  // equal) and optionally "encoder_hidden_states_mask". Output "out"
+  // "timestep", "img_shapes" (integer [B, 3] rows (frames, rows, cols), or
+  // [B, N, 3] for N images per item; every item's the same) and optionally
+  // "encoder_hidden_states_mask". Output "out"
   // [B, S, out_features]. INVALID_ARGUMENT listing every missing,
   // unexpected or misshapen input.
   absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const override;
@@ -111,9 +114,12 @@ class QwenImageModel final : public DiffusionModel {
   torch::Tensor qk_heads(const torch::Tensor& h, const std::string& proj, const std::string& norm,
                          const torch::Tensor& cos, const torch::Tensor& sin) const;
   torch::Tensor v_heads(const torch::Tensor& h, const std::string& proj) const;
-  // One QwenImageTransformerBlock; returns (image, text) streams.
+  // One QwenImageTransformerBlock; returns (image, text) streams. `act` is
+  // SiLU(temb); `act_zero`, when defined, SiLU(temb at t = 0), which
+  // zero_cond_t gives the image tokens from `first_image_tokens` on.
   std::pair<torch::Tensor, torch::Tensor> block(const std::string& prefix, const torch::Tensor& x,
-                                                const torch::Tensor& c, const torch::Tensor& temb,
+                                                const torch::Tensor& c, const torch::Tensor& act,
+                                                const torch::Tensor& act_zero, int64_t first_image_tokens,
                                                 const torch::Tensor& key_mask, const Rope& rope) const;
 
   const QwenImageConfig config_;

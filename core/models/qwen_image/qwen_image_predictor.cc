@@ -91,7 +91,7 @@ absl::StatusOr<FlowPredictor> QwenImageModel::flow_predictor(const Conditioning&
       QwenImageInputs in = calls[i];
       in.hidden_states = packed;
       in.timestep = timestep;
-      in.img_shape = {1, h / kQwenPackedPatch, w / kQwenPackedPatch};
+      in.img_shapes = {{1, h / kQwenPackedPatch, w / kQwenPackedPatch}};
       DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor out, forward(in));
       DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor unpacked, unpack_latents(out.to(torch::kFloat32), h, w));
       (i == 0 ? p.positive : p.negative) = unpacked[0];

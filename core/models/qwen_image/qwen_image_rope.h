@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -22,24 +23,28 @@ inline constexpr double kQwenImageRopeTheta = 10000.0;
 // Upstream's tables hold positions -4096 .. 4095 per axis.
 inline constexpr int64_t kQwenImageRopePositions = 4096;
 
+// One entry of upstream's img_shapes: (frames, rows, cols) of patches.
+using QwenImageShape = std::array<int64_t, 3>;
+
 // cos and sin, each [tokens, head_dim / 2] float32 on the CPU, one row per
 // token; columns are the frame, height and width axes' slices in that order.
 struct QwenImageRope {
-  torch::Tensor img_cos, img_sin;  // frames * rows * cols tokens, row-major
+  torch::Tensor img_cos, img_sin;  // every entry's frames * rows * cols tokens, row-major, in order
   torch::Tensor txt_cos, txt_sin;  // text_len tokens
 };
 
-// The tables for one image of `frames` x `rows` x `cols` patches (img_shapes
-// entry 0, upstream's (frame, height, width)) and a text of `text_len`
-// tokens (the padded length: a mask removes keys, not positions). Image
-// token (f, r, c) sits at (f, r − ceil(rows/2), c − ceil(cols/2)); text
-// token i at max(rows/2, cols/2) + i on every axis (integer halves). For
-// axis a of d_a channels, pair j turns by pos · 10000^(−2j/d_a), with the
-// frequency and the angle rounded to float32 as upstream computes them.
-// INVALID_ARGUMENT when a position falls outside upstream's tables.
-// REQUIRES: each axes_dims entry is even and positive.
-absl::StatusOr<QwenImageRope> qwen_image_rope(const std::array<int64_t, 3>& axes_dims, int64_t frames, int64_t rows,
-                                              int64_t cols, int64_t text_len);
+// The tables for the images of one item (`img_shapes`: the generated image,
+// then any reference images of an edit) and a text of `text_len` tokens
+// (the padded length: a mask removes keys, not positions). Token (f, r, c)
+// of entry k sits at (k + f, r − ceil(rows/2), c − ceil(cols/2)); text
+// token i at max over the entries of max(rows/2, cols/2), plus i, on every
+// axis (integer halves). For axis a of d_a channels, pair j turns by pos ·
+// 10000^(−2j/d_a), with the frequency and the angle rounded to float32 as
+// upstream computes them. INVALID_ARGUMENT for an empty or non-positive
+// entry or a position outside upstream's tables. REQUIRES: each axes_dims
+// entry is even and positive.
+absl::StatusOr<QwenImageRope> qwen_image_rope(const std::array<int64_t, 3>& axes_dims,
+                                              const std::vector<QwenImageShape>& img_shapes, int64_t text_len);
 
 }  // namespace diffusiond
 

@@ -18,20 +18,33 @@ constexpr char kQwenImageStepExpected[] =
     " (expected \"hidden_states\", \"encoder_hidden_states\", \"timestep\", \"img_shapes\" and optionally "
     "\"encoder_hidden_states_mask\")";
 
-// img_shapes [B, 3] integer rows (frames, rows, cols), all equal: upstream
-// uses item 0's for the whole batch and warns; this refuses instead.
-absl::Status read_img_shapes(const torch::Tensor& t, int64_t batch, std::array<int64_t, 3>* out) {
+// Far more images than an edit pipeline passes per item;
+// bounds the per-entry work of a hostile request.
+constexpr int64_t kQwenImageMaxImagesPerItem = 64;
+
+// img_shapes [B, 3] integer rows (frames, rows, cols), or [B, N, 3] for N
+// images per item, every item's the same: upstream uses item 0's for the
+// whole batch and warns; this refuses instead.
+absl::Status read_img_shapes(const torch::Tensor& t, int64_t batch, std::vector<QwenImageShape>* out) {
   const bool integral = t.defined() && !t.is_floating_point() && !t.is_complex() && t.scalar_type() != torch::kBool;
-  if (!integral || t.dim() != 2 || t.size(1) != 3 || (batch > 0 && t.size(0) != batch)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("\"img_shapes\" is ", t.defined() && !integral ? "a non-integer " : "", shape_of(t),
-                     ", expected an integer [", batch > 0 ? absl::StrCat(batch) : "B", ", 3] of (frames, rows, cols)"));
+  const bool shaped = integral && (t.dim() == 2 || t.dim() == 3) && t.size(-1) == 3 && t.size(0) >= 1 &&
+                      (batch <= 0 || t.size(0) == batch) &&
+                      (t.dim() == 2 || (t.size(1) >= 1 && t.size(1) <= kQwenImageMaxImagesPerItem));
+  if (!shaped) {
+    const std::string b = batch > 0 ? absl::StrCat(batch) : "B";
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"img_shapes\" is ", t.defined() && !integral ? "a non-integer " : "", shape_of(t), ", expected an integer [",
+        b, ", 3] or [", b, ", N, 3] of (frames, rows, cols), N at most ", kQwenImageMaxImagesPerItem));
   }
-  const torch::Tensor rows = t.to(torch::kCPU).to(torch::kLong);
-  if (!torch::equal(rows, rows[0].unsqueeze(0).expand_as(rows))) {
-    return absl::InvalidArgumentError("\"img_shapes\" rows differ: every item of a batch must share its image shape");
+  const torch::Tensor items = (t.dim() == 2 ? t.unsqueeze(1) : t).to(torch::kCPU).to(torch::kLong).contiguous();
+  if (!torch::equal(items, items[0].unsqueeze(0).expand_as(items))) {
+    return absl::InvalidArgumentError("\"img_shapes\" differ between items: every item of a batch must share them");
   }
-  for (int i = 0; i < 3; ++i) (*out)[i] = rows[0][i].item<int64_t>();
+  const torch::Tensor first = items[0];
+  out->clear();
+  for (int64_t k = 0; k < first.size(0); ++k) {
+    out->push_back({first[k][0].item<int64_t>(), first[k][1].item<int64_t>(), first[k][2].item<int64_t>()});
+  }
   return absl::OkStatus();
 }
 
@@ -61,7 +74,7 @@ absl::StatusOr<NamedTensors> QwenImageModel::step(const NamedTensors& inputs) co
     problems.push_back("missing input \"img_shapes\"");
   } else {
     const int64_t batch = in.hidden_states.defined() && in.hidden_states.dim() == 3 ? in.hidden_states.size(0) : 0;
-    if (absl::Status s = read_img_shapes(it->second, batch, &in.img_shape); !s.ok()) {
+    if (absl::Status s = read_img_shapes(it->second, batch, &in.img_shapes); !s.ok()) {
       problems.push_back(std::string(s.message()));
     }
   }

@@ -20,7 +20,6 @@
 #include <string>
 
 #include "core/denoise/denoise_loop.h"
-#include "core/precision/torch_dtype.h"
 #include "core/memory/allocator.h"
 #include "core/memory/process_memory.h"
 #include "core/models/flux/flux_model.h"
@@ -29,6 +28,7 @@
 #include "core/models/qwen_image/qwen_image_params.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/models/z_image/z_image_params.h"
+#include "core/precision/torch_dtype.h"
 #include "tools/random_models/flux_random.h"
 #include "tools/random_models/z_image_random.h"
 

@@ -65,23 +65,25 @@ TEST_P(ActivationRss, EstimateCoversThePeakWithin25Percent) {
   EXPECT_LE(static_cast<double>(estimate), 1.25 * static_cast<double>(peak) + 8.0 * kMiB) << breakdown;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    DemoModels, ActivationRss,
-    ::testing::Values(Case{"z-image", 64, 1, "denoise"}, Case{"z-image", 64, 2, "denoise"},
-                      Case{"z-image", 96, 1, "denoise"}, Case{"z-image", 96, 2, "denoise"},
-                      Case{"z-image", 128, 1, "denoise"}, Case{"z-image", 128, 2, "denoise"},
-                      Case{"z-image", 96, 2, "step"}, Case{"flux", 64, 1, "denoise"}, Case{"flux", 64, 2, "denoise"},
-                      Case{"flux", 96, 1, "denoise"}, Case{"flux", 96, 2, "denoise"},
-                      Case{"flux", 128, 1, "denoise"}, Case{"flux", 128, 2, "denoise"},
-                      Case{"flux", 96, 2, "step"}, Case{"qwen-image", 64, 1, "denoise"},
-                      Case{"qwen-image", 64, 2, "denoise"}, Case{"qwen-image", 96, 1, "denoise"},
-                      Case{"qwen-image", 96, 2, "denoise"}, Case{"qwen-image", 128, 1, "denoise"},
-                      Case{"qwen-image", 128, 2, "denoise"}, Case{"qwen-image", 96, 2, "step"}),
-    [](const ::testing::TestParamInfo<Case>& info) {
-      const Case& c = info.param;
-      return absl::StrCat(c.model[0] == 'z' ? "ZImage" : c.model[0] == 'f' ? "Flux" : "QwenImage", c.side, "Batch", c.batch,
-                          c.call[0] == 's' ? "Step" : "Denoise");
-    });
+INSTANTIATE_TEST_SUITE_P(DemoModels, ActivationRss,
+                         ::testing::Values(Case{"z-image", 64, 1, "denoise"}, Case{"z-image", 64, 2, "denoise"},
+                                           Case{"z-image", 96, 1, "denoise"}, Case{"z-image", 96, 2, "denoise"},
+                                           Case{"z-image", 128, 1, "denoise"}, Case{"z-image", 128, 2, "denoise"},
+                                           Case{"z-image", 96, 2, "step"}, Case{"flux", 64, 1, "denoise"},
+                                           Case{"flux", 64, 2, "denoise"}, Case{"flux", 96, 1, "denoise"},
+                                           Case{"flux", 96, 2, "denoise"}, Case{"flux", 128, 1, "denoise"},
+                                           Case{"flux", 128, 2, "denoise"}, Case{"flux", 96, 2, "step"},
+                                           Case{"qwen-image", 64, 1, "denoise"}, Case{"qwen-image", 64, 2, "denoise"},
+                                           Case{"qwen-image", 96, 1, "denoise"}, Case{"qwen-image", 96, 2, "denoise"},
+                                           Case{"qwen-image", 128, 1, "denoise"}, Case{"qwen-image", 128, 2, "denoise"},
+                                           Case{"qwen-image", 96, 2, "step"}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           const Case& c = info.param;
+                           return absl::StrCat(c.model[0] == 'z'   ? "ZImage"
+                                               : c.model[0] == 'f' ? "Flux"
+                                                                   : "QwenImage",
+                                               c.side, "Batch", c.batch, c.call[0] == 's' ? "Step" : "Denoise");
+                         });
 
 }  // namespace
 }  // namespace diffusiond

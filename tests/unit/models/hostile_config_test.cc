@@ -177,7 +177,7 @@ TEST_P(HostileConfig, AbsurdFieldsNextToRealWeightsAreRefusedBeforePlanning) {
 INSTANTIATE_TEST_SUITE_P(Architectures, HostileConfig, ::testing::ValuesIn(architectures()),
                          [](const ::testing::TestParamInfo<Architecture>& info) {
                            const std::string name = info.param.name;
-                           return name == "z-image" ? std::string("ZImage")
+                           return name == "z-image"      ? std::string("ZImage")
                                   : name == "qwen-image" ? std::string("QwenImage")
                                                          : name;
                          });

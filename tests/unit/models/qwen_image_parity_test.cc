@@ -37,6 +37,7 @@
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/tensor_file.h"
+#include "tools/random_models/random_weights.h"
 
 namespace diffusiond {
 namespace qwen_image_parity_test {
@@ -107,7 +108,7 @@ class QwenImageParity : public ::testing::Test {
     in.timestep = io_.get(prefix + ".timestep");
     if (masked) in.encoder_hidden_states_mask = io_.get(prefix + ".encoder_hidden_states_mask");
     const torch::Tensor latents = io_.get("pack.latents");
-    in.img_shape = {1, latents.size(3) / 2, latents.size(4) / 2};
+    in.img_shapes = {{1, latents.size(3) / 2, latents.size(4) / 2}};
     return in;
   }
 
@@ -269,8 +270,8 @@ TEST_F(QwenImageParity, StepMatchesForward) {
   ASSERT_NE(model, nullptr);
   const QwenImageInputs in = inputs("batch", true);
   const int64_t b = in.hidden_states.size(0);
-  const torch::Tensor shapes =
-      torch::tensor({in.img_shape[0], in.img_shape[1], in.img_shape[2]}, torch::kLong).unsqueeze(0).repeat({b, 1});
+  const QwenImageShape& grid = in.img_shapes[0];
+  const torch::Tensor shapes = torch::tensor({grid[0], grid[1], grid[2]}, torch::kLong).unsqueeze(0).repeat({b, 1});
   NamedTensors named = {{"hidden_states", in.hidden_states},
                         {"encoder_hidden_states", in.encoder_hidden_states},
                         {"encoder_hidden_states_mask", in.encoder_hidden_states_mask},
@@ -280,6 +281,11 @@ TEST_F(QwenImageParity, StepMatchesForward) {
   ASSERT_THAT(out, IsOk());
   absl::StatusOr<torch::Tensor> direct = model->forward(in);
   ASSERT_THAT(direct, IsOk());
+  EXPECT_EQ(max_abs_diff(out->at("out"), *direct), 0.0);
+  // [B, N, 3]: N images per item, here one.
+  named["img_shapes"] = shapes.unsqueeze(1);
+  out = model->step(named);
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(max_abs_diff(out->at("out"), *direct), 0.0);
   named.erase("img_shapes");
   named["guidance"] = in.timestep;
@@ -294,7 +300,7 @@ TEST(QwenImageParityRope, TablesMatchUpstream) {
   const torch::Tensor latents = io.get("pack.latents");
   const int64_t text_len = io.get("fwd.encoder_hidden_states").size(1);
   absl::StatusOr<QwenImageRope> rope =
-      qwen_image_rope(fixture_config().axes_dims_rope, 1, latents.size(3) / 2, latents.size(4) / 2, text_len);
+      qwen_image_rope(fixture_config().axes_dims_rope, {{1, latents.size(3) / 2, latents.size(4) / 2}}, text_len);
   ASSERT_THAT(rope, IsOk());
   const double diff = std::max({max_abs_diff(rope->img_cos, io.get("dbg.rope_img_cos")),
                                 max_abs_diff(rope->img_sin, io.get("dbg.rope_img_sin")),
@@ -304,7 +310,32 @@ TEST(QwenImageParityRope, TablesMatchUpstream) {
   // float32 angles as upstream; cos/sin may differ in the last bit between
   // libtorch's kernels.
   EXPECT_LT(diff, 1e-6);
-  EXPECT_FALSE(qwen_image_rope(fixture_config().axes_dims_rope, 1, 64, 64, kQwenImageRopePositions).ok());
+  EXPECT_FALSE(qwen_image_rope(fixture_config().axes_dims_rope, {{1, 64, 64}}, kQwenImageRopePositions).ok());
+}
+
+// An edit's reference images (img_shapes entries after the first) sit one
+// frame further each, centred on their own grid; the text starts after the
+// largest grid's half.
+TEST(QwenImageParityRope, ReferenceImagesFollowOnTheFrameAxis) {
+  const std::array<int64_t, 3> axes = fixture_config().axes_dims_rope;
+  const int64_t text_len = 5;
+  absl::StatusOr<QwenImageRope> both = qwen_image_rope(axes, {{1, 4, 6}, {1, 8, 2}}, text_len);
+  absl::StatusOr<QwenImageRope> target = qwen_image_rope(axes, {{1, 4, 6}}, text_len);
+  // Frame 1 of a 2-frame grid of the reference's size: its rows are the reference's.
+  absl::StatusOr<QwenImageRope> frames = qwen_image_rope(axes, {{2, 8, 2}}, text_len);
+  absl::StatusOr<QwenImageRope> tall = qwen_image_rope(axes, {{1, 8, 2}}, text_len);
+  ASSERT_THAT(both, IsOk());
+  ASSERT_THAT(target, IsOk());
+  ASSERT_THAT(frames, IsOk());
+  ASSERT_THAT(tall, IsOk());
+  ASSERT_EQ(both->img_cos.size(0), 24 + 16);
+  EXPECT_EQ(max_abs_diff(both->img_cos.narrow(0, 0, 24), target->img_cos), 0.0);
+  EXPECT_EQ(max_abs_diff(both->img_sin.narrow(0, 0, 24), target->img_sin), 0.0);
+  EXPECT_EQ(max_abs_diff(both->img_cos.narrow(0, 24, 16), frames->img_cos.narrow(0, 16, 16)), 0.0);
+  EXPECT_EQ(max_abs_diff(both->img_sin.narrow(0, 24, 16), frames->img_sin.narrow(0, 16, 16)), 0.0);
+  // max(4/2, 6/2, 8/2, 2/2) = 4: the reference's rows decide.
+  EXPECT_EQ(max_abs_diff(both->txt_cos, tall->txt_cos), 0.0);
+  EXPECT_GT(max_abs_diff(both->txt_cos, target->txt_cos), 0.0);
 }
 
 TEST(QwenImageParityLatents, PackAndUnpackAsThePipeline) {
@@ -318,6 +349,41 @@ TEST(QwenImageParityLatents, PackAndUnpackAsThePipeline) {
   absl::StatusOr<torch::Tensor> back = unpack_latents(packed, latents.size(3), latents.size(4));
   ASSERT_THAT(back, IsOk());
   EXPECT_EQ(max_abs_diff(back->unsqueeze(1), latents), 0.0);
+}
+
+// zero_cond_t (Qwen-Image-Edit-2511) modulates the reference images'
+// tokens with the t = 0 embedding. The fixture's model with the flag set:
+// one image per item is the plain forward; with a reference image after
+// it, the output moves, except at t = 0, where both modulations agree.
+TEST_F(QwenImageParity, ZeroCondTModulatesReferenceImagesAtTimeZero) {
+  LoadedModel plain_load = load();
+  const QwenImageModel* plain = plain_load.get<QwenImageModel>();
+  ASSERT_NE(plain, nullptr);
+  TempDir tmp;
+  nlohmann::json config = read_json("config.json");
+  config["zero_cond_t"] = true;
+  ASSERT_THAT(write_text_file(tmp.path("config.json"), config.dump()), IsOk());
+  std::filesystem::create_symlink(fixture() + "/transformer/diffusion_pytorch_model.safetensors",
+                                  tmp.path("diffusion_pytorch_model.safetensors"));
+  LoadedModel zero_load = load_test_model(tmp.path(), ModelLoadOptions());
+  const QwenImageModel* zero = zero_load.get<QwenImageModel>();
+  ASSERT_NE(zero, nullptr);
+  ASSERT_TRUE(zero->config().zero_cond_t);
+
+  const QwenImageInputs single = inputs("fwd", false);
+  EXPECT_EQ(forward_diff(*zero, single, *plain->forward(single)), 0.0);
+  EXPECT_LT(forward_diff(*zero, single, io_.get("fwd.out")), kTolerance);
+
+  QwenImageInputs edit = single;
+  edit.hidden_states = torch::cat({single.hidden_states, single.hidden_states.flip(1)}, 1);
+  edit.img_shapes.push_back(single.img_shapes[0]);
+  absl::StatusOr<torch::Tensor> plain_out = plain->forward(edit);
+  ASSERT_THAT(plain_out, IsOk());
+  EXPECT_GT(forward_diff(*zero, edit, *plain_out), 1e-3);
+  edit.timestep = torch::zeros_like(single.timestep);
+  plain_out = plain->forward(edit);
+  ASSERT_THAT(plain_out, IsOk());
+  EXPECT_EQ(forward_diff(*zero, edit, *plain_out), 0.0);
 }
 
 // The transformer's file doubles as the original single file (upstream's
