@@ -14,10 +14,10 @@
 //   plus the RoPE rows (float32 cos/sin: the tables and their per-item
 //   copies), the key mask, the inputs converted to the compute dtype and
 //   the RMSNorm'd text, the modulation vectors (with zero_cond_t, per image
-//   token: an edit's reference images are modulated at t = 0), the largest weight decoded
-//   or converted for one Linear, the outputs and, in a Denoise, the packed
-//   latents and the loop's float32 latents, predictions and the norm
-//   rescale's temporaries.
+//   token: an edit's reference images are modulated at t = 0), the largest
+//   weight decoded or converted for one Linear, the outputs and, in a
+//   Denoise, the packed latents and the loop's float32 latents, predictions
+//   and the norm rescale's temporaries.
 //
 // A guided Denoise runs its negative pass as a second forward of one item
 // (qwen_image_predictor.cc), so its peak is one item's forward.

@@ -159,9 +159,9 @@ torch::Tensor QwenImageModel::run(const QwenImageInputs& in, const QwenImageRope
                           1);
   }
   Rope rope;
-  rope.img_cos = qwen_rope_for_batch(tables.img_cos, b, device),
+  rope.img_cos = qwen_rope_for_batch(tables.img_cos, b, device);
   rope.img_sin = qwen_rope_for_batch(tables.img_sin, b, device);
-  rope.txt_cos = qwen_rope_for_batch(tables.txt_cos, b, device),
+  rope.txt_cos = qwen_rope_for_batch(tables.txt_cos, b, device);
   rope.txt_sin = qwen_rope_for_batch(tables.txt_sin, b, device);
 
   // check_cancelled() between blocks: a cancelled step stops within one
