@@ -99,8 +99,8 @@ class QwenImageParity : public ::testing::Test {
     return l;
   }
 
-  // The inputs "<prefix>.*" of io.safetensors, the image grid from the
-  // packed token count and the fixture's latent side ratio (pack.latents).
+  // The inputs "<prefix>.*" of io.safetensors; one image per item, its
+  // patch grid from the fixture's latent H x W (pack.latents).
   QwenImageInputs inputs(const std::string& prefix, bool masked) const {
     QwenImageInputs in;
     in.hidden_states = io_.get(prefix + ".hidden_states");
@@ -371,7 +371,9 @@ TEST_F(QwenImageParity, ZeroCondTModulatesReferenceImagesAtTimeZero) {
   ASSERT_TRUE(zero->config().zero_cond_t);
 
   const QwenImageInputs single = inputs("fwd", false);
-  EXPECT_EQ(forward_diff(*zero, single, *plain->forward(single)), 0.0);
+  absl::StatusOr<torch::Tensor> plain_single = plain->forward(single);
+  ASSERT_THAT(plain_single, IsOk());
+  EXPECT_EQ(forward_diff(*zero, single, *plain_single), 0.0);
   EXPECT_LT(forward_diff(*zero, single, io_.get("fwd.out")), kTolerance);
 
   QwenImageInputs edit = single;
