@@ -11,6 +11,27 @@
 
 namespace diffusiond {
 
+namespace {
+
+// Per-token L2 norms of latents [C, ..., H, W] whose tokens are all channels
+// of one patch x patch block: [1, F, H/patch, 1, W/patch, 1] over the
+// [C, F, H/patch, patch, W/patch, patch] view (F the middle axes' product).
+torch::Tensor patch_norms(const torch::Tensor& x, int64_t patch) {
+  const int64_t c = x.size(0), h = x.size(-2), w = x.size(-1), f = x.numel() / (c * h * w);
+  return x.reshape({c, f, h / patch, patch, w / patch, patch}).square().sum({0, 3, 5}, true).sqrt();
+}
+
+// Qwen-Image's true CFG: comb = neg + s·(pos − neg), rescaled per token to
+// pos's norm (flow_convention.h).
+torch::Tensor norm_rescaled_guidance(const torch::Tensor& pos, const torch::Tensor& neg, float scale, int64_t patch) {
+  const torch::Tensor comb = neg + scale * (pos - neg);
+  const int64_t c = pos.size(0), h = pos.size(-2), w = pos.size(-1), f = pos.numel() / (c * h * w);
+  const torch::Tensor factor = patch_norms(pos, patch) / patch_norms(comb, patch);
+  return (comb.reshape({c, f, h / patch, patch, w / patch, patch}) * factor).reshape(pos.sizes());
+}
+
+}  // namespace
+
 torch::Tensor seeded_noise(const std::vector<int64_t>& shape, uint64_t seed) {
   at::Generator generator = at::detail::createCPUGenerator(seed);
   return torch::randn(shape, generator, torch::TensorOptions().dtype(torch::kFloat32));
@@ -49,6 +70,13 @@ absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowCo
     }
     latents = seeded_noise(request.latent_shape, request.seed);
   }
+  const int64_t patch = convention.guidance_norm_patch;
+  const bool any_guided = request.guidance_scale > 1.0 || (request.expert_boundary > 0 && scale_2 > 1.0);
+  if (any_guided && patch > 0 && (latents.dim() < 3 || latents.size(-2) % patch != 0 || latents.size(-1) % patch != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("latents [", absl::StrJoin(latents.sizes(), ", "),
+                                                   "] do not split into the ", patch, "x", patch,
+                                                   " patches the model's guidance rescale works on"));
+  }
   DenoiseResult result;
   DIFFUSIOND_ASSIGN_OR_RETURN(result.schedule, flow_match_schedule(request.schedule));
   const Schedule& s = result.schedule;
@@ -77,7 +105,11 @@ absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowCo
     DIFFUSIOND_ASSIGN_OR_RETURN(FlowPrediction p,
                                 (*model)(latents, model_time(convention.time, s.timesteps[i]), guided));
     torch::Tensor pred = p.positive.to(torch::kFloat32);
-    if (guided) pred = pred + g * (pred - p.negative.to(torch::kFloat32));
+    if (guided && patch > 0) {
+      pred = norm_rescaled_guidance(pred, p.negative.to(torch::kFloat32), static_cast<float>(scale), patch);
+    } else if (guided) {
+      pred = pred + g * (pred - p.negative.to(torch::kFloat32));
+    }
     const torch::Tensor velocity = convention.velocity_sign == 1.0f ? pred : convention.velocity_sign * pred;
     latents =
         unipc.has_value() ? unipc->step(i, latents, velocity) : latents + (s.sigmas[i + 1] - s.sigmas[i]) * velocity;

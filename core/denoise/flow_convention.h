@@ -5,6 +5,8 @@
 #ifndef DIFFUSIOND_CORE_DENOISE_FLOW_CONVENTION_H_
 #define DIFFUSIOND_CORE_DENOISE_FLOW_CONVENTION_H_
 
+#include <cstdint>
+
 namespace diffusiond {
 
 // The time a model is given at a step whose scheduler timestep is T
@@ -20,6 +22,13 @@ struct FlowConvention {
   // noise − x0 (FLUX.1), −1 for x0 − noise (Z-Image).
   float velocity_sign = 1.0f;
   ModelTime time = ModelTime::kSigma;
+  // Classifier-free guidance with a norm rescale (Qwen-Image's pipeline):
+  // when > 0, the guided output comb = neg + s·(pos − neg) is scaled per
+  // token to the positive output's L2 norm, comb · ‖pos‖ / ‖comb‖ (no
+  // epsilon, as upstream), where a token is every channel of one
+  // guidance_norm_patch × guidance_norm_patch block of the unpacked latent
+  // (the model's packed patch). 0: plain guidance.
+  int64_t guidance_norm_patch = 0;
 };
 
 // The model time for scheduler timestep `timestep` under `time`.

@@ -80,6 +80,18 @@ absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
       const float shift = static_cast<float>(options.shift);
       sigmas = shift * s / (1.0f + (shift - 1.0f) * s);
     }
+    if (!(options.shift_terminal >= 0.0 && options.shift_terminal < 1.0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shift_terminal is ", options.shift_terminal, ", expected 0 (off) or within (0, 1)"));
+    }
+    if (options.shift_terminal > 0.0) {
+      // As numpy rounds upstream's stretch_shift_to_terminal: the scale is
+      // a float64 scalar, applied to the float32 array in float32.
+      const torch::Tensor one_minus = 1.0f - sigmas;
+      const double last = static_cast<double>(one_minus[-1].item<float>());
+      const float scale = static_cast<float>(last / (1.0 - options.shift_terminal));
+      sigmas = 1.0f - one_minus / scale;
+    }
   }
   Schedule schedule;
   torch::Tensor timesteps = sigmas * 1000.0f;

@@ -44,6 +44,10 @@ struct ScheduleOptions {
   int64_t image_seq_len = 0;  // (H/2)·(W/2) latent tokens; for dynamic_shift
   double base_shift = 0.5, max_shift = 1.15;
   int64_t base_seq_len = 256, max_seq_len = 4096;
+  // Upstream's shift_terminal: when in (0, 1), the shifted sigmas are
+  // stretched so the last one equals it, sigma'' = 1 − (1 − sigma') ·
+  // (1 − shift_terminal) / (1 − sigma'_last) (Qwen-Image uses 0.02). 0: off.
+  double shift_terminal = 0.0;
   // Explicit sigmas, used as given (no shift applied): strictly decreasing,
   // in (0, 1]. Overrides steps and shift.
   std::vector<float> sigmas;
@@ -55,8 +59,9 @@ struct Schedule {
   int steps() const { return static_cast<int>(timesteps.size()); }
 };
 
-// INVALID_ARGUMENT for steps < 1, a non-positive shift, or explicit sigmas
-// that are not strictly decreasing in (0, 1].
+// INVALID_ARGUMENT for steps < 1, a non-positive shift, a shift_terminal
+// outside [0, 1), or explicit sigmas that are not strictly decreasing in
+// (0, 1].
 absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options);
 
 }  // namespace diffusiond

@@ -18,6 +18,8 @@ namespace {
 constexpr double kMaxShift = 1000.0;
 constexpr double kMaxMu = 50.0;  // |base_shift|, |max_shift|: e^mu stays finite in float
 constexpr int64_t kMaxSeqLen = int64_t{1} << 30;
+// shift_terminal must stay below 1: the stretch divides by 1 − it.
+constexpr double kMaxShiftTerminal = 0.999;
 
 // Reads a number field if present into `*out` (an integer field must hold
 // an integer); INVALID_ARGUMENT if it is not one or lies outside [lo, hi].
@@ -103,9 +105,6 @@ absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, a
       return bad_file(path, absl::StrCat("\"", flag, "\": true is not supported"));
     }
   }
-  if (c.contains("shift_terminal") && !c.at("shift_terminal").is_null()) {
-    return bad_file(path, "\"shift_terminal\" is not supported");
-  }
   std::string time_shift_type = "exponential";
   DIFFUSIOND_RETURN_IF_ERROR(read_json_field(c, "time_shift_type", path, &time_shift_type));
   if (time_shift_type != "exponential") {
@@ -119,6 +118,8 @@ absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, a
   DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "max_shift", path, -kMaxMu, kMaxMu, &o.max_shift));
   DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "base_image_seq_len", path, int64_t{1}, kMaxSeqLen, &o.base_seq_len));
   DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "max_image_seq_len", path, int64_t{1}, kMaxSeqLen, &o.max_seq_len));
+  // Upstream treats 0 like null (off); a stretch needs a value below 1.
+  DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "shift_terminal", path, 0.0, kMaxShiftTerminal, &o.shift_terminal));
   if (c.contains("use_dynamic_shifting") && !c.at("use_dynamic_shifting").is_null()) {
     if (!c.at("use_dynamic_shifting").is_boolean()) return bad_file(path, "\"use_dynamic_shifting\" must be a boolean");
     o.dynamic_shift = c.at("use_dynamic_shifting").get<bool>();

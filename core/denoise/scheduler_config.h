@@ -15,9 +15,11 @@ namespace diffusiond {
 
 // Returns `defaults` with the fields the config sets replaced (shift,
 // use_dynamic_shifting, base_shift, max_shift, base_image_seq_len,
-// max_image_seq_len; for UniPC the solver, flow_shift and solver_order). INVALID_ARGUMENT naming `path` for malformed
-// JSON, another scheduler class, out-of-range values, or unsupported settings (Karras/exponential/beta sigmas,
-// shift_terminal, invert_sigmas, stochastic sampling, a linear time shift, num_train_timesteps other than 1000).
+// max_image_seq_len, shift_terminal; for UniPC the solver, flow_shift and
+// solver_order). INVALID_ARGUMENT naming `path` for malformed JSON, another
+// scheduler class, out-of-range values, or unsupported settings
+// (Karras/exponential/beta sigmas, invert_sigmas, stochastic sampling, a
+// linear time shift, num_train_timesteps other than 1000).
 absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, absl::string_view path,
                                                        const ScheduleOptions& defaults);
 

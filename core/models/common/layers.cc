@@ -90,12 +90,18 @@ torch::Tensor add_gated_rms_norm(const torch::Tensor& residual, const torch::Ten
   return residual + (gate.defined() ? gate * normed : normed);
 }
 
-torch::Tensor timestep_features(const torch::Tensor& t, int64_t dim, double max_period) {
+torch::Tensor modulated_layer_norm(const torch::Tensor& x, const torch::Tensor& scale, const torch::Tensor& shift,
+                                   double eps) {
+  return torch::layer_norm(x, {x.size(-1)}, {}, {}, eps).mul_(1.0 + scale).add_(shift);
+}
+
+torch::Tensor timestep_features(const torch::Tensor& t, int64_t dim, double max_period, double scale) {
   const int64_t half = dim / 2;
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(t.device());
   const torch::Tensor exponent =
       torch::arange(0, half, f32) * static_cast<float>(-std::log(max_period)) / static_cast<float>(half);
-  const torch::Tensor args = t.to(torch::kFloat32).unsqueeze(1) * torch::exp(exponent).unsqueeze(0);
+  torch::Tensor args = t.to(torch::kFloat32).unsqueeze(1) * torch::exp(exponent).unsqueeze(0);
+  if (scale != 1.0) args = args * static_cast<float>(scale);
   torch::Tensor features = torch::cat({torch::cos(args), torch::sin(args)}, -1);
   if (dim % 2) features = torch::cat({features, torch::zeros_like(features.narrow(1, 0, 1))}, -1);
   return features;

@@ -27,11 +27,20 @@ torch::Tensor rms_norm_scaled(const torch::Tensor& x, const torch::Tensor& weigh
 torch::Tensor add_gated_rms_norm(const torch::Tensor& residual, const torch::Tensor& h,
                                  const torch::Tensor& weight, double eps, const torch::Tensor& gate);
 
+// LN(x) * (1 + scale) + shift: LayerNorm over the last dim without affine,
+// modulated per item (scale and shift [batch, 1, dim] broadcast over x
+// [batch, seq, dim]) -- adaLN as the FLUX and Qwen-Image blocks apply it.
+torch::Tensor modulated_layer_norm(const torch::Tensor& x, const torch::Tensor& scale, const torch::Tensor& shift,
+                                   double eps);
+
 // Sinusoidal features [cos(a), sin(a)] of `t` (shape [batch]), a_j =
 // float32(t) * exp(float32(-ln max_period) * j / (dim/2)), all in float32
 // whatever the compute dtype: arguments reach ~1000 rad, where lower
-// precision visibly moves results. Returns [batch, dim] float32.
-torch::Tensor timestep_features(const torch::Tensor& t, int64_t dim, double max_period = 10000.0);
+// precision visibly moves results. A `scale` other than 1 multiplies the
+// float32 products afterwards, a_j = scale * (t * f_j), as diffusers'
+// Timesteps(scale=...) rounds (Qwen-Image passes sigma with scale 1000).
+// Returns [batch, dim] float32.
+torch::Tensor timestep_features(const torch::Tensor& t, int64_t dim, double max_period = 10000.0, double scale = 1.0);
 
 // Rotary embedding over several position axes. Angles pos * theta^(-2j/d)
 // are computed in float64 and rounded to float32; cos/sin in float32.

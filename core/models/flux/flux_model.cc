@@ -22,10 +22,9 @@ constexpr double kNormEps = 1e-6;      // every LayerNorm and the q/k RMSNorms
 constexpr int64_t kTimeChannels = 256;  // the timestep / guidance sinusoid
 constexpr float kTimeScale = 1000.0f;
 
-// LN(x) * (1 + scale) + shift: LayerNorm without affine, modulated per item
-// (scale and shift [B, 1, D]).
+// LN(x) * (1 + scale) + shift at FLUX's eps (scale and shift [B, 1, D]).
 torch::Tensor modulate(const torch::Tensor& x, const torch::Tensor& scale, const torch::Tensor& shift) {
-  return torch::layer_norm(x, {x.size(-1)}, {}, {}, kNormEps).mul_(1.0 + scale).add_(shift);
+  return modulated_layer_norm(x, scale, shift, kNormEps);
 }
 
 // [B, n] -> n chunks [B, 1, D] of a modulation Linear's output.

@@ -140,6 +140,43 @@ TEST(Denoise, ASecondExpertRunsTheStepsBelowTheBoundaryWithItsOwnGuidance) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("second expert")));
 }
 
+// Qwen-Image's true CFG: comb = neg + s·(pos − neg), scaled per token (all
+// channels of a 2x2 patch) to the positive's norm. One step from σ = 1 to 0
+// leaves latents = −guided.
+TEST(Denoise, NormRescaledGuidanceKeepsThePositiveNormPerPatch) {
+  const torch::Tensor pos = torch::arange(1, 33, torch::kFloat32).reshape({2, 4, 4}).sin();
+  const torch::Tensor neg = torch::arange(1, 33, torch::kFloat32).reshape({2, 4, 4}).cos();
+  const FlowPredictor predict = [&](const torch::Tensor&, float, bool with_negative) -> absl::StatusOr<FlowPrediction> {
+    FlowPrediction p;
+    p.positive = pos;
+    if (with_negative) p.negative = neg;
+    return p;
+  };
+  DenoiseRequest r;
+  r.initial_latents = torch::zeros({2, 4, 4});
+  r.schedule.sigmas = {1.0f};
+  r.guidance_scale = 3.0;
+  r.has_negative = true;
+  FlowConvention convention;
+  convention.guidance_norm_patch = 2;
+  absl::StatusOr<DenoiseResult> out = denoise(predict, convention, r);
+  ASSERT_THAT(out, IsOk());
+  const torch::Tensor comb = neg + 3.0f * (pos - neg);
+  torch::Tensor expected = torch::empty_like(comb);
+  for (int64_t y = 0; y < 4; y += 2) {
+    for (int64_t x = 0; x < 4; x += 2) {
+      const auto block = [&](const torch::Tensor& t) { return t.narrow(1, y, 2).narrow(2, x, 2); };
+      block(expected).copy_(block(comb) * (block(pos).norm() / block(comb).norm()));
+    }
+  }
+  EXPECT_TRUE(torch::allclose(out->latents, -expected, 1e-6, 1e-6));
+  // The per-patch norms are the positive's, not one norm over the latent.
+  EXPECT_FALSE(torch::allclose(out->latents, -comb * (pos.norm() / comb.norm()), 1e-4, 1e-4));
+
+  r.initial_latents = torch::zeros({2, 4, 3});
+  EXPECT_THAT(denoise(predict, convention, r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("2x2")));
+}
+
 TEST(SeededNoise, IsDeterministicAndMatchesTorchRandn) {
   const torch::Tensor a = seeded_noise({4, 8, 8}, 1234), b = seeded_noise({4, 8, 8}, 1234);
   EXPECT_TRUE(torch::equal(a, b));

@@ -63,12 +63,26 @@ TEST(SchedulerConfig, DynamicShiftGrowsWithTheImage) {
   EXPECT_GT(large->sigmas[2], small->sigmas[2]);
 }
 
+TEST(SchedulerConfig, ReadsShiftTerminalAndTheScheduleEndsThere) {
+  absl::StatusOr<ScheduleOptions> o =
+      parse_scheduler_config(R"({"use_dynamic_shifting": true, "shift_terminal": 0.02})", "s.json", ScheduleOptions());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->shift_terminal, 0.02);
+  o->steps = 4;
+  o->image_seq_len = 1024;
+  absl::StatusOr<Schedule> s = flow_match_schedule(*o);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->sigmas[0], 1.0f);
+  EXPECT_NEAR(s->sigmas[3], 0.02f, 1e-7);
+  EXPECT_EQ(s->sigmas[4], 0.0f);
+}
+
 TEST(SchedulerConfig, RefusesWhatTheLoopDoesNotImplement) {
   const auto parse = [](const char* json) { return parse_scheduler_config(json, "s.json", ScheduleOptions()); };
   EXPECT_THAT(parse(R"({"use_karras_sigmas": true})"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("s.json: \"use_karras_sigmas\": true")));
   EXPECT_THAT(parse(R"({"invert_sigmas": true})"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("s.json")));
-  EXPECT_THAT(parse(R"({"shift_terminal": 0.02})"),
+  EXPECT_THAT(parse(R"({"shift_terminal": 1.0})"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("shift_terminal")));
   EXPECT_THAT(parse(R"({"time_shift_type": "linear"})"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("exponential")));

@@ -1,6 +1,7 @@
 // DiffusionModel::estimate_activations against what one call really holds:
 // the peak RSS growth of one Denoise step (or one Step) of the demo Z-Image
-// and FLUX models (tools/random_models) at three latent sizes, batch 1 and
+// and FLUX models (tools/random_models) and a demo Qwen-Image at three
+// latent sizes, batch 1 and
 // 2 (guided), each in its own child process (activation_rss_child). The
 // estimate must cover the peak (less the run-to-run noise of the heap) and
 // be at most 25% (+ 8 MiB) above it.
@@ -25,7 +26,7 @@ namespace {
 constexpr int64_t kPeakNoiseBytes = 6 * kMiB;
 
 struct Case {
-  const char* model;  // "z-image" or "flux"
+  const char* model;  // "z-image", "flux" or "qwen-image"
   int side;           // latent side
   int batch;          // 2: a guided Denoise, or a Step of two items
   const char* call;   // "denoise" or "step"
@@ -64,20 +65,25 @@ TEST_P(ActivationRss, EstimateCoversThePeakWithin25Percent) {
   EXPECT_LE(static_cast<double>(estimate), 1.25 * static_cast<double>(peak) + 8.0 * kMiB) << breakdown;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    DemoModels, ActivationRss,
-    ::testing::Values(Case{"z-image", 64, 1, "denoise"}, Case{"z-image", 64, 2, "denoise"},
-                      Case{"z-image", 96, 1, "denoise"}, Case{"z-image", 96, 2, "denoise"},
-                      Case{"z-image", 128, 1, "denoise"}, Case{"z-image", 128, 2, "denoise"},
-                      Case{"z-image", 96, 2, "step"}, Case{"flux", 64, 1, "denoise"}, Case{"flux", 64, 2, "denoise"},
-                      Case{"flux", 96, 1, "denoise"}, Case{"flux", 96, 2, "denoise"},
-                      Case{"flux", 128, 1, "denoise"}, Case{"flux", 128, 2, "denoise"},
-                      Case{"flux", 96, 2, "step"}),
-    [](const ::testing::TestParamInfo<Case>& info) {
-      const Case& c = info.param;
-      return absl::StrCat(c.model[0] == 'z' ? "ZImage" : "Flux", c.side, "Batch", c.batch,
-                          c.call[0] == 's' ? "Step" : "Denoise");
-    });
+INSTANTIATE_TEST_SUITE_P(DemoModels, ActivationRss,
+                         ::testing::Values(Case{"z-image", 64, 1, "denoise"}, Case{"z-image", 64, 2, "denoise"},
+                                           Case{"z-image", 96, 1, "denoise"}, Case{"z-image", 96, 2, "denoise"},
+                                           Case{"z-image", 128, 1, "denoise"}, Case{"z-image", 128, 2, "denoise"},
+                                           Case{"z-image", 96, 2, "step"}, Case{"flux", 64, 1, "denoise"},
+                                           Case{"flux", 64, 2, "denoise"}, Case{"flux", 96, 1, "denoise"},
+                                           Case{"flux", 96, 2, "denoise"}, Case{"flux", 128, 1, "denoise"},
+                                           Case{"flux", 128, 2, "denoise"}, Case{"flux", 96, 2, "step"},
+                                           Case{"qwen-image", 64, 1, "denoise"}, Case{"qwen-image", 64, 2, "denoise"},
+                                           Case{"qwen-image", 96, 1, "denoise"}, Case{"qwen-image", 96, 2, "denoise"},
+                                           Case{"qwen-image", 128, 1, "denoise"}, Case{"qwen-image", 128, 2, "denoise"},
+                                           Case{"qwen-image", 96, 2, "step"}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           const Case& c = info.param;
+                           return absl::StrCat(c.model[0] == 'z'   ? "ZImage"
+                                               : c.model[0] == 'f' ? "Flux"
+                                                                   : "QwenImage",
+                                               c.side, "Batch", c.batch, c.call[0] == 's' ? "Step" : "Denoise");
+                         });
 
 }  // namespace
 }  // namespace diffusiond

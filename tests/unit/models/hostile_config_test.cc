@@ -52,6 +52,10 @@ std::vector<Architecture> architectures() {
        json::parse(R"({"_class_name": "FluxTransformer2DModel", "in_channels": 16, "num_layers": 1,
            "num_single_layers": 2, "attention_head_dim": 16, "num_attention_heads": 2,
            "joint_attention_dim": 32, "pooled_projection_dim": 16, "axes_dims_rope": [4, 6, 6]})")},
+      {"qwen-image", "diffusion_pytorch_model.safetensors",
+       json::parse(R"({"_class_name": "QwenImageTransformer2DModel", "in_channels": 16, "out_channels": 4,
+           "num_layers": 2, "attention_head_dim": 16, "num_attention_heads": 2, "joint_attention_dim": 32,
+           "axes_dims_rope": [4, 6, 6]})")},
       {"qwen3", "model.safetensors",
        json::parse(R"({"model_type": "qwen3", "architectures": ["Qwen3Model"], "vocab_size": 64,
            "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -111,6 +115,15 @@ std::vector<BadValue> bad_values(const std::string& arch) {
             {"joint_attention_dim", 1e300, "field 'joint_attention_dim' is 1e+300, expected an integer"},
             {"in_channels", -64, "in_channels is -64, expected a positive integer"}};
   }
+  if (arch == "qwen-image") {
+    return {{"num_layers", 1000000000, "num_layers is 1000000000, expected at most 1024"},
+            {"num_layers", 0, "num_layers is 0, expected a positive integer"},
+            {"attention_head_dim", int64_t{1} << 40, "attention_head_dim is 1099511627776, expected at most 1024"},
+            {"joint_attention_dim", 1e300, "field 'joint_attention_dim' is 1e+300, expected an integer"},
+            {"in_channels", -64, "in_channels is -64, expected a positive integer"},
+            {"axes_dims_rope", json{4, 6, 8}, "axes_dims_rope [4, 6, 8] must be positive, even and sum"},
+            {"use_additional_t_cond", true, "\"use_additional_t_cond\": true is not supported"}};
+  }
   if (arch == "qwen3") {
     return {{"num_hidden_layers", 1000000000, "num_hidden_layers is 1000000000, expected at most 1024"},
             {"num_hidden_layers", 0, "num_hidden_layers is 0, expected a positive integer"},
@@ -163,8 +176,10 @@ TEST_P(HostileConfig, AbsurdFieldsNextToRealWeightsAreRefusedBeforePlanning) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, HostileConfig, ::testing::ValuesIn(architectures()),
                          [](const ::testing::TestParamInfo<Architecture>& info) {
-                           return std::string(info.param.name == std::string("z-image") ? "ZImage"
-                                                                                         : info.param.name);
+                           const std::string name = info.param.name;
+                           return name == "z-image"      ? std::string("ZImage")
+                                  : name == "qwen-image" ? std::string("QwenImage")
+                                                         : name;
                          });
 
 // A count the config declares that the weights do not hold.
@@ -180,6 +195,7 @@ TEST(HostileConfig, CountsThatDisagreeWithTheWeightsAreRefusedNamingBoth) {
       {"z-image", "n_layers", 3, "n_layers is 3, but "},
       {"z-image", "n_refiner_layers", 0, "n_refiner_layers is 0, but "},
       {"flux", "num_single_layers", 7, "num_single_layers is 7, but "},
+      {"qwen-image", "num_layers", 3, "num_layers is 3, but "},
       {"qwen3", "num_hidden_layers", 1, "num_hidden_layers is 1, but "},
       {"vae", "layers_per_block", 2, "layers_per_block is 2, but "},
       {"vae", "block_out_channels", json{8, 16, 16}, "block_out_channels (length) is 3, but "},

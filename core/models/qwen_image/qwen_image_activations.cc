@@ -1,0 +1,107 @@
+// QwenImageModel's working-memory estimate (activation_estimate.h), read
+// off what qwen_image_model.cc keeps alive. With S image tokens (2x2
+// patches), L text tokens, T = S + L, D = inner_dim, M = mlp_hidden, E = the
+// compute dtype's size, per item of one forward:
+//
+//   a block at its peak: the block's inputs and modulated inputs of both
+//     streams, q, k, v and the joint attention output, all held to the
+//     block's end, plus either the score chunk and the output inside
+//     attention (attention_scratch_bytes), or the new residual streams and
+//     one stream's MLP at its second Linear: the modulated input, the
+//     hidden before and after GELU and the output (7 D over T, plus 2 D +
+//     2 M over the longer stream; the gated sum comes after the hiddens
+//     are freed);
+//   plus the RoPE rows (float32 cos/sin: the tables and their per-item
+//   copies), the key mask, the inputs converted to the compute dtype and
+//   the RMSNorm'd text, the modulation vectors (with zero_cond_t, per image
+//   token: an edit's reference images are modulated at t = 0), the largest
+//   weight decoded or converted for one Linear, the outputs and, in a
+//   Denoise, the packed latents and the loop's float32 latents, predictions
+//   and the norm rescale's temporaries.
+//
+// A guided Denoise runs its negative pass as a second forward of one item
+// (qwen_image_predictor.cc), so its peak is one item's forward.
+#include "core/models/qwen_image/qwen_image_activations.h"
+
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/models/qwen_image/qwen_image_model.h"
+#include "core/precision/torch_dtype.h"
+
+namespace diffusiond {
+
+ActivationEstimate qwen_image_activations(const QwenImageConfig& c, const ActivationQuery& q,
+                                          const AttentionOptions& attention, int64_t materialized_weight_bytes) {
+  // [C, H, W] unpacked, or one Step item [S, in_channels].
+  int64_t image = 0, latent = 0;
+  if (q.latent_shape.size() == 3) {
+    image = (q.latent_shape[1] / 2) * (q.latent_shape[2] / 2);
+    latent = q.latent_shape[0] * q.latent_shape[1] * q.latent_shape[2];
+  } else if (q.latent_shape.size() == 2) {
+    image = q.latent_shape[0];
+    latent = q.latent_shape[0] * q.latent_shape[1];
+  }
+  const int64_t calls = std::max<int64_t>(q.batch, 1);
+  const double b = static_cast<double>(q.denoise_loop ? 1 : calls);
+  const double e = static_cast<double>(torch::elementSize(q.compute_dtype));
+  const double s = static_cast<double>(image), l = static_cast<double>(q.text_tokens), t = s + l;
+  const double d = static_cast<double>(c.inner_dim()), m = static_cast<double>(c.mlp_hidden());
+  const double hd = static_cast<double>(c.attention_head_dim);
+
+  ActivationTally tally(absl::StrCat("qwen-image at ", scalar_type_name(q.compute_dtype), ", ",
+                                     q.denoise_loop && calls > 1 ? absl::StrCat(calls, " forwards of ") : "", "batch ",
+                                     static_cast<int64_t>(b), " x ", image + q.text_tokens, " tokens (", image,
+                                     " image + ", q.text_tokens, " text) x dim ", c.inner_dim()));
+  AttentionShape shape;
+  shape.batch = static_cast<int64_t>(b), shape.heads = c.num_attention_heads, shape.head_dim = c.attention_head_dim;
+  shape.queries = shape.keys = image + q.text_tokens;
+  const double scores =
+      static_cast<double>(attention_scratch_bytes(shape, q.compute_dtype, q.device_is_cpu, attention));
+  const std::pair<double, std::string> peaks[] = {{b * e * (7 * d * t + (2 * d + 2 * m) * std::max(s, l)),
+                                                   absl::StrCat("block peak (MLP ", c.mlp_hidden(), " wide)")},
+                                                  {b * e * 7 * d * t + scores, "block peak (attention scores)"}};
+  const auto& peak = *std::max_element(std::begin(peaks), std::end(peaks),
+                                       [](const auto& x, const auto& y) { return x.first < y.first; });
+  tally.add(peak.second, peak.first);
+  tally.add("RoPE", 4 * hd * t * (1 + b));
+  tally.add("key mask", b * t);
+  tally.add("inputs at compute dtype",
+            b * e * (s * static_cast<double>(c.in_channels) + 2 * l * static_cast<double>(c.joint_attention_dim)));
+  tally.add("modulation", b * e * 16 * d);
+  // zero_cond_t with reference images: the image modulation per token.
+  if (c.zero_cond_t) tally.add("zero_cond_t per-token modulation", b * e * 6 * d * s);
+  tally.add("weight decode", static_cast<double>(materialized_weight_bytes));
+  tally.add("outputs", b * s * static_cast<double>(c.out_features()) * (e + 4));
+  if (q.denoise_loop) {
+    tally.add("packed latents", s * static_cast<double>(c.in_channels) * 4);
+    tally.add("denoise loop", (7 + static_cast<double>(calls)) * static_cast<double>(latent) * 4);
+  }
+  const ActivationEstimate tensors = tally.finish();
+  tally.add("allocator slack", static_cast<double>(activation_allocator_slack_bytes(tensors.bytes)));
+  return tally.finish();
+}
+
+ActivationEstimate QwenImageModel::estimate_activations(const ActivationQuery& query) const {
+  return qwen_image_activations(config_, query, attention_options_,
+                                largest_materialized_weight_bytes(weights(), query.compute_dtype));
+}
+
+std::optional<ActivationQuery> QwenImageModel::step_activation_query(const NamedTensors& inputs) const {
+  const auto x = inputs.find("hidden_states");
+  const auto text = inputs.find("encoder_hidden_states");
+  if (x == inputs.end() || x->second.dim() != 3 || text == inputs.end() || text->second.dim() != 3) {
+    return std::nullopt;
+  }
+  ActivationQuery q;
+  q.latent_shape = {x->second.size(1), x->second.size(2)};
+  q.batch = x->second.size(0);
+  q.text_tokens = text->second.size(1);
+  q.compute_dtype = compute_dtype(*this);
+  return q;
+}
+
+}  // namespace diffusiond

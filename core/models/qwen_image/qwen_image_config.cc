@@ -1,0 +1,161 @@
+#include "core/models/qwen_image/qwen_image_config.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/models/config_limits.h"
+#include "core/util/bounded_text.h"
+#include "core/util/json.h"
+#include "core/util/json_fields.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+// Qwen-Image's RoPE split and patch, the only ones a single file can be
+// assumed to use.
+constexpr int64_t kQwenImageSingleFileHeadDim = 128;
+constexpr std::array<int64_t, 3> kQwenImageAxes = {16, 56, 56};
+constexpr int64_t kQwenImagePatch = 2;
+
+}  // namespace
+
+absl::Status QwenImageConfig::validate() const {
+  DIFFUSIOND_RETURN_IF_ERROR(
+      check_int_fields("Qwen-Image", {{"patch_size", patch_size, 1, kMaxConfigPatch},
+                                      {"in_channels", in_channels, 1, kMaxConfigChannels},
+                                      {"out_channels", out_channels, 1, kMaxConfigChannels},
+                                      {"attention_head_dim", attention_head_dim, 1, kMaxConfigHeadDim},
+                                      {"num_attention_heads", num_attention_heads, 1, kMaxConfigHeads},
+                                      {"joint_attention_dim", joint_attention_dim, 1, kMaxConfigWidth},
+                                      {"num_layers", num_layers, 1, kMaxConfigLayers}}));
+  if (inner_dim() > kMaxConfigWidth) {
+    return absl::InvalidArgumentError(absl::StrCat("Qwen-Image config: num_attention_heads x attention_head_dim is ",
+                                                   inner_dim(), ", expected at most ", kMaxConfigWidth));
+  }
+  // The predictor packs patch x patch blocks of the latent's channels.
+  if (in_channels % (patch_size * patch_size) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("Qwen-Image config: in_channels ", in_channels,
+                                                   " is not a multiple of patch_size² ", patch_size * patch_size));
+  }
+  const int64_t sum = axes_dims_rope[0] + axes_dims_rope[1] + axes_dims_rope[2];
+  if (sum != attention_head_dim || axes_dims_rope[0] <= 0 || axes_dims_rope[1] <= 0 || axes_dims_rope[2] <= 0 ||
+      axes_dims_rope[0] % 2 || axes_dims_rope[1] % 2 || axes_dims_rope[2] % 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Qwen-Image config: axes_dims_rope [", absl::StrJoin(axes_dims_rope, ", "),
+                     "] must be positive, even and sum to attention_head_dim ", attention_head_dim));
+  }
+  return absl::OkStatus();
+}
+
+std::string QwenImageConfig::describe() const {
+  std::string s =
+      absl::StrCat("Qwen-Image: inner ", inner_dim(), " (", num_attention_heads, " heads x ", attention_head_dim, "), ",
+                   num_layers, " blocks, patch ", patch_size, ", in/out channels ", in_channels, "/", out_channels,
+                   ", joint_attention_dim ", joint_attention_dim, ", axes_dims_rope [",
+                   absl::StrJoin(axes_dims_rope, ", "), "], zero_cond_t ", zero_cond_t ? "yes" : "no");
+  if (!assumed.empty()) absl::StrAppend(&s, "; assumed: ", absl::StrJoin(assumed, ", "));
+  return s;
+}
+
+absl::StatusOr<QwenImageConfig> parse_qwen_image_config(absl::string_view text, absl::string_view what) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(const nlohmann::json root, parse_json_strict(text, what));
+  return qwen_image_config_from_json(root, what);
+}
+
+absl::StatusOr<QwenImageConfig> qwen_image_config_from_json(const nlohmann::json& root, absl::string_view what) {
+  if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
+  if (root.contains("_class_name") && root.at("_class_name") != nlohmann::json("QwenImageTransformer2DModel")) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": _class_name is ", bounded(root.at("_class_name").dump()),
+                                                   ", expected \"QwenImageTransformer2DModel\""));
+  }
+  QwenImageConfig c;
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "patch_size", what, &c.patch_size));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "in_channels", what, &c.in_channels));
+  // Upstream: out_channels or in_channels, so null takes in_channels.
+  if (root.contains("out_channels") && root.at("out_channels").is_null()) c.out_channels = c.in_channels;
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "out_channels", what, &c.out_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_layers", what, &c.num_layers));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "attention_head_dim", what, &c.attention_head_dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_attention_heads", what, &c.num_attention_heads));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "joint_attention_dim", what, &c.joint_attention_dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "zero_cond_t", what, &c.zero_cond_t));
+  // Variants whose extra inputs or RoPE this port does not implement.
+  for (const char* flag : {"guidance_embeds", "use_additional_t_cond", "use_layer3d_rope"}) {
+    bool set = false;
+    DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, flag, what, &set));
+    if (set) return absl::InvalidArgumentError(absl::StrCat(what, ": \"", flag, "\": true is not supported"));
+  }
+  if (root.contains("axes_dims_rope")) {
+    const nlohmann::json& v = root.at("axes_dims_rope");
+    if (!v.is_array() || v.size() != 3) return json_field_error(what, "axes_dims_rope", v, "a list of 3 integers");
+    for (int i = 0; i < 3; ++i) {
+      if (!v[i].is_number_integer()) return json_field_error(what, "axes_dims_rope", v, "a list of 3 integers");
+      c.axes_dims_rope[i] = v[i].get<int64_t>();
+    }
+  }
+  if (absl::Status s = c.validate(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
+  return c;
+}
+
+absl::StatusOr<QwenImageConfig> infer_qwen_image_config(
+    const std::function<std::optional<std::vector<int64_t>>(absl::string_view)>& shape_of,
+    const std::vector<std::string>& names, absl::string_view what) {
+  const auto need = [&](absl::string_view name, size_t rank) -> absl::StatusOr<std::vector<int64_t>> {
+    std::optional<std::vector<int64_t>> shape = shape_of(name);
+    if (!shape.has_value() || shape->size() != rank) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": cannot infer the Qwen-Image config: tensor '", name,
+                                                     "' is missing or not of rank ", rank));
+    }
+    return *shape;
+  };
+  QwenImageConfig c;
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> img_in, need("img_in.weight", 2));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> txt_in, need("txt_in.weight", 2));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> proj_out, need("proj_out.weight", 2));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<int64_t> norm, need("transformer_blocks.0.attn.norm_q.weight", 1));
+  const int64_t inner = img_in[0];
+  c.in_channels = img_in[1];
+  c.joint_attention_dim = txt_in[1];
+  c.num_layers = count_indexed_blocks(names, "transformer_blocks.");
+  c.attention_head_dim = norm[0];
+  c.patch_size = kQwenImagePatch;
+  if (c.attention_head_dim <= 0 || inner % c.attention_head_dim != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": cannot infer the Qwen-Image config: inner dim ", inner,
+                                                   " is not a multiple of head_dim ", c.attention_head_dim));
+  }
+  c.num_attention_heads = inner / c.attention_head_dim;
+  if (proj_out[0] % (c.patch_size * c.patch_size) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": cannot infer the Qwen-Image config: proj_out has ",
+                                                   proj_out[0], " rows, not a multiple of the assumed patch 2x2"));
+  }
+  c.out_channels = proj_out[0] / (c.patch_size * c.patch_size);
+  if (c.attention_head_dim != kQwenImageSingleFileHeadDim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what,
+        ": cannot infer the Qwen-Image config: axes_dims_rope is not stored in the weights and Qwen-Image's "
+        "[16, 56, 56] needs head_dim ",
+        kQwenImageSingleFileHeadDim, ", but the q-norm says ", c.attention_head_dim,
+        "; load it as a diffusers folder with its config.json"));
+  }
+  c.axes_dims_rope = kQwenImageAxes;
+  c.assumed = {"patch_size 2", "axes_dims_rope [16, 56, 56]"};
+  if (absl::Status s = c.validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": inferred ", s.message()));
+  }
+  return c;
+}
+
+ScheduleOptions qwen_image_default_schedule() {
+  ScheduleOptions o;
+  o.float64_linspace = true;
+  o.dynamic_shift = true;
+  o.shift = 1.0;
+  o.base_shift = 0.5;
+  o.max_shift = 0.9;
+  o.base_seq_len = 256;
+  o.max_seq_len = 8192;
+  o.shift_terminal = 0.02;
+  return o;
+}
+
+}  // namespace diffusiond
