@@ -238,10 +238,9 @@ torch::Tensor Krea2Model::run(const Krea2Inputs& in, NamedTensors* intermediates
 
   // Final layer: the raw temb plus a [2, hidden] table gives (scale, shift).
   const torch::Tensor mod = temb + param("final_layer.scale_shift_table");
-  const torch::Tensor normed =
-      (1.0 + mod.narrow(1, 0, 1)) * norm(x.narrow(1, l, s), "final_layer.norm") + mod.narrow(1, 1, 1);
+  const torch::Tensor normed = norm(x.narrow(1, l, s), "final_layer.norm");
   keep("final_norm", normed);
-  return linear(normed, "final_layer.linear", true);
+  return linear((1.0 + mod.narrow(1, 0, 1)) * normed + mod.narrow(1, 1, 1), "final_layer.linear", true);
 }
 
 }  // namespace diffusiond

@@ -89,7 +89,7 @@ class Krea2Model final : public DiffusionModel {
   // in_channels] at the compute dtype. When `intermediates` is given, it
   // receives upstream's module outputs by the reference fixture's names
   // ("temb", "temb_mod", "text_projector", "text_fusion", "txt_in",
-  // "img_in", "block<i>" (text rows first), "final_norm"), batched, and
+  // "img_in", "block<i>" (text rows first), "final_norm" (the RMSNorm before its modulation)), batched, and
   // "rope_cos" / "rope_sin" [L + S, head_dim / 2]. INVALID_ARGUMENT listing
   // every inconsistent input; INTERNAL or RESOURCE_EXHAUSTED if libtorch
   // fails.

@@ -126,7 +126,8 @@ TEST(Krea2ParityConfig, TableIsTheCheckpointsAndCountsAsUpstream) {
   const Krea2Config config = fixture_config();
   const nlohmann::json stats = read_json("stats.json");
   EXPECT_EQ(config.hidden_size(), stats.at("inner_dim").get<int64_t>());
-  const nlohmann::json& declared = read_json("variant.json").at("config");
+  const nlohmann::json variant = read_json("variant.json");
+  const nlohmann::json& declared = variant.at("config");
   EXPECT_EQ(config.num_key_value_heads, declared.at("num_key_value_heads").get<int64_t>());
   EXPECT_EQ(config.text_num_key_value_heads, declared.at("text_num_key_value_heads").get<int64_t>());
   EXPECT_EQ(config.num_text_layers, declared.at("num_text_layers").get<int64_t>());
