@@ -1,26 +1,30 @@
 // Krea2Model's working-memory estimate (activation_estimate.h), read off
-// what krea2_model.cc keeps alive. With S image tokens (2x2 patches), L
-// text tokens, T = S + L, D = hidden, F = intermediate_size, E = the
-// compute dtype's size, per item of one forward:
+// what krea2_model.cc keeps alive (C++ temporaries live to the end of their
+// full expression, and a block's modulated inputs to the end of the block).
+// With S image tokens (2x2 patches), L text tokens, T = S + L, D = hidden,
+// F = intermediate_size, E = the compute dtype's size, per item of one
+// forward:
 //
-//   a main block at its peak, the largest of: the attention's tensors
-//     (the input and its modulated norm, q, k and v repeated to the query
-//     heads, the gate, the attention output, the gated product and the
-//     new residual: 9 D over T, counting k and v before the repeat as
-//     part of it); 6 D over T plus the score chunk inside attention
-//     (attention_scratch_bytes); the SwiGLU (the residual, its modulated
-//     norm and output, 3 D, plus gate, SiLU, up and their product, 4 F,
+//   a main block at its peak, the largest of: the output projection of the
+//     attention (the block input, its modulated norm, q, k and v repeated
+//     to the query heads, the attention output, the gate, its sigmoid, the
+//     gated product and the projection: 10 D, plus the gated residual: 11 D
+//     over T); inside attention (the input, the modulated norm, q, k, v and
+//     K/V before the repeat: 7 D over T) plus the score chunk
+//     (attention_scratch_bytes); the SwiGLU (the block input, the modulated
+//     norm, the new residual, the FF input, the down projection, the gated
+//     product and the sum: 7 D, plus gate, SiLU, up and their product: 4 F,
 //     over T);
 //   or the text stage when larger: the layerwise blocks run the same
 //     shapes over L x num_text_layers rows of width text_hidden_dim (and
 //     text_intermediate_size), with the input stack and its compute-dtype
 //     copy beside them;
-//   plus the text stream entering the blocks (D over L), the RoPE rows
-//   (float32 cos/sin: the tables and their per-item copies), the key
-//   mask, the image input at the compute dtype, the modulation vectors,
-//   the largest weight decoded or converted for one Linear, the outputs
-//   and, in a Denoise, the packed latents, the position ids and the loop's
-//   float32 latents and predictions.
+//   plus the embedded text and image kept beside the joint stream (D over
+//   T), the RoPE rows (float32 cos/sin: the tables and their per-item
+//   copies), the key mask, the image input at the compute dtype, the
+//   modulation vectors, the largest weight decoded or converted for one
+//   Linear, the outputs and, in a Denoise, the packed latents, the position
+//   ids and the loop's float32 latents and predictions.
 //
 // A guided Denoise runs its negative pass as a second forward of one item
 // (krea2_predictor.cc), so its peak is one item's forward.
@@ -43,9 +47,9 @@ namespace {
 std::pair<double, std::string> krea2_block_peak(double b, double e, double rows, double d, double f, double scores,
                                                 const std::string& what) {
   const std::pair<double, std::string> peaks[] = {
-      {b * e * 9 * d * rows, absl::StrCat(what, " peak (attention tensors)")},
-      {b * e * 6 * d * rows + scores, absl::StrCat(what, " peak (attention scores)")},
-      {b * e * (3 * d + 4 * f) * rows, absl::StrCat(what, " peak (SwiGLU ", static_cast<int64_t>(f), " wide)")}};
+      {b * e * 11 * d * rows, absl::StrCat(what, " peak (attention output)")},
+      {b * e * 7 * d * rows + scores, absl::StrCat(what, " peak (attention scores)")},
+      {b * e * (7 * d + 4 * f) * rows, absl::StrCat(what, " peak (SwiGLU ", static_cast<int64_t>(f), " wide)")}};
   return *std::max_element(std::begin(peaks), std::end(peaks),
                            [](const auto& x, const auto& y) { return x.first < y.first; });
 }
@@ -93,7 +97,7 @@ ActivationEstimate krea2_activations(const Krea2Config& c, const ActivationQuery
   fusion.first += b * e * 2 * l * layers * dt;  // the input stack and its reshaped copy
   const auto& peak = block.first >= fusion.first ? block : fusion;
   tally.add(peak.second, peak.first);
-  tally.add("text stream", b * e * d * l);
+  tally.add("embedded text and image", b * e * d * t);
   tally.add("RoPE", 4 * hd * t * (1 + b));
   tally.add("key mask", b * t);
   tally.add("image input at compute dtype", b * e * s * static_cast<double>(c.in_channels));
