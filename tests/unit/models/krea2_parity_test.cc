@@ -153,6 +153,21 @@ TEST(Krea2ParityConfig, TableIsTheCheckpointsAndCountsAsUpstream) {
   }
 }
 
+// plan-config's path: the family from config.json alone, its recipe's
+// table and latent channels without weights.
+TEST(Krea2ParityConfig, RecipeFromConfigAlone) {
+  absl::StatusOr<std::string> json = read_text_file(fixture() + "/config.json");
+  ASSERT_THAT(json, IsOk());
+  ASSERT_EQ(find_family_for_config(*json), krea2_family());
+  absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe = krea2_family()->recipe_for_config(*json, "config.json");
+  ASSERT_THAT(recipe, IsOk());
+  const Krea2Config config = fixture_config();
+  EXPECT_EQ((*recipe)->parameter_table().size(), krea2_parameter_table(config).size());
+  EXPECT_EQ((*recipe)->latent_geometry().channels, config.in_channels / 4);
+  EXPECT_THAT((*recipe)->describe(), ::testing::HasSubstr(config.describe()));
+  EXPECT_EQ((*recipe)->classify("transformer_blocks.0.scale_shift_table", {6, config.hidden_size()}), ParamKind::kBare);
+}
+
 TEST(Krea2ParityConfig, RefusesWhatCannotRun) {
   const auto refused = [](const std::string& json, const char* needle) {
     absl::StatusOr<Krea2Config> c = parse_krea2_config(json, "c.json");
