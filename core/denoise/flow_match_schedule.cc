@@ -69,8 +69,10 @@ absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
     if (options.dynamic_shift) {
       const double m = (options.max_shift - options.base_shift) /
                        static_cast<double>(options.max_seq_len - options.base_seq_len);
-      const double mu = static_cast<double>(options.image_seq_len) * m +
-                        (options.base_shift - m * static_cast<double>(options.base_seq_len));
+      const double mu = options.mu.has_value()
+                            ? *options.mu
+                            : static_cast<double>(options.image_seq_len) * m +
+                                  (options.base_shift - m * static_cast<double>(options.base_seq_len));
       const float e = static_cast<float>(std::exp(mu));
       sigmas = e / (e + (1.0f / s - 1.0f));
     } else {

@@ -48,6 +48,11 @@ struct ScheduleOptions {
   // stretched so the last one equals it, sigma'' = 1 − (1 − sigma') ·
   // (1 − shift_terminal) / (1 − sigma'_last) (Qwen-Image uses 0.02). 0: off.
   double shift_terminal = 0.0;
+  // A fixed mu for dynamic_shift in place of the resolution's (Krea 2's
+  // distilled checkpoint: its pipeline's is_distilled fixes 1.15, whatever
+  // image_seq_len). Empty: mu from image_seq_len. Ignored without
+  // dynamic_shift.
+  std::optional<double> mu;
   // Explicit sigmas, used as given (no shift applied): strictly decreasing,
   // in (0, 1]. Overrides steps and shift.
   std::vector<float> sigmas;

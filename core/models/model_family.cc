@@ -3,6 +3,7 @@
 #include "core/denoise/scheduler_config.h"
 #include "core/models/clip/clip_family.h"
 #include "core/models/flux/flux_family.h"
+#include "core/models/krea2/krea2_family.h"
 #include "core/models/qwen3/qwen3_family.h"
 #include "core/models/qwen_image/qwen_image_family.h"
 #include "core/models/t5/t5_family.h"
@@ -29,8 +30,9 @@ absl::StatusOr<ScheduleOptions> checkpoint_schedule(const Checkpoint& checkpoint
 
 const std::vector<const ModelFamily*>& model_families() {
   // Leaked on purpose: statics stay trivially destructible.
-  static const auto* const families = new std::vector<const ModelFamily*>{
-      z_image_family(), flux_family(), qwen_image_family(), vae_family(), qwen3_family(), clip_family(), t5_family()};
+  static const auto* const families =
+      new std::vector<const ModelFamily*>{z_image_family(), flux_family(),  qwen_image_family(), krea2_family(),
+                                          vae_family(),     qwen3_family(), clip_family(),       t5_family()};
   return *families;
 }
 

@@ -38,6 +38,21 @@ TEST(FlowMatchSchedule, DynamicShiftGrowsWithResolution) {
   EXPECT_GT(high.sigmas[4], low.sigmas[4]);
 }
 
+// A fixed mu (Krea 2's distilled checkpoint) replaces the resolution's.
+TEST(FlowMatchSchedule, FixedMuIgnoresResolution) {
+  ScheduleOptions o;
+  o.steps = 8;
+  o.dynamic_shift = true;
+  o.mu = 1.15;
+  o.image_seq_len = 256;
+  const Schedule low = *flow_match_schedule(o);
+  o.image_seq_len = 4096;
+  const Schedule high = *flow_match_schedule(o);
+  EXPECT_EQ(low.sigmas, high.sigmas);
+  const double e = std::exp(1.15);
+  EXPECT_NEAR(low.sigmas[4], e / (e + (1 / 0.5 - 1)), 1e-6);
+}
+
 TEST(FlowMatchSchedule, ExplicitSigmasAreUsedAsGiven) {
   ScheduleOptions o;
   o.sigmas = {1.0f, 0.5f, 0.1f};

@@ -82,7 +82,7 @@ int64_t pipeline_max_length(const ClipTokenizer& tokenizer) {
   return tokenizer.model_max_length();
 }
 
-std::vector<int32_t> ids_of(const json& array) { return array.get<std::vector<int32_t>>(); }
+std::vector<int32_t> clip_ids_of(const json& array) { return array.get<std::vector<int32_t>>(); }
 
 // ---------------------------------------------------------------- tokenizer
 
@@ -105,7 +105,7 @@ TEST(ClipParityTokens, EveryStringsIdsTokensCleaningAndDecode) {
     absl::StatusOr<std::vector<int32_t>> ids = t->encode(text);
     ASSERT_THAT(ids, IsOk()) << name;
     const std::vector<int32_t> wrapped = t->with_special_tokens(*ids);
-    EXPECT_EQ(wrapped, ids_of(c["ids"])) << name;
+    EXPECT_EQ(wrapped, clip_ids_of(c["ids"])) << name;
     if (c.contains("tokens")) {
       std::vector<std::string> shown;
       for (const int32_t id : wrapped) shown.push_back(t->id_to_token(id) != nullptr ? *t->id_to_token(id) : "?");
@@ -152,11 +152,11 @@ TEST(ClipParityTokens, PaddedAndTruncatedAtTheFixturesLengths) {
       const std::vector<std::string> texts = {c["text"].get<std::string>()};
       absl::StatusOr<TokenBatch> batch = tokenize_batch(*t, texts, options);
       ASSERT_THAT(batch, IsOk()) << c["name"];
-      EXPECT_EQ(batch->ids, ids_of(value)) << c["name"] << " " << key;
+      EXPECT_EQ(batch->ids, clip_ids_of(value)) << c["name"] << " " << key;
       const std::string mask_key = "mask_" + label;
       if (c.contains(mask_key)) {
         const std::vector<int32_t> mask(batch->attention_mask.begin(), batch->attention_mask.end());
-        EXPECT_EQ(mask, ids_of(c[mask_key])) << c["name"] << " " << mask_key;
+        EXPECT_EQ(mask, clip_ids_of(c[mask_key])) << c["name"] << " " << mask_key;
       }
       truncated += c["ids"].size() > static_cast<size_t>(max_length);
       ++checked;
@@ -179,7 +179,7 @@ TEST(ClipParityTokens, PipelineBatchAsFluxTokenizesIt) {
   ASSERT_THAT(batch, IsOk());
   std::vector<int32_t> expected;
   for (const json& row : pipeline["input_ids"]) {
-    const std::vector<int32_t> ids = ids_of(row);
+    const std::vector<int32_t> ids = clip_ids_of(row);
     expected.insert(expected.end(), ids.begin(), ids.end());
   }
   EXPECT_EQ(batch->ids, expected);

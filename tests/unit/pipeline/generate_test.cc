@@ -244,7 +244,9 @@ TEST_F(GenerateTest, EachStagesLeastCallIsALowerBoundOfWhatItReserves) {
   EXPECT_LE(before_load["pipe/text_encoder"].call, encode);
   EXPECT_TRUE(engine_->list().empty()) << "sizing a call loads nothing";
   for (const auto& [path, query] : calls) {
-    absl::StatusOr<ModelInfo> info = engine_->load({path});
+    ModelLoadRequest load;
+    load.path = path;
+    absl::StatusOr<ModelInfo> info = engine_->load(load);
     ASSERT_THAT(info, IsOk()) << path;
     absl::StatusOr<CallFloor> loaded = engine_->least_call_room(path, query);
     ASSERT_THAT(loaded, IsOk()) << path;

@@ -1,0 +1,135 @@
+// Krea2Model's working-memory estimate (activation_estimate.h), read off
+// what krea2_model.cc keeps alive (C++ temporaries live to the end of their
+// full expression, and a block's modulated inputs to the end of the block).
+// With S image tokens (2x2 patches), L text tokens, T = S + L, D = hidden,
+// F = intermediate_size, E = the compute dtype's size, per item of one
+// forward:
+//
+//   a main block at its peak, the largest of: the output projection of the
+//     attention (the block input, its modulated norm, q, k and v repeated
+//     to the query heads, the attention output, the gate, its sigmoid, the
+//     gated product and the projection: 10 D, plus the gated residual: 11 D
+//     over T); inside attention (the input, the modulated norm, q, k, v and
+//     K/V before the repeat: 7 D over T) plus the score chunk
+//     (attention_scratch_bytes); the SwiGLU (the block input, the modulated
+//     norm, the new residual, the FF input, the down projection, the gated
+//     product and the sum: 7 D, plus gate, SiLU, up and their product: 4 F,
+//     over T);
+//   or the text stage when larger: the layerwise blocks run the same
+//     shapes over L x num_text_layers rows of width text_hidden_dim (and
+//     text_intermediate_size), with the input stack and its compute-dtype
+//     copy beside them;
+//   plus the embedded text and image kept beside the joint stream (D over
+//   T), the RoPE rows (float32 cos/sin: the tables and their per-item
+//   copies), the key mask, the image input at the compute dtype, the
+//   modulation vectors, the largest weight decoded or converted for one
+//   Linear, the outputs and, in a Denoise, the packed latents, the position
+//   ids and the loop's float32 latents and predictions.
+//
+// A guided Denoise runs its negative pass as a second forward of one item
+// (krea2_predictor.cc), so its peak is one item's forward.
+#include "core/models/krea2/krea2_activations.h"
+
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/models/krea2/krea2_model.h"
+#include "core/precision/torch_dtype.h"
+
+namespace diffusiond {
+namespace {
+
+// One block's peak over `rows` tokens of width `d` and SwiGLU width `f`,
+// with `scores` the attention scratch: (bytes, what).
+std::pair<double, std::string> krea2_block_peak(double b, double e, double rows, double d, double f, double scores,
+                                                const std::string& what) {
+  const std::pair<double, std::string> peaks[] = {
+      {b * e * 11 * d * rows, absl::StrCat(what, " peak (attention output)")},
+      {b * e * 7 * d * rows + scores, absl::StrCat(what, " peak (attention scores)")},
+      {b * e * (7 * d + 4 * f) * rows, absl::StrCat(what, " peak (SwiGLU ", static_cast<int64_t>(f), " wide)")}};
+  return *std::max_element(std::begin(peaks), std::end(peaks),
+                           [](const auto& x, const auto& y) { return x.first < y.first; });
+}
+
+}  // namespace
+
+ActivationEstimate krea2_activations(const Krea2Config& c, const ActivationQuery& q, const AttentionOptions& attention,
+                                     int64_t materialized_weight_bytes) {
+  // [C, H, W] unpacked, or one Step item [S, in_channels].
+  int64_t image = 0, latent = 0;
+  if (q.latent_shape.size() == 3) {
+    image = (q.latent_shape[1] / 2) * (q.latent_shape[2] / 2);
+    latent = q.latent_shape[0] * q.latent_shape[1] * q.latent_shape[2];
+  } else if (q.latent_shape.size() == 2) {
+    image = q.latent_shape[0];
+    latent = q.latent_shape[0] * q.latent_shape[1];
+  }
+  const int64_t calls = std::max<int64_t>(q.batch, 1);
+  const double b = static_cast<double>(q.denoise_loop ? 1 : calls);
+  const double e = static_cast<double>(torch::elementSize(q.compute_dtype));
+  const double s = static_cast<double>(image), l = static_cast<double>(q.text_tokens), t = s + l;
+  const double d = static_cast<double>(c.hidden_size()), hd = static_cast<double>(c.attention_head_dim);
+  const double layers = static_cast<double>(c.num_text_layers), dt = static_cast<double>(c.text_hidden_dim);
+
+  ActivationTally tally(absl::StrCat("krea2 at ", scalar_type_name(q.compute_dtype), ", ",
+                                     q.denoise_loop && calls > 1 ? absl::StrCat(calls, " forwards of ") : "", "batch ",
+                                     static_cast<int64_t>(b), " x ", image + q.text_tokens, " tokens (", image,
+                                     " image + ", q.text_tokens, " text) x dim ", c.hidden_size()));
+  AttentionShape main;
+  main.batch = static_cast<int64_t>(b), main.heads = c.num_attention_heads, main.head_dim = c.attention_head_dim;
+  main.queries = main.keys = image + q.text_tokens;
+  const double main_scores =
+      static_cast<double>(attention_scratch_bytes(main, q.compute_dtype, q.device_is_cpu, attention));
+  const std::pair<double, std::string> block =
+      krea2_block_peak(b, e, t, d, static_cast<double>(c.intermediate_size), main_scores, "block");
+  // The layerwise blocks: L x num_text_layers rows (one sequence per
+  // token); the refiner blocks' L rows are fewer.
+  AttentionShape text;
+  text.batch = static_cast<int64_t>(b) * q.text_tokens, text.heads = c.text_num_attention_heads;
+  text.head_dim = c.text_head_dim(), text.queries = text.keys = c.num_text_layers;
+  const double text_scores =
+      static_cast<double>(attention_scratch_bytes(text, q.compute_dtype, q.device_is_cpu, attention));
+  std::pair<double, std::string> fusion =
+      krea2_block_peak(b, e, l * layers, dt, static_cast<double>(c.text_intermediate_size), text_scores, "text fusion");
+  fusion.first += b * e * 2 * l * layers * dt;  // the input stack and its reshaped copy
+  const auto& peak = block.first >= fusion.first ? block : fusion;
+  tally.add(peak.second, peak.first);
+  tally.add("embedded text and image", b * e * d * t);
+  tally.add("RoPE", 4 * hd * t * (1 + b));
+  tally.add("key mask", b * t);
+  tally.add("image input at compute dtype", b * e * s * static_cast<double>(c.in_channels));
+  tally.add("modulation", b * e * 16 * d);
+  tally.add("weight decode", static_cast<double>(materialized_weight_bytes));
+  tally.add("outputs", b * s * static_cast<double>(c.in_channels) * (e + 4));
+  if (q.denoise_loop) {
+    tally.add("packed latents and positions", s * static_cast<double>(c.in_channels) * 4 + t * 3 * 4);
+    tally.add("denoise loop", (7 + static_cast<double>(calls)) * static_cast<double>(latent) * 4);
+  }
+  const ActivationEstimate tensors = tally.finish();
+  tally.add("allocator slack", static_cast<double>(activation_allocator_slack_bytes(tensors.bytes)));
+  return tally.finish();
+}
+
+ActivationEstimate Krea2Model::estimate_activations(const ActivationQuery& query) const {
+  return krea2_activations(config_, query, attention_options_,
+                           largest_materialized_weight_bytes(weights(), query.compute_dtype));
+}
+
+std::optional<ActivationQuery> Krea2Model::step_activation_query(const NamedTensors& inputs) const {
+  const auto x = inputs.find("hidden_states");
+  const auto text = inputs.find("encoder_hidden_states");
+  if (x == inputs.end() || x->second.dim() != 3 || text == inputs.end() || text->second.dim() != 4) {
+    return std::nullopt;
+  }
+  ActivationQuery q;
+  q.latent_shape = {x->second.size(1), x->second.size(2)};
+  q.batch = x->second.size(0);
+  q.text_tokens = text->second.size(1);
+  q.compute_dtype = compute_dtype(*this);
+  return q;
+}
+
+}  // namespace diffusiond

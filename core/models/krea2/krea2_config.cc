@@ -1,0 +1,145 @@
+#include "core/models/krea2/krea2_config.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/models/config_limits.h"
+#include "core/util/bounded_text.h"
+#include "core/util/json.h"
+#include "core/util/json_fields.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+// The pipeline packs 2x2 patches of the VAE's latent channels.
+constexpr int64_t kKrea2ConfigPatchArea = 4;
+
+absl::Status krea2_heads_divide(const char* heads_name, int64_t heads, const char* kv_name, int64_t kv) {
+  if (heads % kv == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("Krea 2 config: ", heads_name, " ", heads, " is not a multiple of ",
+                                                 kv_name, " ", kv, " (grouped-query attention repeats each KV head)"));
+}
+
+}  // namespace
+
+absl::Status Krea2Config::validate() const {
+  DIFFUSIOND_RETURN_IF_ERROR(
+      check_int_fields("Krea 2", {{"in_channels", in_channels, 1, kMaxConfigChannels},
+                                  {"num_layers", num_layers, 1, kMaxConfigLayers},
+                                  {"attention_head_dim", attention_head_dim, 1, kMaxConfigHeadDim},
+                                  {"num_attention_heads", num_attention_heads, 1, kMaxConfigHeads},
+                                  {"num_key_value_heads", num_key_value_heads, 1, kMaxConfigHeads},
+                                  {"intermediate_size", intermediate_size, 1, kMaxConfigWidth},
+                                  {"timestep_embed_dim", timestep_embed_dim, 2, kMaxConfigWidth},
+                                  {"text_hidden_dim", text_hidden_dim, 1, kMaxConfigWidth},
+                                  {"num_text_layers", num_text_layers, 1, kMaxConfigLayers},
+                                  {"text_num_attention_heads", text_num_attention_heads, 1, kMaxConfigHeads},
+                                  {"text_num_key_value_heads", text_num_key_value_heads, 1, kMaxConfigHeads},
+                                  {"text_intermediate_size", text_intermediate_size, 1, kMaxConfigWidth},
+                                  {"num_layerwise_text_blocks", num_layerwise_text_blocks, 0, kMaxConfigLayers},
+                                  {"num_refiner_text_blocks", num_refiner_text_blocks, 0, kMaxConfigLayers}}));
+  DIFFUSIOND_RETURN_IF_ERROR(check_positive_real("Krea 2", "rope_theta", rope_theta));
+  DIFFUSIOND_RETURN_IF_ERROR(check_positive_real("Krea 2", "norm_eps", norm_eps, /*allow_zero=*/true));
+  if (hidden_size() > kMaxConfigWidth) {
+    return absl::InvalidArgumentError(absl::StrCat("Krea 2 config: num_attention_heads x attention_head_dim is ",
+                                                   hidden_size(), ", expected at most ", kMaxConfigWidth));
+  }
+  DIFFUSIOND_RETURN_IF_ERROR(
+      krea2_heads_divide("num_attention_heads", num_attention_heads, "num_key_value_heads", num_key_value_heads));
+  DIFFUSIOND_RETURN_IF_ERROR(krea2_heads_divide("text_num_attention_heads", text_num_attention_heads,
+                                                "text_num_key_value_heads", text_num_key_value_heads));
+  if (text_hidden_dim % text_num_attention_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("Krea 2 config: text_hidden_dim ", text_hidden_dim,
+                                                   " is not a multiple of text_num_attention_heads ",
+                                                   text_num_attention_heads));
+  }
+  if (in_channels % kKrea2ConfigPatchArea != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Krea 2 config: in_channels ", in_channels, " is not a multiple of the 2x2 packing's 4"));
+  }
+  const int64_t sum = axes_dims_rope[0] + axes_dims_rope[1] + axes_dims_rope[2];
+  if (sum != attention_head_dim || axes_dims_rope[0] <= 0 || axes_dims_rope[1] <= 0 || axes_dims_rope[2] <= 0 ||
+      axes_dims_rope[0] % 2 || axes_dims_rope[1] % 2 || axes_dims_rope[2] % 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Krea 2 config: axes_dims_rope [", absl::StrJoin(axes_dims_rope, ", "),
+                     "] must be positive, even and sum to attention_head_dim ", attention_head_dim));
+  }
+  return absl::OkStatus();
+}
+
+std::string Krea2Config::describe() const {
+  return absl::StrCat(
+      "Krea 2: hidden ", hidden_size(), " (", num_attention_heads, " heads x ", attention_head_dim, ", ",
+      num_key_value_heads, " KV heads), ", num_layers, " blocks, SwiGLU ", intermediate_size, ", in/out channels ",
+      in_channels, "; text fusion ", num_text_layers, " layers x ", text_hidden_dim, " (", text_num_attention_heads,
+      "/", text_num_key_value_heads, " heads, ", num_layerwise_text_blocks, " layerwise + ", num_refiner_text_blocks,
+      " refiner blocks); axes_dims_rope [", absl::StrJoin(axes_dims_rope, ", "), "], theta ", rope_theta);
+}
+
+absl::StatusOr<Krea2Config> parse_krea2_config(absl::string_view text, absl::string_view what) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(const nlohmann::json root, parse_json_strict(text, what));
+  return krea2_config_from_json(root, what);
+}
+
+absl::StatusOr<Krea2Config> krea2_config_from_json(const nlohmann::json& root, absl::string_view what) {
+  if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
+  if (root.contains("_class_name") && root.at("_class_name") != nlohmann::json("Krea2Transformer2DModel")) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": _class_name is ", bounded(root.at("_class_name").dump()),
+                                                   ", expected \"Krea2Transformer2DModel\""));
+  }
+  Krea2Config c;
+  const std::pair<const char*, int64_t*> ints[] = {{"in_channels", &c.in_channels},
+                                                   {"num_layers", &c.num_layers},
+                                                   {"attention_head_dim", &c.attention_head_dim},
+                                                   {"num_attention_heads", &c.num_attention_heads},
+                                                   {"num_key_value_heads", &c.num_key_value_heads},
+                                                   {"intermediate_size", &c.intermediate_size},
+                                                   {"timestep_embed_dim", &c.timestep_embed_dim},
+                                                   {"text_hidden_dim", &c.text_hidden_dim},
+                                                   {"num_text_layers", &c.num_text_layers},
+                                                   {"text_num_attention_heads", &c.text_num_attention_heads},
+                                                   {"text_num_key_value_heads", &c.text_num_key_value_heads},
+                                                   {"text_intermediate_size", &c.text_intermediate_size},
+                                                   {"num_layerwise_text_blocks", &c.num_layerwise_text_blocks},
+                                                   {"num_refiner_text_blocks", &c.num_refiner_text_blocks}};
+  for (const auto& [field, out] : ints) DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, field, what, out));
+  // Upstream's num_key_value_heads=None means one KV head per query head.
+  if (root.contains("num_key_value_heads") && root.at("num_key_value_heads").is_null()) {
+    c.num_key_value_heads = c.num_attention_heads;
+  }
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "rope_theta", what, &c.rope_theta));
+  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "norm_eps", what, &c.norm_eps));
+  if (root.contains("axes_dims_rope")) {
+    const nlohmann::json& v = root.at("axes_dims_rope");
+    if (!v.is_array() || v.size() != 3) return json_field_error(what, "axes_dims_rope", v, "a list of 3 integers");
+    for (int i = 0; i < 3; ++i) {
+      if (!v[i].is_number_integer()) return json_field_error(what, "axes_dims_rope", v, "a list of 3 integers");
+      c.axes_dims_rope[i] = v[i].get<int64_t>();
+    }
+  }
+  if (absl::Status s = c.validate(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
+  return c;
+}
+
+ScheduleOptions krea2_default_schedule(bool is_distilled) {
+  ScheduleOptions o;
+  o.float64_linspace = true;  // the pipeline's np.linspace(1, 1/N, N)
+  o.dynamic_shift = true;
+  o.shift = 1.0;
+  o.base_shift = 0.5;
+  o.max_shift = 1.15;
+  o.base_seq_len = 256;
+  o.max_seq_len = 6400;
+  return krea2_schedule(o, is_distilled);
+}
+
+ScheduleOptions krea2_schedule(ScheduleOptions schedule, bool is_distilled) {
+  if (is_distilled) {
+    schedule.mu = kKrea2DistilledMu;
+  } else {
+    schedule.mu.reset();
+  }
+  return schedule;
+}
+
+}  // namespace diffusiond
