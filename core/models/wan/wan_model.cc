@@ -126,7 +126,7 @@ torch::Tensor WanModel::run(const torch::Tensor& x_in, const torch::Tensor& t_in
   // Patchify: Conv3d with kernel = stride = patch is a Linear over each
   // patch's features ordered (c, dt, dy, dx); tokens (f, h, w) row-major.
   const torch::Tensor patches = x_in.to(dtype)
-                                    .view({batch, channels, f, pt, h, ph, w, pw})
+                                    .reshape({batch, channels, f, pt, h, ph, w, pw})
                                     .permute({0, 2, 4, 6, 1, 3, 5, 7})
                                     .reshape({batch, tokens, c.patch_features()});
   torch::Tensor x =
