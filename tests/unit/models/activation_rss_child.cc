@@ -1,14 +1,15 @@
 // Child process for activation_rss_test: one Denoise step (the model's
 // predictor and the loop, as Engine::denoise runs it) or one Step (a named-
 // input forward) of a random-weight demo model (tools/random_models:
-// Z-Image or FLUX, weights stored at the compute dtype) on a latent of side
+// Z-Image or FLUX, weights stored at the compute dtype; Wan from a small
+// config here) on a latent of side
 // x side, of batch 1 or 2 (a Denoise: guided), with 64 text tokens, after a
 // warm-up call on a 16 x 16 latent and a purge of the heap, under the
 // daemon's allocator (core/memory/allocator.h). Prints "peak_rss_delta_bytes=<n>",
 // "estimate_bytes=<n>" and "breakdown=<text>"
 // (DiffusionModel::estimate_activations).
 //
-// Usage: activation_rss_child z-image|flux side batch [denoise|step]
+// Usage: activation_rss_child z-image|flux|wan side batch [denoise|step]
 //            [float32|bfloat16]
 #include <torch/utils.h>
 
@@ -18,13 +19,15 @@
 #include <memory>
 
 #include "core/denoise/denoise_loop.h"
-#include "core/precision/torch_dtype.h"
 #include "core/memory/allocator.h"
 #include "core/memory/process_memory.h"
 #include "core/models/flux/flux_model.h"
 #include "core/models/flux/flux_params.h"
+#include "core/models/wan/wan_model.h"
+#include "core/models/wan/wan_params.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/models/z_image/z_image_params.h"
+#include "core/precision/torch_dtype.h"
 #include "tools/random_models/flux_random.h"
 #include "tools/random_models/z_image_random.h"
 
@@ -39,8 +42,24 @@ std::unique_ptr<WeightStore> random_store(const std::vector<ParamSpec>& table, t
   return weights;
 }
 
-std::unique_ptr<DiffusionModel> make_model(bool flux, torch::ScalarType dtype) {
-  if (flux) {
+// A Wan transformer of the demo models' size (Wan2.1's layout, narrower).
+WanConfig demo_wan_config() {
+  WanConfig c;
+  c.num_attention_heads = 4;
+  c.attention_head_dim = 64;
+  c.text_dim = 256;
+  c.ffn_dim = 1024;
+  c.num_layers = 4;
+  return c;
+}
+
+std::unique_ptr<DiffusionModel> make_model(const char* name, torch::ScalarType dtype) {
+  if (std::strcmp(name, "wan") == 0) {
+    const WanConfig c = demo_wan_config();
+    absl::StatusOr<std::unique_ptr<WanModel>> m = WanModel::create(c, random_store(wan_parameter_table(c), dtype));
+    return m.ok() ? std::move(*m) : nullptr;
+  }
+  if (std::strcmp(name, "flux") == 0) {
     const FluxConfig c = demo_flux_config();
     absl::StatusOr<std::unique_ptr<FluxModel>> m = FluxModel::create(c, random_store(flux_parameter_table(c), dtype));
     return m.ok() ? std::move(*m) : nullptr;
@@ -79,6 +98,11 @@ NamedTensors step_inputs(const DiffusionModel& model, int64_t side, int64_t batc
     if (c.guidance_embeds) in["guidance"] = torch::full({batch}, 3.5);
     return in;
   }
+  if (const auto* wan = dynamic_cast<const WanModel*>(&model)) {
+    return {{"hidden_states", torch::randn({batch, channels, 1, side, side})},
+            {"timestep", torch::full({batch}, 500.0)},
+            {"encoder_hidden_states", torch::randn({batch, kTextTokens, wan->config().text_dim})}};
+  }
   const auto& z = static_cast<const ZImageModel&>(model);
   return {{"x", torch::randn({batch, channels, 1, side, side})},
           {"t", torch::full({batch}, 0.5)},
@@ -98,7 +122,6 @@ bool run_step(const DiffusionModel& model, const FlowPredictor& predict, int64_t
 
 int run(int argc, char** argv) {
   if (argc < 4) return 2;
-  const bool flux = std::strcmp(argv[1], "flux") == 0;
   const int64_t side = std::atoll(argv[2]);
   const int64_t batch = std::atoll(argv[3]);
   const bool step = argc > 4 && std::strcmp(argv[4], "step") == 0;
@@ -106,7 +129,7 @@ int run(int argc, char** argv) {
   const absl::StatusOr<torch::ScalarType> dtype = parse_compute_dtype(argc > 5 ? argv[5] : "float32");
   if (!dtype.ok() || (batch != 1 && batch != 2)) return 2;
   torch::manual_seed(0);
-  const std::unique_ptr<DiffusionModel> model = make_model(flux, *dtype);
+  const std::unique_ptr<DiffusionModel> model = make_model(argv[1], *dtype);
   if (model == nullptr) return 1;
   const bool guided = batch == 2;
   const Conditioning positive = random_conditioning(*model), negative = random_conditioning(*model);

@@ -25,7 +25,7 @@ namespace {
 constexpr int64_t kPeakNoiseBytes = 6 * kMiB;
 
 struct Case {
-  const char* model;  // "z-image" or "flux"
+  const char* model;  // "z-image", "flux" or "wan"
   int side;           // latent side
   int batch;          // 2: a guided Denoise, or a Step of two items
   const char* call;   // "denoise" or "step"
@@ -64,20 +64,23 @@ TEST_P(ActivationRss, EstimateCoversThePeakWithin25Percent) {
   EXPECT_LE(static_cast<double>(estimate), 1.25 * static_cast<double>(peak) + 8.0 * kMiB) << breakdown;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    DemoModels, ActivationRss,
-    ::testing::Values(Case{"z-image", 64, 1, "denoise"}, Case{"z-image", 64, 2, "denoise"},
-                      Case{"z-image", 96, 1, "denoise"}, Case{"z-image", 96, 2, "denoise"},
-                      Case{"z-image", 128, 1, "denoise"}, Case{"z-image", 128, 2, "denoise"},
-                      Case{"z-image", 96, 2, "step"}, Case{"flux", 64, 1, "denoise"}, Case{"flux", 64, 2, "denoise"},
-                      Case{"flux", 96, 1, "denoise"}, Case{"flux", 96, 2, "denoise"},
-                      Case{"flux", 128, 1, "denoise"}, Case{"flux", 128, 2, "denoise"},
-                      Case{"flux", 96, 2, "step"}),
-    [](const ::testing::TestParamInfo<Case>& info) {
-      const Case& c = info.param;
-      return absl::StrCat(c.model[0] == 'z' ? "ZImage" : "Flux", c.side, "Batch", c.batch,
-                          c.call[0] == 's' ? "Step" : "Denoise");
-    });
+INSTANTIATE_TEST_SUITE_P(DemoModels, ActivationRss,
+                         ::testing::Values(Case{"z-image", 64, 1, "denoise"}, Case{"z-image", 64, 2, "denoise"},
+                                           Case{"z-image", 96, 1, "denoise"}, Case{"z-image", 96, 2, "denoise"},
+                                           Case{"z-image", 128, 1, "denoise"}, Case{"z-image", 128, 2, "denoise"},
+                                           Case{"z-image", 96, 2, "step"}, Case{"flux", 64, 1, "denoise"},
+                                           Case{"flux", 64, 2, "denoise"}, Case{"flux", 96, 1, "denoise"},
+                                           Case{"flux", 96, 2, "denoise"}, Case{"flux", 128, 1, "denoise"},
+                                           Case{"flux", 128, 2, "denoise"}, Case{"flux", 96, 2, "step"},
+                                           Case{"wan", 64, 1, "denoise"}, Case{"wan", 64, 2, "denoise"},
+                                           Case{"wan", 96, 2, "denoise"}, Case{"wan", 96, 2, "step"}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           const Case& c = info.param;
+                           return absl::StrCat(c.model[0] == 'z'   ? "ZImage"
+                                               : c.model[0] == 'f' ? "Flux"
+                                                                   : "Wan",
+                                               c.side, "Batch", c.batch, c.call[0] == 's' ? "Step" : "Denoise");
+                         });
 
 }  // namespace
 }  // namespace diffusiond
