@@ -29,6 +29,7 @@
 #include "core/models/wan/wan_model.h"
 #include "core/models/wan/wan_params.h"
 #include "core/precision/precision_policy.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/loaded_model.h"
@@ -44,8 +45,11 @@ using ::diffusiond::testing::load_test_model;
 using ::diffusiond::testing::LoadedModel;
 using ::diffusiond::testing::max_abs_diff;
 using ::diffusiond::testing::read_json_file;
+using ::diffusiond::testing::StatusIs;
 using ::diffusiond::testing::TempDir;
 using ::diffusiond::testing::TensorFile;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 
 constexpr double kWanTolerance = 1e-5;
 
@@ -203,7 +207,8 @@ TEST_P(WanParity, StepMatchesForward) {
   EXPECT_EQ(max_abs_diff(out->at("out"), *direct), 0.0);
   NamedTensors extra = in;
   extra["guidance"] = torch::ones({1});
-  EXPECT_FALSE(model->step(extra).ok());
+  EXPECT_THAT(model->step(extra),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unexpected input \"guidance\" for Wan")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, WanParity,
@@ -502,14 +507,22 @@ TEST(WanFamily, RecognisesSingleFilesAndMapsEveryOriginalName) {
   EXPECT_EQ(family->name(), kWanArchitecture);
 }
 
-TEST(WanConfig, RefusesImageToVideoAndBadFields) {
+TEST(WanConfig, RefusesImageToVideoAndBadFieldsNamingThem) {
   EXPECT_THAT(parse_wan_config(R"({"_class_name": "WanTransformer3DModel"})", "c.json"), IsOk());
-  EXPECT_FALSE(parse_wan_config(R"({"image_dim": 1280})", "c.json").ok());
-  EXPECT_FALSE(parse_wan_config(R"({"added_kv_proj_dim": 5120})", "c.json").ok());
-  EXPECT_FALSE(parse_wan_config(R"({"qk_norm": "rms_norm"})", "c.json").ok());
-  EXPECT_FALSE(parse_wan_config(R"({"num_layers": 0})", "c.json").ok());
-  EXPECT_FALSE(parse_wan_config(R"({"patch_size": [1, 2]})", "c.json").ok());
-  EXPECT_FALSE(parse_wan_config(R"({"_class_name": "FluxTransformer2DModel"})", "c.json").ok());
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {R"({"image_dim": 1280})", "image_dim is 1280; only the text-to-video"},
+      {R"({"added_kv_proj_dim": 5120})", "added_kv_proj_dim is 5120"},
+      {R"({"qk_norm": "rms_norm"})", "qk_norm"},
+      {R"({"num_layers": 0})", "num_layers is 0, expected a positive integer"},
+      {R"({"patch_size": [1, 2]})", "expected a list of 3 integers"},
+      {R"({"attention_head_dim": 4})", "attention_head_dim is 4"},
+      {R"({"_class_name": "FluxTransformer2DModel"})", "expected \"WanTransformer3DModel\""},
+  };
+  for (const auto& [json, message] : bad) {
+    EXPECT_THAT(parse_wan_config(json, "c.json"),
+                StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("c.json"), HasSubstr(message))))
+        << json;
+  }
 }
 
 }  // namespace
