@@ -94,7 +94,7 @@ absl::StatusOr<FlowPredictor> WanModel::flow_predictor(const Conditioning& posit
   DIFFUSIOND_ASSIGN_OR_RETURN(int64_t length, length_of(positive));
   const torch::Tensor pos_text = positive.tensors.at(kWanText);
   length = std::max(length, pos_text.size(0));
-  torch::Tensor texts = pos_text.unsqueeze(0);
+  torch::Tensor texts;  // [1 or 2, length, text_dim]
   if (negative != nullptr) {
     DIFFUSIOND_ASSIGN_OR_RETURN(const int64_t neg_length, length_of(*negative));
     const torch::Tensor neg_text = negative->tensors.at(kWanText);

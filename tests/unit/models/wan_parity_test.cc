@@ -377,6 +377,30 @@ TEST_P(WanFixtureParity, BFloat16ComputeIsNearUpstreams) {
   EXPECT_LT(to_fwd, 4 * stats_["fwd_bf16"].get<double>());
 }
 
+// Without a max_sequence_length the predictor zero-pads the text to
+// WanPipeline's 512 rows, which are attended: the same as a forward over the
+// padded text, and not the same as one over the bare text.
+TEST_P(WanFixtureParity, PredictorPadsTheTextAsThePipeline) {
+  LoadedModel l = load_expert(0);
+  const WanModel* model = l.get<WanModel>();
+  ASSERT_NE(model, nullptr);
+  const torch::Tensor latents = io_.get("fwd.hidden_states"), t = io_.get("fwd.timestep");
+  const torch::Tensor text = io_.get("fwd.encoder_hidden_states");
+  Conditioning c;
+  c.tensors["encoder_hidden_states"] = text[0];
+  absl::StatusOr<FlowPredictor> predict = model->flow_predictor(c, nullptr);
+  ASSERT_THAT(predict, IsOk());
+  absl::StatusOr<FlowPrediction> p = (*predict)(latents[0], t[0].item<float>(), false);
+  ASSERT_THAT(p, IsOk());
+  ASSERT_LT(text.size(1), kWanDefaultTextLength);
+  const torch::Tensor padded =
+      torch::cat({text, torch::zeros({1, kWanDefaultTextLength - text.size(1), text.size(2)})}, 1);
+  absl::StatusOr<torch::Tensor> direct = model->forward(latents, t, padded);
+  ASSERT_THAT(direct, IsOk());
+  EXPECT_EQ(max_abs_diff(p->positive, (*direct)[0]), 0.0);
+  EXPECT_GT(max_abs_diff(p->positive, io_.get("fwd.out")[0]), 1e-4) << "the padding rows must count";
+}
+
 TEST_P(WanFixtureParity, SeededNoiseIsThePipelines) {
   const torch::Tensor noise = io_.get("loop.noise");
   const uint64_t seed = read_json_file(dir() + "/variant.json").value("seed", uint64_t{0}) + 2;
