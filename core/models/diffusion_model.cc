@@ -10,11 +10,16 @@ absl::Status check_latent_shape(const LatentLayout& layout, const std::vector<in
                                 const std::string& model_id) {
   const int64_t m = layout.multiple;
   const auto side_ok = [&](int64_t side) { return side >= m && side % m == 0 && side <= layout.max_side; };
-  if (shape.size() == 3 && shape[0] == layout.channels && side_ok(shape[1]) && side_ok(shape[2])) {
+  const size_t n = shape.size();
+  const bool video = layout.max_frames > 0 && n == 4 && shape[1] >= 1 && shape[1] <= layout.max_frames;
+  if ((n == 3 || video) && shape[0] == layout.channels && side_ok(shape[n - 2]) && side_ok(shape[n - 1])) {
     return absl::OkStatus();
   }
+  const std::string frames = layout.max_frames > 0 ? absl::StrCat(" (or [", layout.channels, ", F, H, W], F from 1 to ",
+                                                                  layout.max_frames, ")")
+                                                   : "";
   return absl::InvalidArgumentError(absl::StrCat(
-      "latents must be [", layout.channels, ", H, W] with H and W multiples of ", m, " from ", m, " to ",
+      "latents must be [", layout.channels, ", H, W]", frames, " with H and W multiples of ", m, " from ", m, " to ",
       layout.max_side, " for model \"", bounded(model_id), "\", got [", absl::StrJoin(shape, ", "), "]"));
 }
 

@@ -28,6 +28,9 @@ struct LatentLayout {
   int64_t channels = 0;
   int64_t multiple = 1;
   int64_t max_side = 0;
+  // Video models: latents may also be [C, F, H, W] with 1 <= F <= this.
+  // 0: images only.
+  int64_t max_frames = 0;
 };
 
 // Immutable after construction; forwards may run concurrently.

@@ -8,6 +8,7 @@
 #include "core/models/qwen_image/qwen_image_family.h"
 #include "core/models/t5/t5_family.h"
 #include "core/models/vae/vae_family.h"
+#include "core/models/wan/wan_family.h"
 #include "core/models/z_image/z_image_family.h"
 #include "core/util/json.h"
 
@@ -30,9 +31,9 @@ absl::StatusOr<ScheduleOptions> checkpoint_schedule(const Checkpoint& checkpoint
 
 const std::vector<const ModelFamily*>& model_families() {
   // Leaked on purpose: statics stay trivially destructible.
-  static const auto* const families =
-      new std::vector<const ModelFamily*>{z_image_family(), flux_family(),  qwen_image_family(), krea2_family(),
-                                          vae_family(),     qwen3_family(), clip_family(),       t5_family()};
+  static const auto* const families = new std::vector<const ModelFamily*>{
+      z_image_family(), flux_family(),  qwen_image_family(), krea2_family(), wan_family(),
+      vae_family(),     qwen3_family(), clip_family(),       t5_family()};
   return *families;
 }
 

@@ -12,15 +12,16 @@
 #include <sstream>
 #include <thread>
 
+#include "clients/diffusionctl/channel.h"
+#include "clients/diffusionctl/commands.h"
+#include "clients/diffusionctl/tensor_file.h"
+#include "core/util/bytes.h"
 #include "core/util/mutex.h"
 #include "diffusiond/v1/cache_service.grpc.pb.h"
 #include "diffusiond/v1/denoise_service.grpc.pb.h"
 #include "diffusiond/v1/model_service.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "clients/diffusionctl/channel.h"
-#include "clients/diffusionctl/commands.h"
-#include "clients/diffusionctl/tensor_file.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -34,8 +35,6 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-constexpr int64_t kGiB = int64_t{1} << 30;
 
 v1::Tensor f32(std::vector<int64_t> shape, float fill) {
   v1::Tensor t;

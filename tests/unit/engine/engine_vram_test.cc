@@ -4,13 +4,14 @@
 #include <torch/types.h>
 
 #include "core/engine/engine.h"
+#include "core/util/bytes.h"
 #include "core/vram/device_placement.h"
 #include "core/vram/sim_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/tiny_z_image.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/tiny_z_image.h"
 #include "tools/random_models/demo_models.h"
 #include "tools/random_models/flux_random.h"
 #include "tools/random_models/z_image_random.h"
@@ -22,9 +23,6 @@ using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::StatusIs;
 using ::diffusiond::testing::TempDir;
 using ::testing::HasSubstr;
-
-constexpr int64_t kGiB = int64_t{1} << 30;
-
 
 class VramEngineTest : public ::testing::Test {
  protected:

@@ -1,15 +1,15 @@
 // Child process for activation_rss_test: one Denoise step (the model's
 // predictor and the loop, as Engine::denoise runs it) or one Step (a named-
 // input forward) of a random-weight demo model (tools/random_models:
-// Z-Image or FLUX; Qwen-Image from a demo config here, weights stored at
-// the compute dtype) on a latent of side
+// Z-Image or FLUX; Qwen-Image and Wan from demo configs here; weights stored
+// at the compute dtype) on a latent of side
 // x side, of batch 1 or 2 (a Denoise: guided), with 64 text tokens, after a
 // warm-up call on a 16 x 16 latent and a purge of the heap, under the
 // daemon's allocator (core/memory/allocator.h). Prints "peak_rss_delta_bytes=<n>",
 // "estimate_bytes=<n>" and "breakdown=<text>"
 // (DiffusionModel::estimate_activations).
 //
-// Usage: activation_rss_child z-image|flux|qwen-image side batch [denoise|step]
+// Usage: activation_rss_child z-image|flux|qwen-image|wan side batch [denoise|step]
 //            [float32|bfloat16]
 #include <torch/utils.h>
 
@@ -26,6 +26,8 @@
 #include "core/models/flux/flux_params.h"
 #include "core/models/qwen_image/qwen_image_model.h"
 #include "core/models/qwen_image/qwen_image_params.h"
+#include "core/models/wan/wan_model.h"
+#include "core/models/wan/wan_params.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/models/z_image/z_image_params.h"
 #include "core/precision/torch_dtype.h"
@@ -54,11 +56,27 @@ QwenImageConfig demo_qwen_image_config() {
   return c;
 }
 
+// A Wan transformer of the demo models' size (Wan2.1's layout, narrower).
+WanConfig demo_wan_config() {
+  WanConfig c;
+  c.num_attention_heads = 4;
+  c.attention_head_dim = 64;
+  c.text_dim = 256;
+  c.ffn_dim = 1024;
+  c.num_layers = 4;
+  return c;
+}
+
 std::unique_ptr<DiffusionModel> make_model(const std::string& arch, torch::ScalarType dtype) {
   if (arch == "qwen-image") {
     const QwenImageConfig c = demo_qwen_image_config();
     absl::StatusOr<std::unique_ptr<QwenImageModel>> m =
         QwenImageModel::create(c, random_store(qwen_image_parameter_table(c), dtype));
+    return m.ok() ? std::move(*m) : nullptr;
+  }
+  if (arch == "wan") {
+    const WanConfig c = demo_wan_config();
+    absl::StatusOr<std::unique_ptr<WanModel>> m = WanModel::create(c, random_store(wan_parameter_table(c), dtype));
     return m.ok() ? std::move(*m) : nullptr;
   }
   if (arch == "flux") {
@@ -107,6 +125,11 @@ NamedTensors step_inputs(const DiffusionModel& model, int64_t side, int64_t batc
             {"encoder_hidden_states", torch::randn({batch, kTextTokens, c.joint_attention_dim})},
             {"timestep", torch::full({batch}, 0.5)},
             {"img_shapes", torch::tensor({int64_t{1}, side / 2, side / 2}).unsqueeze(0).repeat({batch, 1})}};
+  }
+  if (const auto* wan = dynamic_cast<const WanModel*>(&model)) {
+    return {{"hidden_states", torch::randn({batch, channels, 1, side, side})},
+            {"timestep", torch::full({batch}, 500.0)},
+            {"encoder_hidden_states", torch::randn({batch, kTextTokens, wan->config().text_dim})}};
   }
   const auto& z = static_cast<const ZImageModel&>(model);
   return {{"x", torch::randn({batch, channels, 1, side, side})},

@@ -26,7 +26,7 @@ namespace {
 constexpr int64_t kPeakNoiseBytes = 6 * kMiB;
 
 struct Case {
-  const char* model;  // "z-image", "flux" or "qwen-image"
+  const char* model;  // "z-image", "flux", "qwen-image" or "wan"
   int side;           // latent side
   int batch;          // 2: a guided Denoise, or a Step of two items
   const char* call;   // "denoise" or "step"
@@ -73,15 +73,15 @@ INSTANTIATE_TEST_SUITE_P(DemoModels, ActivationRss,
                                            Case{"flux", 64, 2, "denoise"}, Case{"flux", 96, 1, "denoise"},
                                            Case{"flux", 96, 2, "denoise"}, Case{"flux", 128, 1, "denoise"},
                                            Case{"flux", 128, 2, "denoise"}, Case{"flux", 96, 2, "step"},
-                                           Case{"qwen-image", 64, 1, "denoise"}, Case{"qwen-image", 64, 2, "denoise"},
-                                           Case{"qwen-image", 96, 1, "denoise"}, Case{"qwen-image", 96, 2, "denoise"},
-                                           Case{"qwen-image", 128, 1, "denoise"}, Case{"qwen-image", 128, 2, "denoise"},
-                                           Case{"qwen-image", 96, 2, "step"}),
+                                           Case{"qwen-image", 64, 1, "denoise"}, Case{"qwen-image", 96, 2, "denoise"},
+                                           Case{"qwen-image", 96, 2, "step"}, Case{"wan", 64, 1, "denoise"},
+                                           Case{"wan", 96, 2, "denoise"}, Case{"wan", 96, 2, "step"}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            const Case& c = info.param;
                            return absl::StrCat(c.model[0] == 'z'   ? "ZImage"
                                                : c.model[0] == 'f' ? "Flux"
-                                                                   : "QwenImage",
+                                               : c.model[0] == 'q' ? "QwenImage"
+                                                                   : "Wan",
                                                c.side, "Batch", c.batch, c.call[0] == 's' ? "Step" : "Denoise");
                          });
 

@@ -63,6 +63,10 @@ std::vector<Architecture> architectures() {
       {"vae", "diffusion_pytorch_model.safetensors",
        json::parse(R"({"_class_name": "AutoencoderKL", "block_out_channels": [8, 16], "layers_per_block": 1,
            "norm_num_groups": 4, "latent_channels": 4, "sample_size": 64})")},
+      {"wan", "diffusion_pytorch_model.safetensors",
+       json::parse(R"({"_class_name": "WanTransformer3DModel", "patch_size": [1, 2, 2], "num_attention_heads": 2,
+           "attention_head_dim": 12, "in_channels": 4, "out_channels": 4, "text_dim": 16, "freq_dim": 32,
+           "ffn_dim": 32, "num_layers": 2, "qk_norm": "rms_norm_across_heads", "rope_max_seq_len": 64})")},
   };
 }
 
@@ -132,6 +136,18 @@ std::vector<BadValue> bad_values(const std::string& arch) {
             {"intermediate_size", 6.4e1, "field 'intermediate_size' is 64.0, expected an integer"},
             {"max_position_embeddings", int64_t{1} << 40, "max_position_embeddings is 1099511627776"}};
   }
+  if (arch == "wan") {
+    return {{"num_layers", 1000000000, "num_layers is 1000000000, expected at most 1024"},
+            {"num_layers", 0, "num_layers is 0, expected a positive integer"},
+            {"num_layers", 2.5, "field 'num_layers' is 2.5, expected an integer"},
+            {"attention_head_dim", int64_t{1} << 40, "attention_head_dim is 1099511627776, expected at most 1024"},
+            {"ffn_dim", -1, "ffn_dim is -1, expected a positive integer"},
+            {"text_dim", "16", "field 'text_dim' is \"16\", expected an integer"},
+            {"rope_max_seq_len", int64_t{1} << 40, "rope_max_seq_len is 1099511627776, expected at most"},
+            {"patch_size", json{1, 2}, "expected a list of 3 integers"},
+            {"image_dim", 1280, "image_dim is 1280"},
+            {"eps", -1.0, "eps is -1"}};
+  }
   return {{"layers_per_block", 1000000000, "layers_per_block is 1000000000, expected at most 1024"},
           {"layers_per_block", 0, "layers_per_block is 0, expected a positive integer"},
           {"block_out_channels", json{8, 1000000000}, "block_out_channels entry 1000000000, expected at most"},
@@ -199,6 +215,7 @@ TEST(HostileConfig, CountsThatDisagreeWithTheWeightsAreRefusedNamingBoth) {
       {"qwen3", "num_hidden_layers", 1, "num_hidden_layers is 1, but "},
       {"vae", "layers_per_block", 2, "layers_per_block is 2, but "},
       {"vae", "block_out_channels", json{8, 16, 16}, "block_out_channels (length) is 3, but "},
+      {"wan", "num_layers", 3, "num_layers is 3, but "},
   };
   for (const Disagreement& d : cases) {
     for (const Architecture& arch : architectures()) {

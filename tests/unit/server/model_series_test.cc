@@ -40,7 +40,7 @@ std::set<std::string> model_labels(const std::string& text) {
 }
 
 TEST(ModelSeries, ExpositionReturnsToItsBaselineAfterManyLoadsAndUnloads) {
-  DaemonMetrics metrics(BuildInfo{"test", "1.13", false, 1}, nullptr);
+  DaemonMetrics metrics(BuildInfo{"test", "1.13", false, 1, "glibc"}, nullptr);
   const std::string before = metrics.scrape_text();
   const size_t baseline = before.size();
   const auto baseline_lines = std::count(before.begin(), before.end(), '\n');
@@ -59,7 +59,7 @@ TEST(ModelSeries, ExpositionReturnsToItsBaselineAfterManyLoadsAndUnloads) {
 }
 
 TEST(ModelSeries, DistinctModelLabelsAreCappedWithTheRestUnderOther) {
-  DaemonMetrics metrics(BuildInfo{"test", "1.13", false, 1}, nullptr);
+  DaemonMetrics metrics(BuildInfo{"test", "1.13", false, 1, "glibc"}, nullptr);
   for (size_t i = 0; i < 3 * ModelSeries::kMaxModels; ++i) {
     metrics.on_cache_event(event(CacheEvent::Kind::kLoaded, absl::StrCat("m", i)));
     metrics.observe_step(absl::StrCat("m", i), absl::Milliseconds(5));
@@ -94,7 +94,7 @@ TEST(ModelSeries, AModelNamedOtherSharesTheAggregateAndForgettingIsIdempotent) {
 // A Step releases its model's pin before its time is observed, so an unload
 // can come in between; the late observation must not bring the series back.
 TEST(ModelSeries, AnObservationAfterTheModelLeftTheCacheIsDropped) {
-  DaemonMetrics metrics(BuildInfo{"test", "1.13", false, 1}, nullptr);
+  DaemonMetrics metrics(BuildInfo{"test", "1.13", false, 1, "glibc"}, nullptr);
   metrics.on_cache_event(event(CacheEvent::Kind::kLoaded, "late"));
   metrics.observe_step("late", absl::Milliseconds(5));
   EXPECT_EQ(model_labels(metrics.scrape_text()).count("late"), 1u);
@@ -108,7 +108,7 @@ TEST(ModelSeries, AnObservationAfterTheModelLeftTheCacheIsDropped) {
 // Cache events arrive after the cache's lock is released, so a reload's
 // kLoaded may come before the kEvicted of the copy it replaced.
 TEST(ModelSeries, AReloadWhoseEventOvertakesTheEvictionKeepsItsSeries) {
-  DaemonMetrics metrics(BuildInfo{"test", "1.13", false, 1}, nullptr);
+  DaemonMetrics metrics(BuildInfo{"test", "1.13", false, 1, "glibc"}, nullptr);
   metrics.on_cache_event(event(CacheEvent::Kind::kLoaded, "m"));
   metrics.on_cache_event(event(CacheEvent::Kind::kLoaded, "m"));  // the reload
   metrics.on_cache_event(event(CacheEvent::Kind::kEvicted, "m"));  // the first copy

@@ -3,22 +3,22 @@
 // forwards equal the fully resident ones bit for bit (and, on the simulated
 // device, the CPU's), and its device memory is what the plan says and
 // returns to zero.
-#include "core/vram/device_placement.h"
-
 #include <torch/types.h>
 
 #include <thread>
 
+#include "core/util/bytes.h"
 #include "core/vram/block_layout.h"
+#include "core/vram/device_placement.h"
 #include "core/vram/residency_plan.h"
 #include "core/vram/sim_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/tiny_z_image.h"
 #include "tests/testing/loaded_model.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_device.h"
+#include "tests/testing/tiny_z_image.h"
 #include "tools/random_models/z_image_random.h"
 
 namespace diffusiond {
@@ -29,9 +29,6 @@ using ::diffusiond::testing::load_test_model;
 using ::diffusiond::testing::StatusIs;
 using ::diffusiond::testing::TempDir;
 using ::testing::HasSubstr;
-
-constexpr int64_t kGiB = int64_t{1} << 30;
-
 
 struct Inputs {
   std::vector<torch::Tensor> x, caps;
