@@ -36,6 +36,11 @@ void ActivationTally::add(absl::string_view what, double bytes) {
 
 ActivationEstimate ActivationTally::finish() const { return {saturated(bytes_), breakdown_}; }
 
+ActivationEstimate ActivationTally::finish_with_allocator_slack() {
+  add("allocator slack", static_cast<double>(activation_allocator_slack_bytes(static_cast<double>(finish().bytes))));
+  return finish();
+}
+
 int64_t largest_materialized_weight_bytes(const WeightStore& weights, torch::ScalarType dtype) {
   const int64_t element = static_cast<int64_t>(torch::elementSize(dtype));
   int64_t largest = 0;
@@ -53,6 +58,21 @@ int64_t largest_materialized_weight_bytes(const WeightStore& weights, torch::Sca
 
 int64_t activation_allocator_slack_bytes(double tensor_bytes) {
   return saturated(8.0 * static_cast<double>(kMiB) + tensor_bytes / 10);
+}
+
+std::optional<ActivationQuery> packed_step_activation_query(const NamedTensors& inputs, int64_t text_rank,
+                                                            torch::ScalarType dtype) {
+  const auto x = inputs.find("hidden_states");
+  const auto text = inputs.find("encoder_hidden_states");
+  if (x == inputs.end() || x->second.dim() != 3 || text == inputs.end() || text->second.dim() != text_rank) {
+    return std::nullopt;
+  }
+  ActivationQuery q;
+  q.latent_shape = {x->second.size(1), x->second.size(2)};
+  q.batch = x->second.size(0);
+  q.text_tokens = text->second.size(1);
+  q.compute_dtype = dtype;
+  return q;
 }
 
 }  // namespace diffusiond

@@ -13,10 +13,12 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "core/models/model.h"
 #include "core/precision/weight_store.h"
 
 namespace diffusiond {
@@ -70,6 +72,9 @@ class ActivationTally {
   // Adds `bytes` as the term `what`; terms of 0 bytes are left out.
   void add(absl::string_view what, double bytes);
   ActivationEstimate finish() const;
+  // Adds the allocator's slack over the terms so far
+  // (activation_allocator_slack_bytes), then finishes: every estimate's end.
+  ActivationEstimate finish_with_allocator_slack();
 
  private:
   std::string breakdown_;
@@ -90,6 +95,14 @@ int64_t largest_materialized_weight_bytes(const WeightStore& weights, torch::Sca
 // the heap adds at small sizes (a 64x64 Z-Image step peaked 4-5 MiB above
 // its tensors + 2 MiB + 10%; tests/unit/models/activation_rss_test.cc).
 int64_t activation_allocator_slack_bytes(double tensor_bytes);
+
+// The query of a Step over packed tokens as the MMDiT denoisers take it
+// (FLUX, Qwen-Image, Krea 2): "hidden_states" [B, S, C] and
+// "encoder_hidden_states" of rank `text_rank` with its tokens on axis 1, at
+// `dtype`. Nothing when either is missing or of another rank (the Step
+// refuses those).
+std::optional<ActivationQuery> packed_step_activation_query(const NamedTensors& inputs, int64_t text_rank,
+                                                            torch::ScalarType dtype);
 
 }  // namespace diffusiond
 

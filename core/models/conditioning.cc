@@ -94,4 +94,19 @@ std::string describe_conditioning(const std::vector<ConditioningInput>& inputs) 
   return absl::StrJoin(parts, ", ");
 }
 
+absl::StatusOr<BatchedText> batched_text(const Conditioning& c, const std::string& states, const std::string& mask,
+                                         const std::string& what) {
+  BatchedText out;
+  const torch::Tensor& text = c.tensors.at(states);
+  out.states = text.unsqueeze(0);
+  if (const auto m = c.tensors.find(mask); m != c.tensors.end()) {
+    if (m->second.size(0) != text.size(0)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": \"", mask, "\" has ", m->second.size(0), " entries for ",
+                                                     text.size(0), " text tokens"));
+    }
+    out.mask = m->second.unsqueeze(0);
+  }
+  return out;
+}
+
 }  // namespace diffusiond

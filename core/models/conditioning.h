@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/models/model.h"
 
 namespace diffusiond {
@@ -51,6 +52,18 @@ double conditioning_scalar(const Conditioning& c, const std::vector<Conditioning
 // "name [L, 2560] (meaning)" per input, joined by "; ", for errors and
 // ModelInfo.
 std::string describe_conditioning(const std::vector<ConditioningInput>& inputs);
+
+// A text input as the MMDiT denoisers take it: `c`'s tensor `states` [L, …]
+// and, when `c` has one, its key mask `mask` [L], each with a batch axis of
+// one added (the mask undefined when absent). INVALID_ARGUMENT prefixed by
+// `what` when the mask's length is not the text's. REQUIRES: `c` passed
+// check_conditioning with `states` required.
+struct BatchedText {
+  torch::Tensor states;
+  torch::Tensor mask;
+};
+absl::StatusOr<BatchedText> batched_text(const Conditioning& c, const std::string& states, const std::string& mask,
+                                         const std::string& what);
 
 }  // namespace diffusiond
 

@@ -4,12 +4,13 @@
 #define DIFFUSIOND_TESTS_TESTING_FIXTURES_H_
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/util/file_text.h"
 #include "core/util/json.h"
@@ -50,6 +51,27 @@ inline nlohmann::json read_json_file(const std::string& path) {
   absl::StatusOr<nlohmann::json> parsed = parse_json_strict(*text, path);
   EXPECT_TRUE(parsed.ok()) << parsed.status();
   return parsed.ok() ? *std::move(parsed) : nlohmann::json::object();
+}
+
+// The strings of a JSON array (a fixture's lists of module names) as a set.
+inline std::set<std::string> json_string_set(const nlohmann::json& list) {
+  std::set<std::string> out;
+  for (const auto& name : list) out.insert(name.get<std::string>());
+  return out;
+}
+
+// Assembles a diffusers model folder at `folder` (created) from a
+// fixture's files, which keep one config beside several weight folders:
+// `config` as its config.json, `weights` as its
+// diffusion_pytorch_model.safetensors and `scheduler` as its
+// scheduler_config.json, all symlinked. Returns `folder`.
+inline std::string fixture_model_folder(const std::string& folder, const std::string& config,
+                                        const std::string& weights, const std::string& scheduler) {
+  std::filesystem::create_directories(folder);
+  std::filesystem::create_symlink(config, folder + "/config.json");
+  std::filesystem::create_symlink(weights, folder + "/diffusion_pytorch_model.safetensors");
+  std::filesystem::create_symlink(scheduler, folder + "/scheduler_config.json");
+  return folder;
 }
 
 }  // namespace diffusiond::testing

@@ -85,9 +85,7 @@ ActivationEstimate flux_activations(const FluxConfig& c, const ActivationQuery& 
     tally.add("packed latents and ids", s * (static_cast<double>(c.in_channels) + 3) * 4 + l * 3 * 4);
     tally.add("denoise loop", (5 + static_cast<double>(calls)) * static_cast<double>(latent) * 4);
   }
-  const ActivationEstimate tensors = tally.finish();
-  tally.add("allocator slack", static_cast<double>(activation_allocator_slack_bytes(tensors.bytes)));
-  return tally.finish();
+  return tally.finish_with_allocator_slack();
 }
 
 ActivationEstimate FluxModel::estimate_activations(const ActivationQuery& query) const {
@@ -96,17 +94,7 @@ ActivationEstimate FluxModel::estimate_activations(const ActivationQuery& query)
 }
 
 std::optional<ActivationQuery> FluxModel::step_activation_query(const NamedTensors& inputs) const {
-  const auto x = inputs.find("hidden_states");
-  const auto text = inputs.find("encoder_hidden_states");
-  if (x == inputs.end() || x->second.dim() != 3 || text == inputs.end() || text->second.dim() != 3) {
-    return std::nullopt;
-  }
-  ActivationQuery q;
-  q.latent_shape = {x->second.size(1), x->second.size(2)};
-  q.batch = x->second.size(0);
-  q.text_tokens = text->second.size(1);
-  q.compute_dtype = compute_dtype(*this);
-  return q;
+  return packed_step_activation_query(inputs, 3, compute_dtype(*this));
 }
 
 }  // namespace diffusiond

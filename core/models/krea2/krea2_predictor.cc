@@ -65,16 +65,10 @@ absl::StatusOr<FlowPredictor> Krea2Model::flow_predictor(const Conditioning& pos
   // Each conditioning's inputs minus the latents, time and positions, which
   // each call sets.
   const auto prepare = [&](const Conditioning& c, const char* what) -> absl::StatusOr<Krea2Inputs> {
+    DIFFUSIOND_ASSIGN_OR_RETURN(BatchedText text, batched_text(c, kKrea2TextStates, kKrea2TextMask, what));
     Krea2Inputs in;
-    const torch::Tensor& text = c.tensors.at(kKrea2TextStates);
-    in.encoder_hidden_states = text.unsqueeze(0);
-    if (const auto mask = c.tensors.find(kKrea2TextMask); mask != c.tensors.end()) {
-      if (mask->second.size(0) != text.size(0)) {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": \"", kKrea2TextMask, "\" has ", mask->second.size(0),
-                                                       " entries for ", text.size(0), " text tokens"));
-      }
-      in.encoder_attention_mask = mask->second.unsqueeze(0);
-    }
+    in.encoder_hidden_states = std::move(text.states);
+    in.encoder_attention_mask = std::move(text.mask);
     return in;
   };
   std::vector<Krea2Inputs> calls;

@@ -58,16 +58,10 @@ absl::StatusOr<FlowPredictor> QwenImageModel::flow_predictor(const Conditioning&
   if (negative != nullptr) DIFFUSIOND_RETURN_IF_ERROR(check_conditioning(*negative, inputs, "negative conditioning"));
   // Each conditioning's inputs minus the latents and time, which each call sets.
   const auto prepare = [&](const Conditioning& c, const char* what) -> absl::StatusOr<QwenImageInputs> {
+    DIFFUSIOND_ASSIGN_OR_RETURN(BatchedText text, batched_text(c, kQwenTextStates, kQwenTextMask, what));
     QwenImageInputs in;
-    const torch::Tensor& text = c.tensors.at(kQwenTextStates);
-    in.encoder_hidden_states = text.unsqueeze(0);
-    if (const auto mask = c.tensors.find(kQwenTextMask); mask != c.tensors.end()) {
-      if (mask->second.size(0) != text.size(0)) {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": \"", kQwenTextMask, "\" has ", mask->second.size(0),
-                                                       " entries for ", text.size(0), " text tokens"));
-      }
-      in.encoder_hidden_states_mask = mask->second.unsqueeze(0);
-    }
+    in.encoder_hidden_states = std::move(text.states);
+    in.encoder_hidden_states_mask = std::move(text.mask);
     return in;
   };
   std::vector<QwenImageInputs> calls;

@@ -80,9 +80,7 @@ ActivationEstimate wan_activations(const WanConfig& c, const ActivationQuery& q,
   const double latent = b * static_cast<double>(g.channels * g.frames * g.height * g.width);
   tally.add("outputs", 2 * latent * e);
   if (q.denoise_loop) tally.add("denoise loop", 6 * latent * 4);
-  const ActivationEstimate tensors = tally.finish();
-  tally.add("allocator slack", static_cast<double>(activation_allocator_slack_bytes(tensors.bytes)));
-  return tally.finish();
+  return tally.finish_with_allocator_slack();
 }
 
 ActivationEstimate WanModel::estimate_activations(const ActivationQuery& query) const {

@@ -78,9 +78,7 @@ ActivationEstimate z_image_activations(const ZImageConfig& c, const ActivationQu
   const double latent = b * static_cast<double>(g.channels * g.frames * g.height * g.width);
   tally.add("outputs", 2 * latent * e);
   if (q.denoise_loop) tally.add("denoise loop", 6 * latent * 4);
-  const ActivationEstimate tensors = tally.finish();
-  tally.add("allocator slack", static_cast<double>(activation_allocator_slack_bytes(tensors.bytes)));
-  return tally.finish();
+  return tally.finish_with_allocator_slack();
 }
 
 ActivationEstimate ZImageModel::estimate_activations(const ActivationQuery& query) const {

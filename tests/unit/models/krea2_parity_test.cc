@@ -55,11 +55,7 @@ constexpr double kKrea2Tolerance = 1e-5;
 std::string fixture() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_KREA2_FIXTURE", "krea2-tiny"); }
 
 nlohmann::json read_json(const std::string& name) {
-  absl::StatusOr<std::string> text = read_text_file(fixture() + "/" + name);
-  EXPECT_THAT(text, IsOk());
-  absl::StatusOr<nlohmann::json> json = parse_json_strict(text.ok() ? *text : "{}", name);
-  EXPECT_THAT(json, IsOk());
-  return json.ok() ? *json : nlohmann::json::object();
+  return ::diffusiond::testing::read_json_file(fixture() + "/" + name);
 }
 
 Krea2Config fixture_config() {
@@ -70,21 +66,15 @@ Krea2Config fixture_config() {
   return config.ok() ? *config : Krea2Config();
 }
 
-std::set<std::string> json_names(const nlohmann::json& list) {
-  std::set<std::string> out;
-  for (const auto& name : list) out.insert(name.get<std::string>());
-  return out;
-}
+std::set<std::string> json_names(const nlohmann::json& list) { return ::diffusiond::testing::json_string_set(list); }
 
 // A diffusers model folder in `tmp` over the fixture's `weights` folder
 // ("transformer" or "transformer_fp8"): the fixture keeps config.json and
 // scheduler_config.json beside them.
 std::string model_folder(const TempDir& tmp, const std::string& weights) {
-  std::filesystem::create_symlink(fixture() + "/config.json", tmp.path("config.json"));
-  std::filesystem::create_symlink(fixture() + "/scheduler_config.json", tmp.path("scheduler_config.json"));
-  std::filesystem::create_symlink(fixture() + "/" + weights + "/diffusion_pytorch_model.safetensors",
-                                  tmp.path("diffusion_pytorch_model.safetensors"));
-  return tmp.path();
+  return ::diffusiond::testing::fixture_model_folder(tmp.path(), fixture() + "/config.json",
+                                                     fixture() + "/" + weights + "/diffusion_pytorch_model.safetensors",
+                                                     fixture() + "/scheduler_config.json");
 }
 
 class Krea2Parity : public ::testing::Test {

@@ -99,13 +99,8 @@ std::string wan_prefixed_copy(const std::string& from, const std::string& to, co
 // scheduler config.
 std::string wan_model_folder(const TempDir& tmp, const std::string& dir, const std::string& config,
                              const std::string& weights_dir, const std::string& name) {
-  const std::string folder = tmp.path(name);
-  std::filesystem::create_directories(folder);
-  std::filesystem::create_symlink(config, folder + "/config.json");
-  std::filesystem::create_symlink(weights_dir + "/diffusion_pytorch_model.safetensors",
-                                  folder + "/diffusion_pytorch_model.safetensors");
-  std::filesystem::create_symlink(dir + "/scheduler_config.json", folder + "/scheduler_config.json");
-  return folder;
+  return ::diffusiond::testing::fixture_model_folder(
+      tmp.path(name), config, weights_dir + "/diffusion_pytorch_model.safetensors", dir + "/scheduler_config.json");
 }
 
 enum class WanSource { kDiffusersFolder, kSingleFile, kPrefixedSingleFile };
