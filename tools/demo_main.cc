@@ -28,18 +28,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/checkpoint/safetensors_writer.h"
-#include "core/precision/torch_dtype.h"
+#include "core/cpu/blas_kernels.h"
+#include "core/engine/model_admission.h"
 #include "core/memory/allocator.h"
 #include "core/memory/default_budget.h"
 #include "core/memory/process_memory.h"
-#include "core/engine/model_admission.h"
-#include "core/models/model_loader.h"
 #include "core/models/diffusion_model.h"
+#include "core/models/model_loader.h"
+#include "core/precision/torch_dtype.h"
+#include "core/util/bytes.h"
+#include "core/util/status_macros.h"
 #include "tools/random_models/demo_models.h"
 #include "tools/random_models/flux_pipeline_random.h"
 #include "tools/random_models/pipeline_random.h"
-#include "core/util/bytes.h"
-#include "core/util/status_macros.h"
 
 namespace diffusiond {
 namespace {
@@ -203,6 +204,9 @@ absl::Status run(const Args& args) {
 }  // namespace diffusiond
 
 int main(int argc, char** argv) {
+  // Before any BLAS call (core/cpu/blas_kernels.h).
+  const diffusiond::BlasChoice blas = diffusiond::ensure_blas_kernels(argv);
+  std::fprintf(stderr, "blas: %s\n", blas.summary.c_str());
   absl::StatusOr<diffusiond::Args> args = diffusiond::parse(argc, argv);
   if (!args.ok()) {
     std::fprintf(stderr, "diffusiond-demo: %s\n", std::string(args.status().message()).c_str());
