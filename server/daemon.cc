@@ -182,11 +182,7 @@ absl::Status Daemon::start_serving() {
     // Each FP8 layer's matmul choice, once per placement.
     eo.note = [this](const std::string& line) { log_.info("placement", absl::StrCat("detail=", logfmt_value(line))); };
   }
-  eo.compute_dtype = default_compute_dtype(options_);
-  if (!options_.compute_dtype.empty()) {
-    // daemon_options checked the spelling against the same table.
-    eo.compute_dtype = parse_compute_dtype_name(options_.compute_dtype).value_or(eo.compute_dtype);
-  }
+  eo.compute_dtype = resolve_compute_dtype(options_, detect_cpu_features());
   eo.fp8 = Fp8Options{};
   if (Fp8Format f; parse_fp8_format(options_.fp8.c_str(), &f)) eo.fp8.format = f;
   absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::create(eo);

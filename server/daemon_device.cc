@@ -39,8 +39,14 @@ absl::StatusOr<DaemonDevice> open_daemon_device(const DaemonOptions& options) {
   return out;
 }
 
-ComputeDtype default_compute_dtype(const DaemonOptions& options) {
-  return cuda_device_index(options).has_value() ? ComputeDtype::kBFloat16 : ComputeDtype::kFloat32;
+ComputeDtype resolve_compute_dtype(const DaemonOptions& options, const CpuFeatures& cpu) {
+  const bool cuda = cuda_device_index(options).has_value();
+  if (options.compute_dtype.empty()) return cuda ? ComputeDtype::kBFloat16 : ComputeDtype::kFloat32;
+  if (options.compute_dtype == "auto") {
+    return cuda || cpu.avx512bf16 || cpu.amx_bf16 ? ComputeDtype::kBFloat16 : ComputeDtype::kFloat32;
+  }
+  // daemon_options checked the spelling against the same table.
+  return parse_compute_dtype_name(options.compute_dtype).value_or(ComputeDtype::kFloat32);
 }
 
 }  // namespace diffusiond

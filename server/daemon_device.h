@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "core/cpu/cpu_features.h"
 #include "core/memory/budget.h"
 #include "core/precision/compute_dtype.h"
 #include "core/vram/vram_device.h"
@@ -33,10 +34,15 @@ struct DaemonDevice {
 // caller owns the result; the budget must outlive every placement.
 absl::StatusOr<DaemonDevice> open_daemon_device(const DaemonOptions& options);
 
-// The compute dtype when --compute_dtype is empty: bfloat16 on cuda:N, where
-// it is the GPU's fast path; float32 otherwise (cpu, and sim, so that the
-// simulated device computes exactly what the CPU does).
-ComputeDtype default_compute_dtype(const DaemonOptions& options);
+// The compute dtype of --compute_dtype as given, with `cpu` the CPU's
+// features (detect_cpu_features() in production):
+// - empty (the default): bfloat16 on cuda:N, where it is the GPU's fast
+//   path; float32 otherwise (cpu, and sim, so that the simulated device
+//   computes exactly what the CPU does, on every CPU alike);
+// - "auto": bfloat16 on cuda:N and on CPUs with native bf16 matmuls
+//   (AVX512-BF16 or AMX, where oneDNN runs them), float32 elsewhere;
+// - a dtype's name: that dtype.
+ComputeDtype resolve_compute_dtype(const DaemonOptions& options, const CpuFeatures& cpu);
 
 }  // namespace diffusiond
 

@@ -130,8 +130,9 @@ const std::vector<Flag>& flags() {
       {"sim_device_memory", "4GiB", "capacity of the simulated device, a testing device (only with --device sim)",
        size(&DaemonOptions::sim_device_memory_bytes, 1)},
       {"compute_dtype", "",
-       "dtype of every forward: float32, bfloat16 or float16 (default: bfloat16 on cuda:N, float32 otherwise)",
-       one_of(&DaemonOptions::compute_dtype, with_names({""}, compute_dtype_names()))},
+       "dtype of every forward: float32, bfloat16, float16, or auto (bfloat16 on cuda:N and on CPUs with native "
+       "bf16 matmuls, AVX512-BF16 or AMX; float32 elsewhere); default: bfloat16 on cuda:N, float32 otherwise",
+       one_of(&DaemonOptions::compute_dtype, with_names({"", "auto"}, compute_dtype_names()))},
       {"fp8", "e4m3fn", "default FP8 storage of layer weights: e4m3fn, e5m2 or off",
        one_of(&DaemonOptions::fp8, with_names(fp8_format_names(), {"off"}))},
       {"max_message_bytes", "256MiB", "largest gRPC message accepted or sent",

@@ -90,8 +90,9 @@ enum class FluxSource { kDiffusersFolder, kSingleFile, kPrefixedSingleFile, kSca
 class FluxParity : public ::testing::TestWithParam<FluxSource> {
  protected:
   // Loads the model from this test's source; `model` is set when it is FLUX.
-  LoadedModel load(bool fp8_storage) {
+  LoadedModel load(bool fp8_storage, torch::ScalarType compute_dtype = torch::kFloat32) {
     ModelLoadOptions options;
+    options.compute_dtype = compute_dtype;
     if (fp8_storage) options.fp8.format = Fp8Format::kE4M3Fn;
     LoadedModel l = load_test_model(path_for(GetParam()), options,
                                     GetParam() == FluxSource::kDiffusersFolder ? "" : flux_fixture() + "/config.json");
@@ -148,6 +149,23 @@ double forward_diff(const FluxModel& model, const FluxInputs& in, const torch::T
   EXPECT_EQ(out->sizes(), expected.sizes());
   EXPECT_EQ(out->scalar_type(), torch::kFloat32);
   return max_abs_diff(*out, expected);
+}
+
+// bfloat16 compute on the CPU: within a few times the distance of the
+// fixture's own bfloat16 run (stats.json fwd_bf16) from the float64 forward.
+TEST_P(FluxParity, Bfloat16ForwardStaysNearUpstreams) {
+  if (GetParam() == FluxSource::kScaledFp8File) GTEST_SKIP() << "the fixture's bfloat16 run used the bf16 weights";
+  LoadedModel l = load(/*fp8_storage=*/false, torch::kBFloat16);
+  const FluxModel* model = l.get<FluxModel>();
+  ASSERT_NE(model, nullptr);
+  absl::StatusOr<torch::Tensor> out = model->forward(inputs("fwd"));
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ(out->scalar_type(), torch::kBFloat16);
+  const double upstream = testing::read_json_file(flux_fixture() + "/stats.json").at("fwd_bf16").get<double>();
+  const double diff = max_abs_diff(*out, io_.get("fwd.out_f64"));
+  std::printf("bfloat16 forward vs fwd.out_f64: %.3g (upstream's bfloat16: %.3g, vs ours %.3g)\n", diff, upstream,
+              max_abs_diff(*out, io_.get("fwd.out_bf16")));
+  EXPECT_LT(diff, 3 * upstream);
 }
 
 TEST_P(FluxParity, SingleForward) {

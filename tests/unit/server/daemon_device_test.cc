@@ -69,9 +69,35 @@ TEST(DaemonDevice, CudaWithoutCudaOrAGpuFailsNamingTheDevice) {
 }
 
 TEST(DaemonDevice, ComputeDtypeDefaultsToBfloat16OnCudaOnly) {
-  EXPECT_EQ(default_compute_dtype(on("cuda:1")), ComputeDtype::kBFloat16);
-  EXPECT_EQ(default_compute_dtype(on("sim")), ComputeDtype::kFloat32);
-  EXPECT_EQ(default_compute_dtype(on("cpu")), ComputeDtype::kFloat32);
+  CpuFeatures amx;
+  amx.amx_bf16 = true;
+  for (const CpuFeatures& cpu : {CpuFeatures{}, amx}) {
+    EXPECT_EQ(resolve_compute_dtype(on("cuda:1"), cpu), ComputeDtype::kBFloat16);
+    EXPECT_EQ(resolve_compute_dtype(on("sim"), cpu), ComputeDtype::kFloat32);
+    EXPECT_EQ(resolve_compute_dtype(on("cpu"), cpu), ComputeDtype::kFloat32);
+  }
+}
+
+// auto: bfloat16 where matmuls in bf16 are native (the CPU's features are
+// faked, so this holds on any machine), float32 elsewhere.
+TEST(DaemonDevice, AutoComputeDtypeFollowsTheCpu) {
+  auto with = [](const char* device, const char* dtype) {
+    DaemonOptions o = on(device);
+    o.compute_dtype = dtype;
+    return o;
+  };
+  CpuFeatures avx2;
+  avx2.avx2 = avx2.fma = true;
+  CpuFeatures bf16 = avx2;
+  bf16.avx512f = bf16.avx512bw = bf16.avx512vl = bf16.avx512dq = bf16.avx512bf16 = true;
+  CpuFeatures amx;
+  amx.amx_bf16 = true;
+  EXPECT_EQ(resolve_compute_dtype(with("cpu", "auto"), avx2), ComputeDtype::kFloat32);
+  EXPECT_EQ(resolve_compute_dtype(with("cpu", "auto"), bf16), ComputeDtype::kBFloat16);
+  EXPECT_EQ(resolve_compute_dtype(with("cpu", "auto"), amx), ComputeDtype::kBFloat16);
+  EXPECT_EQ(resolve_compute_dtype(with("cuda:0", "auto"), avx2), ComputeDtype::kBFloat16);
+  EXPECT_EQ(resolve_compute_dtype(with("cpu", "float16"), amx), ComputeDtype::kFloat16);
+  EXPECT_EQ(resolve_compute_dtype(with("cuda:0", "float32"), amx), ComputeDtype::kFloat32);
 }
 
 }  // namespace
