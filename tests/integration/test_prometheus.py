@@ -8,6 +8,7 @@ prometheus binary. Nothing here waits for a fixed time: every wait polls until a
 """
 
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -122,23 +123,24 @@ class PrometheusTest(unittest.TestCase):
         selector = ", ".join(f'{k}="{v}"' for k, v in target.items())
         p.wait_for("successful scrape", lambda: p.query(f"up{{{selector}}} == 1"))
 
-        rss = p.query(f"process_resident_memory_bytes{{{selector}}}")
+        # Each read polls: a sample may land a moment after `up` does.
+        rss = p.wait_for("RSS", lambda: p.query(f"process_resident_memory_bytes{{{selector}}}"))
         self.assertEqual(len(rss), 1, rss)
         self.assertGreater(next(iter(rss.values())), 10 << 20)  # libtorch alone is more
-        budget = p.query(f"diffusiond_memory_budget_bytes{{{selector}}}")
+        budget = p.wait_for("budget", lambda: p.query(f"diffusiond_memory_budget_bytes{{{selector}}}"))
         self.assertEqual(budget, {frozenset({**target, "__name__": "diffusiond_memory_budget_bytes",
                                              "device": "cpu"}.items()): BUDGET_BYTES})
-        limit = p.query(f"diffusiond_memory_limit_bytes{{{selector}}}")
+        limit = p.wait_for("limit", lambda: p.query(f"diffusiond_memory_limit_bytes{{{selector}}}"))
         self.assertEqual(len(limit), 1, limit)
         self.assertGreater(next(iter(limit.values())), BUDGET_BYTES)
-        self.assertEqual(len(p.query(f"diffusiond_memory_used_bytes{{{selector}}}")), 1)
-        self.assertEqual(len(p.query(f"diffusiond_memory_reserved_bytes{{{selector}}}")), 1)
-        self.assertEqual(p.query(f"diffusiond_ready{{{selector}}}"),
+        for gauge in ("diffusiond_memory_used_bytes", "diffusiond_memory_reserved_bytes"):
+            self.assertEqual(len(p.wait_for(gauge, lambda: p.query(f"{gauge}{{{selector}}}"))), 1, gauge)
+        self.assertEqual(p.wait_for("ready", lambda: p.query(f"diffusiond_ready{{{selector}}}")),
                          {frozenset({**target, "__name__": "diffusiond_ready"}.items()): 1})
 
         # A scrape with no refused load yet, so that increase() sees the one that follows.
-        p.wait_for("scrape of the rejections counter",
-                   lambda: p.query(f'count_over_time(diffusiond_model_loads_total{{{selector}, result="rejected"}}[1m]) >= 2'))
+        rejected = f'diffusiond_model_loads_total{{{selector}, result="rejected"}}'
+        p.wait_for("two scrapes of the rejections counter", lambda: p.query(f"count_over_time({rejected}[1m]) >= 2"))
         with self.daemon.client() as client, self.assertRaises(dc.ResourceExhaustedError):
             client.load_model(DEMO_MODEL)
         alert = p.wait_for("firing DiffusiondLoadRejections", lambda: [
@@ -146,12 +148,17 @@ class PrometheusTest(unittest.TestCase):
             if a["labels"].get("alertname") == "DiffusiondLoadRejections" and a["state"] == "firing"])
         self.assertEqual(alert[0]["labels"]["instance"], self.daemon.metrics_address)
 
-        # Every rule, recording or alerting, evaluated without error on the real series.
-        groups = p.api("rules")["groups"]
-        rules = [r for g in groups for r in g["rules"]]
-        self.assertEqual(len(groups), 2)
-        self.assertEqual([r["name"] for r in rules if r["health"] != "ok"], [],
-                         [r.get("lastError") for r in rules])
+        # Every rule, recording or alerting, evaluates without error on the real series (polled: a rule
+        # added to the file may not have been evaluated yet).
+        def rules_ok():
+            rules = [r for g in p.api("rules")["groups"] for r in g["rules"]]
+            return rules if all(r["health"] == "ok" for r in rules) else None
+
+        try:
+            rules = p.wait_for("evaluation of every rule without error", rules_ok)
+        except AssertionError:
+            self.fail(json.dumps(p.api("rules"), indent=1))
+        self.assertEqual(len(rules), len(re.findall(r"^\s*- (?:record|alert):", RULES.read_text(), re.M)))
         self.daemon.assert_stops_cleanly()
 
 
