@@ -191,6 +191,12 @@ def scrape_of_a_busy_daemon(test):
     test.assertEqual(metric(samples, "diffusiond_model_loads_total", result="rejected"), 1)
     test.assertEqual(metric(samples, "diffusiond_model_evictions_total"), 1)
     test.assertEqual(metric(samples, "diffusiond_grpc_requests_total", method="Step", code="NOT_FOUND"), 1)
+    # The new state series read the daemon itself: its queues' sizes (the defaults), readiness, the limit.
+    test.assertEqual(metric(samples, "diffusiond_queue_capacity_tasks", queue="compute"), 8)
+    test.assertEqual(metric(samples, "diffusiond_queue_workers", queue="load"), 2)
+    test.assertEqual(metric(samples, "diffusiond_queue_waiting_tasks", queue="compute"), 0)
+    test.assertEqual(metric(samples, "diffusiond_ready"), 1)
+    test.assertGreater(metric(samples, "diffusiond_memory_limit_bytes", device="cpu"), 256 << 20)
     names = set()
     for m in re.finditer(r"^# TYPE (\S+) (\S+)$", text, re.M):
         names.add(m.group(1))
