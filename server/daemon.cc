@@ -20,6 +20,7 @@
 #include "core/util/status_macros.h"
 #include "grpc/health/v1/health.pb.h"
 #include "kernels/torch_compat.h"
+#include "server/rpc_metrics.h"
 #include "server/tier_stats.h"
 
 namespace diffusiond {
@@ -159,7 +160,8 @@ absl::Status Daemon::start_serving() {
   // until then (and after drain) they report no cache state.
   metrics_ = std::make_unique<DaemonMetrics>(
       build, [this]() -> CacheStats { return engine_ != nullptr ? both_tiers_stats(*engine_) : CacheStats{}; },
-      [this]() { return engine_ != nullptr ? placements_of(*engine_) : std::vector<PlacementFigures>{}; });
+      [this]() { return engine_ != nullptr ? placements_of(*engine_) : std::vector<PlacementFigures>{}; },
+      [this]() { return queue_figures(); });
   const auto log_line = [this](absl::string_view line) { log_.info("cache", line); };
   event_log_ = std::make_unique<CacheEventLog>(ram_budget_.get(), log_line);
   observers_ = std::make_unique<CacheObserverList>(std::vector<CacheObserver*>{event_log_.get(), metrics_.get()});
@@ -189,9 +191,13 @@ absl::Status Daemon::start_serving() {
   if (!engine.ok()) return absl::Status(engine.status().code(), absl::StrCat("--models_dir: ", engine.status().message()));
   engine_ = *std::move(engine);
 
-  load_queue_ = std::make_unique<WorkQueue>("load", kLoadThreads, kQueuedPerPool);
-  compute_queue_ = std::make_unique<WorkQueue>("denoise", options_.max_concurrent_denoise, options_.max_queued_denoise);
-  admin_queue_ = std::make_unique<WorkQueue>("unload", kAdminThreads, kQueuedPerPool);
+  {
+    MutexLock lock(&queues_mu_);
+    load_queue_ = std::make_unique<WorkQueue>("load", kLoadThreads, kQueuedPerPool);
+    compute_queue_ =
+        std::make_unique<WorkQueue>("denoise", options_.max_concurrent_denoise, options_.max_queued_denoise);
+    admin_queue_ = std::make_unique<WorkQueue>("unload", kAdminThreads, kQueuedPerPool);
+  }
   ServiceDeps deps{engine_.get(), load_queue_.get(), compute_queue_.get(), admin_queue_.get(), metrics_.get()};
   model_service_ = std::make_unique<ModelServiceImpl>(deps);
   denoise_service_ = std::make_unique<DenoiseServiceImpl>(deps);
@@ -241,6 +247,9 @@ absl::Status Daemon::start_grpc() {
   builder.RegisterService(denoise_service_.get());
   builder.RegisterService(pipeline_service_.get());
   builder.RegisterService(cache_service_.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(rpc_metrics_interceptor(metrics_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || grpc_port_ == 0) {
     server_.reset();
@@ -253,8 +262,20 @@ absl::Status Daemon::start_grpc() {
 
 void Daemon::set_ready(bool ready) {
   ready_ = ready;
+  metrics_->set_ready(ready);
   server_->GetHealthCheckService()->SetServingStatus("", ready);
   server_->GetHealthCheckService()->SetServingStatus("readiness", ready);
+}
+
+std::vector<QueueFigures> Daemon::queue_figures() {
+  MutexLock lock(&queues_mu_);
+  if (load_queue_ == nullptr) return {};
+  // The label values of diffusiond_queue_rejections_total: the denoise queue
+  // is "compute" there.
+  return {{"load", load_queue_->running(), load_queue_->queued(), kLoadThreads, kQueuedPerPool},
+          {"compute", compute_queue_->running(), compute_queue_->queued(), options_.max_concurrent_denoise,
+           options_.max_queued_denoise},
+          {"unload", admin_queue_->running(), admin_queue_->queued(), kAdminThreads, kQueuedPerPool}};
 }
 
 int Daemon::metrics_port() const { return metrics_server_ != nullptr ? metrics_server_->port() : 0; }
@@ -304,9 +325,20 @@ void Daemon::drain() {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     server_->Wait();
   }
-  load_queue_.reset();
-  compute_queue_.reset();
-  admin_queue_.reset();
+  {
+    // Destroyed outside the lock: their destructors join workers, and a
+    // scrape meanwhile reports no queues.
+    std::unique_ptr<WorkQueue> load, compute, admin;
+    {
+      MutexLock lock(&queues_mu_);
+      load = std::move(load_queue_);
+      compute = std::move(compute_queue_);
+      admin = std::move(admin_queue_);
+    }
+    load.reset();
+    compute.reset();
+    admin.reset();
+  }
   const int64_t freed = engine_->unload_all(absl::Seconds(5));
   const BudgetSnapshot b = ram_budget_->snapshot();
   metrics_server_.reset();

@@ -82,6 +82,9 @@ class Daemon {
   // health NOT_SERVING. UNAVAILABLE if --listen cannot be bound.
   absl::Status start_grpc();
   void set_ready(bool ready);
+  // The work queues' figures for the metrics; none before they exist or
+  // after the drain.
+  std::vector<QueueFigures> queue_figures();
   // Once a second until stop: ends expired leases, and returns the heap's
   // free pages when no call runs.
   void housekeeping_until_stopped();
@@ -113,6 +116,9 @@ class Daemon {
   std::unique_ptr<CacheEventLog> vram_event_log_;        // with a device only
   std::unique_ptr<CacheObserverList> vram_observers_;    // with a device only
   std::unique_ptr<Engine> engine_;
+  // Scrapes read the queues' depth from the metrics thread while drain()
+  // destroys them: queues_mu_ guards the three pointers against that.
+  Mutex queues_mu_;
   std::unique_ptr<WorkQueue> load_queue_, compute_queue_, admin_queue_;
   std::unique_ptr<ModelServiceImpl> model_service_;
   std::unique_ptr<DenoiseServiceImpl> denoise_service_;

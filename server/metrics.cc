@@ -14,6 +14,7 @@
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 #include "server/cache_stats_collector.h"
+#include "server/memory_limit_collector.h"
 #include "server/model_series.h"
 #include "server/process_collector.h"
 
@@ -34,6 +35,22 @@ const Histogram::BucketBoundaries& load_buckets() {
 // Label values pre-created so dashboards see 0 rather than no series.
 constexpr const char* kCancellableOperations[] = {"load", "denoise", "step", "generate"};
 constexpr const char* kQueues[] = {"load", "compute"};
+// Generate's stages that take time (an eviction is an event, counted by
+// diffusiond_model_evictions_total).
+constexpr const char* kGenerateStages[] = {"load", "encode", "denoise", "decode"};
+
+// From a health check's milliseconds to a whole Denoise or Generate.
+const Histogram::BucketBoundaries& rpc_buckets() {
+  static const auto* const kBuckets =
+      new Histogram::BucketBoundaries{0.001, 0.005, 0.025, 0.1, 0.25, 1, 2.5, 10, 30, 100, 300, 1800};
+  return *kBuckets;
+}
+// A stage spans a step's milliseconds to a component's load.
+const Histogram::BucketBoundaries& stage_buckets() {
+  static const auto* const kBuckets =
+      new Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 150, 600};
+  return *kBuckets;
+}
 
 // Counts the VRAM tier's events; its counters live in the registry.
 class VramEventCounter final : public CacheObserver {
@@ -67,16 +84,21 @@ class VramEventCounter final : public CacheObserver {
 }  // namespace
 
 struct DaemonMetrics::Impl {
-  Impl(std::function<CacheStats()> cache_stats, std::function<std::vector<PlacementFigures>()> placements)
+  Impl(std::function<CacheStats()> cache_stats, std::function<std::vector<PlacementFigures>()> placements,
+       std::function<std::vector<QueueFigures>()> queues)
       : registry(std::make_shared<prometheus::Registry>()),
         process(std::make_shared<ProcessCollector>()),
+        memory_limit(std::make_shared<MemoryLimitCollector>()),
         cache(std::make_shared<CacheStatsCollector>(std::move(cache_stats))),
-        placed(std::make_shared<PlacementCollector>(std::move(placements))) {}
+        placed(std::make_shared<PlacementCollector>(std::move(placements))),
+        queued(std::make_shared<QueueCollector>(std::move(queues))) {}
 
   const std::shared_ptr<prometheus::Registry> registry;
   const std::shared_ptr<ProcessCollector> process;
+  const std::shared_ptr<MemoryLimitCollector> memory_limit;
   const std::shared_ptr<CacheStatsCollector> cache;
   const std::shared_ptr<PlacementCollector> placed;
+  const std::shared_ptr<QueueCollector> queued;
   VramEventCounter vram_events;
 
   // Owned by `registry`; families and their children never move once added.
@@ -92,6 +114,10 @@ struct DaemonMetrics::Impl {
   Histogram* room_wait_refused = nullptr;
   Family<Counter>* cancellations = nullptr;
   Family<Counter>* queue_rejections = nullptr;
+  Family<Counter>* rpc_calls = nullptr;
+  Family<Histogram>* rpc_seconds = nullptr;
+  Family<Histogram>* generate_stage_seconds = nullptr;
+  prometheus::Gauge* ready = nullptr;
   std::unique_ptr<ModelSeries> model_series;  // over the step and denoise families
 
   // The load/eviction/unload/admission series, the VRAM tier's, and the
@@ -99,6 +125,7 @@ struct DaemonMetrics::Impl {
   void register_cache_events(prometheus::Registry& r);
   void register_vram_events(prometheus::Registry& r);
   void register_work(prometheus::Registry& r);
+  void register_calls(prometheus::Registry& r);
 };
 
 void DaemonMetrics::Impl::register_cache_events(prometheus::Registry& r) {
@@ -205,11 +232,39 @@ void DaemonMetrics::Impl::register_work(prometheus::Registry& r) {
                                     "(ok, cancelled or error).")
                                 .Register(r);
   model_series = std::make_unique<ModelSeries>(&step_seconds, &denoise_seconds);
+  generate_stage_seconds = &prometheus::BuildHistogram()
+                                .Name("diffusiond_generate_stage_seconds")
+                                .Help(
+                                    "Seconds one stage of a Generate call took, by stage: load (per component), "
+                                    "encode, denoise (per step), decode.")
+                                .Register(r);
+  for (const char* stage : kGenerateStages) generate_stage_seconds->Add({{"stage", stage}}, stage_buckets());
+}
+
+// Calls by method appear with their first call: the methods are a bounded
+// set (rpc_labels), but which of them a daemon serves depends on its clients.
+void DaemonMetrics::Impl::register_calls(prometheus::Registry& r) {
+  rpc_calls = &prometheus::BuildCounter()
+                   .Name("diffusiond_grpc_requests_total")
+                   .Help("gRPC calls finished, by service, method and status code.")
+                   .Register(r);
+  rpc_seconds = &prometheus::BuildHistogram()
+                     .Name("diffusiond_grpc_request_seconds")
+                     .Help(
+                         "Seconds from a gRPC call's start to its status, by service and method; a streaming "
+                         "call counts whole.")
+                     .Register(r);
+  ready = &prometheus::BuildGauge()
+               .Name("diffusiond_ready")
+               .Help("1 while the daemon is ready (health readiness SERVING); 0 while starting or draining.")
+               .Register(r)
+               .Add({});
 }
 
 DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()> cache_stats,
-                             std::function<std::vector<PlacementFigures>()> placements)
-    : impl_(std::make_unique<Impl>(std::move(cache_stats), std::move(placements))) {
+                             std::function<std::vector<PlacementFigures>()> placements,
+                             std::function<std::vector<QueueFigures>()> queues)
+    : impl_(std::make_unique<Impl>(std::move(cache_stats), std::move(placements), std::move(queues))) {
   prometheus::Registry& r = *impl_->registry;
 
   prometheus::BuildGauge()
@@ -242,6 +297,7 @@ DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()>
   impl_->register_cache_events(r);
   impl_->register_vram_events(r);
   impl_->register_work(r);
+  impl_->register_calls(r);
 }
 
 DaemonMetrics::~DaemonMetrics() = default;
@@ -303,10 +359,26 @@ void DaemonMetrics::count_queue_rejection(absl::string_view queue) {
   impl_->queue_rejections->Add({{"queue", std::string(queue)}}).Increment();
 }
 
+void DaemonMetrics::observe_rpc(absl::string_view service, absl::string_view method, absl::string_view code,
+                                absl::Duration took) {
+  impl_->rpc_calls
+      ->Add({{"service", std::string(service)}, {"method", std::string(method)}, {"code", std::string(code)}})
+      .Increment();
+  impl_->rpc_seconds->Add({{"service", std::string(service)}, {"method", std::string(method)}}, rpc_buckets())
+      .Observe(absl::ToDoubleSeconds(took));
+}
+
+void DaemonMetrics::observe_generate_stage(absl::string_view stage, absl::Duration took) {
+  impl_->generate_stage_seconds->Add({{"stage", std::string(stage)}}, stage_buckets())
+      .Observe(absl::ToDoubleSeconds(took));
+}
+
+void DaemonMetrics::set_ready(bool ready) { impl_->ready->Set(ready ? 1 : 0); }
+
 std::shared_ptr<prometheus::Registry> DaemonMetrics::registry() const { return impl_->registry; }
 
 std::vector<std::shared_ptr<prometheus::Collectable>> DaemonMetrics::collectables() const {
-  return {impl_->registry, impl_->process, impl_->cache, impl_->placed};
+  return {impl_->registry, impl_->process, impl_->memory_limit, impl_->cache, impl_->placed, impl_->queued};
 }
 
 std::string DaemonMetrics::scrape_text() const {

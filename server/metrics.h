@@ -2,16 +2,20 @@
 // every series). Two kinds:
 //  - state read at scrape time, so it is never stale and a model's series
 //    vanish the moment it leaves the cache: process_* from /proc, the
-//    budgets, reserved/used bytes and per-model bytes (RAM and VRAM) from
-//    a CacheStats source, and each placement's streamed bytes;
+//    memory limit (cgroup or MemTotal), the budgets, reserved/used bytes and
+//    per-model bytes (RAM and VRAM) from a CacheStats source, each
+//    placement's streamed bytes, and the work queues' depth;
 //  - events counted as they happen: loads by result, evictions, admission
 //    rejections, unloads (through the CacheObserver seam), the VRAM tier's
 //    placements, evictions to RAM and refusals (through a second observer),
-//    cancellations, and the load / step / denoise latency histograms.
+//    cancellations, calls by method and status code (server/rpc_metrics.h),
+//    readiness, and the load / step / denoise / Generate stage / call
+//    latency histograms.
 // MetricsServer serves them over HTTP on their own port.
 //
 // Not here: the collectors themselves (process_collector.h,
-// cache_stats_collector.h, placement_collector.h).
+// memory_limit_collector.h, cache_stats_collector.h, placement_collector.h,
+// queue_collector.h) or the gRPC interceptor (rpc_metrics.h).
 #ifndef DIFFUSIOND_SERVER_METRICS_H_
 #define DIFFUSIOND_SERVER_METRICS_H_
 
@@ -26,6 +30,7 @@
 #include "core/cache/cache_observer.h"
 #include "core/cache/cache_stats.h"
 #include "server/placement_collector.h"
+#include "server/queue_collector.h"
 
 namespace prometheus {
 class Collectable;
@@ -55,10 +60,12 @@ class DaemonMetrics final : public CacheObserver {
   // `cache_stats` is called at each scrape, from the exposer's threads (so it
   // must be thread-safe) and from scrape_text(); it must stay callable until
   // this object and every MetricsServer over it are gone. An empty function
-  // reports no cache state. `placements` is called the same way for the
-  // models placed on the device; empty: none (no device).
+  // reports no cache state. `placements` and `queues` are called the same
+  // way for the models placed on the device (empty: none, no device) and
+  // the work queues (empty: none).
   DaemonMetrics(const BuildInfo& build, std::function<CacheStats()> cache_stats,
-                std::function<std::vector<PlacementFigures>()> placements = nullptr);
+                std::function<std::vector<PlacementFigures>()> placements = nullptr,
+                std::function<std::vector<QueueFigures>()> queues = nullptr);
   ~DaemonMetrics() override;
 
   // Counts loads by result (ok | error | rejected | cancelled, from the
@@ -85,13 +92,23 @@ class DaemonMetrics final : public CacheObserver {
   // Counts a request refused because a work queue was full; `queue` is
   // load | compute.
   void count_queue_rejection(absl::string_view queue);
+  // Counts a finished gRPC call by service, method and status code name
+  // ("OK", "NOT_FOUND"), and observes its seconds by service and method.
+  // The caller bounds the label values (rpc_labels in rpc_metrics.h).
+  void observe_rpc(absl::string_view service, absl::string_view method, absl::string_view code, absl::Duration took);
+  // Observes one stage of a Generate call: `stage` is load (per component,
+  // 0 s when already loaded), encode, denoise (per step) or decode.
+  void observe_generate_stage(absl::string_view stage, absl::Duration took);
+  // Sets diffusiond_ready: 1 while health's readiness is SERVING.
+  void set_ready(bool ready);
 
   // Returns the registry of event counters and histograms. It does not hold
   // the scrape-time series; collectables() has everything.
   std::shared_ptr<prometheus::Registry> registry() const;
 
   // Returns everything a scrape serialises, in order: the registry, the
-  // process_* collector, the cache-state collector and the placements'.
+  // process_* collector, the memory limit's, the cache-state collector, the
+  // placements' and the queues'.
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables() const;
 
   // Returns the text exposition format of collectables(), as a scrape does.

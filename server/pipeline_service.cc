@@ -35,6 +35,19 @@ v1::GenerateProgress::Stage stage_to_wire(GenerateEvent::Stage stage) {
   return v1::GenerateProgress::STAGE_UNSPECIFIED;
 }
 
+// The stage's label in diffusiond_generate_stage_seconds; empty for an
+// eviction, which is an event rather than time spent.
+absl::string_view stage_label(GenerateEvent::Stage stage) {
+  switch (stage) {
+    case GenerateEvent::Stage::kLoad: return "load";
+    case GenerateEvent::Stage::kEncode: return "encode";
+    case GenerateEvent::Stage::kDenoise: return "denoise";
+    case GenerateEvent::Stage::kDecode: return "decode";
+    case GenerateEvent::Stage::kEvict: return "";
+  }
+  return "";
+}
+
 // Runs `work` on the compute queue with the client's token and finishes
 // `reactor` with its status.
 void run_unary(const ServiceDeps& deps, CancellableUnaryReactor* reactor,
@@ -142,6 +155,9 @@ grpc::ServerWriteReactor<v1::GenerateEvent>* PipelineServiceImpl::Generate(grpc:
       p->set_seconds(absl::ToDoubleSeconds(e.time));
       p->set_detail(e.detail);
       if (e.stage == GenerateEvent::Stage::kDenoise) deps.metrics->observe_step(e.model_id, e.time);
+      if (absl::string_view stage = stage_label(e.stage); !stage.empty()) {
+        deps.metrics->observe_generate_stage(stage, e.time);
+      }
       stream->send(std::move(event));
     };
     absl::StatusOr<GeneratedImage> image = generate(*deps.engine, models_dir, request, options);

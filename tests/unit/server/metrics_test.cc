@@ -299,6 +299,53 @@ TEST(DaemonMetrics, HistogramsAndCountersCountObservations) {
   EXPECT_THAT(s, Contains(Pair("diffusiond_queue_rejections_total{queue=\"load\"}", 1)));
 }
 
+TEST(DaemonMetrics, CountsCallsGenerateStagesAndReadiness) {
+  DaemonMetrics metrics(test_build(), nullptr);
+  std::map<std::string, double> s = parse_samples(metrics.scrape_text());
+  EXPECT_THAT(s, Contains(Pair("diffusiond_ready", 0)));  // until the daemon says so
+  for (const char* stage : {"load", "encode", "denoise", "decode"}) {
+    EXPECT_THAT(s, Contains(Pair(absl::StrCat("diffusiond_generate_stage_seconds_count{stage=\"", stage, "\"}"), 0)));
+  }
+
+  metrics.set_ready(true);
+  metrics.observe_rpc("diffusiond.v1.ModelService", "LoadModel", "OK", absl::Milliseconds(300));
+  metrics.observe_rpc("diffusiond.v1.ModelService", "LoadModel", "RESOURCE_EXHAUSTED", absl::Milliseconds(2));
+  metrics.observe_rpc("diffusiond.v1.ModelService", "LoadModel", "OK", absl::Seconds(2));
+  metrics.observe_generate_stage("denoise", absl::Milliseconds(40));
+  metrics.observe_generate_stage("decode", absl::Seconds(3));
+  s = parse_samples(metrics.scrape_text());
+  EXPECT_THAT(s, Contains(Pair("diffusiond_ready", 1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_grpc_requests_total{code=\"OK\",method=\"LoadModel\","
+                               "service=\"diffusiond.v1.ModelService\"}",
+                               2)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_grpc_requests_total{code=\"RESOURCE_EXHAUSTED\",method=\"LoadModel\","
+                               "service=\"diffusiond.v1.ModelService\"}",
+                               1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_grpc_request_seconds_count{method=\"LoadModel\","
+                               "service=\"diffusiond.v1.ModelService\"}",
+                               3)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_grpc_request_seconds_bucket{method=\"LoadModel\","
+                               "service=\"diffusiond.v1.ModelService\",le=\"1\"}",
+                               2)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_generate_stage_seconds_bucket{stage=\"denoise\",le=\"0.05\"}", 1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_generate_stage_seconds_sum{stage=\"decode\"}", 3)));
+  metrics.set_ready(false);  // draining
+  EXPECT_THAT(parse_samples(metrics.scrape_text()), Contains(Pair("diffusiond_ready", 0)));
+}
+
+TEST(DaemonMetrics, ReportsQueuesAndTheMemoryLimitAtScrapeTime) {
+  std::vector<QueueFigures> queues = {{"compute", 1, 3, 1, 8}};
+  DaemonMetrics metrics(test_build(), nullptr, nullptr, [&] { return queues; });
+  std::map<std::string, double> s = parse_samples(metrics.scrape_text());
+  EXPECT_THAT(s, Contains(Pair("diffusiond_queue_waiting_tasks{queue=\"compute\"}", 3)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_queue_capacity_tasks{queue=\"compute\"}", 8)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_memory_limit_bytes{device=\"cpu\"}", Gt(0))));
+  queues.clear();  // drained: the queues are gone
+  for (const auto& [series, value] : parse_samples(metrics.scrape_text())) {
+    EXPECT_THAT(series, Not(StartsWith("diffusiond_queue_waiting_tasks")));
+  }
+}
+
 TEST(DaemonMetrics, ReportsProcessFiguresFromProc) {
   DaemonMetrics metrics(test_build(), nullptr);
   std::map<std::string, double> s = parse_samples(metrics.scrape_text());
@@ -375,9 +422,14 @@ TEST(DaemonMetrics, ScrapeTextPassesPromtoolCheckMetrics) {
   // A key a label value must escape.
   stats.entries = {entry("models/a \"b\"\\c.safetensors", 100, 500, 1)};
   fake.set(stats);
-  DaemonMetrics metrics(test_build(), fake.source(), [] {
-    return std::vector<PlacementFigures>{{"models/a \"b\"\\c.safetensors", 4096}};
-  });
+  DaemonMetrics metrics(
+      test_build(), fake.source(),
+      [] {
+        return std::vector<PlacementFigures>{{"models/a \"b\"\\c.safetensors", 4096}};
+      },
+      [] {
+        return std::vector<QueueFigures>{{"load", 0, 0, 2, 32}, {"compute", 1, 2, 1, 8}};
+      });
   CacheEvent loaded;
   loaded.kind = CacheEvent::Kind::kLoaded;
   loaded.duration = absl::Seconds(1);
@@ -386,6 +438,9 @@ TEST(DaemonMetrics, ScrapeTextPassesPromtoolCheckMetrics) {
   load(metrics, "m");
   metrics.observe_step("m", absl::Milliseconds(20));
   metrics.observe_denoise("m", "ok", absl::Seconds(12));
+  metrics.observe_rpc("diffusiond.v1.DenoiseService", "Step", "NOT_FOUND", absl::Milliseconds(1));
+  metrics.observe_generate_stage("encode", absl::Seconds(1));
+  metrics.set_ready(true);
 
   testing::TempDir dir;
   const std::string path = dir.write("metrics.txt", metrics.scrape_text());
