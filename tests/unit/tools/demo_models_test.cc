@@ -63,7 +63,9 @@ TEST_P(DemoModel, LoadsAsItsArchitectureAndDenoisesAGuidedStep) {
   ASSERT_THAT(p.status(), IsOk());
   EXPECT_EQ(p->positive.sizes().vec(), shape);
   EXPECT_TRUE(torch::isfinite(p->positive).all().item<bool>());
-  if (guided) EXPECT_TRUE(torch::isfinite(p->negative).all().item<bool>());
+  if (guided) {
+    EXPECT_TRUE(torch::isfinite(p->negative).all().item<bool>());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryArchitecture, DemoModel, ::testing::ValuesIn(demo_architectures()),
