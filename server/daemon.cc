@@ -4,21 +4,21 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/impl/server_builder_plugin.h>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "grpc/health/v1/health.pb.h"
-#include "core/precision/compute_dtype.h"
+#include "core/cpu/blas_kernels.h"
 #include "core/memory/allocator.h"
 #include "core/memory/default_budget.h"
 #include "core/memory/default_threads.h"
+#include "core/precision/compute_dtype.h"
 #include "core/util/bytes.h"
 #include "core/util/file_text.h"
 #include "core/util/status_macros.h"
+#include "grpc/health/v1/health.pb.h"
 #include "kernels/torch_compat.h"
 #include "server/tier_stats.h"
 
@@ -55,7 +55,15 @@ absl::StatusOr<int> apply_compute_threads(const DaemonOptions& options) {
   return threads;
 }
 
-void warn_about_blas(const Log& log) {
+void warn_about_blas(const Log& log, const BlasChoice& blas) {
+  // main() corrected a generic fallback already, unless the user chose the
+  // kernels or OpenBLAS ignored the correction: say what it costs.
+  if (blas.fallback) {
+    log.warning("OpenBLAS runs generic kernels on a CPU that runs better ones; float32 steps are several times slower",
+                absl::StrCat("blas=", logfmt_value(blas.summary)));
+  } else if (blas.chosen_by == "diffusiond") {
+    log.info("blas", absl::StrCat("detail=", logfmt_value(blas.summary)));
+  }
   if (std::string(compat::blas_threading()) == "pthreads") {
     log.warning("OpenBLAS runs its own thread pool beside libtorch's; steps can be much slower on few cores",
                 "fix=\"bash deploy/select-openmp-blas.sh (libopenblas0-openmp)\"");
@@ -133,7 +141,9 @@ absl::Status Daemon::start_serving() {
   DIFFUSIOND_ASSIGN_OR_RETURN(const int64_t ram, ram_budget(options_, log_));
   ram_budget_ = std::make_unique<Budget>(Device::kCpu, ram);
   DIFFUSIOND_ASSIGN_OR_RETURN(const int threads, apply_compute_threads(options_));
-  warn_about_blas(log_);
+  // main() ran ensure_blas_kernels; the same probe now says what it left.
+  const BlasChoice blas = choose_blas_kernels(probe_blas_kernels());
+  warn_about_blas(log_, blas);
 
   BuildInfo build;
   build.version = DIFFUSIOND_VERSION;
@@ -141,6 +151,10 @@ absl::Status Daemon::start_serving() {
   build.cuda = compat::kHaveCuda;
   build.compute_threads = threads;
   build.allocator = allocator_name();
+  build.blas_library = blas.library;
+  build.blas_core = blas.corename.empty() ? "unknown" : blas.corename;
+  build.blas_chosen_by = blas.chosen_by;
+  build.blas_fallback = blas.fallback;
   // The metrics read the cache through the engine, which exists only later;
   // until then (and after drain) they report no cache state.
   metrics_ = std::make_unique<DaemonMetrics>(
@@ -206,6 +220,7 @@ absl::Status Daemon::start_serving() {
                          " ram_budget=", logfmt_value(format_bytes(ram)), device_fields(device_), " fp8=", options_.fp8,
                          " compute_dtype=", compute_dtype_name(eo.compute_dtype), " threads=", threads,
                          " allocator=", logfmt_value(build.allocator), " blas_threads=", compat::blas_threading(),
+                         " blas_core=", logfmt_value(build.blas_core), " blas_chosen_by=", build.blas_chosen_by,
                          " tls=", options_.tls_cert.empty() ? "off" : "on", " version=", DIFFUSIOND_VERSION));
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu/blas_kernels.h"
 #include "server/daemon.h"
 #include "server/daemon_options.h"
 #include "server/log.h"
@@ -29,6 +30,9 @@ void on_signal(int signal) {
 
 int main(int argc, char** argv) {
   using namespace diffusiond;
+  // First, before any thread or BLAS call: a generic OpenBLAS fallback is
+  // corrected by a re-exec (the ready line says which kernels run).
+  ensure_blas_kernels(argv);
   int wake[2];
   if (::pipe2(wake, O_CLOEXEC) != 0) return 1;
   wake_fd = wake[1];

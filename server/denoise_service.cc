@@ -101,6 +101,8 @@ grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::Ca
       step->set_steps(e.steps);
       step->set_sigma(e.sigma);
       step->set_step_seconds(absl::ToDoubleSeconds(e.step_time));
+      for (const std::string& key : e.evicted) step->add_evicted_model_ids(key);
+      step->set_model_loaded(e.loaded);
       stream->send(std::move(event));
     };
     absl::StatusOr<torch::Tensor> latents = deps.engine->denoise(request, options);

@@ -222,6 +222,17 @@ DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()>
             {"allocator", build.allocator}})
       .Set(1);
   prometheus::BuildGauge()
+      .Name("diffusiond_blas_info")
+      .Help(
+          "Always 1; the labels say which BLAS kernels float32 matmuls run on, who chose them, and whether they "
+          "are a generic fallback on a CPU that runs better ones.")
+      .Register(r)
+      .Add({{"library", build.blas_library},
+            {"core", build.blas_core},
+            {"chosen_by", build.blas_chosen_by},
+            {"fallback", build.blas_fallback ? "true" : "false"}})
+      .Set(1);
+  prometheus::BuildGauge()
       .Name("diffusiond_compute_threads")
       .Help("Threads one forward may use (--threads; default: the cgroup CPU quota or the usable cores).")
       .Register(r)

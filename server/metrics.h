@@ -40,6 +40,11 @@ struct BuildInfo {
   bool cuda = false;          // built with CUDA kernels
   int compute_threads = 1;    // intra-op threads every forward may use
   std::string allocator;      // the heap allocator (core/memory/allocator.h)
+  // The BLAS kernels float32 matmuls run on (core/cpu/blas_kernels.h).
+  std::string blas_library;    // e.g. "OpenBLAS 0.3.21"; empty: not OpenBLAS
+  std::string blas_core;       // e.g. "Haswell"; "unknown" when not OpenBLAS
+  std::string blas_chosen_by;  // "openblas", "diffusiond", "OPENBLAS_CORETYPE" or "none"
+  bool blas_fallback = false;  // generic kernels on a CPU that runs better ones
 };
 
 // The daemon's metrics: owns the registry of event counters and histograms

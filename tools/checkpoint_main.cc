@@ -6,11 +6,12 @@
 //   diffusiond-checkpoint load PATH [same options] [--budget BYTES] [--json]
 //   diffusiond-checkpoint plan-config CONFIG.json [same options as plan]
 //
-// A checkpoint of a supported architecture (Z-Image, FLUX.1, the Qwen3 text
-// encoder, the AutoencoderKL VAE) is planned and loaded as that model: its
-// parameter table, key map and precision declaration apply, and `load`
-// builds the model. plan-config sizes a model of any of these from its
-// config.json alone (bf16 weights assumed), without weights.
+// A checkpoint of a registered architecture (core/models/model_family.h) is
+// planned and loaded as that model: its parameter table, key map and
+// precision declaration apply, and `load` builds the model. plan-config
+// sizes a model of any of these from its config.json alone (bf16 weights
+// assumed), without weights, and says what the model's own declaration keeps
+// from FP8 beyond the default skip patterns.
 //
 // PATH is a .safetensors file or a diffusers model folder. Any bad input
 // exits 1 with one line naming the file and the problem; bad usage exits 2.
@@ -18,27 +19,30 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/checkpoint/checkpoint.h"
+#include "core/cpu/blas_kernels.h"
+#include "core/engine/model_admission.h"
+#include "core/loader/declared_exclusions.h"
 #include "core/loader/load_plan.h"
 #include "core/loader/streaming_loader.h"
-#include "core/precision/torch_dtype.h"
 #include "core/memory/allocator.h"
 #include "core/memory/default_budget.h"
 #include "core/memory/process_memory.h"
-#include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
 #include "core/models/vae/vae_family.h"
 #include "core/models/vae/vae_memory.h"
-#include "core/util/file_text.h"
+#include "core/precision/torch_dtype.h"
 #include "core/util/bytes.h"
+#include "core/util/file_text.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -126,6 +130,32 @@ void print_plan(const LoadPlan& plan) {
   }
 }
 
+nlohmann::json exclusions_json(const DeclaredExclusions& e) {
+  return {{"tensors", e.tensors},
+          {"parameters", e.parameters},
+          {"bytes_over_fp8", e.bytes_over_fp8},
+          {"parameters_by_module", e.parameters_by_module}};
+}
+
+// What the model's own skip and keep-in-float32 lists keep from FP8 beyond
+// the default patterns: the figure to compare with upstream's casting.
+void print_exclusions(const DeclaredExclusions& e, torch::ScalarType compute_dtype) {
+  std::printf("\nkept at compute precision beyond the default skip patterns (the model's declaration):\n");
+  if (e.tensors == 0) {
+    std::printf("  none\n");
+    return;
+  }
+  const double mib = 1024.0 * 1024.0;
+  std::printf(
+      "  %lld layer weights, %lld parameters (%.1f M; %.1f MiB as FP8 codes); as planned at %s they hold "
+      "%.1f MiB more\n",
+      static_cast<long long>(e.tensors), static_cast<long long>(e.parameters), e.parameters / 1e6, e.parameters / mib,
+      scalar_type_name(compute_dtype).c_str(), e.bytes_over_fp8 / mib);
+  for (const auto& [module, parameters] : e.parameters_by_module) {
+    std::printf("  %-24s %lld parameters\n", module.c_str(), static_cast<long long>(parameters));
+  }
+}
+
 // A VAE's decode also needs activations, which the engine reserves before
 // each decode: shown for common image sizes, untiled and tiled.
 void print_vae_activations(const std::string& text, const std::string& path, torch::ScalarType dtype) {
@@ -150,27 +180,32 @@ absl::Status run_plan_config(const Args& args) {
     return absl::InvalidArgumentError(absl::StrCat(args.path, ": config class \"", config_class_name(text),
                                                    "\" is not an architecture this build serves"));
   }
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<LoadRecipe> recipe, family->recipe_for_config(text, args.path));
-  std::vector<TensorRecord> records;
-  for (const ParamSpec& p : recipe->parameter_table()) {
-    TensorRecord r;
-    r.name = p.name;
-    r.dtype = DType::kBF16;
-    r.shape = p.shape;
-    r.numel = 1;
-    for (int64_t d : p.shape) r.numel *= d;
-    r.nbytes = 2 * r.numel;
-    records.push_back(std::move(r));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::shared_ptr<const LoadRecipe> recipe, family->recipe_for_config(text, args.path));
+  ModelLoadOptions options;
+  options.compute_dtype = args.plan.compute_dtype;
+  options.fp8 = args.plan.fp8;
+  DIFFUSIOND_ASSIGN_OR_RETURN(ConfigPlan config_plan, plan_model_config(recipe, options, args.path));
+  const LoadPlan& plan = config_plan.plan;
+  // The model's own exclusions are a question about FP8 storage, answered
+  // at e4m3fn when the plan itself has FP8 off.
+  std::optional<ConfigPlan> fp8_plan;
+  if (!options.fp8.format.has_value()) {
+    options.fp8.format = Fp8Format::kE4M3Fn;
+    DIFFUSIOND_ASSIGN_OR_RETURN(fp8_plan, plan_model_config(recipe, options, args.path));
   }
-  PlanOptions po = args.plan;
-  po.declaration = recipe->declaration();
-  DIFFUSIOND_ASSIGN_OR_RETURN(
-      LoadPlan plan, plan_tensors(records, [](absl::string_view) { return nullptr; }, args.path, po));
+  const ConfigPlan& with_fp8 = fp8_plan.has_value() ? *fp8_plan : config_plan;
+  DIFFUSIOND_ASSIGN_OR_RETURN(DeclaredExclusions exclusions, declared_exclusions(with_fp8.plan, with_fp8.options));
   std::printf("config  %s (%s: %s; bf16 weights assumed)\n", args.path.c_str(), std::string(family->name()).c_str(),
               recipe->describe().c_str());
-  if (args.json) std::printf("%s\n", plan_json(plan).dump().c_str());
-  else print_plan(plan);
-  if (family == vae_family() && !args.json) print_vae_activations(text, args.path, args.plan.compute_dtype);
+  if (args.json) {
+    nlohmann::json j = plan_json(plan);
+    j["declared_exclusions"] = exclusions_json(exclusions);
+    std::printf("%s\n", j.dump().c_str());
+    return absl::OkStatus();
+  }
+  print_plan(plan);
+  print_exclusions(exclusions, with_fp8.plan.compute_dtype);
+  if (family == vae_family()) print_vae_activations(text, args.path, args.plan.compute_dtype);
   return absl::OkStatus();
 }
 
@@ -281,6 +316,10 @@ absl::Status run(const Args& args) {
 }  // namespace diffusiond
 
 int main(int argc, char** argv) {
+  // Before any BLAS call: a load's casts and `load`'s figures must not run
+  // on OpenBLAS's generic fallback kernels.
+  const diffusiond::BlasChoice blas = diffusiond::ensure_blas_kernels(argv);
+  if (blas.fallback || blas.chosen_by == "diffusiond") std::fprintf(stderr, "blas: %s\n", blas.summary.c_str());
   absl::StatusOr<diffusiond::Args> args = diffusiond::parse_args(argc, argv);
   if (!args.ok()) {
     std::fprintf(stderr, "diffusiond-checkpoint: %s\n%s", std::string(args.status().message()).c_str(),

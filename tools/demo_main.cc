@@ -31,6 +31,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/checkpoint/safetensors_writer.h"
+#include "core/cpu/blas_kernels.h"
 #include "core/engine/model_admission.h"
 #include "core/memory/allocator.h"
 #include "core/memory/default_budget.h"
@@ -209,6 +210,9 @@ absl::Status run(const Args& args) {
 }  // namespace diffusiond
 
 int main(int argc, char** argv) {
+  // Before any BLAS call (core/cpu/blas_kernels.h).
+  const diffusiond::BlasChoice blas = diffusiond::ensure_blas_kernels(argv);
+  std::fprintf(stderr, "blas: %s\n", blas.summary.c_str());
   absl::StatusOr<diffusiond::Args> args = diffusiond::parse(argc, argv);
   if (!args.ok()) {
     std::fprintf(stderr, "diffusiond-demo: %s\n", std::string(args.status().message()).c_str());

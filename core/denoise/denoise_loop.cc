@@ -114,7 +114,15 @@ absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowCo
     latents =
         unipc.has_value() ? unipc->step(i, latents, velocity) : latents + (s.sigmas[i + 1] - s.sigmas[i]) * velocity;
     if (options.keep_history) result.history.push_back(latents);
-    if (options.on_step) options.on_step({i + 1, s.steps(), s.sigmas[i], clock->now() - start, expert});
+    if (options.on_step) {
+      StepEvent event;
+      event.step = i + 1;
+      event.steps = s.steps();
+      event.sigma = s.sigmas[i];
+      event.step_time = clock->now() - start;
+      event.expert = expert;
+      options.on_step(event);
+    }
   }
   result.latents = latents;
   return result;

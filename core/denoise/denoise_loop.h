@@ -10,13 +10,15 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/denoise/flow_convention.h"
 #include "core/denoise/flow_match_schedule.h"
-#include "core/util/clock.h"
 #include "core/util/cancellation.h"
+#include "core/util/clock.h"
 
 namespace diffusiond {
 
@@ -62,6 +64,11 @@ struct StepEvent {
   float sigma = 0;  // sigma the step started from
   absl::Duration step_time;
   int expert = 0;  // which model ran it: 0 the first, 1 the second expert
+  // Set by the engine on the first step of each expert: the models evicted
+  // to make room for it, and whether it was loaded for this call (the
+  // second expert when not cached).
+  std::vector<std::string> evicted;
+  bool loaded = false;
 };
 
 struct DenoiseOptions {

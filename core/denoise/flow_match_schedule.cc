@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
 
 namespace diffusiond {
 namespace {
@@ -31,18 +32,40 @@ std::vector<double> unipc_flow_sigmas(int steps, double shift) {
   return sigmas;
 }
 
+// Explicit sigmas must decrease strictly within (0, 1].
+absl::Status check_explicit_sigmas(const std::vector<float>& sigmas) {
+  for (size_t i = 0; i < sigmas.size(); ++i) {
+    const float s = sigmas[i];
+    if (!(s > 0.0f && s <= 1.0f) || (i > 0 && !(s < sigmas[i - 1]))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sigma ", i, " is ", s, "; explicit sigmas must decrease strictly within (0, 1]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
-  if (options.solver == FlowSolver::kUniPc && options.sigmas.empty()) {
-    if (options.steps < 1 || options.steps > 1000) {
-      return absl::InvalidArgumentError(absl::StrCat("steps is ", options.steps, ", expected 1 to 1000"));
-    }
-    if (!(options.shift > 0.0)) {
-      return absl::InvalidArgumentError(absl::StrCat("shift is ", options.shift, ", expected > 0"));
+  if (options.solver == FlowSolver::kUniPc) {
+    std::vector<double> sigmas;
+    if (!options.sigmas.empty()) {
+      DIFFUSIOND_RETURN_IF_ERROR(check_explicit_sigmas(options.sigmas));
+      sigmas.assign(options.sigmas.begin(), options.sigmas.end());
+      // At σ = 1 the log-SNR UniPC steps in is -inf and the corrector's
+      // ratios turn NaN: nudged as the schedule below nudges its own.
+      if (sigmas[0] == 1.0) sigmas[0] = static_cast<float>(1.0 - 1e-6);
+    } else {
+      if (options.steps < 1 || options.steps > 1000) {
+        return absl::InvalidArgumentError(absl::StrCat("steps is ", options.steps, ", expected 1 to 1000"));
+      }
+      if (!(options.shift > 0.0)) {
+        return absl::InvalidArgumentError(absl::StrCat("shift is ", options.shift, ", expected > 0"));
+      }
+      sigmas = unipc_flow_sigmas(options.steps, options.shift);
     }
     Schedule schedule;
-    for (double s : unipc_flow_sigmas(options.steps, options.shift)) {
+    for (double s : sigmas) {
       schedule.sigmas.push_back(static_cast<float>(s));
       schedule.timesteps.push_back(static_cast<float>(static_cast<int64_t>(s * 1000.0)));
     }
@@ -51,13 +74,7 @@ absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
   }
   torch::Tensor sigmas;
   if (!options.sigmas.empty()) {
-    for (size_t i = 0; i < options.sigmas.size(); ++i) {
-      const float s = options.sigmas[i];
-      if (!(s > 0.0f && s <= 1.0f) || (i > 0 && !(s < options.sigmas[i - 1]))) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "sigma ", i, " is ", s, "; explicit sigmas must decrease strictly within (0, 1]"));
-      }
-    }
+    DIFFUSIOND_RETURN_IF_ERROR(check_explicit_sigmas(options.sigmas));
     sigmas = torch::tensor(options.sigmas, torch::kFloat32);
   } else {
     if (options.steps < 1 || options.steps > 1000) {

@@ -115,10 +115,21 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   DenoiseRequest loop = request.loop;
   const bool two_experts = !request.expert_2.empty();
   std::optional<DenoiseExpert> first, second;
+  // What each expert's first step reports: the models evicted to make room
+  // for it, and whether it was loaded for this call.
+  struct Readied {
+    std::vector<std::string> evicted;
+    bool loaded = false;
+    bool reported = false;
+  };
+  Readied readied_for[2];
   {
     DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseExpert readied,
-                                ready_expert(request.model_id, request, loop, job, request.evicted));
+                                ready_expert(request.model_id, request, loop, job, &readied_for[0].evicted));
     first.emplace(std::move(readied));
+    if (request.evicted != nullptr) {
+      request.evicted->insert(request.evicted->end(), readied_for[0].evicted.begin(), readied_for[0].evicted.end());
+    }
   }
   const DiffusionModel& model = *first->model;
   const FlowConvention convention = model.flow_convention();
@@ -157,12 +168,17 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
         load.path = request.expert_2;
         LoadWatcher watcher;
         watcher.cancel = job.token();
+        watcher.on_progress = [&readied_for](const LoadProgress& p) {
+          readied_for[1].evicted.insert(readied_for[1].evicted.end(), p.evicted.begin(), p.evicted.end());
+        };
         DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo loaded, this->load(load, watcher));
         id = loaded.model_id;
+        readied_for[1].loaded = true;
       }
       DenoiseRequest expert_loop = loop;
       expert_loop.guidance_scale = loop.guidance_scale_2 > 0 ? loop.guidance_scale_2 : loop.guidance_scale;
-      DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseExpert readied, ready_expert(id, request, expert_loop, job, nullptr));
+      DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseExpert readied,
+                                  ready_expert(id, request, expert_loop, job, &readied_for[1].evicted));
       if (readied.model->architecture() != architecture) {  // the path now holds another model
         return absl::FailedPreconditionError(absl::StrCat("the second expert \"", bounded(id), "\" is ",
                                                           readied.model->architecture(), ", not ", architecture));
@@ -170,6 +186,17 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
       second.emplace(std::move(readied));
       if (second->on_device.has_value()) source.emplace(*second->on_device->placement.as<DevicePlacement>());
       return second->predict;
+    };
+  }
+  if (options.on_step) {
+    stoppable.on_step = [&readied_for, &on_step = options.on_step](const StepEvent& e) {
+      Readied& r = readied_for[e.expert == 0 ? 0 : 1];
+      if (r.reported) return on_step(e);
+      r.reported = true;
+      StepEvent first_of_expert = e;
+      first_of_expert.evicted = std::move(r.evicted);
+      first_of_expert.loaded = r.loaded;
+      on_step(first_of_expert);
     };
   }
   CancellationScope scope(job.token());

@@ -33,6 +33,20 @@ absl::Status check_given_config(const Checkpoint& checkpoint, const ModelFamily&
       named != nullptr ? named->name() : "no supported architecture", "), but the checkpoint is ", expected));
 }
 
+// The recipe's names, kinds and declaration, planned at `options`. The
+// callbacks hold the recipe, so the options may outlive the caller's copy.
+PlanOptions recipe_plan_options(std::shared_ptr<const LoadRecipe> recipe, const ModelLoadOptions& options) {
+  PlanOptions po;
+  po.compute_dtype = options.compute_dtype;
+  po.fp8 = options.fp8;
+  po.declaration = recipe->declaration();
+  po.classifier = [recipe](absl::string_view name, const std::vector<int64_t>& shape) {
+    return recipe->classify(name, shape);
+  };
+  po.rename = [recipe](absl::string_view name) { return recipe->canonical_name(name); };
+  return po;
+}
+
 }  // namespace
 
 absl::StatusOr<ModelPlan> plan_model(const Checkpoint& checkpoint, const ModelLoadOptions& options) {
@@ -44,17 +58,33 @@ absl::StatusOr<ModelPlan> plan_model(const Checkpoint& checkpoint, const ModelLo
   }
   if (checkpoint.config_given()) DIFFUSIOND_RETURN_IF_ERROR(check_given_config(checkpoint, *mp.family));
   DIFFUSIOND_ASSIGN_OR_RETURN(mp.recipe, mp.family->recipe(checkpoint));
-  const LoadRecipe* recipe = mp.recipe.get();
-  PlanOptions po;
-  po.compute_dtype = options.compute_dtype;
-  po.fp8 = options.fp8;
-  po.declaration = recipe->declaration();
-  po.classifier = [recipe](absl::string_view name, const std::vector<int64_t>& shape) {
-    return recipe->classify(name, shape);
-  };
-  po.rename = [recipe](absl::string_view name) { return recipe->canonical_name(name); };
-  DIFFUSIOND_ASSIGN_OR_RETURN(mp.plan, plan_load(checkpoint, po));
+  DIFFUSIOND_ASSIGN_OR_RETURN(mp.plan, plan_load(checkpoint, recipe_plan_options(mp.recipe, options)));
   return mp;
+}
+
+absl::StatusOr<ConfigPlan> plan_model_config(std::shared_ptr<const LoadRecipe> recipe, const ModelLoadOptions& options,
+                                             absl::string_view what) {
+  ConfigPlan out;
+  for (const ParamSpec& p : recipe->parameter_table()) {
+    TensorRecord r;
+    r.name = p.name;
+    r.dtype = DType::kBF16;
+    r.shape = p.shape;
+    r.numel = 1;
+    for (int64_t d : p.shape) {
+      if (d < 0 || __builtin_mul_overflow(r.numel, d, &r.numel)) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": parameter ", p.name, " has no valid size"));
+      }
+    }
+    if (__builtin_mul_overflow(r.numel, int64_t{2}, &r.nbytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": parameter ", p.name, " has no valid size"));
+    }
+    out.records.push_back(std::move(r));
+  }
+  out.options = recipe_plan_options(std::move(recipe), options);
+  DIFFUSIOND_ASSIGN_OR_RETURN(out.plan, plan_tensors(
+                                            out.records, [](absl::string_view) { return nullptr; }, what, out.options));
+  return out;
 }
 
 }  // namespace diffusiond

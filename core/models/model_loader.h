@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/checkpoint/checkpoint.h"
@@ -35,6 +36,21 @@ struct ModelPlan {
 // Plans the load of `checkpoint` as a model. FAILED_PRECONDITION if no
 // supported architecture recognises it; INVALID_ARGUMENT for a bad config.
 absl::StatusOr<ModelPlan> plan_model(const Checkpoint& checkpoint, const ModelLoadOptions& options);
+
+// A model sized from its config alone: the recipe's parameter table stands
+// in for the headers of a checkpoint as released (bf16 tensors), and no file
+// is read. `records` holds those tensors, which `plan` points into (moving
+// the struct keeps them where they are).
+struct ConfigPlan {
+  std::vector<TensorRecord> records;
+  LoadPlan plan;
+  PlanOptions options;  // what `plan` was made with (the recipe's classifier)
+};
+
+// Plans `recipe` as a bf16 checkpoint; `what` names it in errors.
+// INVALID_ARGUMENT for a table whose sizes overflow.
+absl::StatusOr<ConfigPlan> plan_model_config(std::shared_ptr<const LoadRecipe> recipe, const ModelLoadOptions& options,
+                                             absl::string_view what);
 
 }  // namespace diffusiond
 

@@ -30,14 +30,15 @@
 #include "absl/strings/str_join.h"
 #include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/safetensors_writer.h"
-#include "core/precision/torch_dtype.h"
+#include "core/cpu/blas_kernels.h"
+#include "core/engine/model_admission.h"
 #include "core/memory/allocator.h"
 #include "core/memory/process_memory.h"
-#include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
 #include "core/models/z_image/z_image_model.h"
-#include "tools/random_models/z_image_random.h"
+#include "core/precision/torch_dtype.h"
 #include "kernels/torch_compat.h"
+#include "tools/random_models/z_image_random.h"
 
 namespace diffusiond {
 namespace {
@@ -155,4 +156,9 @@ int main_impl(int argc, char** argv) {
 }  // namespace
 }  // namespace diffusiond
 
-int main(int argc, char** argv) { return diffusiond::main_impl(argc, argv); }
+int main(int argc, char** argv) {
+  // Before any BLAS call: the side-by-side figures name the kernels they ran on.
+  const diffusiond::BlasChoice blas = diffusiond::ensure_blas_kernels(argv);
+  std::fprintf(stderr, "blas: %s\n", blas.summary.c_str());
+  return diffusiond::main_impl(argc, argv);
+}

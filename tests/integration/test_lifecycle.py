@@ -60,6 +60,14 @@ class HealthAndMetricsTest(DaemonTestCase):
         self.assertEqual((out.stdout + out.stderr).strip(), "", "promtool has lint findings")
         self.client.unload_model("promtool")
 
+    def test_the_ready_line_and_metrics_name_the_blas_kernels(self):
+        ready = self.daemon.wait_for_line(r"msg=ready\b.*\sblas_core=(\S+) blas_chosen_by=(\S+)", 1)
+        self.assertIsNotNone(ready, self.daemon.output())
+        core, chosen_by = ready.group(1), ready.group(2)
+        self.assertIn(chosen_by, ("openblas", "diffusiond", "OPENBLAS_CORETYPE", "none"))
+        samples = parse_metrics(self.daemon.scrape())
+        self.assertEqual(metric(samples, "diffusiond_blas_info", core=core.strip('"'), chosen_by=chosen_by), 1)
+
     def test_process_and_model_metrics(self):
         samples = parse_metrics(self.daemon.scrape())
         self.assertGreater(metric(samples, "process_resident_memory_bytes") or 0, 0)

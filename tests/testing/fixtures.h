@@ -27,6 +27,10 @@ inline std::string fixtures_dir() {
   return DIFFUSIOND_FIXTURES_DIR;
 }
 
+// The checkout's docs/ folder: the real configs in docs/configs are sized
+// by tests, so the figures docs/models.md quotes cannot drift.
+inline std::string docs_dir() { return DIFFUSIOND_DOCS_DIR; }
+
 // Returns the folder of one reference fixture: $`env_var` if set (parity
 // tests must pass unchanged on another fixture of the same layout), else
 // fixtures_dir()/`default_name`.

@@ -81,6 +81,12 @@ class DenoiseStep(_FromProto):
     sigma: float
     step_seconds: float
     model_id: str  # the model that ran it: model_id, or expert_2 past the boundary
+    evicted_model_ids: tuple = ()  # on a model's first step: what was evicted to make room for it
+    model_loaded: bool = False  # on a model's first step: it was loaded for this call
+
+    @classmethod
+    def from_proto(cls, m):
+        return cls(m.step, m.steps, m.sigma, m.step_seconds, m.model_id, tuple(m.evicted_model_ids), m.model_loaded)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/denoise/denoise_loop.h"
+#include "core/denoise/flow_match_schedule.h"
 #include "core/denoise/scheduler_config.h"
 #include "core/util/file_text.h"
 #include "gmock/gmock.h"
@@ -97,6 +98,32 @@ TEST_P(UniPcLoop, TheDenoiseLoopGivesTheModelItsTimestepsAndEndsAtUpstreams) {
   EXPECT_LE((out->latents - loop("final")[0]).abs().max().item<double>(), kUniPcTolerance);
   ASSERT_EQ(times.size(), static_cast<size_t>(model_t.numel()));
   for (size_t i = 0; i < times.size(); ++i) EXPECT_EQ(times[i], model_t[i].item<float>()) << i;
+}
+
+// A client's own sigmas may start at exactly 1, where UniPC's log-SNR is
+// -inf: nudged as the solver's own schedule nudges its first sigma, the
+// loop stays finite, and the timesteps are the solver's integers.
+TEST(UniPcExplicitSigmas, AFirstSigmaOfOneIsNudgedAndTheLoopStaysFinite) {
+  ScheduleOptions options;
+  options.solver = FlowSolver::kUniPc;
+  options.sigmas = {1.0f, 0.75f, 0.5f, 0.25f};
+  absl::StatusOr<Schedule> schedule = flow_match_schedule(options);
+  ASSERT_THAT(schedule, IsOk());
+  EXPECT_EQ(schedule->sigmas, (std::vector<float>{static_cast<float>(1.0 - 1e-6), 0.75f, 0.5f, 0.25f, 0.0f}));
+  EXPECT_EQ(schedule->timesteps, (std::vector<float>{999.0f, 750.0f, 500.0f, 250.0f}));
+  const FlowPredictor half = [](const torch::Tensor& latents, float, bool) -> absl::StatusOr<FlowPrediction> {
+    FlowPrediction p;
+    p.positive = 0.5f * latents;
+    return p;
+  };
+  DenoiseRequest r;
+  r.initial_latents = torch::linspace(-1.0, 1.0, 16).reshape({4, 1, 2, 2});
+  r.schedule = options;
+  absl::StatusOr<DenoiseResult> out = denoise(half, FlowConvention{1.0f, ModelTime::kTimestep}, r);
+  ASSERT_THAT(out, IsOk());
+  EXPECT_TRUE(torch::isfinite(out->latents).all().item<bool>());
+  options.sigmas = {1.0f, 1.0f};
+  EXPECT_FALSE(flow_match_schedule(options).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(WanFixtures, UniPcLoop,

@@ -34,6 +34,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/loaded_model.h"
+#include "tests/testing/scaled_fp8_file.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/tensor_file.h"
@@ -235,6 +236,37 @@ TEST_F(QwenImageParity, Fp8CheckpointForward) {
   const double diff = forward_diff(*model, inputs("fwd", false), io_.get("fp8.out"));
   std::printf("FP8 checkpoint forward vs fp8.out: max abs diff %.3g\n", diff);
   EXPECT_LT(diff, kTolerance);
+}
+
+// A ComfyUI scaled-fp8 single file ("model.diffusion_model." + diffusers
+// names, the config named beside it): its block weights load as FP8 codes
+// with their per-tensor scales applied, so the forward equals the same
+// weights dequantised to float32, and is no further from upstream's than
+// three times upstream's own FP8 casting is.
+TEST_F(QwenImageParity, ScaledFp8SingleFileAppliesItsScales) {
+  const testing::ScaledFp8Copy copy = testing::write_scaled_fp8_copy(
+      fixture() + "/transformer/diffusion_pytorch_model.safetensors", tmp_.path("scaled.safetensors"),
+      tmp_.path("dequantized.safetensors"), "model.diffusion_model.", [](const TensorRecord& t) {
+        return absl::StartsWith(t.name, "transformer_blocks.") && absl::EndsWith(t.name, ".weight") &&
+               t.shape.size() == 2;
+      });
+  ASSERT_GT(copy.quantized, 0);
+  const std::string config = fixture() + "/config.json";
+  LoadedModel scaled = load_test_model(copy.scaled, {}, config);
+  LoadedModel dequantized = load_test_model(copy.dequantized, {}, config);
+  ASSERT_NE(scaled.get<QwenImageModel>(), nullptr);
+  ASSERT_NE(dequantized.get<QwenImageModel>(), nullptr);
+  EXPECT_EQ(scaled.get<QwenImageModel>()->weights().fp8_count(), copy.quantized);
+  const QwenImageInputs in = inputs("fwd", false);
+  absl::StatusOr<torch::Tensor> out = scaled.get<QwenImageModel>()->forward(in);
+  ASSERT_THAT(out, IsOk());
+  const double exact = forward_diff(*dequantized.get<QwenImageModel>(), in, *out);
+  const double from_upstream = max_abs_diff(*out, io_.get("fwd.out"));
+  const double upstream_fp8 = max_abs_diff(io_.get("fp8.out"), io_.get("fwd.out"));
+  std::printf("scaled fp8 vs dequantised %.3g; vs fwd.out %.3g (upstream's FP8 cast: %.3g)\n", exact, from_upstream,
+              upstream_fp8);
+  EXPECT_LT(exact, kTolerance);
+  EXPECT_LT(from_upstream, 3 * upstream_fp8);
 }
 
 // bfloat16 compute takes the composed (unfused) ops; upstream's own

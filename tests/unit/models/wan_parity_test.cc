@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "core/checkpoint/dtype.h"
 #include "core/checkpoint/safetensors_writer.h"
 #include "core/denoise/denoise_loop.h"
@@ -35,6 +36,7 @@
 #include "tests/testing/engine_under_budget.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/loaded_model.h"
+#include "tests/testing/scaled_fp8_file.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/tensor_file.h"
@@ -287,6 +289,41 @@ TEST_P(WanFixtureParity, Fp8FolderForward) {
   const double diff = max_abs_diff(*out, io_.get("fp8.out"));
   std::printf("FP8 folder forward vs fp8.out: max abs diff %.3g\n", diff);
   EXPECT_LT(diff, kWanTolerance);
+}
+
+// A ComfyUI scaled-fp8 single file (original names, ComfyUI's prefix): its
+// block weights load as FP8 codes with their per-tensor scales applied, so
+// the forward equals the same weights dequantised to float32, and is no
+// further from upstream's forward than three times upstream's own FP8
+// casting is.
+TEST_P(WanFixtureParity, ScaledFp8SingleFileAppliesItsScales) {
+  const WanExpertFiles files = wan_expert_files(dir(), 0);
+  const testing::ScaledFp8Copy copy = testing::write_scaled_fp8_copy(
+      files.single_file, tmp_.path("scaled.safetensors"), tmp_.path("dequantized.safetensors"),
+      "model.diffusion_model.", [](const TensorRecord& t) {
+        return absl::StartsWith(t.name, "blocks.") && absl::EndsWith(t.name, ".weight") && t.shape.size() == 2;
+      });
+  ASSERT_GT(copy.quantized, 0);
+  LoadedModel scaled = load_test_model(copy.scaled, {}, files.config);
+  LoadedModel dequantized = load_test_model(copy.dequantized, {}, files.config);
+  ASSERT_NE(scaled.get<WanModel>(), nullptr);
+  ASSERT_NE(dequantized.get<WanModel>(), nullptr);
+  EXPECT_EQ(scaled.get<WanModel>()->weights().fp8_count(), copy.quantized);
+  auto forward = [this](const WanModel& m) {
+    absl::StatusOr<torch::Tensor> out =
+        m.forward(io_.get("fwd.hidden_states"), io_.get("fwd.timestep"), io_.get("fwd.encoder_hidden_states"));
+    EXPECT_THAT(out, IsOk());
+    return out.ok() ? *out : torch::Tensor();
+  };
+  const torch::Tensor out = forward(*scaled.get<WanModel>());
+  ASSERT_TRUE(out.defined());
+  const double exact = max_abs_diff(out, forward(*dequantized.get<WanModel>()));
+  const double from_upstream = max_abs_diff(out, io_.get("fwd.out"));
+  const double upstream_fp8 = max_abs_diff(io_.get("fp8.out"), io_.get("fwd.out"));
+  std::printf("scaled fp8 vs dequantised %.3g; vs fwd.out %.3g (upstream's FP8 cast: %.3g)\n", exact, from_upstream,
+              upstream_fp8);
+  EXPECT_LT(exact, kWanTolerance);
+  EXPECT_LT(from_upstream, 3 * upstream_fp8);
 }
 
 // Our policy with Wan's declaration selects exactly upstream's cast layers:
