@@ -5,9 +5,11 @@
 // where the architecture takes a negative), showing progress. Writes the
 // final latents as a .safetensors file.
 //
-//   diffusiond-demo [--arch z-image|flux] [--model_dir DIR] [--steps N]
-//                   [--size PX] [--seed N] [--guidance S]
-//                   [--fp8 e4m3fn|e5m2|off] [--out FILE]
+//   diffusiond-demo [--arch z-image|flux|qwen-image|krea2|wan] [--model_dir DIR]
+//                   [--steps N] [--size PX] [--frames F] [--seed N]
+//                   [--guidance S] [--fp8 e4m3fn|e5m2|off] [--out FILE]
+//     --frames: latent frames of a video model (Wan: [16, F, H, W]; default
+//     2, a 5-frame clip through Wan's 4x temporal VAE); image models ignore it.
 //   diffusiond-demo --arch A --model_dir DIR --generate_only [--inputs_dir DIR2]
 //     writes the model (and, with --inputs_dir, random conditioning as
 //     DIR2/conditioning.safetensors and DIR2/negative.safetensors, for
@@ -26,6 +28,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/checkpoint/safetensors_writer.h"
 #include "core/cpu/blas_kernels.h"
@@ -51,6 +54,7 @@ struct Args {
   std::string out = "demo-latents.safetensors";
   int steps = 8;
   int64_t size_px = 512;  // latents are size/8
+  int64_t frames = 2;     // latent frames of a video model
   uint64_t seed = 42;
   double guidance = 4.0;
   Fp8Options fp8 = {Fp8Format::kE4M3Fn, Fp8Scaling::kNone};
@@ -80,6 +84,8 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
     else if (flag == "--out") a.out = v;
     else if (flag == "--steps" && absl::SimpleAtoi(v, &n) && n > 0 && n <= 1000) a.steps = static_cast<int>(n);
     else if (flag == "--size" && absl::SimpleAtoi(v, &n) && n >= 16 && n % 16 == 0 && n <= 4096) a.size_px = n;
+    else if (flag == "--frames" && absl::SimpleAtoi(v, &n) && n >= 1 && n <= 64)
+      a.frames = n;
     else if (flag == "--seed" && absl::SimpleAtoi(v, &n) && n >= 0) a.seed = static_cast<uint64_t>(n);
     else if (flag == "--guidance" && absl::SimpleAtod(v, &d) && d >= 0) a.guidance = d;
     else if (flag == "--fp8" && v == "off") a.fp8.format.reset();
@@ -170,7 +176,7 @@ absl::Status run(const Args& args) {
   const bool guided = model.supports_negative() && args.guidance > 1;
   DenoiseRequest request;
   const int64_t latent = args.size_px / 8;
-  request.latent_shape = {model.latent_layout().channels, latent, latent};
+  request.latent_shape = demo_latent_shape(model.latent_layout(), latent, args.frames);
   request.seed = args.seed;
   request.guidance_scale = guided ? args.guidance : 1.0;
   request.has_negative = guided;
@@ -182,9 +188,9 @@ absl::Status run(const Args& args) {
                 absl::ToDoubleSeconds(e.step_time));
     std::fflush(stdout);
   };
-  std::printf("denoising a %lldx%lld image (%lldx%lld latent), %d steps, %s, seed %llu\n",
-              static_cast<long long>(args.size_px), static_cast<long long>(args.size_px),
-              static_cast<long long>(latent), static_cast<long long>(latent), args.steps,
+  std::printf("denoising a %lldx%lld %s (latent [%s]), %d steps, %s, seed %llu\n", static_cast<long long>(args.size_px),
+              static_cast<long long>(args.size_px), request.latent_shape.size() == 4 ? "video" : "image",
+              absl::StrJoin(request.latent_shape, ", ").c_str(), args.steps,
               guided ? absl::StrCat("guidance ", args.guidance).c_str() : "no classifier-free guidance",
               static_cast<unsigned long long>(args.seed));
   const absl::Time start = absl::Now();

@@ -85,6 +85,13 @@ struct DenoiseOptions {
   double guidance_scale = 1.0;  // <= 1 is off
   double shift = 0.0;           // 0: the model's default
   std::vector<float> sigmas;    // empty: the schedule's
+  // Wan 2.2's low-noise expert (a loaded model's id or a path) for the
+  // steps whose timestep is below boundary_ratio x 1000, guided by
+  // guidance_scale_2 (0: guidance_scale). Empty: one model, and the other
+  // two stay 0.
+  std::string expert_2;
+  double boundary_ratio = 0.0;    // in (0, 1] with expert_2
+  double guidance_scale_2 = 0.0;  // >= 0
   std::string out_path;
 };
 

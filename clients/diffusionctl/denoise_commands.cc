@@ -91,6 +91,9 @@ absl::Status run_command(const CommandEnv& env, const DenoiseOptions& options) {
   request.set_steps(options.steps);
   request.set_shift(options.shift);
   for (float s : options.sigmas) request.add_sigmas(s);
+  request.set_expert_2(options.expert_2);
+  request.set_boundary_ratio(options.boundary_ratio);
+  request.set_guidance_scale_2(options.guidance_scale_2);
 
   auto stub = v1::DenoiseService::NewStub(env.channel);
   std::unique_ptr<grpc::ClientContext> context = new_context(env);

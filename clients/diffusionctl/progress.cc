@@ -43,8 +43,12 @@ std::string format_load_progress(const v1::LoadProgress& progress) {
 }
 
 std::string format_denoise_step(const v1::DenoiseStep& step) {
-  return absl::StrFormat("step %d/%d sigma %.3f %.2f s", step.step(), step.steps(), step.sigma(),
-                         step.step_seconds());
+  std::string line =
+      absl::StrFormat("step %d/%d sigma %.3f %.2f s", step.step(), step.steps(), step.sigma(), step.step_seconds());
+  // With two experts this is what shows the switch; a daemon older than
+  // the field leaves it empty.
+  if (!step.model_id().empty()) absl::StrAppend(&line, " model ", step.model_id());
+  return line;
 }
 
 std::string format_generate_progress(const v1::GenerateProgress& progress) {

@@ -24,7 +24,8 @@ std::string progress_bar(int percent, int width);
 // " 45%  1.20 GiB / 2.67 GiB  120/453 tensors"
 std::string format_load_progress(const v1::LoadProgress& progress);
 
-// "step 3/8 sigma 0.812 0.41 s"
+// "step 3/8 sigma 0.812 0.41 s", and " model ID" when the step names the
+// model that ran it (which expert, with Denoise's expert_2).
 std::string format_denoise_step(const v1::DenoiseStep& step);
 
 // One line per pipeline stage, e.g.

@@ -1,11 +1,14 @@
 // One denoise step on the CPU at float32, for the mid-size model of every
-// registered architecture (write_mid_size_model: Z-Image dim 1536, 8 + 2
-// layers; FLUX.1 12 heads x 128, 3 double + 6 single blocks), as the daemon
-// runs it: the model's own flow predictor over a [16, 64, 64] latent (a
-// 512x512 image, 1024 image tokens) and random conditioning of the text
-// length its pipeline feeds it, FP8 storage off and on, with the peak RSS
-// the step adds. Each model is generated once in the temp folder (bf16
-// diffusers format, ~0.8-1 GB) and removed at exit.
+// architecture with a demo model (write_mid_size_model: Z-Image dim 1536,
+// 8 + 2 layers; FLUX.1 12 heads x 128, 3 double + 6 single blocks;
+// Qwen-Image 12 heads x 128, 8 blocks; Krea 2 12 heads x 128 over 3 KV
+// heads, 8 blocks; Wan 12 heads x 128, 8 layers), as the daemon runs it: the
+// model's own flow predictor over a [16, 64, 64] latent (a 512x512 image,
+// 1024 image tokens; for Wan one latent frame, [16, 1, 64, 64]:
+// demo_latent_shape) and random conditioning of the text length its
+// pipeline feeds it, FP8 storage off and on, with the peak RSS the step
+// adds. Each model is generated once in the temp folder (bf16 diffusers
+// format, ~0.5-1.4 GB) and removed at exit.
 //
 // Names: BM_Step/<architecture>/<storage>/<threads>; storage 0 is float32,
 // 1 FP8 e4m3fn; threads set libtorch's and the BLAS's pools as the
@@ -73,7 +76,8 @@ void BM_Step(benchmark::State& state, const std::string& arch) {
     return;
   }
   torch::manual_seed(0);
-  const torch::Tensor x = torch::randn({model.latent_layout().channels, 64, 64});
+  // One frame for a video model, so that every architecture sees 1024 image tokens.
+  const torch::Tensor x = torch::randn(demo_latent_shape(model.latent_layout(), 64, 1));
   int64_t peak = 0;
   for (auto _ : state) {
     state.PauseTiming();

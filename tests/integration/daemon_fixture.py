@@ -97,6 +97,43 @@ def models_dir():
     return models
 
 
+def fixture_folder(variable, name):
+    """Returns a reference fixture's folder, as tests/testing/fixtures.h finds it.
+
+    $variable (e.g. DIFFUSIOND_WAN22_FIXTURE), else $DIFFUSIOND_FIXTURES/name, else shared/fixtures/name beside
+    this checkout. Fails when it is absent: the fixtures are part of the suite.
+    """
+    folder = os.environ.get(variable)
+    if not folder:
+        folder = Path(os.environ.get("DIFFUSIOND_FIXTURES") or REPO_ROOT.parent / "shared" / "fixtures") / name
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise AssertionError(f"fixture {name} not found at {folder}: set ${variable} or $DIFFUSIOND_FIXTURES")
+    return folder
+
+
+def fixture_model(fixture, config, weights, name):
+    """Returns ``name``, a diffusers folder inside models_dir() copied from one model of a fixture.
+
+    A fixture keeps its configs beside several weight folders: ``config`` (e.g. "config_2.json") becomes the
+    folder's config.json, ``weights`` (e.g. "transformer_2") its diffusion_pytorch_model.safetensors, and the
+    fixture's scheduler_config.json comes along. Copied, not linked: the daemon serves nothing from outside
+    its models directory.
+    """
+    folder = models_dir() / name
+    if not (folder / "config.json").exists():
+        staging = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=models_dir()))
+        shutil.copyfile(fixture / weights / "diffusion_pytorch_model.safetensors",
+                        staging / "diffusion_pytorch_model.safetensors")
+        shutil.copyfile(fixture / "scheduler_config.json", staging / "scheduler_config.json")
+        shutil.copyfile(fixture / config, staging / "config.json")
+        try:
+            staging.rename(folder)
+        except OSError:  # another test of the process made it first
+            shutil.rmtree(staging, True)
+    return name
+
+
 def slow_model(n_layers):
     """Returns the folder name, inside models_dir(), of the demo model stretched to ``n_layers`` main
     layers (generated on first use), for tests that act while a load runs: each layer is 15 tensors,

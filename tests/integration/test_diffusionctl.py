@@ -8,7 +8,8 @@ import subprocess
 import unittest
 
 import safetensors_io
-from daemon_fixture import DEMO_MODEL, LATENT_SHAPE, DaemonTestCase, binary, caption, conditioning, daemon_env, work_dir
+from daemon_fixture import (DEMO_MODEL, LATENT_SHAPE, DaemonTestCase, binary, caption, conditioning, daemon_env,
+                            fixture_folder, fixture_model, work_dir)
 
 import diffusiond_client as dc
 
@@ -85,6 +86,57 @@ class DiffusionctlTest(DaemonTestCase):
             same = c.denoise("ctl-denoise", conditioning(), shape=LATENT_SHAPE, steps=2, seed=5)
         self.assertEqual(same.data, latents.data)
         self.ok("unload", "ctl-denoise")
+
+    def test_denoise_with_two_experts_names_the_expert_of_each_step(self):
+        # Wan 2.2's two experts from the wan22-tiny fixture (transformer for the high-noise steps,
+        # transformer_2 below the boundary), on a [16, F, H, W] video latent.
+        fixture = fixture_folder("DIFFUSIOND_WAN22_FIXTURE", "wan22-tiny")
+        high = fixture_model(fixture, "config.json", "transformer", "wan22-high")
+        low = fixture_model(fixture, "config_2.json", "transformer_2", "wan22-low")
+        text_dim = json.loads((fixture / "config.json").read_text())["text_dim"]
+        folder = work_dir()
+        text_path, out_path = folder / "ctl-wan-text.safetensors", folder / "ctl-wan-latents.safetensors"
+        negative_path = folder / "ctl-wan-negative.safetensors"
+        text, negative = caption(length=6, dim=text_dim, seed=3), caption(length=4, dim=text_dim, seed=4)
+        safetensors_io.write(text_path, {"encoder_hidden_states": text})
+        safetensors_io.write(negative_path, {"encoder_hidden_states": negative})
+        shape = (16, 2, 8, 8)
+        request = ["--conditioning", str(text_path), "--negative", str(negative_path), "--shape",
+                   ",".join(map(str, shape)), "--steps", "4", "--seed", "9", "--guidance", "4", "--out",
+                   str(out_path)]
+        self.ok("load", high)
+        try:
+            out = self.ok("denoise", high, *request, "--expert_2", low, "--boundary_ratio", "0.875",
+                          "--guidance_scale_2", "3")
+            ran = re.findall(r"^step (\d+)/4 sigma \S+ \S+ s model (\S+)$", out.stderr, re.MULTILINE)
+            self.assertEqual([int(step) for step, _ in ran], [1, 2, 3, 4], out.stderr)
+            experts = [model for _, model in ran]
+            # The high-noise expert runs the first steps (t >= 875), the second expert the rest (UniPC with
+            # flow shift 3 over 4 steps: t = 1000, 900, 750, 501).
+            switch = experts.index(low) if low in experts else len(experts)
+            self.assertTrue(0 < switch < 4, experts)
+            self.assertEqual(experts, [high] * switch + [low] * (4 - switch))
+            latents = safetensors_io.read(out_path)["latents"]
+            self.assertEqual(latents.shape, shape)
+            self.assertTrue(all(math.isfinite(v) for v in latents.to_array()))
+            # The CLI and the Python client send the same request.
+            with self.daemon.client() as c:
+                same = c.denoise(high, {"encoder_hidden_states": text}, negative={"encoder_hidden_states": negative},
+                                 shape=shape, steps=4, seed=9, guidance_scale=4.0, expert_2=low, boundary_ratio=0.875,
+                                 guidance_scale_2=3.0)
+            self.assertEqual(same.data, latents.data)
+            # One expert alone gives other latents.
+            self.ok("denoise", high, *request)
+            self.assertNotEqual(safetensors_io.read(out_path)["latents"].data, latents.data)
+        finally:
+            for model in (high, low):
+                self.run_ctl("unload", model)
+        out = self.run_ctl("denoise", high, *request, "--boundary_ratio", "0.875")
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("need a second expert (--expert_2 ID)", out.stderr)
+        out = self.run_ctl("denoise", high, *request, "--expert_2", low, "--boundary_ratio", "1.5")
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("--boundary_ratio: '1.5' is not in (0, 1]", out.stderr)
 
     def test_step_writes_outputs(self):
         self.ok("load", DEMO_MODEL, "--id", "ctl-step")

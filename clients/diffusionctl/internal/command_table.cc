@@ -119,6 +119,37 @@ absl::StatusOr<CommandOptions> build_step(const ParsedArgs& p) {
   return o;
 }
 
+// --expert_2, --boundary_ratio and --guidance_scale_2 into `o`, refused
+// here as the daemon would refuse them (request_checks.cc), so a usage
+// error never starts a call.
+absl::Status read_second_expert(const ParsedArgs& p, DenoiseOptions& o) {
+  const std::string* expert = p.flag("expert_2");
+  if (expert == nullptr) {
+    if (p.has("boundary_ratio") || p.has("guidance_scale_2")) {
+      return absl::InvalidArgumentError("--boundary_ratio and --guidance_scale_2 need a second expert (--expert_2 ID)");
+    }
+    return absl::OkStatus();
+  }
+  if (expert->empty()) return bad_value("--expert_2", *expert, "a model id or a path in the models directory");
+  o.expert_2 = *expert;
+  const std::string* ratio = p.flag("boundary_ratio");
+  if (ratio == nullptr) {
+    return absl::InvalidArgumentError(
+        "--expert_2 needs --boundary_ratio R: the steps whose timestep is below R x 1000 run the second expert");
+  }
+  absl::StatusOr<double> r = finite_number("--boundary_ratio", *ratio);
+  if (!r.ok()) return r.status();
+  if (!(*r > 0 && *r <= 1)) return bad_value("--boundary_ratio", *ratio, "in (0, 1] (Wan 2.2 T2V-A14B: 0.875)");
+  o.boundary_ratio = *r;
+  if (const std::string* g = p.flag("guidance_scale_2")) {
+    absl::StatusOr<double> x = finite_number("--guidance_scale_2", *g);
+    if (!x.ok()) return x.status();
+    if (*x < 0) return bad_value("--guidance_scale_2", *g, "a guidance scale >= 0 (0: --guidance's)");
+    o.guidance_scale_2 = *x;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CommandOptions> build_denoise(const ParsedArgs& p) {
   DenoiseOptions o;
   o.model_id = p.args[0];
@@ -191,6 +222,7 @@ absl::StatusOr<CommandOptions> build_denoise(const ParsedArgs& p) {
     if (!x.ok()) return x.status();
     o.shift = *x;
   }
+  if (absl::Status s = read_second_expert(p, o); !s.ok()) return s;
   return o;
 }
 }  // namespace
@@ -307,12 +339,19 @@ std::vector<CommandSpec> compute_commands() {
         {"negative", "FILE", "negative conditioning tensors, for classifier-free guidance"},
         {"scalars", "K=V,...", "conditioning scalars (e.g. guidance=3.5 for FLUX.1-dev), also given to the negative"},
         {"latents", "FILE", "initial latents [C,H,W]: one tensor, or \"latents\""},
-        {"shape", "C,H,W", "start from noise of this shape instead of --latents"},
+        {"shape", "C,H,W", "start from noise of this shape instead of --latents (C,F,H,W for a video model)"},
         {"seed", "N", "seed of that noise, as torch.manual_seed (default: 0)"},
         {"steps", "N", "number of steps (default: 8, or the number of --sigmas)"},
         {"guidance", "S", "classifier-free guidance scale, neg + S*(pos - neg); <= 1 is off (default: 1)"},
         {"shift", "X", "flow-match shift (default: the model's)"},
         {"sigmas", "A,B,...", "explicit sigmas, strictly decreasing in (0, 1]"},
+        {"expert_2", "ID",
+         "a second expert (Wan 2.2's low-noise transformer, a loaded model's id or a path) for the steps below "
+         "--boundary_ratio; each step line names the model that ran it"},
+        {"boundary_ratio", "R",
+         "with --expert_2 (required there): the steps whose timestep is below R x 1000 run it; in (0, 1], "
+         "e.g. 0.875"},
+        {"guidance_scale_2", "G", "with --expert_2: its guidance scale (default: --guidance's)"},
         {"out", "FILE", "where to write the latents as .safetensors (required)"}},
        build_denoise},
   };

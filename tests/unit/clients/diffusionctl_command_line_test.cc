@@ -180,6 +180,48 @@ TEST(CommandLine, DenoiseFromLatentsWithSigmas) {
             4);
 }
 
+TEST(CommandLine, DenoiseWithASecondExpert) {
+  const std::vector<std::string> base = {"denoise", "high", "--shape", "16,2,8,8", "--out", "o"};
+  DenoiseOptions one = options<DenoiseOptions>(base);
+  EXPECT_EQ(one.expert_2, "");
+  EXPECT_EQ(one.boundary_ratio, 0.0);
+  EXPECT_EQ(one.guidance_scale_2, 0.0);
+  std::vector<std::string> args = base;
+  for (const char* a : {"--expert_2", "low", "--boundary_ratio", "0.875", "--guidance_scale_2", "3"}) {
+    args.push_back(a);
+  }
+  DenoiseOptions two = options<DenoiseOptions>(args);
+  EXPECT_EQ(two.expert_2, "low");
+  EXPECT_EQ(two.boundary_ratio, 0.875);
+  EXPECT_EQ(two.guidance_scale_2, 3.0);
+  args.resize(base.size() + 4);  // without --guidance_scale_2: the first's guidance
+  EXPECT_EQ(options<DenoiseOptions>(args).guidance_scale_2, 0.0);
+  args.back() = "1";  // the daemon's bound is inclusive: every step below t = 1000
+  EXPECT_EQ(options<DenoiseOptions>(args).boundary_ratio, 1.0);
+}
+
+TEST(CommandLine, DenoiseRefusesASecondExpertsBadValues) {
+  const std::vector<std::string> base = {"denoise", "high", "--shape", "16,8,8", "--out", "o"};
+  auto with = [&base](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_usage_error(with({"--expert_2", "low"}), "--expert_2 needs --boundary_ratio R");
+  expect_usage_error(with({"--boundary_ratio", "0.5"}), "need a second expert (--expert_2 ID)");
+  expect_usage_error(with({"--guidance_scale_2", "2"}), "need a second expert (--expert_2 ID)");
+  expect_usage_error(with({"--expert_2=", "--boundary_ratio", "0.5"}), "--expert_2: '' is not a model id");
+  for (const char* ratio : {"0", "-0.5", "1.5"}) {
+    expect_usage_error(with({"--expert_2", "low", "--boundary_ratio", ratio}),
+                       std::string("--boundary_ratio: '") + ratio + "' is not in (0, 1]");
+  }
+  expect_usage_error(with({"--expert_2", "low", "--boundary_ratio", "nan"}), "--boundary_ratio: 'nan' is not a number");
+  expect_usage_error(with({"--expert_2", "low", "--boundary_ratio", "0.9", "--guidance_scale_2", "-1"}),
+                     "--guidance_scale_2: '-1' is not a guidance scale >= 0");
+  expect_usage_error(with({"--expert_2", "low", "--boundary_ratio", "0.9", "--guidance_scale_2", "x"}),
+                     "--guidance_scale_2: 'x' is not a number");
+}
+
 TEST(CommandLine, DenoiseRefusesInconsistentFlags) {
   const std::vector<std::string> base = {"denoise", "z", "--conditioning", "c", "--out", "o"};
   auto with = [&base](std::vector<std::string> extra) {
@@ -263,6 +305,9 @@ TEST(CommandLine, HelpNamesEveryCommandAndFlag) {
                            "--guidance S",
                            "--shift X",
                            "--sigmas",
+                           "--expert_2 ID",
+                           "--boundary_ratio R",
+                           "--guidance_scale_2 G",
                            "--address HOST:PORT",
                            "--timeout DURATION",
                            "--json",

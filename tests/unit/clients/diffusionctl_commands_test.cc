@@ -199,6 +199,11 @@ class FakeDenoiseService final : public v1::DenoiseService::Service {
       s->set_steps(request->steps());
       s->set_sigma(1.0f - static_cast<float>(i - 1) / static_cast<float>(request->steps()));
       s->set_step_seconds(0.25);
+      // As the daemon: with a second expert, each step names its model (here
+      // the second runs the last half).
+      if (!request->expert_2().empty()) {
+        s->set_model_id(2 * i > request->steps() ? request->expert_2() : request->model_id());
+      }
       writer->Write(event);
     }
     std::vector<int64_t> shape(request->latent_shape().begin(), request->latent_shape().end());
@@ -469,6 +474,30 @@ TEST_F(CommandsTest, DenoiseFromLatentsWithNegativeAndSigmas) {
   EXPECT_THAT(sent.sigmas(), ElementsAre(1.0f, 0.5f));
   EXPECT_TRUE(sent.latent_shape().empty());
   EXPECT_EQ(out_.str(), "wrote " + o.out_path + ":\n  latents float32 [4, 3, 3]\n");
+}
+
+TEST_F(CommandsTest, DenoiseWithTwoExpertsSendsThemAndNamesEachStepsModel) {
+  DenoiseOptions o;
+  o.model_id = "high";
+  o.latent_shape = {4, 2, 2, 2};
+  o.steps = 4;
+  o.guidance_scale = 4.0;
+  o.expert_2 = "low";
+  o.boundary_ratio = 0.875;
+  o.guidance_scale_2 = 3.0;
+  o.out_path = dir_.path("experts.safetensors");
+  ASSERT_THAT(run_command(env_, o), IsOk());
+  const v1::DenoiseRequest sent = denoise_.denoise.get();
+  EXPECT_EQ(sent.model_id(), "high");
+  EXPECT_EQ(sent.expert_2(), "low");
+  EXPECT_EQ(sent.boundary_ratio(), 0.875);
+  EXPECT_EQ(sent.guidance_scale_2(), 3.0);
+  EXPECT_THAT(sent.latent_shape(), ElementsAre(4, 2, 2, 2));
+  EXPECT_EQ(err_.str(),
+            "step 1/4 sigma 1.000 0.25 s model high\n"
+            "step 2/4 sigma 0.750 0.25 s model high\n"
+            "step 3/4 sigma 0.500 0.25 s model low\n"
+            "step 4/4 sigma 0.250 0.25 s model low\n");
 }
 
 TEST_F(CommandsTest, DenoiseFileErrorsComeBeforeAnyCall) {

@@ -47,6 +47,8 @@ TEST(Progress, Lines) {
   step.set_sigma(0.8123f);
   step.set_step_seconds(0.4149);
   EXPECT_EQ(format_denoise_step(step), "step 3/8 sigma 0.812 0.41 s");
+  step.set_model_id("wan22-low");  // the model that ran it, as the daemon names it
+  EXPECT_EQ(format_denoise_step(step), "step 3/8 sigma 0.812 0.41 s model wan22-low");
 }
 
 TEST(Progress, TerminalRedrawsOneLine) {

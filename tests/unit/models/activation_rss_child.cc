@@ -1,15 +1,15 @@
 // Child process for activation_rss_test: one Denoise step (the model's
 // predictor and the loop, as Engine::denoise runs it) or one Step (a named-
-// input forward) of a random-weight demo model (tools/random_models:
-// Z-Image or FLUX; Qwen-Image and Wan from demo configs here; weights stored
-// at the compute dtype) on a latent of side
+// input forward) of a demo model's architecture and size
+// (tools/random_models: Z-Image, FLUX, Qwen-Image, Krea 2 or Wan; random
+// weights made in memory, stored at the compute dtype) on a latent of side
 // x side, of batch 1 or 2 (a Denoise: guided), with 64 text tokens, after a
 // warm-up call on a 16 x 16 latent and a purge of the heap, under the
 // daemon's allocator (core/memory/allocator.h). Prints "peak_rss_delta_bytes=<n>",
 // "estimate_bytes=<n>" and "breakdown=<text>"
 // (DiffusionModel::estimate_activations).
 //
-// Usage: activation_rss_child z-image|flux|qwen-image|wan side batch [denoise|step]
+// Usage: activation_rss_child z-image|flux|qwen-image|krea2|wan side batch [denoise|step]
 //            [float32|bfloat16]
 #include <torch/utils.h>
 
@@ -24,6 +24,9 @@
 #include "core/memory/process_memory.h"
 #include "core/models/flux/flux_model.h"
 #include "core/models/flux/flux_params.h"
+#include "core/models/krea2/krea2_model.h"
+#include "core/models/krea2/krea2_params.h"
+#include "core/models/krea2/krea2_rope.h"
 #include "core/models/qwen_image/qwen_image_model.h"
 #include "core/models/qwen_image/qwen_image_params.h"
 #include "core/models/wan/wan_model.h"
@@ -32,6 +35,9 @@
 #include "core/models/z_image/z_image_params.h"
 #include "core/precision/torch_dtype.h"
 #include "tools/random_models/flux_random.h"
+#include "tools/random_models/krea2_random.h"
+#include "tools/random_models/qwen_image_random.h"
+#include "tools/random_models/wan_random.h"
 #include "tools/random_models/z_image_random.h"
 
 namespace diffusiond {
@@ -45,33 +51,17 @@ std::unique_ptr<WeightStore> random_store(const std::vector<ParamSpec>& table, t
   return weights;
 }
 
-// Qwen-Image at the demo FLUX's width: 4 heads x 64, 4 blocks.
-QwenImageConfig demo_qwen_image_config() {
-  QwenImageConfig c;
-  c.num_attention_heads = 4;
-  c.attention_head_dim = 64;
-  c.axes_dims_rope = {16, 24, 24};
-  c.num_layers = 4;
-  c.joint_attention_dim = 256;
-  return c;
-}
-
-// A Wan transformer of the demo models' size (Wan2.1's layout, narrower).
-WanConfig demo_wan_config() {
-  WanConfig c;
-  c.num_attention_heads = 4;
-  c.attention_head_dim = 64;
-  c.text_dim = 256;
-  c.ffn_dim = 1024;
-  c.num_layers = 4;
-  return c;
-}
-
 std::unique_ptr<DiffusionModel> make_model(const std::string& arch, torch::ScalarType dtype) {
   if (arch == "qwen-image") {
     const QwenImageConfig c = demo_qwen_image_config();
     absl::StatusOr<std::unique_ptr<QwenImageModel>> m =
         QwenImageModel::create(c, random_store(qwen_image_parameter_table(c), dtype));
+    return m.ok() ? std::move(*m) : nullptr;
+  }
+  if (arch == "krea2") {
+    const Krea2Config c = demo_krea2_config();
+    absl::StatusOr<std::unique_ptr<Krea2Model>> m =
+        Krea2Model::create(c, random_store(krea2_parameter_table(c), dtype));
     return m.ok() ? std::move(*m) : nullptr;
   }
   if (arch == "wan") {
@@ -125,6 +115,14 @@ NamedTensors step_inputs(const DiffusionModel& model, int64_t side, int64_t batc
             {"encoder_hidden_states", torch::randn({batch, kTextTokens, c.joint_attention_dim})},
             {"timestep", torch::full({batch}, 0.5)},
             {"img_shapes", torch::tensor({int64_t{1}, side / 2, side / 2}).unsqueeze(0).repeat({batch, 1})}};
+  }
+  if (const auto* krea2 = dynamic_cast<const Krea2Model*>(&model)) {
+    const Krea2Config& c = krea2->config();
+    const int64_t tokens = (side / 2) * (side / 2);
+    return {{"hidden_states", torch::randn({batch, tokens, c.in_channels})},
+            {"encoder_hidden_states", torch::randn({batch, kTextTokens, c.num_text_layers, c.text_hidden_dim})},
+            {"timestep", torch::full({batch}, 0.5)},
+            {"position_ids", krea2_position_ids(kTextTokens, side / 2, side / 2)}};
   }
   if (const auto* wan = dynamic_cast<const WanModel*>(&model)) {
     return {{"hidden_states", torch::randn({batch, channels, 1, side, side})},

@@ -1,8 +1,8 @@
 // DiffusionModel::estimate_activations against what one call really holds:
 // the peak RSS growth of one Denoise step (or one Step) of the demo Z-Image
-// and FLUX models (tools/random_models) and a demo Qwen-Image at three
-// latent sizes, batch 1 and
-// 2 (guided), each in its own child process (activation_rss_child). The
+// and FLUX models (tools/random_models) at three latent sizes, and of the
+// demo Qwen-Image, Krea 2 and Wan at two, batch 1 and 2 (guided), each in
+// its own child process (activation_rss_child). The
 // estimate must cover the peak (less the run-to-run noise of the heap) and
 // be at most 25% (+ 8 MiB) above it.
 //
@@ -26,7 +26,7 @@ namespace {
 constexpr int64_t kPeakNoiseBytes = 6 * kMiB;
 
 struct Case {
-  const char* model;  // "z-image", "flux", "qwen-image" or "wan"
+  const char* model;  // "z-image", "flux", "qwen-image", "krea2" or "wan"
   int side;           // latent side
   int batch;          // 2: a guided Denoise, or a Step of two items
   const char* call;   // "denoise" or "step"
@@ -74,13 +74,16 @@ INSTANTIATE_TEST_SUITE_P(DemoModels, ActivationRss,
                                            Case{"flux", 96, 2, "denoise"}, Case{"flux", 128, 1, "denoise"},
                                            Case{"flux", 128, 2, "denoise"}, Case{"flux", 96, 2, "step"},
                                            Case{"qwen-image", 64, 1, "denoise"}, Case{"qwen-image", 96, 2, "denoise"},
-                                           Case{"qwen-image", 96, 2, "step"}, Case{"wan", 64, 1, "denoise"},
-                                           Case{"wan", 96, 2, "denoise"}, Case{"wan", 96, 2, "step"}),
+                                           Case{"qwen-image", 96, 2, "step"}, Case{"krea2", 64, 1, "denoise"},
+                                           Case{"krea2", 96, 2, "denoise"}, Case{"krea2", 96, 2, "step"},
+                                           Case{"wan", 64, 1, "denoise"}, Case{"wan", 96, 2, "denoise"},
+                                           Case{"wan", 96, 2, "step"}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            const Case& c = info.param;
                            return absl::StrCat(c.model[0] == 'z'   ? "ZImage"
                                                : c.model[0] == 'f' ? "Flux"
                                                : c.model[0] == 'q' ? "QwenImage"
+                                               : c.model[0] == 'k' ? "Krea2"
                                                                    : "Wan",
                                                c.side, "Batch", c.batch, c.call[0] == 's' ? "Step" : "Denoise");
                          });
