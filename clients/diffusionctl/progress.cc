@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "clients/diffusionctl/format.h"
 
 namespace diffusiond::ctl {
@@ -48,6 +49,12 @@ std::string format_denoise_step(const v1::DenoiseStep& step) {
   // With two experts this is what shows the switch; a daemon older than
   // the field leaves it empty.
   if (!step.model_id().empty()) absl::StrAppend(&line, " model ", step.model_id());
+  // A model's first step says what readying it cost (the second expert's
+  // load, evicting the first under a budget for one).
+  if (step.model_loaded()) absl::StrAppend(&line, " (loaded)");
+  if (step.evicted_model_ids_size() > 0) {
+    absl::StrAppend(&line, " (evicted ", absl::StrJoin(step.evicted_model_ids(), ", "), ")");
+  }
   return line;
 }
 

@@ -108,7 +108,7 @@ class DiffusionctlTest(DaemonTestCase):
         try:
             out = self.ok("denoise", high, *request, "--expert_2", low, "--boundary_ratio", "0.875",
                           "--guidance_scale_2", "3")
-            ran = re.findall(r"^step (\d+)/4 sigma \S+ \S+ s model (\S+)$", out.stderr, re.MULTILINE)
+            ran = re.findall(r"^step (\d+)/4 sigma \S+ \S+ s model (\S+)(?: \(.*\))?$", out.stderr, re.MULTILINE)
             self.assertEqual([int(step) for step, _ in ran], [1, 2, 3, 4], out.stderr)
             experts = [model for _, model in ran]
             # The high-noise expert runs the first steps (t >= 875), the second expert the rest (UniPC with
