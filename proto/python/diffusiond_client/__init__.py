@@ -14,7 +14,7 @@ diffusiond_python_stubs): run with PYTHONPATH=<build>/python:proto/python.
 Needs grpcio and protobuf; numpy and torch are used only when asked to convert.
 """
 
-from .client import Client, DenoiseCall
+from .client import ROUTING_HEADER, Client, DenoiseCall
 from .pipeline import GenerateCall
 from .errors import (CancelledError, DeadlineExceededError, DiffusiondError, FailedPreconditionError,
                      InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError,
@@ -24,7 +24,7 @@ from .results import (DenoiseStep, DeviceBudget, GenerateProgress, Image, LoadPr
 from .tensor import DTYPE_NAMES, WireTensor, to_wire_proto
 
 __all__ = [
-    "Client", "DenoiseCall", "GenerateCall", "WireTensor", "to_wire_proto", "DTYPE_NAMES",
+    "ROUTING_HEADER", "Client", "DenoiseCall", "GenerateCall", "WireTensor", "to_wire_proto", "DTYPE_NAMES",
     "ModelInfo", "LoadProgress", "DenoiseStep", "UnloadResult", "DeviceBudget", "Stats", "MakeRoomResult",
     "GenerateProgress", "Image",
     "DiffusiondError", "InvalidArgumentError", "NotFoundError", "PermissionDeniedError",

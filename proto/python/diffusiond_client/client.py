@@ -38,6 +38,17 @@ _FP8_MODES = {
 
 DEFAULT_MAX_MESSAGE_BYTES = 256 << 20  # the daemon's --max_message_bytes default
 
+# Model-scoped calls name their model in this metadata header, so that a layer-7 proxy can send every call
+# for one model to the replica that caches it (deploy/nginx, deploy/envoy, docs/scaling.md). The daemon
+# ignores it.
+ROUTING_HEADER = "diffusiond-model"
+_LEASES_REMEMBERED = 4096  # lease id -> model, for renew/release; oldest forgotten first
+
+
+def _route(model):
+    """Returns the metadata that routes a call for ``model`` (empty for none)."""
+    return ((ROUTING_HEADER, model),) if model else ()
+
 
 def _fp8_mode(fp8):
     if fp8 is True:
@@ -98,6 +109,7 @@ class Client:
         self._cache = _stubs.cache_service_pb2_grpc.CacheServiceStub(self._channel)
         self._pipeline = _stubs.pipeline_service_pb2_grpc.PipelineServiceStub(self._channel)
         self._health = _stubs.health_pb2_grpc.HealthStub(self._channel)
+        self._lease_models = {}  # lease id -> model id, so renew/release reach the lease's replica
 
     def close(self):
         """Closes the channel; calls in flight are cancelled."""
@@ -112,9 +124,9 @@ class Client:
     def _deadline(self, timeout):
         return self.timeout if timeout is _DEFAULT else timeout
 
-    def _unary(self, name, method, request, timeout):
+    def _unary(self, name, method, request, timeout, model=None):
         try:
-            return method(request, timeout=self._deadline(timeout))
+            return method(request, timeout=self._deadline(timeout), metadata=_route(model))
         except grpc.RpcError as e:
             raise from_rpc_error(e, name) from e
 
@@ -141,7 +153,9 @@ class Client:
         """
         request = _ms.LoadModelRequest(path=path, model_id=model_id or "", fp8=_fp8_mode(fp8),
                                        compute_dtype=compute_dtype or "", config_path=config_path or "")
-        call = self._models.LoadModel(request, timeout=self._deadline(timeout))
+        # Without an id the daemon keys the model by its canonical path; the path as given is the best
+        # routing key the client has (spell one model's path one way).
+        call = self._models.LoadModel(request, timeout=self._deadline(timeout), metadata=_route(model_id or path))
         info = None
         try:
             for event in call:
@@ -167,7 +181,7 @@ class Client:
         the deadline); without, a model in use fails with FailedPreconditionError.
         """
         r = self._unary("UnloadModel", self._models.UnloadModel,
-                        _ms.UnloadModelRequest(model_id=model_id, wait=wait), timeout)
+                        _ms.UnloadModelRequest(model_id=model_id, wait=wait), timeout, model_id)
         return UnloadResult.from_proto(r)
 
     def list_models(self, timeout=_DEFAULT):
@@ -178,19 +192,23 @@ class Client:
     def acquire_lease(self, model_id, ttl_seconds=60.0, timeout=_DEFAULT):
         """Pins a loaded model for ``ttl_seconds``; returns the lease id."""
         r = self._unary("AcquireLease", self._models.AcquireLease,
-                        _ms.AcquireLeaseRequest(model_id=model_id, ttl_seconds=ttl_seconds), timeout)
+                        _ms.AcquireLeaseRequest(model_id=model_id, ttl_seconds=ttl_seconds), timeout, model_id)
+        if len(self._lease_models) >= _LEASES_REMEMBERED:
+            self._lease_models.pop(next(iter(self._lease_models)))
+        self._lease_models[r.lease_id] = model_id
         return r.lease_id
 
     def renew_lease(self, lease_id, ttl_seconds=60.0, timeout=_DEFAULT):
         """Extends a lease to end ``ttl_seconds`` from now; NotFoundError if it
         is unknown or already expired."""
         self._unary("RenewLease", self._models.RenewLease,
-                    _ms.RenewLeaseRequest(lease_id=lease_id, ttl_seconds=ttl_seconds), timeout)
+                    _ms.RenewLeaseRequest(lease_id=lease_id, ttl_seconds=ttl_seconds), timeout,
+                    self._lease_models.get(lease_id))
 
     def release_lease(self, lease_id, timeout=_DEFAULT):
         """Releases a lease acquired with acquire_lease."""
         self._unary("ReleaseLease", self._models.ReleaseLease, _ms.ReleaseLeaseRequest(lease_id=lease_id),
-                    timeout)
+                    timeout, self._lease_models.pop(lease_id, None))
 
     # --- CacheService -----------------------------------------------------
 
@@ -218,7 +236,7 @@ class Client:
         request = _ds.StepRequest(model_id=model_id)
         for name, value in inputs.items():
             request.inputs.add(name=name, tensor=to_wire_proto(value))
-        r = self._unary("Step", self._denoise.Step, request, timeout)
+        r = self._unary("Step", self._denoise.Step, request, timeout, model_id)
         return {o.name: WireTensor.from_proto(o.tensor) for o in r.outputs}
 
     def denoise_stream(self, model_id, conditioning, negative=None, latents=None, shape=None, seed=0, steps=None,
@@ -254,7 +272,7 @@ class Client:
             request.latent_shape.extend(int(s) for s in shape)
         if sigmas:
             request.sigmas.extend(sigmas)
-        return DenoiseCall(self._denoise.Denoise(request, timeout=self._deadline(timeout)))
+        return DenoiseCall(self._denoise.Denoise(request, timeout=self._deadline(timeout), metadata=_route(model_id)))
 
     def denoise(self, model_id, conditioning, negative=None, latents=None, shape=None, seed=0, steps=None,
                 guidance_scale=1.0, shift=0.0, sigmas=None, on_step=None, timeout=_DEFAULT, **experts):
@@ -278,12 +296,12 @@ class Client:
         after the chat template and truncation.
         """
         r = self._unary("EncodePrompt", self._pipeline.EncodePrompt,
-                        _ps.EncodePromptRequest(text_encoder=text_encoder, prompt=prompt), timeout)
+                        _ps.EncodePromptRequest(text_encoder=text_encoder, prompt=prompt), timeout, text_encoder)
         return _pipeline.conditioning_dict(r.conditioning), r.tokens
 
     def decode(self, vae, latents, timeout=_DEFAULT):
         """Decodes final latents [C, H, W] (or [1, C, H, W]) with a VAE; returns an Image."""
-        r = self._unary("Decode", self._pipeline.Decode, _pipeline.decode_request(vae, latents), timeout)
+        r = self._unary("Decode", self._pipeline.Decode, _pipeline.decode_request(vae, latents), timeout, vae)
         return Image.from_proto(r)
 
     def generate_stream(self, pipeline=None, prompt="", negative_prompt=None, *, components=None,
@@ -305,7 +323,10 @@ class Client:
         merged.update(components or {})
         request = _pipeline.generate_request(pipeline, prompt, negative_prompt, merged, width, height, steps,
                                              guidance_scale, seed, shift)
-        return _pipeline.GenerateCall(self._pipeline.Generate(request, timeout=self._deadline(timeout)))
+        # One Generate loads all its components on the replica it reaches, so the pipeline (or, without
+        # one, the transformer) is the key that keeps them together.
+        route = _route(request.pipeline or request.components.get("transformer"))
+        return _pipeline.GenerateCall(self._pipeline.Generate(request, timeout=self._deadline(timeout), metadata=route))
 
     def generate(self, pipeline=None, prompt="", negative_prompt=None, *, on_progress=None, **kwargs):
         """Runs a Generate and returns the Image.

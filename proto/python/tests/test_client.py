@@ -26,11 +26,23 @@ _hs = _stubs.health_pb2
 _ps = _stubs.pipeline_service_pb2
 
 
+def _routed(method):
+    """Wraps a fake's method to record (method name, diffusiond-model header or None) in self.routes."""
+    def wrapper(self, request, context):
+        header = dict(context.invocation_metadata()).get(dc.ROUTING_HEADER)
+        self.routes.append((method.__name__, header))
+        return method(self, request, context)
+    return wrapper
+
+
 class FakeModels(_stubs.model_service_pb2_grpc.ModelServiceServicer):
     def __init__(self):
         self.requests = []
+        self.routes = []
 
     def LoadModel(self, request, context):
+        header = dict(context.invocation_metadata()).get(dc.ROUTING_HEADER)
+        self.routes.append(("LoadModel", header))
         self.requests.append(request)
         if request.path.startswith(".."):
             context.abort(grpc.StatusCode.PERMISSION_DENIED, f"path '{request.path}' is outside the models dir")
@@ -41,22 +53,27 @@ class FakeModels(_stubs.model_service_pb2_grpc.ModelServiceServicer):
                                                       architecture="z-image", compute_dtype="float32",
                                                       tensors=3, fp8_tensors=2, ram_bytes=300))
 
+    @_routed
     def UnloadModel(self, request, context):
         if request.model_id != "m":
             context.abort(grpc.StatusCode.NOT_FOUND, f"model \"{request.model_id}\" is not loaded")
         return _ms.UnloadModelResponse(ram_bytes_freed=300 if request.wait else 1)
 
+    @_routed
     def ListModels(self, request, context):
         return _ms.ListModelsResponse(models=[_ms.ModelInfo(model_id="m", tensors=3)])
 
+    @_routed
     def AcquireLease(self, request, context):
         return _ms.AcquireLeaseResponse(lease_id=int(request.ttl_seconds) + 1000)
 
+    @_routed
     def RenewLease(self, request, context):
         if request.lease_id != 1060 or request.ttl_seconds <= 0:
             context.abort(grpc.StatusCode.NOT_FOUND, "lease expired")
         return _ms.RenewLeaseResponse()
 
+    @_routed
     def ReleaseLease(self, request, context):
         if request.lease_id != 1060:
             context.abort(grpc.StatusCode.NOT_FOUND, "no such lease")
@@ -66,8 +83,10 @@ class FakeModels(_stubs.model_service_pb2_grpc.ModelServiceServicer):
 class FakeDenoise(_stubs.denoise_service_pb2_grpc.DenoiseServiceServicer):
     def __init__(self):
         self.requests = []
+        self.routes = []
         self.cancelled = threading.Event()
 
+    @_routed
     def Step(self, request, context):
         x = {i.name: i.tensor for i in request.inputs}["x"]
         if x.dtype != _ts.DTYPE_FLOAT32 or not x.shape or len(x.data) != 4 * math.prod(x.shape):
@@ -219,6 +238,24 @@ class ClientTest(unittest.TestCase):
         self.client.release_lease(lease)
         with self.assertRaises(dc.NotFoundError):
             self.client.release_lease(7)
+
+    def test_model_scoped_calls_carry_the_routing_header(self):
+        # A proxy hashes on the header (docs/scaling.md): every call about one model must carry the same
+        # value, model-less calls none.
+        self.models.routes.clear()
+        self.client.load_model("demo", model_id="m")
+        self.client.load_model("demo")
+        self.client.unload_model("m")
+        self.client.list_models()
+        lease = self.client.acquire_lease("m", ttl_seconds=60)
+        self.client.renew_lease(lease)
+        self.client.release_lease(lease)
+        self.assertEqual(self.models.routes, [("LoadModel", "m"), ("LoadModel", "demo"), ("UnloadModel", "m"),
+                                              ("ListModels", None), ("AcquireLease", "m"), ("RenewLease", "m"),
+                                              ("ReleaseLease", "m")])
+        self.denoiser.routes.clear()
+        self.client.step("m", {"x": dc.WireTensor.from_floats([1.0], (1,))})
+        self.assertEqual(self.denoiser.routes, [("Step", "m")])
 
     def test_stats_and_make_room(self):
         stats = self.client.stats()
