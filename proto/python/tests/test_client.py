@@ -141,9 +141,14 @@ class FakePipeline(_stubs.pipeline_service_pb2_grpc.PipelineServiceServicer):
 
     def __init__(self):
         self.requests = []
+        self.routes = []
         self.cancelled = threading.Event()
 
+    def _route(self, method, context):
+        self.routes.append((method, dict(context.invocation_metadata()).get(dc.ROUTING_HEADER)))
+
     def EncodePrompt(self, request, context):
+        self._route("EncodePrompt", context)
         self.requests.append(request)
         if request.text_encoder == "missing":
             context.abort(grpc.StatusCode.NOT_FOUND, "models/missing: no such file or folder")
@@ -155,11 +160,13 @@ class FakePipeline(_stubs.pipeline_service_pb2_grpc.PipelineServiceServicer):
         return _ps.EncodePromptResponse(conditioning=conditioning, tokens=n)
 
     def Decode(self, request, context):
+        self._route("Decode", context)
         self.requests.append(request)
         shape = request.latents.shape
         return _ps.Image(png=b"\x89PNG decoded", width=shape[-1] * 8, height=shape[-2] * 8)
 
     def Generate(self, request, context):
+        self._route("Generate", context)
         self.requests.append(request)
         if request.pipeline == "full":
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "needed 12 GiB, available 3 GiB")
@@ -404,6 +411,16 @@ class PipelineClientTest(unittest.TestCase):
         self.client.generate("flux", "x", components={"text_encoder_2": "t5", "vae": "ae"}, vae="ignored")
         self.assertEqual(dict(self.pipeline.requests[-1].components), {"text_encoder_2": "t5", "vae": "ae"})
         self.assertEqual(image.seed, sent.seed)
+
+    def test_pipeline_calls_route_by_the_model_that_keeps_them_together(self):
+        # A Generate loads every component where it runs: the pipeline (else the transformer) is the key.
+        self.pipeline.routes.clear()
+        self.client.encode_prompt("te", "a cat")
+        self.client.decode("vae", dc.WireTensor.zeros((16, 3, 5)))
+        self.client.generate("z-image", "a cat", steps=1)
+        self.client.generate(prompt="x", text_encoder="te", transformer="dit", vae="vae", steps=1)
+        self.assertEqual(self.pipeline.routes, [("EncodePrompt", "te"), ("Decode", "vae"), ("Generate", "z-image"),
+                                                ("Generate", "dit")])
 
     def test_generate_errors(self):
         with self.assertRaises(dc.ResourceExhaustedError):
