@@ -12,7 +12,8 @@ PACKAGES=(
   libabsl-dev prometheus-cpp-dev nlohmann-json3-dev libicu-dev libpng-dev
   libsentencepiece-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-grpcio python3-protobuf prometheus
+  python3 python3-grpcio python3-protobuf python3-yaml prometheus
+  nginx  # integration.Routing: the model-affinity proxy (deploy/nginx)
 )
 
 missing=()
