@@ -13,11 +13,12 @@ absl::Status run_command(const CommandEnv& env, const CommandOptions& options) {
 
 namespace internal {
 
-std::unique_ptr<grpc::ClientContext> new_context(const CommandEnv& env) {
+std::unique_ptr<grpc::ClientContext> new_context(const CommandEnv& env, absl::string_view model) {
   auto context = std::make_unique<grpc::ClientContext>();
   if (env.timeout.has_value()) {
     context->set_deadline(absl::ToChronoTime(absl::Now() + *env.timeout));
   }
+  if (!model.empty()) context->AddMetadata(kRoutingHeader, std::string(model));
   return context;
 }
 
