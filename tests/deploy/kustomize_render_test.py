@@ -73,7 +73,8 @@ def check_common(c, objects):
              "the pod's seccompProfile is not RuntimeDefault")
     c.expect(pod["securityContext"].get("runAsNonRoot") is True, "the pod may run as root")
     sc = container["securityContext"]
-    c.expect(sc.get("seccompProfile") == {"type": "RuntimeDefault"}, "the container's seccompProfile is not RuntimeDefault")
+    c.expect(sc.get("seccompProfile") == {"type": "RuntimeDefault"},
+             "the container's seccompProfile is not RuntimeDefault")
     c.expect(sc.get("allowPrivilegeEscalation") is False, "allowPrivilegeEscalation is not false")
     c.expect(sc.get("readOnlyRootFilesystem") is True, "the root filesystem is writable")
     c.expect(sc.get("capabilities", {}).get("drop") == ["ALL"], "capabilities are not all dropped")
