@@ -2,14 +2,13 @@
 
 The Python client names each call's model in the diffusiond-model header and nginx hashes it onto a ring
 of the replicas (ketama), so each model is loaded on one replica only. The test predicts that replica
-with nginx's own ring arithmetic (ring_owner) and checks where the models really are, by asking each
-daemon directly.
+with nginx's own ring arithmetic (render.ring_owner, which `render.py --place` prints) and checks where
+the models really are, by asking each daemon directly.
 
 Skipped when nginx is not installed (Debian: apt-get install nginx); it runs unprivileged, from a
 temporary prefix.
 """
 
-import bisect
 import os
 import shutil
 import socket
@@ -17,7 +16,6 @@ import subprocess
 import sys
 import time
 import unittest
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,6 +25,7 @@ from daemon_fixture import (Daemon, REPO_ROOT, binary, caption, daemon_env, metr
 
 sys.path.insert(0, str(REPO_ROOT / "deploy" / "nginx"))
 import render  # noqa: E402  deploy/nginx/render.py
+from render import ring, ring_owner  # noqa: E402  nginx's ring arithmetic
 
 MODEL_PATH = "demo"
 REPLICAS = 3
@@ -37,27 +36,6 @@ def nginx_binary():
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
-
-
-def ring(servers):
-    """Returns nginx's consistent-hash ring for `servers` ("host:port" as in the config) as sorted
-    (point, server) pairs: 160 points a server, each the CRC32 of host, NUL, port and the previous point
-    (ngx_http_upstream_init_chash)."""
-    points = []
-    for server in servers:
-        host, port = server.rsplit(":", 1)
-        base = zlib.crc32(host.encode() + b"\0" + port.encode())
-        previous = 0
-        for _ in range(160):
-            previous = zlib.crc32(previous.to_bytes(4, "little"), base)
-            points.append((previous, server))
-    return sorted(points)
-
-
-def ring_owner(points, key):
-    """Returns the server that owns `key`: the first point at or after CRC32(key), wrapping around."""
-    i = bisect.bisect_left(points, (zlib.crc32(key.encode()), ""))
-    return points[i % len(points)][1]
 
 
 def free_port():
