@@ -6,9 +6,15 @@
 
 Exits 77 (ctest: skipped) without kubectl, without PyYAML (python3-yaml), or with a kubectl older than
 1.22, whose embedded kustomize predates `labels:` and components (Debian 12's kubernetes-client is 1.20).
+
+Optionally, each rendered object is also validated against the published Kubernetes API schemas
+(deploy/k8s/schema/validate.js, the npm package kubernetes-models): when node is installed and the
+package is, in deploy/k8s/schema/node_modules (`npm install` there) or in $DIFFUSIOND_K8S_SCHEMA_MODULES
+(a node_modules folder). Otherwise the test says it skipped that part.
 """
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -102,6 +108,21 @@ def check_common(c, objects):
     return by_kind, container, pod
 
 
+def schema_validator(k8s):
+    """Returns a function validating objects with deploy/k8s/schema/validate.js, or None without node or
+    the kubernetes-models package."""
+    node = shutil.which("node")
+    modules = os.environ.get("DIFFUSIOND_K8S_SCHEMA_MODULES") or str(k8s / "schema" / "node_modules")
+    if node is None or not (Path(modules) / "kubernetes-models").is_dir():
+        return None
+
+    def validate(c, objects):
+        out = subprocess.run([node, str(k8s / "schema" / "validate.js")], input=json.dumps(objects),
+                             capture_output=True, text=True, env={**os.environ, "NODE_PATH": modules})
+        c.expect(out.returncode == 0, f"schema validation failed:\n{out.stdout}{out.stderr}")
+    return validate
+
+
 def check_monitoring(c, by_kind, rules_file):
     c.expect(len(by_kind.get("ServiceMonitor", [])) == 1, "no ServiceMonitor")
     rules = by_kind.get("PrometheusRule", [])
@@ -122,9 +143,15 @@ def main(k8s):
     k8s = Path(k8s)
     rules_file = k8s.parent / "prometheus" / "rules.yml"
     problems = []
+    validate = schema_validator(k8s)
+    print("schema validation:", "kubernetes-models" if validate else
+          "skipped (no node, or no kubernetes-models: npm install in deploy/k8s/schema)")
     for name in ("base", "overlays/cpu", "overlays/gpu"):
         c = Checks(name)
-        by_kind, container, pod = check_common(c, render(kubectl, k8s / name))
+        objects = render(kubectl, k8s / name)
+        if validate:
+            validate(c, objects)
+        by_kind, container, pod = check_common(c, objects)
         limits = container["resources"]["limits"]
         args = container.get("args", [])
         if name == "overlays/gpu":
