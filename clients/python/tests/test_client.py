@@ -1,6 +1,6 @@
 """Tests of diffusiond_client against an in-process fake daemon (no binary needed).
 
-Run: PYTHONPATH=<build>/python:proto/python python3 proto/python/tests/test_client.py
+Run: PYTHONPATH=clients/python python3 clients/python/tests/test_client.py
 """
 
 import array
