@@ -21,6 +21,7 @@ class _Default:
 
 
 DEFAULT = _Default()
+_MAX_REMEMBERED_LEASES = 4096
 Timeout = Union[float, None, _Default]
 
 
@@ -51,6 +52,8 @@ class ClientBase:
     def _leased(self, model_id: str, lease_id: int) -> int:
         with self._leases_mu:
             self._leases[lease_id] = model_id
+            while len(self._leases) > _MAX_REMEMBERED_LEASES:  # leases left to expire: forget the oldest
+                del self._leases[next(iter(self._leases))]
         return lease_id
 
     def _lease_model(self, lease_id: int) -> Optional[str]:

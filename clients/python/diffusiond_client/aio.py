@@ -17,7 +17,7 @@ from ._aio_stream_call import AsyncDenoiseCall, AsyncGenerateCall, AsyncStreamCa
 from ._base import DEFAULT, ClientBase, Timeout
 from ._calls import Conditioning
 from ._transport import DEFAULT_MAX_MESSAGE_BYTES, Attempts, RetryPolicy, channel_options, metadata
-from .errors import from_rpc_error
+from .errors import NotFoundError, from_rpc_error
 from .results import DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats, UnloadResult
 from .tensor import TensorLike, WireTensor
 
@@ -118,7 +118,11 @@ class AsyncClient(ClientBase):
     async def renew_lease(self, lease_id: int, ttl_seconds: float = 60.0, timeout: Timeout = DEFAULT) -> None:
         """Extends a lease to end ``ttl_seconds`` from now; NotFoundError if it
         is unknown or already expired."""
-        await self._unary(_calls.renew_lease(lease_id, ttl_seconds, self._lease_model(lease_id)), timeout)
+        try:
+            await self._unary(_calls.renew_lease(lease_id, ttl_seconds, self._lease_model(lease_id)), timeout)
+        except NotFoundError:
+            self._released(lease_id)  # expired: the daemon has forgotten it too
+            raise
 
     async def release_lease(self, lease_id: int, timeout: Timeout = DEFAULT) -> None:
         """Releases a lease acquired with acquire_lease."""

@@ -21,7 +21,7 @@ from ._base import DEFAULT, ClientBase, Timeout
 from ._calls import Conditioning
 from ._stream_call import DenoiseCall, GenerateCall, StreamCall
 from ._transport import DEFAULT_MAX_MESSAGE_BYTES, Attempts, RetryPolicy, channel_options, metadata
-from .errors import from_rpc_error
+from .errors import NotFoundError, from_rpc_error
 from .results import DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats, UnloadResult
 from .tensor import TensorLike, WireTensor
 
@@ -126,7 +126,11 @@ class Client(ClientBase):
     def renew_lease(self, lease_id: int, ttl_seconds: float = 60.0, timeout: Timeout = DEFAULT) -> None:
         """Extends a lease to end ``ttl_seconds`` from now; NotFoundError if it
         is unknown or already expired."""
-        self._unary(_calls.renew_lease(lease_id, ttl_seconds, self._lease_model(lease_id)), timeout)
+        try:
+            self._unary(_calls.renew_lease(lease_id, ttl_seconds, self._lease_model(lease_id)), timeout)
+        except NotFoundError:
+            self._released(lease_id)  # expired: the daemon has forgotten it too
+            raise
 
     def release_lease(self, lease_id: int, timeout: Timeout = DEFAULT) -> None:
         """Releases a lease acquired with acquire_lease."""
