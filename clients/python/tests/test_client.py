@@ -1,6 +1,6 @@
 """Tests of diffusiond_client against an in-process fake daemon (no binary needed).
 
-Run: PYTHONPATH=<build>/python:proto/python python3 proto/python/tests/test_client.py
+Run: PYTHONPATH=clients/python python3 clients/python/tests/test_client.py
 """
 
 import array
@@ -458,6 +458,16 @@ class WireTensorTest(unittest.TestCase):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertIn("no numpy ok", out.stdout)
+
+    def test_optional_packages_fail_only_when_asked_for(self):
+        code = ("import sys; sys.modules['numpy'] = sys.modules['torch'] = sys.modules['PIL'] = None\n"
+                "import diffusiond_client as dc\n"
+                "image = dc.Image(b'png', 1, 1, 0)\n"
+                "for convert in (image.to_pil, dc.WireTensor.zeros((1,)).to_torch):\n"
+                "    try:\n        convert()\n    except ImportError:\n        print('fallback ok')\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.split(), ["fallback", "ok", "fallback", "ok"])
 
 
 if __name__ == "__main__":
