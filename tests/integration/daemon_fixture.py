@@ -10,7 +10,7 @@ The binaries come from the environment, as ctest sets it
 Unset, each falls back to build/release/{server,clients,tools}/<name> in this checkout; a test
 that needs a binary found neither way is skipped, and one named by a variable
 but missing fails. The client's stubs must be importable:
-PYTHONPATH=<build>/python:proto/python.
+PYTHONPATH=<build>/python:clients/python.
 
 The demo model is generated once per process into a temporary models
 directory (``<tmp>/models/demo``), which every daemon of the process serves.

@@ -390,6 +390,9 @@ TEST_F(CommandsTest, ModelScopedCallsCarryTheRoutingHeader) {
   EXPECT_EQ(models_.route.get(), "z");
   ASSERT_THAT(run_command(env_, UnloadOptions{"z", true}), IsOk());
   EXPECT_EQ(models_.route.get(), "z");
+  // Printable ASCII only, percent-encoded as the Python client does.
+  ASSERT_THAT(run_command(env_, UnloadOptions{"z image/é,v1", true}), Not(IsOk()));
+  EXPECT_EQ(models_.route.get(), "z%20image/%C3%A9,v1");
 
   NamedTensors inputs;
   v1::NamedTensor* x = inputs.Add();

@@ -77,7 +77,7 @@ class MetricsServerClients : public ::testing::Test {
     }
   }
 
-  DaemonMetrics metrics_{BuildInfo{"test", "1.13", false, 1, "glibc"}, nullptr};
+  DaemonMetrics metrics_{BuildInfo{"test", "1.13", false, 1, "glibc", "", "unknown", "none", false}, nullptr};
   std::unique_ptr<MetricsServer> server_;
   std::vector<int> held_;
 };

@@ -105,7 +105,9 @@ CacheEvent load_failed(absl::Status status) {
   return event;
 }
 
-BuildInfo test_build() { return BuildInfo{"1.2.3", "2.1.0", true, 1, "jemalloc 5.3.0"}; }
+BuildInfo test_build() {
+  return BuildInfo{"1.2.3", "2.1.0", true, 1, "jemalloc 5.3.0", "OpenBLAS 0.3.21", "Cooperlake", "diffusiond", false};
+}
 
 TEST(DaemonMetrics, ReportsBudgetsAndResidentModelsAtScrapeTime) {
   FakeCacheStats fake;
@@ -182,6 +184,9 @@ TEST(DaemonMetrics, PreCreatesZeroSeriesForDashboards) {
               Contains(Pair("diffusiond_build_info{allocator=\"jemalloc 5.3.0\",cuda=\"true\",torch_version=\"2.1.0\","
                             "version=\"1.2.3\"}",
                             1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_blas_info{chosen_by=\"diffusiond\",core=\"Cooperlake\",fallback=\"false\","
+                               "library=\"OpenBLAS 0.3.21\"}",
+                               1)));
 }
 
 TEST(DaemonMetrics, CountsEachCacheEventAndClassifiesFailedLoads) {

@@ -7,13 +7,15 @@ original grpc.RpcError as ``__cause__``. Catch the specific class
 DiffusiondError for all of them.
 """
 
+from typing import Any, Dict, Type, Union
+
 import grpc
 
 
 class DiffusiondError(Exception):
     """A call to the daemon failed with a gRPC status."""
 
-    def __init__(self, code, details, method=""):
+    def __init__(self, code: Union[grpc.StatusCode, Any], details: str, method: str = "") -> None:
         self.code = code
         self.details = details or ""
         self.method = method
@@ -54,7 +56,7 @@ class UnavailableError(DiffusiondError):
     """The daemon is unreachable or draining (UNAVAILABLE)."""
 
 
-_BY_CODE = {
+_BY_CODE: Dict[grpc.StatusCode, Type[DiffusiondError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgumentError,
     grpc.StatusCode.NOT_FOUND: NotFoundError,
     grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
@@ -66,8 +68,8 @@ _BY_CODE = {
 }
 
 
-def from_rpc_error(error, method=""):
+def from_rpc_error(error: Any, method: str = "") -> DiffusiondError:
     """Returns the DiffusiondError subclass for a grpc.RpcError (not raised)."""
     code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
     details = error.details() if hasattr(error, "details") else str(error)
-    return _BY_CODE.get(code, DiffusiondError)(code, details, method)
+    return _BY_CODE.get(code, DiffusiondError)(code, details or "", method)

@@ -5,6 +5,11 @@ Each type is a frozen dataclass built from its diffusiond.v1 message by
 """
 
 import dataclasses
+import io
+import os
+from typing import Any, Optional, Tuple, Type, TypeVar, Union
+
+T = TypeVar("T", bound="_FromProto")
 
 
 class _FromProto:
@@ -12,7 +17,7 @@ class _FromProto:
     ``from_proto`` that copies them."""
 
     @classmethod
-    def from_proto(cls, m):
+    def from_proto(cls: Type[T], m: Any) -> T:
         return cls(*(getattr(m, f.name) for f in dataclasses.fields(cls)))
 
 
@@ -23,13 +28,13 @@ class ConditioningInput(_FromProto):
 
     name: str
     scalar: bool
-    shape: tuple
+    shape: Tuple[int, ...]
     required: bool
     default_value: float
     meaning: str
 
     @classmethod
-    def from_proto(cls, m):
+    def from_proto(cls, m: Any) -> "ConditioningInput":
         return cls(m.name, m.scalar, tuple(m.shape), m.required, m.default_value, m.meaning)
 
 
@@ -50,13 +55,13 @@ class ModelInfo(_FromProto):
     pins: int
     idle_seconds: float
     role: str
-    conditioning: tuple  # of ConditioningInput
+    conditioning: Tuple[ConditioningInput, ...]
     supports_negative: bool
     vram_plan: str
     vram_streamed_bytes_per_step: int
 
     @classmethod
-    def from_proto(cls, m):
+    def from_proto(cls, m: Any) -> "ModelInfo":
         values = {f.name: getattr(m, f.name) for f in dataclasses.fields(cls)}
         values["conditioning"] = tuple(ConditioningInput.from_proto(c) for c in m.conditioning)
         return cls(**values)
@@ -81,11 +86,11 @@ class DenoiseStep(_FromProto):
     sigma: float
     step_seconds: float
     model_id: str  # the model that ran it: model_id, or expert_2 past the boundary
-    evicted_model_ids: tuple = ()  # on a model's first step: what was evicted to make room for it
+    evicted_model_ids: Tuple[str, ...] = ()  # on a model's first step: what was evicted to make room for it
     model_loaded: bool = False  # on a model's first step: it was loaded for this call
 
     @classmethod
-    def from_proto(cls, m):
+    def from_proto(cls, m: Any) -> "DenoiseStep":
         return cls(m.step, m.steps, m.sigma, m.step_seconds, m.model_id, tuple(m.evicted_model_ids), m.model_loaded)
 
 
@@ -112,8 +117,8 @@ class DeviceBudget(_FromProto):
 class Stats:
     """Budgets, cached models and cache counters (diffusiond.v1.GetStatsResponse)."""
 
-    budgets: tuple  # of DeviceBudget
-    models: tuple  # of ModelInfo
+    budgets: Tuple[DeviceBudget, ...]
+    models: Tuple[ModelInfo, ...]
     hits: int
     misses: int
     evictions: int
@@ -121,12 +126,12 @@ class Stats:
     process_resident_bytes: int
 
     @classmethod
-    def from_proto(cls, m):
+    def from_proto(cls, m: Any) -> "Stats":
         return cls(tuple(DeviceBudget.from_proto(b) for b in m.budgets),
                    tuple(ModelInfo.from_proto(x) for x in m.models), m.hits, m.misses, m.evictions,
                    m.rejections, m.process_resident_bytes)
 
-    def budget(self, device="cpu"):
+    def budget(self, device: str = "cpu") -> Optional[DeviceBudget]:
         """Returns the DeviceBudget of ``device``, or None."""
         return next((b for b in self.budgets if b.device == device), None)
 
@@ -136,7 +141,7 @@ class MakeRoomResult:
     """What MakeRoom did (diffusiond.v1.MakeRoomResponse)."""
 
     available_bytes: int
-    evicted_model_ids: tuple
+    evicted_model_ids: Tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,7 +162,7 @@ class GenerateProgress:
     detail: str
 
     @classmethod
-    def from_proto(cls, m):
+    def from_proto(cls, m: Any) -> "GenerateProgress":
         value = m.DESCRIPTOR.fields_by_name["stage"].enum_type.values_by_number.get(m.stage)
         stage = value.name[len("STAGE_"):].lower() if value is not None else f"stage_{m.stage}"
         return cls(stage, m.model_id, m.step, m.steps, m.seconds, m.detail)
@@ -174,11 +179,21 @@ class Image(_FromProto):
     height: int
     seed: int
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Image(width={self.width}, height={self.height}, seed={self.seed}, png=<{len(self.png)} bytes>)"
 
-    def save(self, path):
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> Union[str, "os.PathLike[str]"]:
         """Writes the PNG bytes to ``path``; returns ``path``."""
         with open(path, "wb") as f:
             f.write(self.png)
         return path
+
+    def to_pil(self) -> Any:
+        """Returns the image as a PIL.Image.Image (loaded, so the bytes may go).
+
+        PIL is optional: raises ImportError without it; ``png`` always works."""
+        from PIL import Image as PILImage
+
+        picture = PILImage.open(io.BytesIO(self.png))
+        picture.load()
+        return picture

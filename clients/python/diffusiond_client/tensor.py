@@ -18,6 +18,7 @@ import dataclasses
 import math
 import struct
 import sys
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _stubs
 
@@ -33,7 +34,7 @@ class _DType:
     numpy_name: str  # numpy dtype name; "" when numpy has none
 
 
-def _typecode(candidates, itemsize):
+def _typecode(candidates: str, itemsize: int) -> str:
     for code in candidates:
         if array.array(code).itemsize == itemsize:
             return code
@@ -62,14 +63,14 @@ for _code in "bhilq":
 DTYPE_NAMES = tuple(_DTYPES)
 
 
-def _dtype(name):
+def _dtype(name: str) -> _DType:
     d = _DTYPES.get(name)
     if d is None:
         raise ValueError(f"dtype '{name}' is not one of {', '.join(_DTYPES)}")
     return d
 
 
-def _numel(shape):
+def _numel(shape: Iterable[int]) -> int:
     return math.prod(shape)
 
 
@@ -82,10 +83,10 @@ class WireTensor:
     """
 
     dtype: str
-    shape: tuple
+    shape: Tuple[int, ...]
     data: bytes
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         d = _dtype(self.dtype)
         shape = tuple(int(s) for s in self.shape)
         if any(s < 0 for s in shape):
@@ -98,21 +99,22 @@ class WireTensor:
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "data", data)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"WireTensor(dtype={self.dtype!r}, shape={list(self.shape)}, nbytes={len(self.data)})"
 
     @property
-    def numel(self):
+    def numel(self) -> int:
         return _numel(self.shape)
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return len(self.data)
 
     # --- standard library -------------------------------------------------
 
     @classmethod
-    def from_array(cls, values, shape=None, dtype=None):
+    def from_array(cls, values: "array.array[Any]", shape: Optional[Sequence[int]] = None,
+                   dtype: Optional[str] = None) -> "WireTensor":
         """Returns a tensor holding an ``array.array``'s elements.
 
         ``shape`` defaults to ``[len(values)]``; ``dtype`` defaults from the
@@ -131,16 +133,16 @@ class WireTensor:
         return cls(dtype, tuple(shape) if shape is not None else (len(values),), values.tobytes())
 
     @classmethod
-    def from_floats(cls, values, shape=None):
+    def from_floats(cls, values: Iterable[float], shape: Optional[Sequence[int]] = None) -> "WireTensor":
         """Returns a float32 tensor of ``values`` (any iterable of numbers)."""
         return cls.from_array(array.array("f", values), shape, "float32")
 
     @classmethod
-    def zeros(cls, shape, dtype="float32"):
+    def zeros(cls, shape: Sequence[int], dtype: str = "float32") -> "WireTensor":
         """Returns a tensor of zeros."""
         return cls(dtype, tuple(shape), bytes(_numel(shape) * _dtype(dtype).itemsize))
 
-    def to_array(self):
+    def to_array(self) -> "array.array[Any]":
         """Returns the elements as a flat ``array.array`` in native byte order.
 
         Raises ValueError for float16/bfloat16, which array cannot hold; use
@@ -155,7 +157,7 @@ class WireTensor:
             out.byteswap()
         return out
 
-    def to_list(self):
+    def to_list(self) -> List[Any]:
         """Returns the elements as a flat list of Python numbers (any dtype)."""
         n = self.numel
         if self.dtype == "float16":
@@ -170,21 +172,21 @@ class WireTensor:
     # --- protobuf -----------------------------------------------------------
 
     @classmethod
-    def from_proto(cls, message):
+    def from_proto(cls, message: Any) -> "WireTensor":
         """Returns the tensor a diffusiond.v1.Tensor holds; ValueError if malformed."""
         d = _BY_ENUM.get(message.dtype)
         if d is None:
             raise ValueError(f"wire dtype enum {message.dtype} is unknown")
         return cls(d.name, tuple(message.shape), message.data)
 
-    def to_proto(self):
+    def to_proto(self) -> Any:
         """Returns a new diffusiond.v1.Tensor message."""
         return _pb.Tensor(dtype=_dtype(self.dtype).enum, shape=list(self.shape), data=self.data)
 
     # --- numpy and torch, when installed ----------------------------------
 
     @classmethod
-    def from_numpy(cls, ndarray):
+    def from_numpy(cls, ndarray: Any) -> "WireTensor":
         """Returns a copy of a numpy array (any layout; bfloat16 unsupported).
 
         Raises ImportError without numpy.
@@ -197,7 +199,7 @@ class WireTensor:
         little = np.ascontiguousarray(ndarray, dtype=np.dtype(name).newbyteorder("<"))
         return cls(name, tuple(ndarray.shape), little.tobytes())
 
-    def to_numpy(self):
+    def to_numpy(self) -> Any:
         """Returns a writable numpy array (bfloat16 is widened to float32)."""
         import numpy as np
 
@@ -209,7 +211,7 @@ class WireTensor:
             d.numpy_name).reshape(self.shape)
 
     @classmethod
-    def from_torch(cls, tensor):
+    def from_torch(cls, tensor: Any) -> "WireTensor":
         """Returns a copy of a torch tensor (moved to the CPU; bfloat16 kept)."""
         import torch
 
@@ -219,7 +221,7 @@ class WireTensor:
             return cls("bfloat16", tuple(t.shape), raw)
         return cls.from_numpy(t.numpy())
 
-    def to_torch(self):
+    def to_torch(self) -> Any:
         """Returns a torch tensor on the CPU with this dtype."""
         import torch
 
@@ -231,7 +233,12 @@ class WireTensor:
         return torch.from_numpy(self.to_numpy().copy())
 
 
-def to_wire_proto(value):
+TensorLike = Union[WireTensor, Any]
+"""A WireTensor, a diffusiond.v1.Tensor message, a numpy array or a torch tensor
+(numpy and torch have no types here, hence Any)."""
+
+
+def to_wire_proto(value: TensorLike) -> Any:
     """Returns a diffusiond.v1.Tensor for a WireTensor, a Tensor message
     (forwarded unchanged, even if malformed), a numpy array or a torch tensor.
     """

@@ -1,0 +1,94 @@
+"""asyncio server-streaming calls whose events are progress followed by one
+final result: LoadModel, Denoise and Generate for AsyncClient.
+
+Cancelling the task that iterates (or awaits result()) cancels the RPC, so
+the daemon stops work nobody waits for; cancel() does the same from any
+task, and the iteration then raises CancelledError (the DiffusiondError), as
+in the blocking client.
+"""
+
+import asyncio
+import inspect
+from typing import cast, Any, AsyncIterator, Callable, Generic, Optional, TypeVar
+
+import grpc
+
+from ._calls import Stream
+from ._stream_call import missing_result
+from .errors import CancelledError, from_rpc_error
+from .results import DenoiseStep, GenerateProgress, Image
+from .tensor import WireTensor
+
+R = TypeVar("R")
+
+
+class AsyncStreamCall(Generic[R]):
+    """Iterates a running grpc.aio stream: progress events, then the result (type R)."""
+
+    def __init__(self, call: Any, spec: "Stream[R]") -> None:
+        self._call = call
+        self._spec = spec
+        self._cancelled = False
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        try:
+            async for event in self._call:
+                kind = event.WhichOneof("event")
+                if kind in self._spec.converters:
+                    yield self._spec.converters[kind](getattr(event, kind))
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, self._spec.label) from e
+        except asyncio.CancelledError:
+            if self._cancelled:  # by cancel(), not by cancelling this task
+                raise CancelledError(grpc.StatusCode.CANCELLED, "cancelled by the client", self._spec.label) from None
+            self._call.cancel()
+            raise
+
+    def cancel(self) -> bool:
+        """Cancels the call; returns False if it had already finished."""
+        self._cancelled = True
+        return bool(self._call.cancel())
+
+    async def code(self) -> grpc.StatusCode:
+        """Returns the call's grpc.StatusCode once it finishes."""
+        code: grpc.StatusCode = await self._call.code()
+        return code
+
+    async def result(self, on_event: Optional[Callable[[Any], object]] = None) -> R:
+        """Consumes the stream, calling ``on_event`` per progress event (a
+        function or a coroutine function; if it raises, the call is cancelled
+        and the exception propagates), and returns the final result;
+        DiffusiondError if the stream fails or ends without one."""
+        final: Optional[R] = None
+        async for event in self:
+            if isinstance(event, self._spec.final):
+                final = cast(R, event)
+            elif on_event is not None:
+                try:
+                    outcome = on_event(event)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                except BaseException:
+                    self._call.cancel()
+                    raise
+        if final is None:
+            raise missing_result(self._spec)
+        return final
+
+
+class AsyncDenoiseCall(AsyncStreamCall[WireTensor]):
+    """A running Denoise stream: ``async for`` DenoiseStep events and then
+    the latents, or ``await result(on_step)``."""
+
+    async def result(self, on_step: Optional[Callable[[DenoiseStep], object]] = None) -> WireTensor:
+        """Consumes the stream and returns the final latents."""
+        return await super().result(on_step)
+
+
+class AsyncGenerateCall(AsyncStreamCall[Image]):
+    """A running Generate stream: ``async for`` GenerateProgress events and
+    then the Image, or ``await result(on_progress)``."""
+
+    async def result(self, on_progress: Optional[Callable[[GenerateProgress], object]] = None) -> Image:
+        """Consumes the stream and returns the Image."""
+        return await super().result(on_progress)

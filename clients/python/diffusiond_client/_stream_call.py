@@ -1,0 +1,96 @@
+"""Blocking server-streaming calls whose events are progress followed by one
+final result: LoadModel, Denoise and Generate for Client.
+
+The asyncio counterparts are in _aio_stream_call.py; what the events are and
+how they convert is in the _calls.Stream both take.
+"""
+
+from typing import cast, Any, Callable, Generic, Iterator, Optional, TypeVar
+
+import grpc
+
+from ._calls import Stream
+from .errors import DiffusiondError, from_rpc_error
+from .results import DenoiseStep, GenerateProgress, Image
+from .tensor import WireTensor
+
+R = TypeVar("R")
+
+
+def missing_result(spec: "Stream[Any]") -> DiffusiondError:
+    """The error for a stream that ended without its result."""
+    return DiffusiondError(grpc.StatusCode.INTERNAL, f"the stream ended without {spec.final_kind}", spec.label)
+
+
+class StreamCall(Generic[R]):
+    """Iterates a running stream: progress events, then the result (type R)."""
+
+    def __init__(self, call: Any, spec: "Stream[R]") -> None:
+        self._call = call
+        self._spec = spec
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            for event in self._call:
+                kind = event.WhichOneof("event")
+                if kind in self._spec.converters:
+                    yield self._spec.converters[kind](getattr(event, kind))
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, self._spec.label) from e
+
+    def cancel(self) -> bool:
+        """Cancels the call from any thread; returns False if it had already finished."""
+        return bool(self._call.cancel())
+
+    def code(self) -> grpc.StatusCode:
+        """Returns the call's grpc.StatusCode (blocks until it finishes)."""
+        return self._call.code()
+
+    def result(self, on_event: Optional[Callable[[Any], object]] = None) -> R:
+        """Consumes the stream, calling ``on_event`` per progress event (if it
+        raises, the call is cancelled and the exception propagates), and
+        returns the final result; DiffusiondError if the stream fails or ends
+        without one."""
+        final: Optional[R] = None
+        for event in self:
+            if isinstance(event, self._spec.final):
+                final = cast(R, event)
+            elif on_event is not None:
+                try:
+                    on_event(event)
+                except BaseException:
+                    self._call.cancel()
+                    raise
+        if final is None:
+            raise missing_result(self._spec)
+        return final
+
+
+class DenoiseCall(StreamCall[WireTensor]):
+    """A running Denoise stream.
+
+    Iterate it for DenoiseStep events followed by the final latents (a
+    WireTensor), or call result(on_step). cancel() may be called from any
+    thread; the daemon stops within one step and the iteration then raises
+    CancelledError.
+    """
+
+    def result(self, on_step: Optional[Callable[[DenoiseStep], object]] = None) -> WireTensor:
+        """Consumes the stream and returns the final latents; ``on_step`` as
+        StreamCall.result's ``on_event``."""
+        return super().result(on_step)
+
+
+class GenerateCall(StreamCall[Image]):
+    """A running Generate stream.
+
+    Iterate it for GenerateProgress events (load, evict, encode, each denoise
+    step, decode) followed by the Image, or call result(on_progress).
+    cancel() may be called from any thread; the iteration then raises
+    CancelledError.
+    """
+
+    def result(self, on_progress: Optional[Callable[[GenerateProgress], object]] = None) -> Image:
+        """Consumes the stream and returns the Image; ``on_progress`` as
+        StreamCall.result's ``on_event``."""
+        return super().result(on_progress)

@@ -1,0 +1,261 @@
+"""Client: the diffusiond.v1 services and the gRPC health service as blocking Python calls.
+
+One Client holds one gRPC channel and is safe to share between threads. Every
+call takes an optional ``timeout`` (seconds) that overrides the client's
+default deadline; ``None`` means no deadline. A failed call raises a
+DiffusiondError subclass (errors.py) naming the gRPC code and the daemon's
+message. Idempotent calls are retried on UNAVAILABLE (see _calls.py for which,
+_transport.RetryPolicy for how).
+
+Not here: the requests and conversions (_calls.py, shared with the asyncio
+AsyncClient in aio.py), tensors (tensor.py), result types (results.py).
+"""
+
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+
+import grpc
+
+from . import _calls
+from ._base import DEFAULT, ClientBase, Timeout
+from ._calls import Conditioning
+from ._stream_call import DenoiseCall, GenerateCall, StreamCall
+from ._transport import DEFAULT_MAX_MESSAGE_BYTES, Attempts, RetryPolicy, channel_options, metadata
+from .errors import NotFoundError, from_rpc_error
+from .results import DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats, UnloadResult
+from .tensor import TensorLike, WireTensor
+
+R = TypeVar("R")
+S = TypeVar("S", bound=StreamCall[Any])
+
+__all__ = ["Client", "DenoiseCall", "GenerateCall", "DEFAULT_MAX_MESSAGE_BYTES"]
+
+
+class Client(ClientBase):
+    """A blocking connection to one daemon.
+
+    ``address`` is "host:port". ``timeout`` is the default deadline per call
+    in seconds (None: none). ``credentials`` (grpc.ssl_channel_credentials())
+    selects TLS; plaintext otherwise. ``max_message_bytes`` should match the
+    daemon's --max_message_bytes. ``retry`` governs retries of idempotent
+    calls; ``options`` are extra gRPC channel options, overriding the defaults
+    (_transport.KEEPALIVE_OPTIONS among them).
+    """
+
+    def __init__(self, address: str, timeout: Optional[float] = None, *,
+                 credentials: Optional[grpc.ChannelCredentials] = None,
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, options: Sequence[Tuple[str, Any]] = (),
+                 retry: RetryPolicy = RetryPolicy()) -> None:
+        opts = channel_options(max_message_bytes, options)
+        if credentials is not None:
+            channel = grpc.secure_channel(address, credentials, opts)
+        else:
+            channel = grpc.insecure_channel(address, opts)
+        super().__init__(address, timeout, retry, channel)
+
+    def close(self) -> None:
+        """Closes the channel; calls in flight are cancelled."""
+        self._channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _unary(self, spec: "_calls.Unary[R]", timeout: Timeout) -> R:
+        attempts = Attempts(self.retry, self._deadline(timeout), spec.idempotent)
+        while True:
+            try:
+                response = self._method(spec)(spec.request, timeout=attempts.timeout(),
+                                              metadata=metadata(spec.model_id))
+            except grpc.RpcError as e:
+                delay = attempts.backoff(e)
+                if delay is None:
+                    raise from_rpc_error(e, spec.label) from e
+                time.sleep(delay)
+                continue
+            return spec.convert(response)
+
+    def _stream(self, spec: "_calls.Stream[Any]", timeout: Timeout, wrapper: "type[S]") -> S:
+        return wrapper(self._method(spec)(spec.request, timeout=self._deadline(timeout),
+                                          metadata=metadata(spec.model_id)), spec)
+
+    def wait_for_ready(self, timeout: float = 10.0) -> None:
+        """Blocks until the channel connects; UnavailableError after ``timeout`` s."""
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError as e:
+            raise self._not_connected(timeout) from e
+
+    # --- ModelService -----------------------------------------------------
+
+    def load_model(self, path: str, model_id: Optional[str] = None, fp8: Union[None, bool, str] = None,
+                   compute_dtype: Optional[str] = None, on_progress: Optional[Callable[[LoadProgress], object]] = None,
+                   timeout: Timeout = DEFAULT, config_path: Optional[str] = None) -> ModelInfo:
+        """Loads a model (or finds it loaded) and returns its ModelInfo.
+
+        ``path`` is relative to the daemon's models directory. ``fp8``: None
+        or "default" (the daemon's), "off", "e4m3fn", "e5m2". ``compute_dtype``:
+        None (the daemon's), "float32", "bfloat16", "float16".
+        ``on_progress(LoadProgress)`` is called per progress event; if it
+        raises, the load is cancelled and the exception propagates.
+        ``config_path`` names a config.json in the models directory (a single
+        file carries none).
+        """
+        spec = _calls.load_model(path, model_id, fp8, compute_dtype, config_path)
+        info: ModelInfo = self._stream(spec, timeout, StreamCall).result(on_progress)
+        return info
+
+    def unload_model(self, model_id: str, wait: bool = True, timeout: Timeout = DEFAULT) -> UnloadResult:
+        """Unloads a model; returns the bytes freed once they are released.
+
+        With ``wait`` the daemon waits for work and leases on the model (up to
+        the deadline); without, a model in use fails with FailedPreconditionError.
+        """
+        return self._unary(_calls.unload_model(model_id, wait), timeout)
+
+    def list_models(self, timeout: Timeout = DEFAULT) -> List[ModelInfo]:
+        """Returns the loaded models (list of ModelInfo), most recently used first."""
+        return self._unary(_calls.list_models(), timeout)
+
+    def acquire_lease(self, model_id: str, ttl_seconds: float = 60.0, timeout: Timeout = DEFAULT) -> int:
+        """Pins a loaded model for ``ttl_seconds``; returns the lease id."""
+        return self._leased(model_id, self._unary(_calls.acquire_lease(model_id, ttl_seconds), timeout))
+
+    def renew_lease(self, lease_id: int, ttl_seconds: float = 60.0, timeout: Timeout = DEFAULT) -> None:
+        """Extends a lease to end ``ttl_seconds`` from now; NotFoundError if it
+        is unknown or already expired."""
+        try:
+            self._unary(_calls.renew_lease(lease_id, ttl_seconds, self._lease_model(lease_id)), timeout)
+        except NotFoundError:
+            self._released(lease_id)  # expired: the daemon has forgotten it too
+            raise
+
+    def release_lease(self, lease_id: int, timeout: Timeout = DEFAULT) -> None:
+        """Releases a lease acquired with acquire_lease."""
+        self._unary(_calls.release_lease(lease_id, self._lease_model(lease_id)), timeout)
+        self._released(lease_id)
+
+    # --- CacheService -----------------------------------------------------
+
+    def stats(self, timeout: Timeout = DEFAULT) -> Stats:
+        """Returns the budgets, cached models and counters (Stats)."""
+        return self._unary(_calls.stats(), timeout)
+
+    def make_room(self, num_bytes: int, device: str = "cpu", timeout: Timeout = DEFAULT) -> MakeRoomResult:
+        """Evicts unpinned models until ``num_bytes`` fit on ``device``.
+
+        Raises ResourceExhaustedError (evicting nothing) if pinned models prevent it.
+        """
+        return self._unary(_calls.make_room(num_bytes, device), timeout)
+
+    # --- DenoiseService ---------------------------------------------------
+
+    def step(self, model_id: str, inputs: Mapping[str, TensorLike], timeout: Timeout = DEFAULT
+             ) -> Dict[str, WireTensor]:
+        """Runs one forward; ``inputs`` maps names to tensors, returns names to WireTensors.
+
+        A tensor is a WireTensor, a diffusiond.v1.Tensor, a numpy array or a
+        torch tensor (see tensor.to_wire_proto).
+        """
+        return self._unary(_calls.step(model_id, inputs), timeout)
+
+    def denoise_stream(self, model_id: str, conditioning: Conditioning, negative: Optional[Conditioning] = None,
+                       latents: Optional[TensorLike] = None, shape: Optional[Sequence[int]] = None, seed: int = 0,
+                       steps: Optional[int] = None, guidance_scale: float = 1.0, shift: float = 0.0,
+                       sigmas: Optional[Sequence[float]] = None, timeout: Timeout = DEFAULT, *, expert_2: str = "",
+                       boundary_ratio: float = 0.0, guidance_scale_2: float = 0.0) -> DenoiseCall:
+        """Starts a Denoise and returns its DenoiseCall (iterable, cancellable).
+
+        ``conditioning`` (and the optional ``negative``, for classifier-free
+        guidance) maps the model's conditioning names (ModelInfo.conditioning)
+        to tensors or, for scalars, numbers: e.g. {"cap_feats": feats} for
+        Z-Image, {"encoder_hidden_states": t5, "pooled_projections": clip,
+        "guidance": 3.5} for FLUX.1-dev. Give either initial ``latents``
+        [C, H, W] or a ``shape`` of noise drawn from ``seed``. ``steps``
+        defaults to len(sigmas) or 8. ``guidance_scale`` <= 1 is off;
+        ``shift`` 0 is the model's own schedule. ``expert_2`` (Wan 2.2's
+        low-noise expert, a loaded model's id or a path) runs the steps whose
+        timestep is below ``boundary_ratio`` x 1000, guided by
+        ``guidance_scale_2`` (0: ``guidance_scale``).
+        """
+        spec = _calls.denoise(model_id, conditioning, negative, latents, shape, seed, steps, guidance_scale, shift,
+                              sigmas, expert_2, boundary_ratio, guidance_scale_2)
+        return self._stream(spec, timeout, DenoiseCall)
+
+    def denoise(self, model_id: str, conditioning: Conditioning, negative: Optional[Conditioning] = None,
+                latents: Optional[TensorLike] = None, shape: Optional[Sequence[int]] = None, seed: int = 0,
+                steps: Optional[int] = None, guidance_scale: float = 1.0, shift: float = 0.0,
+                sigmas: Optional[Sequence[float]] = None, on_step: Optional[Callable[[DenoiseStep], object]] = None,
+                timeout: Timeout = DEFAULT, **experts: Any) -> WireTensor:
+        """Runs the denoise loop and returns the final latents (a float32 WireTensor).
+
+        Arguments as denoise_stream (``expert_2``, ``boundary_ratio`` and
+        ``guidance_scale_2`` by keyword); ``on_step(DenoiseStep)`` is called per
+        step, and if it raises the call is cancelled and the exception propagates.
+        """
+        return self.denoise_stream(model_id, conditioning, negative, latents, shape, seed, steps, guidance_scale,
+                                   shift, sigmas, timeout, **experts).result(on_step)
+
+    # --- PipelineService --------------------------------------------------
+
+    def encode_prompt(self, text_encoder: str, prompt: str, timeout: Timeout = DEFAULT
+                      ) -> Tuple[Dict[str, Union[WireTensor, float]], int]:
+        """Encodes ``prompt`` with a text encoder (a loaded model's id or a path to load).
+
+        Returns ``(conditioning, tokens)``: conditioning maps names to
+        WireTensors (scalars, if any, to floats), as denoise() takes it, e.g.
+        {"cap_feats": [L, 2560]} for Z-Image; tokens counts the prompt's tokens
+        after the chat template and truncation.
+        """
+        return self._unary(_calls.encode_prompt(text_encoder, prompt), timeout)
+
+    def decode(self, vae: str, latents: TensorLike, timeout: Timeout = DEFAULT) -> Image:
+        """Decodes final latents [C, H, W] (or [1, C, H, W]) with a VAE; returns an Image."""
+        return self._unary(_calls.decode(vae, latents), timeout)
+
+    def generate_stream(self, pipeline: Optional[str] = None, prompt: str = "",
+                        negative_prompt: Optional[str] = None, *,
+                        components: Optional[Mapping[str, Optional[str]]] = None,
+                        text_encoder: Optional[str] = None, transformer: Optional[str] = None,
+                        vae: Optional[str] = None, width: int = 0, height: int = 0, steps: int = 0,
+                        guidance_scale: float = 0.0, seed: Optional[int] = None, shift: float = 0.0,
+                        timeout: Timeout = DEFAULT) -> GenerateCall:
+        """Starts a Generate and returns its GenerateCall (iterable, cancellable).
+
+        ``pipeline`` is a pipeline folder in the models directory.
+        ``components`` maps component names ("text_encoder", "text_encoder_2",
+        "transformer", "vae", ...) to a loaded model's id or a path, each
+        replacing the pipeline's; ``text_encoder``/``transformer``/``vae`` are
+        shorthands for those three. Without a pipeline every component is
+        given (ValueError without a transformer). 0 for ``width``/``height``,
+        ``steps`` and ``guidance_scale`` takes the pipeline's defaults;
+        ``shift`` 0 is the transformer's schedule; ``seed`` None draws a
+        random one (the Image reports it).
+        """
+        spec = _calls.generate(pipeline, prompt, negative_prompt,
+                               self._components(components, text_encoder, transformer, vae),
+                               width, height, steps, guidance_scale, seed, shift)
+        return self._stream(spec, timeout, GenerateCall)
+
+    def generate(self, pipeline: Optional[str] = None, prompt: str = "", negative_prompt: Optional[str] = None,
+                 *, on_progress: Optional[Callable[[GenerateProgress], object]] = None, **kwargs: Any) -> Image:
+        """Runs a Generate and returns the Image.
+
+        Arguments as generate_stream; ``on_progress(GenerateProgress)`` is
+        called per event, and if it raises the call is cancelled and the
+        exception propagates.
+        """
+        return self.generate_stream(pipeline, prompt, negative_prompt, **kwargs).result(on_progress)
+
+    # --- grpc.health.v1 ---------------------------------------------------
+
+    def health(self, service: str = "", timeout: Timeout = DEFAULT) -> str:
+        """Returns the status name ("SERVING", "NOT_SERVING", ...) of ``service``.
+
+        The daemon answers for "" (the whole server), "liveness" and
+        "readiness"; an unknown service raises NotFoundError.
+        """
+        return self._unary(_calls.health(service), timeout)
+
