@@ -12,8 +12,9 @@ PACKAGES=(
   libabsl-dev prometheus-cpp-dev nlohmann-json3-dev libicu-dev libpng-dev
   libsentencepiece-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-grpcio python3-protobuf prometheus
+  python3 python3-grpcio python3-protobuf python3-yaml prometheus
   mypy python3-setuptools python3-wheel python3-pip
+  nginx  # integration.Routing: the model-affinity proxy (deploy/nginx)
 )
 
 missing=()

@@ -102,6 +102,28 @@ std::vector<PlacementFigures> placements_of(const Engine& engine) {
   return out;
 }
 
+// Loads --preload's models in order, before the daemon turns ready, so that a
+// replica joins its Service (or a proxy's ring) with them in its cache. The
+// first failure is returned naming the entry. A SIGTERM meanwhile waits for
+// the preload (main reads signals once start() returns); --load_timeout
+// bounds each model.
+absl::Status preload_models(Engine& engine, const DaemonOptions& options, const Log& log) {
+  for (const PreloadModel& m : options.preload) {
+    const absl::Time start = absl::Now();
+    ModelLoadRequest request;
+    request.path = m.path;
+    request.model_id = m.model_id;
+    absl::StatusOr<ModelInfo> info = engine.load(request);
+    const std::string entry = m.model_id.empty() ? m.path : absl::StrCat(m.model_id, "=", m.path);
+    if (!info.ok()) {
+      return absl::Status(info.status().code(), absl::StrCat("--preload ", entry, ": ", info.status().message()));
+    }
+    log.info("preloaded", absl::StrCat("model=", logfmt_value(info->model_id), " path=", logfmt_value(m.path),
+                                       " seconds=", absl::ToDoubleSeconds(absl::Now() - start)));
+  }
+  return absl::OkStatus();
+}
+
 // Linking grpc++_reflection registers its plugin with every ServerBuilder
 // from a static initialiser, so not asking for it is not enough: with
 // --reflection=false this option takes it out again.
@@ -214,6 +236,17 @@ absl::Status Daemon::start_serving() {
   metrics_server_ = *std::move(metrics_server);
   housekeeping_ = std::thread([this] { housekeeping_until_stopped(); });
 
+  if (!options_.preload.empty()) {
+    // Liveness serves meanwhile (a startup probe on readiness waits); the
+    // address lets a watcher reach the port before the ready line.
+    log_.info("preloading", absl::StrCat("listen=", host_of(options_.listen), ":", grpc_port_,
+                                         " metrics_listen=", host_of(options_.metrics_listen), ":",
+                                         metrics_server_->port(), " models=", options_.preload.size()));
+    if (absl::Status s = preload_models(*engine_, options_, log_); !s.ok()) {
+      drain();
+      return s;
+    }
+  }
   set_ready(true);
   log_.info("ready",
             absl::StrCat("listen=", host_of(options_.listen), ":", grpc_port_,

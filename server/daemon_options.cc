@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/precision/compute_dtype.h"
 #include "core/util/bytes.h"
@@ -106,6 +107,37 @@ absl::Status set_device(DaemonOptions& o, const std::string& v) {
     return absl::OkStatus();
   }
   return bad(v, "cpu, cuda, cuda:N (N a GPU index) or sim");
+}
+
+// "id=path,id=path" (a bare "path" keys the model by its path); empty: none.
+// Ids and paths are trimmed; a comma or '=' inside one cannot be written.
+absl::Status set_preload(DaemonOptions& o, const std::string& v) {
+  std::vector<PreloadModel> models;
+  std::set<std::string> ids;
+  for (absl::string_view entry : absl::StrSplit(v, ',')) {
+    entry = absl::StripAsciiWhitespace(entry);
+    if (entry.empty()) {
+      if (v.find_first_not_of(" \t") == std::string::npos) break;  // the whole value is empty
+      return bad(v, "ID=PATH entries separated by commas (an entry is empty)");
+    }
+    PreloadModel m;
+    if (const size_t eq = entry.find('='); eq != absl::string_view::npos) {
+      m.model_id = std::string(absl::StripAsciiWhitespace(entry.substr(0, eq)));
+      m.path = std::string(absl::StripAsciiWhitespace(entry.substr(eq + 1)));
+      if (m.model_id.empty() || m.path.empty()) {
+        return bad(v, absl::StrCat("ID=PATH entries separated by commas ('", entry, "' lacks the ",
+                                   m.model_id.empty() ? "id" : "path", ")"));
+      }
+    } else {
+      m.path = std::string(entry);
+    }
+    // A second load of one id with another path would be refused at start; say so now, naming it.
+    const std::string& key = m.model_id.empty() ? m.path : m.model_id;
+    if (!ids.insert(key).second) return bad(v, absl::StrCat("a list of distinct models ('", key, "' twice)"));
+    models.push_back(std::move(m));
+  }
+  o.preload = std::move(models);
+  return absl::OkStatus();
 }
 
 const std::vector<Flag>& flags() {
@@ -209,6 +241,10 @@ const std::vector<Flag>& flags() {
        }},
       {"log_level", "info", "debug, info, warning or error",
        one_of(&DaemonOptions::log_level, {"debug", "info", "warning", "error"})},
+      {"preload", "",
+       "models to load before readiness turns SERVING: ID=PATH[,ID=PATH...] (a bare PATH is keyed by its path); "
+       "if one fails the daemon exits 1",
+       set_preload},
   };
   return *table;
 }

@@ -17,6 +17,13 @@
 
 namespace diffusiond {
 
+// A model --preload loads before the daemon turns ready.
+struct PreloadModel {
+  std::string model_id;  // empty: the canonical path, as LoadModel without an id
+  std::string path;      // inside --models_dir
+  bool operator==(const PreloadModel& other) const { return model_id == other.model_id && path == other.path; }
+};
+
 struct DaemonOptions {
   std::string listen = "0.0.0.0:50051";          // gRPC address
   std::string metrics_listen = "0.0.0.0:9464";   // Prometheus /metrics address
@@ -46,6 +53,9 @@ struct DaemonOptions {
   std::string tls_cert, tls_key;                 // both or neither
   bool reflection = true;
   std::string log_level = "info";                // debug | info | warning | error
+  // Loaded in this order before readiness turns SERVING; one that fails
+  // ends the start (docs/configuration.md#preloading).
+  std::vector<PreloadModel> preload;
   bool help = false;                             // --help was given
 };
 

@@ -55,12 +55,16 @@ struct LeaseOptions {
   std::string model_id;
   absl::Duration ttl = absl::Seconds(60);
 };
+// A lease id does not say its model: `model` (--model) routes the call to the
+// replica that holds the lease behind a proxy (docs/scaling.md); empty: none.
 struct RenewOptions {
   uint64_t lease_id = 0;
   absl::Duration ttl = absl::Seconds(60);
+  std::string model;
 };
 struct ReleaseOptions {
   uint64_t lease_id = 0;
+  std::string model;
 };
 struct HealthOptions {
   std::string service;  // empty: the whole server

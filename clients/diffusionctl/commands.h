@@ -59,26 +59,29 @@ absl::Status run_command(const CommandEnv& env, const DecodeOptions& options);
 // Runs whichever command `options` holds.
 absl::Status run_command(const CommandEnv& env, const CommandOptions& options);
 
+// The metadata header that names a model-scoped call's model, so that a proxy can send every call for
+// one model to the replica that caches it (docs/scaling.md). The daemon ignores it.
+inline constexpr char kRoutingHeader[] = "diffusiond-model";
+
 // Helpers for the command files.
 namespace internal {
 
-// A context carrying env.timeout as its deadline.
-std::unique_ptr<grpc::ClientContext> new_context(const CommandEnv& env);
+// A context carrying env.timeout as its deadline and, unless `model` is empty, the routing header.
+std::unique_ptr<grpc::ClientContext> new_context(const CommandEnv& env, absl::string_view model = {});
 
 // `status` as an absl::Status (the codes are the same set), naming the
 // address when the daemon cannot be reached.
 absl::Status from_grpc(const CommandEnv& env, const grpc::Status& status);
 
 // Makes the unary call `method` (e.g. &v1::ModelService::Stub::UnloadModel)
-// on a new stub over env.channel, with a context from new_context that
-// env.canceller can cancel; returns from_grpc of its status.
+// on a new stub over env.channel, with a context from new_context (routed by
+// `model`) that env.canceller can cancel; returns from_grpc of its status.
 template <typename Stub, typename Request, typename Response>
 absl::Status unary_call(const CommandEnv& env,
-                        grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
-                                                     Response*),
-                        const Request& request, Response* response) {
+                        grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*),
+                        const Request& request, Response* response, absl::string_view model = {}) {
   Stub stub(env.channel);
-  std::unique_ptr<grpc::ClientContext> context = new_context(env);
+  std::unique_ptr<grpc::ClientContext> context = new_context(env, model);
   CallCanceller::Scope scope(env.canceller, context.get());
   return from_grpc(env, (stub.*method)(context.get(), request, response));
 }

@@ -58,7 +58,7 @@ absl::Status run_command(const CommandEnv& env, const StepOptions& options) {
   if (!inputs.ok()) return inputs.status();
   request.mutable_inputs()->Swap(&*inputs);
   v1::StepResponse response;
-  const absl::Status status = unary_call(env, &v1::DenoiseService::Stub::Step, request, &response);
+  const absl::Status status = unary_call(env, &v1::DenoiseService::Stub::Step, request, &response, options.model_id);
   if (!status.ok()) return status;
   if (absl::Status s = write_tensor_file(options.outputs_path, response.outputs()); !s.ok()) {
     return s;
@@ -96,7 +96,7 @@ absl::Status run_command(const CommandEnv& env, const DenoiseOptions& options) {
   request.set_guidance_scale_2(options.guidance_scale_2);
 
   auto stub = v1::DenoiseService::NewStub(env.channel);
-  std::unique_ptr<grpc::ClientContext> context = new_context(env);
+  std::unique_ptr<grpc::ClientContext> context = new_context(env, options.model_id);
   CallCanceller::Scope scope(env.canceller, context.get());
   std::unique_ptr<grpc::ClientReader<v1::DenoiseEvent>> reader =
       stub->Denoise(context.get(), request);

@@ -20,7 +20,10 @@ absl::Status run_command(const CommandEnv& env, const LoadOptions& options) {
   request.set_compute_dtype(options.compute_dtype);
   request.set_config_path(options.config_path);
   auto stub = v1::ModelService::NewStub(env.channel);
-  std::unique_ptr<grpc::ClientContext> context = new_context(env);
+  // Without an id the daemon keys the model by its canonical path; the path as given is the client's
+  // best routing key.
+  std::unique_ptr<grpc::ClientContext> context =
+      new_context(env, options.model_id.empty() ? options.path : options.model_id);
   CallCanceller::Scope scope(env.canceller, context.get());
   std::unique_ptr<grpc::ClientReader<v1::LoadModelEvent>> reader =
       stub->LoadModel(context.get(), request);
@@ -47,7 +50,7 @@ absl::Status run_command(const CommandEnv& env, const UnloadOptions& options) {
   request.set_wait(options.wait);
   v1::UnloadModelResponse response;
   const absl::Status status =
-      unary_call(env, &v1::ModelService::Stub::UnloadModel, request, &response);
+      unary_call(env, &v1::ModelService::Stub::UnloadModel, request, &response, options.model_id);
   if (!status.ok()) return status;
   if (env.json) {
     *env.out << to_json(response);
@@ -76,7 +79,7 @@ absl::Status run_command(const CommandEnv& env, const LeaseOptions& options) {
   request.set_ttl_seconds(absl::ToDoubleSeconds(options.ttl));
   v1::AcquireLeaseResponse response;
   const absl::Status status =
-      unary_call(env, &v1::ModelService::Stub::AcquireLease, request, &response);
+      unary_call(env, &v1::ModelService::Stub::AcquireLease, request, &response, options.model_id);
   if (!status.ok()) return status;
   // Only the id, so that scripts can write `release $(diffusionctl lease m)`.
   *env.out << (env.json ? to_json(response) : absl::StrCat(response.lease_id(), "\n"));
@@ -88,8 +91,7 @@ absl::Status run_command(const CommandEnv& env, const RenewOptions& options) {
   request.set_lease_id(options.lease_id);
   request.set_ttl_seconds(absl::ToDoubleSeconds(options.ttl));
   v1::RenewLeaseResponse response;
-  const absl::Status status =
-      unary_call(env, &v1::ModelService::Stub::RenewLease, request, &response);
+  const absl::Status status = unary_call(env, &v1::ModelService::Stub::RenewLease, request, &response, options.model);
   if (!status.ok()) return status;
   *env.out << (env.json ? to_json(response)
                         : absl::StrCat("renewed lease ", options.lease_id, " for ",
@@ -101,8 +103,7 @@ absl::Status run_command(const CommandEnv& env, const ReleaseOptions& options) {
   v1::ReleaseLeaseRequest request;
   request.set_lease_id(options.lease_id);
   v1::ReleaseLeaseResponse response;
-  const absl::Status status =
-      unary_call(env, &v1::ModelService::Stub::ReleaseLease, request, &response);
+  const absl::Status status = unary_call(env, &v1::ModelService::Stub::ReleaseLease, request, &response, options.model);
   if (!status.ok()) return status;
   *env.out << (env.json ? to_json(response)
                         : absl::StrCat("released lease ", options.lease_id, "\n"));

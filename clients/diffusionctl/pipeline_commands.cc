@@ -115,7 +115,13 @@ absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) 
   request.set_shift(options.shift);
 
   auto stub = v1::PipelineService::NewStub(env.channel);
-  std::unique_ptr<grpc::ClientContext> context = new_context(env);
+  // A Generate loads every component where it runs: the pipeline (else the transformer) keeps them
+  // together on one replica.
+  const auto transformer = options.components.find("transformer");
+  std::unique_ptr<grpc::ClientContext> context =
+      new_context(env, !options.pipeline.empty()                 ? options.pipeline
+                       : transformer != options.components.end() ? transformer->second
+                                                                 : std::string());
   CallCanceller::Scope scope(env.canceller, context.get());
   std::unique_ptr<grpc::ClientReader<v1::GenerateEvent>> reader =
       stub->Generate(context.get(), request);
@@ -150,7 +156,7 @@ absl::Status run_command(const CommandEnv& env, const EncodeOptions& options) {
   request.set_prompt(options.prompt);
   v1::EncodePromptResponse response;
   if (absl::Status s =
-          unary_call(env, &v1::PipelineService::Stub::EncodePrompt, request, &response);
+          unary_call(env, &v1::PipelineService::Stub::EncodePrompt, request, &response, options.text_encoder);
       !s.ok()) {
     return s;
   }
@@ -200,8 +206,7 @@ absl::Status run_command(const CommandEnv& env, const DecodeOptions& options) {
   if (!latents.ok()) return latents.status();
   request.mutable_latents()->Swap(&*latents);
   v1::Image image;
-  if (absl::Status s = unary_call(env, &v1::PipelineService::Stub::Decode, request, &image);
-      !s.ok()) {
+  if (absl::Status s = unary_call(env, &v1::PipelineService::Stub::Decode, request, &image, options.vae); !s.ok()) {
     return s;
   }
   return write_image(env, options.out_path, image, "Decode", /*with_seed=*/false);

@@ -15,7 +15,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 import diffusiond_client as dc
 from daemon_fixture import (DEMO_MODEL, LATENT_SHAPE, Daemon, DaemonTestCase, caption, conditioning, metric, models_dir,
-                            parse_metrics, SANITIZED)
+                            parse_metrics, slow_model, SANITIZED)
 
 
 class HealthAndMetricsTest(DaemonTestCase):
@@ -156,6 +156,58 @@ def reflect(address, **request):
         responses = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(**request)]),
                                               timeout=10)
         return next(iter(responses))
+
+
+class PreloadTest(unittest.TestCase):
+    """--preload: the models are loaded before readiness turns SERVING, and a failure stops the start."""
+
+    def test_preloaded_models_are_cached_when_the_daemon_turns_ready(self):
+        daemon = Daemon(models_dir(), extra_args=("--preload", f"a={DEMO_MODEL},b={DEMO_MODEL}")).start()
+        self.addCleanup(daemon.kill)
+        with daemon.client(timeout=10) as c:
+            self.assertEqual(sorted(m.model_id for m in c.list_models()), ["a", "b"])
+            self.assertEqual(c.health("readiness"), "SERVING")
+            c.load_model(DEMO_MODEL, model_id="a")  # a cache hit: no third load
+        self.assertEqual(metric(parse_metrics(daemon.scrape()), "diffusiond_model_loads_total", result="ok"), 2)
+        out = daemon.output()
+        self.assertLess(out.index("msg=preloading"), out.index("msg=ready"))
+        self.assertEqual(out.count("msg=preloaded"), 2)
+        daemon.assert_stops_cleanly()
+
+    def test_readiness_waits_for_the_preloads(self):
+        slow = slow_model(150)  # 0.4 to 1.4 s a load: three leave time to look
+        daemon = Daemon(models_dir(), extra_args=("--preload", f"s1={slow},s2={slow},s3={slow}"))
+        self.addCleanup(daemon.kill)
+        daemon.proc = None
+        daemon_start = threading.Thread(target=daemon.start)
+        daemon_start.start()
+        try:
+            m = None
+            deadline = time.monotonic() + 60
+            while m is None and time.monotonic() < deadline:
+                m = daemon.proc and daemon.wait_for_line(r"msg=preloading\b.*?listen=(\S+) metrics_listen=(\S+)", 0.2)
+            self.assertIsNotNone(m, daemon.output())
+            if "msg=ready" not in daemon.output():  # else the loads beat us to it (a fast disk): nothing to see
+                with dc.Client(m.group(1), timeout=10) as c:
+                    self.assertEqual(c.health("liveness"), "SERVING")
+                    self.assertEqual(c.health("readiness"), "NOT_SERVING")
+                    self.assertEqual(c.health(""), "NOT_SERVING")
+        finally:
+            daemon_start.join(90)
+        self.assertIsNotNone(daemon.address, daemon.output())
+        with daemon.client(timeout=10) as c:
+            self.assertEqual(c.health("readiness"), "SERVING")
+            self.assertEqual(len(c.list_models()), 3)
+        self.assertEqual(metric(parse_metrics(daemon.scrape()), "diffusiond_ready"), 1)
+        daemon.assert_stops_cleanly()
+
+    def test_a_failed_preload_stops_the_daemon(self):
+        daemon = Daemon(models_dir(), extra_args=("--preload", f"a={DEMO_MODEL},x=missing"))
+        self.addCleanup(daemon.kill)
+        with self.assertRaises(AssertionError) as cm:
+            daemon.start()
+        self.assertIn("exited with 1", str(cm.exception))
+        self.assertRegex(daemon.output(), r"msg=\"cannot start\".*--preload x=missing")
 
 
 class OnePortOneDaemonTest(unittest.TestCase):

@@ -95,6 +95,7 @@ absl::StatusOr<CommandOptions> build_renew(const ParsedArgs& p) {
     if (!d.ok()) return d.status();
     o.ttl = *d;
   }
+  if (const std::string* model = p.flag("model")) o.model = *model;
   return o;
 }
 
@@ -103,6 +104,7 @@ absl::StatusOr<CommandOptions> build_release(const ParsedArgs& p) {
   if (!absl::SimpleAtoi(p.args[0], &o.lease_id)) {
     return bad_value("LEASE_ID", p.args[0], "a lease id (a number that `lease` printed)");
   }
+  if (const std::string* model = p.flag("model")) o.model = *model;
   return o;
 }
 
@@ -300,10 +302,21 @@ std::vector<CommandSpec> cache_commands() {
        "Pin a model so it is not evicted, and print the lease id.",
        {{"ttl", "DURATION", "how long the lease lasts, e.g. 60s or 10m (default: 60s)"}},
        build_lease},
-      {"renew", "LEASE_ID", 1, 1, "Extend a lease to end --ttl from now.",
-       {{"ttl", "DURATION", "how long from now the lease lasts (default: 60s)"}},
+      {"renew",
+       "LEASE_ID",
+       1,
+       1,
+       "Extend a lease to end --ttl from now.",
+       {{"ttl", "DURATION", "how long from now the lease lasts (default: 60s)"},
+        {"model", "ID", "the leased model, to route the call behind a proxy (docs/scaling.md)"}},
        build_renew},
-      {"release", "LEASE_ID", 1, 1, "Release a lease.", {}, build_release},
+      {"release",
+       "LEASE_ID",
+       1,
+       1,
+       "Release a lease.",
+       {{"model", "ID", "the leased model, to route the call behind a proxy (docs/scaling.md)"}},
+       build_release},
   };
 }
 

@@ -78,10 +78,18 @@ class Last {
   T value_ ABSL_GUARDED_BY(mu_);
 };
 
+// The call's diffusiond-model header; empty without one.
+std::string route_of(const grpc::ServerContext* context) {
+  const auto& metadata = context->client_metadata();
+  const auto it = metadata.find(kRoutingHeader);
+  return it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
+}
+
 class FakeModelService final : public v1::ModelService::Service {
  public:
-  grpc::Status LoadModel(grpc::ServerContext*, const v1::LoadModelRequest* request,
+  grpc::Status LoadModel(grpc::ServerContext* context, const v1::LoadModelRequest* request,
                          grpc::ServerWriter<v1::LoadModelEvent>* writer) override {
+    route.set(route_of(context));
     load.set(*request);
     if (request->path() == "missing") {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "models/missing: no such file or folder");
@@ -101,8 +109,9 @@ class FakeModelService final : public v1::ModelService::Service {
     writer->Write(done);
     return grpc::Status::OK;
   }
-  grpc::Status UnloadModel(grpc::ServerContext*, const v1::UnloadModelRequest* request,
+  grpc::Status UnloadModel(grpc::ServerContext* context, const v1::UnloadModelRequest* request,
                            v1::UnloadModelResponse* response) override {
+    route.set(route_of(context));
     unload.set(*request);
     if (request->model_id() != "z") {
       return grpc::Status(grpc::StatusCode::NOT_FOUND,
@@ -111,20 +120,23 @@ class FakeModelService final : public v1::ModelService::Service {
     response->set_ram_bytes_freed(3 * kGiB);
     return grpc::Status::OK;
   }
-  grpc::Status ListModels(grpc::ServerContext*, const v1::ListModelsRequest*,
+  grpc::Status ListModels(grpc::ServerContext* context, const v1::ListModelsRequest*,
                           v1::ListModelsResponse* response) override {
+    route.set(route_of(context));
     *response->add_models() = info("z");
     *response->add_models() = info("tiny");
     return grpc::Status::OK;
   }
-  grpc::Status AcquireLease(grpc::ServerContext*, const v1::AcquireLeaseRequest* request,
+  grpc::Status AcquireLease(grpc::ServerContext* context, const v1::AcquireLeaseRequest* request,
                             v1::AcquireLeaseResponse* response) override {
+    route.set(route_of(context));
     lease.set(*request);
     response->set_lease_id(42);
     return grpc::Status::OK;
   }
-  grpc::Status ReleaseLease(grpc::ServerContext*, const v1::ReleaseLeaseRequest* request,
+  grpc::Status ReleaseLease(grpc::ServerContext* context, const v1::ReleaseLeaseRequest* request,
                             v1::ReleaseLeaseResponse*) override {
+    route.set(route_of(context));
     if (request->lease_id() != 42) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no lease 7");
     return grpc::Status::OK;
   }
@@ -132,6 +144,7 @@ class FakeModelService final : public v1::ModelService::Service {
   Last<v1::LoadModelRequest> load;
   Last<v1::UnloadModelRequest> unload;
   Last<v1::AcquireLeaseRequest> lease;
+  Last<std::string> route;  // the last call's diffusiond-model header
 };
 
 class FakeCacheService final : public v1::CacheService::Service {
@@ -167,8 +180,8 @@ class FakeDenoiseService final : public v1::DenoiseService::Service {
   FakeDenoiseService() : released_(release_.get_future().share()) {}
 
   // Echoes each input back as "out_<name>".
-  grpc::Status Step(grpc::ServerContext*, const v1::StepRequest* request,
-                    v1::StepResponse* response) override {
+  grpc::Status Step(grpc::ServerContext* context, const v1::StepRequest* request, v1::StepResponse* response) override {
+    route.set(route_of(context));
     step.set(*request);
     for (const v1::NamedTensor& in : request->inputs()) {
       v1::NamedTensor* out = response->add_outputs();
@@ -222,6 +235,7 @@ class FakeDenoiseService final : public v1::DenoiseService::Service {
   }
 
   Last<v1::StepRequest> step;
+  Last<std::string> route;  // Step's diffusiond-model header
   Last<v1::DenoiseRequest> denoise;
   std::promise<void> step_sent;
 
@@ -357,6 +371,37 @@ TEST_F(CommandsTest, MakeRoomLeaseRelease) {
   out_.str("");
   ASSERT_THAT(run_command(env_, ReleaseOptions{42}), IsOk());
   EXPECT_EQ(out_.str(), "released lease 42\n");
+}
+
+// A proxy hashes on the header (docs/scaling.md): each call about a model names it, others name none.
+TEST_F(CommandsTest, ModelScopedCallsCarryTheRoutingHeader) {
+  LoadOptions load;
+  load.path = "z-image/transformer";
+  ASSERT_THAT(run_command(env_, load), IsOk());
+  EXPECT_EQ(models_.route.get(), "z-image/transformer");  // no id: the path keys the model
+  load.model_id = "z";
+  ASSERT_THAT(run_command(env_, load), IsOk());
+  EXPECT_EQ(models_.route.get(), "z");
+  ASSERT_THAT(run_command(env_, ListOptions{}), IsOk());
+  EXPECT_EQ(models_.route.get(), "");
+  ASSERT_THAT(run_command(env_, LeaseOptions{"z", absl::Minutes(1)}), IsOk());
+  EXPECT_EQ(models_.route.get(), "z");
+  ASSERT_THAT(run_command(env_, ReleaseOptions{42, "z"}), IsOk());
+  EXPECT_EQ(models_.route.get(), "z");
+  ASSERT_THAT(run_command(env_, UnloadOptions{"z", true}), IsOk());
+  EXPECT_EQ(models_.route.get(), "z");
+  // Printable ASCII only, percent-encoded as the Python client does.
+  ASSERT_THAT(run_command(env_, UnloadOptions{"z image/é,v1", true}), Not(IsOk()));
+  EXPECT_EQ(models_.route.get(), "z%20image/%C3%A9,v1");
+
+  NamedTensors inputs;
+  v1::NamedTensor* x = inputs.Add();
+  x->set_name("x");
+  *x->mutable_tensor() = f32({1}, 1.0f);
+  const std::string in = dir_.path("route-in.safetensors");
+  ASSERT_THAT(write_tensor_file(in, inputs), IsOk());
+  ASSERT_THAT(run_command(env_, StepOptions{"z", in, dir_.path("route-out.safetensors")}), IsOk());
+  EXPECT_EQ(denoise_.route.get(), "z");
 }
 
 TEST_F(CommandsTest, HealthSucceedsOnlyWhenServing) {

@@ -177,6 +177,36 @@ TEST(DaemonOptions, DeviceFlagsForAnotherDeviceAreRefused) {
   EXPECT_THAT(parse_daemon_options({"--device", "sim"}, env.getenv()), IsOk());
 }
 
+TEST(DaemonOptions, PreloadIsAListOfIdEqualsPath) {
+  Env env;
+  absl::StatusOr<DaemonOptions> o = parse_daemon_options({}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_TRUE(o->preload.empty());
+
+  o = parse_daemon_options({"--preload", "z=z-image/transformer, vae = z-image/vae,flux.safetensors"}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->preload, (std::vector<PreloadModel>{
+                            {"z", "z-image/transformer"}, {"vae", "z-image/vae"}, {"", "flux.safetensors"}}));
+
+  // The ConfigMap's empty default means none; the command line wins over it.
+  env.vars["DIFFUSIOND_PRELOAD"] = "";
+  o = parse_daemon_options({}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_TRUE(o->preload.empty());
+  env.vars["DIFFUSIOND_PRELOAD"] = "a=demo";
+  o = parse_daemon_options({"--preload=b=demo"}, env.getenv());
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->preload, (std::vector<PreloadModel>{{"b", "demo"}}));
+
+  for (const char* bad : {"a=demo,,b=demo", "=demo", "a=", "a=demo,a=other", "demo,demo"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THAT(parse_daemon_options({"--preload", bad}, Env().getenv()),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--preload: ")));
+  }
+  EXPECT_THAT(parse_daemon_options({}, Env{{{"DIFFUSIOND_PRELOAD", "x="}}}.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("DIFFUSIOND_PRELOAD")));
+}
+
 TEST(DaemonOptions, HelpListsEveryFlagAndVariable) {
   const std::string help = daemon_options_help();
   for (const char* flag : {"listen", "metrics_listen", "models_dir", "ram_budget", "vram_budget", "vram_headroom",
