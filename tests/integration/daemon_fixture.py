@@ -18,6 +18,7 @@ directory (``<tmp>/models/demo``), which every daemon of the process serves.
 
 import atexit
 import json
+import math
 import os
 import random
 import re
@@ -322,6 +323,16 @@ class DaemonTestCase(unittest.TestCase):
 
     def fail_with_log(self, message):
         self.fail(f"{message}\n--- daemon output ---\n{self.daemon.output()}")
+
+
+def assert_finite_latents(test, latents, shape=LATENT_SHAPE):
+    """Fails `test` unless `latents` is a float32 tensor of `shape`, all finite and not all zero."""
+    test.assertEqual(latents.dtype, "float32")
+    test.assertEqual(latents.shape, tuple(shape))
+    values = latents.to_array()
+    bad = sum(1 for v in values if not math.isfinite(v))
+    test.assertEqual(bad, 0, f"{bad} of {len(values)} latents are not finite")
+    test.assertGreater(max(abs(v) for v in values), 0.0, "the latents are all zero")
 
 
 def caption(length=8, dim=CAPTION_DIM, seed=1):

@@ -9,20 +9,14 @@ import unittest
 import grpc
 
 import diffusiond_client as dc
-from daemon_fixture import DEMO_MODEL, LATENT_SHAPE, DaemonTestCase, caption, conditioning, metric, parse_metrics
+from daemon_fixture import (DEMO_MODEL, LATENT_SHAPE, DaemonTestCase, assert_finite_latents, caption, conditioning,
+                            metric, parse_metrics)
 from diffusiond_client import _stubs
 
 MODEL = "denoise-demo"
 _pb = _stubs.tensor_pb2
 
 
-def assert_finite_latents(test, latents, shape=LATENT_SHAPE):
-    test.assertEqual(latents.dtype, "float32")
-    test.assertEqual(latents.shape, tuple(shape))
-    values = latents.to_array()
-    bad = sum(1 for v in values if not math.isfinite(v))
-    test.assertEqual(bad, 0, f"{bad} of {len(values)} latents are not finite")
-    test.assertGreater(max(abs(v) for v in values), 0.0, "the latents are all zero")
 
 
 class DenoiseTest(DaemonTestCase):

@@ -16,8 +16,7 @@ import struct
 import unittest
 
 import diffusiond_client as dc
-from daemon_fixture import DaemonTestCase, models_dir
-from test_denoise import assert_finite_latents
+from daemon_fixture import DaemonTestCase, assert_finite_latents, models_dir
 
 DIM, FFN, TEXT_DIM, LAYERS = 256, 1024, 32, 6
 LATENT_SHAPE = (16, 1, 8, 8)  # [C, F, H, W]: one frame of 64x64 pixels
