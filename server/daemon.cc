@@ -209,6 +209,7 @@ absl::Status Daemon::start_serving() {
   eo.compute_dtype = resolve_compute_dtype(options_, detect_cpu_features());
   eo.fp8 = Fp8Options{};
   if (Fp8Format f; parse_fp8_format(options_.fp8.c_str(), &f)) eo.fp8.format = f;
+  eo.keep_narrow_weights = options_.narrow_weights;
   absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::create(eo);
   if (!engine.ok()) return absl::Status(engine.status().code(), absl::StrCat("--models_dir: ", engine.status().message()));
   engine_ = *std::move(engine);
@@ -253,6 +254,7 @@ absl::Status Daemon::start_serving() {
                          " metrics_listen=", host_of(options_.metrics_listen), ":", metrics_server_->port(),
                          " models_dir=", logfmt_value(options_.models_dir), " ram_budget_bytes=", ram,
                          " ram_budget=", logfmt_value(format_bytes(ram)), device_fields(device_), " fp8=", options_.fp8,
+                         " narrow_weights=", options_.narrow_weights ? "true" : "false",
                          " compute_dtype=", compute_dtype_name(eo.compute_dtype), " threads=", threads,
                          " allocator=", logfmt_value(build.allocator), " blas_threads=", compat::blas_threading(),
                          " blas_core=", logfmt_value(build.blas_core), " blas_chosen_by=", build.blas_chosen_by,

@@ -167,6 +167,15 @@ const std::vector<Flag>& flags() {
        one_of(&DaemonOptions::compute_dtype, with_names({"", "auto"}, compute_dtype_names()))},
       {"fp8", "e4m3fn", "default FP8 storage of layer weights: e4m3fn, e5m2 or off",
        one_of(&DaemonOptions::fp8, with_names(fp8_format_names(), {"off"}))},
+      {"narrow_weights", "true",
+       "keep weights the checkpoint stores narrower than the compute dtype (bf16/fp16 under float32) as "
+       "stored, upcasting each per use: the same results in less RAM; false widens them at load",
+       [](DaemonOptions& o, const std::string& v) -> absl::Status {
+         absl::StatusOr<bool> b = parse_bool(v);
+         if (!b.ok()) return b.status();
+         o.narrow_weights = *b;
+         return absl::OkStatus();
+       }},
       {"max_message_bytes", "256MiB", "largest gRPC message accepted or sent",
        [](DaemonOptions& o, const std::string& v) -> absl::Status {
          absl::StatusOr<int64_t> b = parse_bytes(v);

@@ -39,6 +39,9 @@ struct DaemonOptions {
   int64_t sim_device_memory_bytes = int64_t{4} << 30;  // the simulated device's capacity
   std::string compute_dtype;                     // empty: bfloat16 on cuda:N, float32 otherwise
   std::string fp8 = "e4m3fn";                    // default FP8 storage: e4m3fn | e5m2 | off
+  // Weights stored narrower than the compute dtype stay so in RAM and are
+  // upcast per use (docs/configuration.md#narrow-weights).
+  bool narrow_weights = true;
   int64_t max_message_bytes = int64_t{256} << 20;
   std::optional<int> threads;                    // empty: auto (cgroup CPU quota or cores)
   int max_concurrent_denoise = 1;

@@ -2,7 +2,8 @@
 // cache under a budget, for people and scripts.
 //
 //   diffusiond-checkpoint plan PATH [--fp8 e4m3fn|e5m2|off] [--fp8_scaling none|max]
-//                              [--compute_dtype float32|bfloat16|float16] [--json]
+//                              [--compute_dtype float32|bfloat16|float16]
+//                              [--narrow_weights true|false] [--json]
 //   diffusiond-checkpoint load PATH [same options] [--budget BYTES] [--json]
 //   diffusiond-checkpoint plan-config CONFIG.json [same options as plan]
 //
@@ -51,7 +52,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: diffusiond-checkpoint plan|load|plan-config PATH [--fp8 e4m3fn|e5m2|off]\n"
     "         [--fp8_scaling none|max] [--compute_dtype float32|bfloat16|float16]\n"
-    "         [--budget BYTES] [--json]\n";
+    "         [--narrow_weights true|false] [--budget BYTES] [--json]\n";
 
 struct Args {
   std::string command, path;
@@ -63,6 +64,7 @@ struct Args {
 absl::StatusOr<Args> parse_args(int argc, char** argv) {
   if (argc < 3) return absl::InvalidArgumentError("expected a command and a PATH");
   Args a;
+  a.plan.keep_narrow = true;  // as the daemon's --narrow_weights default
   a.command = argv[1];
   a.path = argv[2];
   if (a.command != "plan" && a.command != "load" && a.command != "plan-config") {
@@ -84,6 +86,11 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
       else if (value != "none") return absl::InvalidArgumentError(absl::StrCat("--fp8_scaling ", value, ": expected none or max"));
     } else if (flag == "--compute_dtype") {
       DIFFUSIOND_ASSIGN_OR_RETURN(a.plan.compute_dtype, parse_compute_dtype(value));
+    } else if (flag == "--narrow_weights") {
+      if (value != "true" && value != "false") {
+        return absl::InvalidArgumentError(absl::StrCat("--narrow_weights ", value, ": expected true or false"));
+      }
+      a.plan.keep_narrow = value == "true";
     } else if (flag == "--budget" && a.command == "load") {
       DIFFUSIOND_ASSIGN_OR_RETURN(a.budget_bytes, parse_bytes(value));
     } else {
@@ -184,6 +191,7 @@ absl::Status run_plan_config(const Args& args) {
   ModelLoadOptions options;
   options.compute_dtype = args.plan.compute_dtype;
   options.fp8 = args.plan.fp8;
+  options.keep_narrow = args.plan.keep_narrow;
   DIFFUSIOND_ASSIGN_OR_RETURN(ConfigPlan config_plan, plan_model_config(recipe, options, args.path));
   const LoadPlan& plan = config_plan.plan;
   // The model's own exclusions are a question about FP8 storage, answered
@@ -232,6 +240,7 @@ absl::Status run(const Args& args) {
   ModelLoadOptions model_options;
   model_options.compute_dtype = args.plan.compute_dtype;
   model_options.fp8 = args.plan.fp8;
+  model_options.keep_narrow = args.plan.keep_narrow;
   std::optional<ModelPlan> model_plan;
   LoadPlan generic_plan;
   if (find_model_family(*ckpt) != nullptr) {

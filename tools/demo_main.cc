@@ -135,6 +135,7 @@ absl::Status run(const Args& args) {
 
   ModelLoadOptions lo;
   lo.fp8 = args.fp8;
+  lo.keep_narrow = true;  // as the daemon's --narrow_weights default
   // On a terminal the progress line redraws in place; in a log, one line per quarter.
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
   lo.stream.on_progress = [tty, printed = -1](const LoadProgress& p) mutable {

@@ -163,6 +163,7 @@ absl::StatusOr<Engine::OpenedLoad> Engine::open_and_plan(const ResolvedLoad& loa
   ModelLoadOptions lo;
   lo.compute_dtype = to_scalar_type(load.compute_dtype);
   lo.fp8 = load.fp8;
+  lo.keep_narrow = options_.keep_narrow_weights;
   DIFFUSIOND_ASSIGN_OR_RETURN(opened.plan, plan_model(*opened.checkpoint, lo));
   return opened;
 }

@@ -75,6 +75,9 @@ struct EngineOptions {
   // Defaults for loads that do not say.
   ComputeDtype compute_dtype = ComputeDtype::kFloat32;
   Fp8Options fp8 = {Fp8Format::kE4M3Fn, Fp8Scaling::kNone};
+  // Keep weights a checkpoint stores narrower than the compute dtype as
+  // stored (PlanOptions::keep_narrow): same results, less RAM.
+  bool keep_narrow_weights = false;
 };
 
 // Thread-safe. Once stop_accepting() was called, load, unload, leases,

@@ -31,8 +31,14 @@ PlannedTensor plan_float(const TensorRecord& t, const StorageDecision& decision,
   }
   p.storage_dtype = decision.kind == StorageDecision::Kind::kFloat32 ? torch::kFloat32
                                                                      : options.compute_dtype;
-  p.action = p.storage_dtype == storage_scalar_type(t.dtype) ? PlannedTensor::Action::kRead
-                                                             : PlannedTensor::Action::kCast;
+  const torch::ScalarType source = storage_scalar_type(t.dtype);
+  if (options.keep_narrow && decision.kind == StorageDecision::Kind::kCompute &&
+      element_bytes(source) < element_bytes(p.storage_dtype)) {
+    p.storage_dtype = source;
+    p.reason = absl::StrCat(p.reason.empty() ? "" : p.reason + "; ", "kept ", scalar_type_name(source),
+                            " as stored, upcast to ", scalar_type_name(options.compute_dtype), " per use");
+  }
+  p.action = p.storage_dtype == source ? PlannedTensor::Action::kRead : PlannedTensor::Action::kCast;
   p.final_bytes = t.numel * element_bytes(p.storage_dtype);
   return p;
 }

@@ -27,6 +27,12 @@ struct PlanOptions {
   // float32 are stored at it. Default float32 (CPU).
   torch::ScalarType compute_dtype = torch::kFloat32;
   Fp8Options fp8;                    // default: FP8 storage off
+  // Keep a float tensor that the checkpoint stores narrower than the compute
+  // dtype (bfloat16 or float16 under float32) as stored, instead of widening
+  // it at load: forwards upcast it per use (WeightStore::materialize), which
+  // is exact, so results do not change while its RAM halves. Keep-in-fp32
+  // modules are still widened. Default off.
+  bool keep_narrow = false;
   PrecisionDeclaration declaration;  // the model's skip / keep-in-fp32 lists
   // Tells layer weights from the rest, by canonical name; default
   // classify_by_rule.

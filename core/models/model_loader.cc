@@ -39,6 +39,7 @@ PlanOptions recipe_plan_options(std::shared_ptr<const LoadRecipe> recipe, const 
   PlanOptions po;
   po.compute_dtype = options.compute_dtype;
   po.fp8 = options.fp8;
+  po.keep_narrow = options.keep_narrow;
   po.declaration = recipe->declaration();
   po.classifier = [recipe](absl::string_view name, const std::vector<int64_t>& shape) {
     return recipe->classify(name, shape);

@@ -24,6 +24,7 @@ struct ModelLoadOptions {
   // float32, the CPU default; bfloat16 is the CUDA default.
   torch::ScalarType compute_dtype = torch::kFloat32;
   Fp8Options fp8;  // default: FP8 storage off
+  bool keep_narrow = false;  // PlanOptions::keep_narrow
   StreamOptions stream;  // progress and cancellation
 };
 

@@ -83,8 +83,12 @@ wan_expert("wan-low")
 
 class TwoExpertsInABudgetForOneTest(DaemonTestCase):
     # One expert and its activations fit, two experts do not (float32
-    # weights: FP8 storage off, so EXPERT_BYTES is what a load holds).
-    daemon_options = {"ram_budget": str(EXPERT_BYTES * 3 // 2), "extra_args": ("--fp8", "off")}
+    # weights: FP8 storage off and the bf16 weights widened, so EXPERT_BYTES
+    # is what a load holds).
+    daemon_options = {
+        "ram_budget": str(EXPERT_BYTES * 3 // 2),
+        "extra_args": ("--fp8", "off", "--narrow_weights", "false"),
+    }
 
     def ram(self):
         return next(b for b in self.client.stats().budgets if b.device == "cpu")

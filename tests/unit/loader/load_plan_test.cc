@@ -85,5 +85,38 @@ TEST_F(LoadPlanTest, BfloatComputeReadsBf16Directly) {
   EXPECT_EQ(find(*plan, "blocks.0.norm.weight").action, Action::kCast);  // F32 -> BF16
 }
 
+TEST_F(LoadPlanTest, KeepNarrowReadsNarrowFloatsAsStoredUnderFloat32) {
+  PlanOptions options;
+  options.keep_narrow = true;
+  options.declaration.keep_in_fp32_modules = {"^head$"};
+  absl::StatusOr<LoadPlan> plan = plan_load(*ckpt_, options);
+  ASSERT_THAT(plan, IsOk());
+  const PlannedTensor& ff = find(*plan, "blocks.0.ff.weight");
+  EXPECT_EQ(ff.action, Action::kRead);
+  EXPECT_EQ(ff.storage_dtype, torch::kBFloat16);
+  EXPECT_THAT(ff.reason, HasSubstr("kept bfloat16 as stored, upcast to float32 per use"));
+  EXPECT_EQ(find(*plan, "blocks.0.ff.bias").storage_dtype, torch::kBFloat16);
+  // A keep-in-fp32 module is widened all the same, and float32 stays float32.
+  EXPECT_EQ(find(*plan, "head.weight").action, Action::kCast);
+  EXPECT_EQ(find(*plan, "head.weight").storage_dtype, torch::kFloat32);
+  EXPECT_EQ(find(*plan, "blocks.0.norm.weight").storage_dtype, torch::kFloat32);
+  // (2048 + 64) bf16 + head 256 * 4 + norm 128 + pad 128 + int64 56
+  EXPECT_EQ(plan->final_bytes, (2048 + 64) * 2 + 256 * 4 + 128 + 128 + 56);
+  EXPECT_EQ(plan->staging_bytes, 8 * 32 * 2);  // only the head still converts
+}
+
+TEST_F(LoadPlanTest, KeepNarrowNeitherNarrowsNorAppliesAtEqualWidth) {
+  PlanOptions options;
+  options.keep_narrow = true;
+  options.compute_dtype = torch::kBFloat16;
+  absl::StatusOr<LoadPlan> plan = plan_load(*ckpt_, options);
+  ASSERT_THAT(plan, IsOk());
+  // An F32 source is cast down to the compute dtype as before: keep_narrow
+  // never keeps a tensor wider than the compute dtype.
+  EXPECT_EQ(find(*plan, "blocks.0.norm.weight").action, Action::kCast);
+  EXPECT_EQ(find(*plan, "blocks.0.norm.weight").storage_dtype, torch::kBFloat16);
+  EXPECT_EQ(find(*plan, "blocks.0.ff.weight").reason.find("as stored"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace diffusiond

@@ -92,7 +92,7 @@ TEST_F(LoadRss, Fp8LoadPeaksWithinItsReservationAndFitsABudgetTheSourceWouldNot)
 }
 
 TEST_F(LoadRss, Float32LoadWithFp8OffPeaksWithinItsReservation) {
-  const nlohmann::json j = run(absl::StrCat("load ", *path_, " --fp8 off --json"));
+  const nlohmann::json j = run(absl::StrCat("load ", *path_, " --fp8 off --narrow_weights false --json"));
   ASSERT_TRUE(j.is_object());
   report("fp8 off, float32", j);
   EXPECT_EQ(j["accounted_bytes"].get<int64_t>(), int64_t{kTensors} * kRows * kCols * 4);
@@ -110,6 +110,17 @@ TEST_F(LoadRss, Bfloat16LoadWithFp8OffReadsStraightIntoPlace) {
   EXPECT_EQ(j["accounted_bytes"].get<int64_t>(), int64_t{kTensors} * kRows * kCols * 2);
   EXPECT_LE(j["peak_rss_delta_bytes"].get<int64_t>(),
             j["reservation_bytes"].get<int64_t>() + kSlack);
+}
+
+TEST_F(LoadRss, Float32LoadKeepsNarrowWeightsAsStored) {
+  // The tool's default, as the daemon's: bf16 weights stay bf16 under
+  // float32 compute, so the load reads straight into place at half the RAM.
+  const nlohmann::json j = run(absl::StrCat("load ", *path_, " --fp8 off --json"));
+  ASSERT_TRUE(j.is_object());
+  report("fp8 off, float32, narrow weights", j);
+  EXPECT_EQ(j["staging_bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(j["accounted_bytes"].get<int64_t>(), int64_t{kTensors} * kRows * kCols * 2);
+  EXPECT_LE(j["peak_rss_delta_bytes"].get<int64_t>(), j["reservation_bytes"].get<int64_t>() + kSlack);
 }
 
 }  // namespace

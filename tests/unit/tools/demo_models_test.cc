@@ -68,6 +68,42 @@ TEST_P(DemoModel, LoadsAsItsArchitectureAndDenoisesAGuidedStep) {
   }
 }
 
+// Narrow weights (PlanOptions::keep_narrow) under float32 compute: the demo
+// models are bf16, so every weight stays bf16 in RAM and is upcast per use.
+// The upcast is exact, so the step must equal the widened model's bit for
+// bit while the model holds half the bytes.
+TEST_P(DemoModel, NarrowWeightsGiveTheSameStepBitForBitInHalfTheBytes) {
+  const std::string& arch = GetParam();
+  TempDir dir;
+  ASSERT_THAT(write_demo_model(arch, dir.path("demo"), 3), IsOk());
+  ModelLoadOptions narrow_options;
+  narrow_options.keep_narrow = true;
+  const LoadedModel wide = load_test_model(dir.path("demo"), ModelLoadOptions{});
+  const LoadedModel narrow = load_test_model(dir.path("demo"), narrow_options);
+  const DiffusionModel* w = wide.get<DiffusionModel>();
+  const DiffusionModel* n = narrow.get<DiffusionModel>();
+  ASSERT_NE(w, nullptr);
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->weights().compute_dtype(), torch::kFloat32);
+  // Float32 keep-in-fp32 modules (Wan's time embedder) stay float32.
+  EXPECT_LE(n->weights().nbytes(), w->weights().nbytes() * 6 / 10);
+
+  const Conditioning positive = random_conditioning(w->conditioning_inputs(), 7, 3);
+  const std::vector<int64_t> shape = demo_latent_shape(w->latent_layout(), 8, 2);
+  torch::manual_seed(11);
+  const torch::Tensor latents = torch::randn(shape);
+  absl::StatusOr<FlowPredictor> pw = w->flow_predictor(positive, nullptr);
+  absl::StatusOr<FlowPredictor> pn = n->flow_predictor(positive, nullptr);
+  ASSERT_THAT(pw.status(), IsOk());
+  ASSERT_THAT(pn.status(), IsOk());
+  absl::StatusOr<FlowPrediction> yw = (*pw)(latents, 0.5f, false);
+  absl::StatusOr<FlowPrediction> yn = (*pn)(latents, 0.5f, false);
+  ASSERT_THAT(yw.status(), IsOk());
+  ASSERT_THAT(yn.status(), IsOk());
+  EXPECT_EQ(yn->positive.scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(torch::equal(yw->positive, yn->positive)) << arch;
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryArchitecture, DemoModel, ::testing::ValuesIn(demo_architectures()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name;
