@@ -98,8 +98,10 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::create(std::string path)
   absl::StatusOr<std::shared_ptr<const AccessTable>> table = read_table(a->path_, &a->text_);
   if (!table.ok()) return table.status();
   a->identity_ = *identity;
-  MutexLock lock(&a->mu_);
-  a->table_ = *std::move(table);
+  {
+    MutexLock lock(&a->mu_);
+    a->table_ = *std::move(table);
+  }
   return a;
 }
 

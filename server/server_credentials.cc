@@ -4,6 +4,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -20,12 +21,12 @@ struct CallChecker {
   const Log* log;
 };
 
-absl::string_view view(const grpc_slice& s) {
+absl::string_view slice_view(const grpc_slice& s) {
   return absl::string_view(reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(s)), GRPC_SLICE_LENGTH(s));
 }
 
 // The first value of the auth context's property `name`; empty if none.
-absl::string_view property(const grpc_auth_context* context, const char* name) {
+absl::string_view auth_property(const grpc_auth_context* context, const char* name) {
   if (context == nullptr) return {};
   grpc_auth_property_iterator it = grpc_auth_context_find_properties_by_name(context, name);
   const grpc_auth_property* p = grpc_auth_property_iterator_next(&it);
@@ -41,19 +42,19 @@ void check_call(void* state, grpc_auth_context* context, const grpc_metadata* md
   CallerCredentials caller;
   const grpc_metadata* authorization = nullptr;
   for (size_t i = 0; i < num_md; ++i) {
-    const absl::string_view key = view(md[i].key);
+    const absl::string_view key = slice_view(md[i].key);
     if (key == ":path") {
-      path = view(md[i].value);
+      path = slice_view(md[i].value);
     } else if (key == "authorization" && authorization == nullptr) {
       authorization = &md[i];
       caller.has_authorization = true;
-      caller.authorization = view(md[i].value);
+      caller.authorization = slice_view(md[i].value);
     }
   }
   // Present only when the handshake verified a client certificate against
   // --tls_client_ca.
-  caller.subject = property(context, GRPC_X509_SUBJECT_PROPERTY_NAME);
-  caller.common_name = property(context, GRPC_X509_CN_PROPERTY_NAME);
+  caller.subject = auth_property(context, GRPC_X509_SUBJECT_PROPERTY_NAME);
+  caller.common_name = auth_property(context, GRPC_X509_CN_PROPERTY_NAME);
   const AuthDecision decision = checker->authorizer->check(path, caller);
   if (decision.code == absl::StatusCode::kOk) {
     // The token goes no further than here: no handler sees it.
