@@ -16,11 +16,11 @@
 #include "core/memory/default_threads.h"
 #include "core/precision/compute_dtype.h"
 #include "core/util/bytes.h"
-#include "core/util/file_text.h"
 #include "core/util/status_macros.h"
 #include "grpc/health/v1/health.pb.h"
 #include "kernels/torch_compat.h"
 #include "server/rpc_metrics.h"
+#include "server/server_credentials.h"
 #include "server/tier_stats.h"
 
 namespace diffusiond {
@@ -71,14 +71,12 @@ void warn_about_blas(const Log& log, const BlasChoice& blas) {
   }
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials(const DaemonOptions& options) {
-  if (options.tls_cert.empty()) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions ssl;
-  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  DIFFUSIOND_ASSIGN_OR_RETURN(pair.cert_chain, read_text_file(options.tls_cert));
-  DIFFUSIOND_ASSIGN_OR_RETURN(pair.private_key, read_text_file(options.tls_key));
-  ssl.pem_key_cert_pairs.push_back(std::move(pair));
-  return grpc::SslServerCredentials(ssl);
+// The ready line's auth fields: off, or what the access file lists.
+std::string auth_fields(const Authorizer* authorizer, const DaemonOptions& options) {
+  if (authorizer == nullptr) return " auth=off";
+  const std::shared_ptr<const AccessTable> table = authorizer->table();
+  return absl::StrCat(" auth=on auth_tokens=", table->token_count(), " auth_certificates=", table->certificate_count(),
+                      " client_certificates=", options.tls_client_ca.empty() ? "off" : "on");
 }
 
 std::string host_of(const std::string& address) { return address.substr(0, address.rfind(':')); }
@@ -152,6 +150,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::start(const DaemonOptions& optio
 absl::Status Daemon::start_serving() {
   // First, so that a device that cannot be opened is the only thing said.
   DIFFUSIOND_ASSIGN_OR_RETURN(device_, open_daemon_device(options_));
+  if (!options_.auth_token_file.empty()) {
+    absl::StatusOr<std::unique_ptr<Authorizer>> authorizer = Authorizer::create(options_.auth_token_file);
+    if (!authorizer.ok()) {
+      return absl::Status(authorizer.status().code(),
+                          absl::StrCat("--auth_token_file ", authorizer.status().message()));
+    }
+    authorizer_ = *std::move(authorizer);
+  }
   if (device_.device != nullptr && options_.vram_budget_bytes.has_value() &&
       *options_.vram_budget_bytes > device_.auto_budget_bytes) {
     log_.warning("vram budget above the automatic one; the device may run out of memory before the budget refuses",
@@ -258,12 +264,14 @@ absl::Status Daemon::start_serving() {
                          " compute_dtype=", compute_dtype_name(eo.compute_dtype), " threads=", threads,
                          " allocator=", logfmt_value(build.allocator), " blas_threads=", compat::blas_threading(),
                          " blas_core=", logfmt_value(build.blas_core), " blas_chosen_by=", build.blas_chosen_by,
-                         " tls=", options_.tls_cert.empty() ? "off" : "on", " version=", DIFFUSIOND_VERSION));
+                         " tls=", options_.tls_cert.empty() ? "off" : "on", auth_fields(authorizer_.get(), options_),
+                         " version=", DIFFUSIOND_VERSION));
   return absl::OkStatus();
 }
 
 absl::Status Daemon::start_grpc() {
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds, credentials(options_));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds,
+                              server_credentials(options_, authorizer_.get(), metrics_.get(), log_));
   grpc::EnableDefaultHealthCheckService(true);
   // gRPC's health service does not use the generated health messages; using
   // them here links their descriptors, so reflection can describe Health.
@@ -319,6 +327,7 @@ void Daemon::housekeeping_until_stopped() {
   MutexLock lock(&mu_);
   while (!stopping_) {
     clock_->wait_until(&stop_changed_, &mu_, clock_->now() + absl::Seconds(1));
+    if (authorizer_ != nullptr) reload_access_file();
     if (const int expired = engine_->expire_leases(); expired > 0) {
       log_.info("leases expired", absl::StrCat("count=", expired));
     }
@@ -328,6 +337,21 @@ void Daemon::housekeeping_until_stopped() {
     // for longer than jemalloc's 10 s decay). Not while calls run: their
     // freed activations are reused step after step.
     if (engine_->running_jobs() == 0) release_free_heap_to_os();
+  }
+}
+
+void Daemon::reload_access_file() {
+  const Authorizer::Reload r = authorizer_->reload_if_changed();
+  if (r.outcome == Authorizer::ReloadOutcome::kReloaded) {
+    metrics_->count_auth_reload(true);
+    const std::shared_ptr<const AccessTable> table = authorizer_->table();
+    log_.info("access file reloaded", absl::StrCat("path=", logfmt_value(authorizer_->path()), " tokens=",
+                                                   table->token_count(), " certificates=", table->certificate_count()));
+  } else if (r.outcome == Authorizer::ReloadOutcome::kFailed) {
+    metrics_->count_auth_reload(false);
+    // The message names the file and line, never a token (access_table.h).
+    log_.error("access file not reloaded; the previous one stays in force",
+               absl::StrCat("error=", logfmt_value(r.error.message())));
   }
 }
 

@@ -21,15 +21,16 @@
 #include "core/util/clock.h"
 #include "core/util/mutex.h"
 #include "core/util/work_queue.h"
+#include "server/authorizer.h"
 #include "server/cache_event_log.h"
 #include "server/cache_service.h"
 #include "server/daemon_device.h"
 #include "server/daemon_options.h"
 #include "server/denoise_service.h"
-#include "server/pipeline_service.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/model_service.h"
+#include "server/pipeline_service.h"
 
 namespace diffusiond {
 
@@ -85,9 +86,11 @@ class Daemon {
   // The work queues' figures for the metrics; none before they exist or
   // after the drain.
   std::vector<QueueFigures> queue_figures();
-  // Once a second until stop: ends expired leases, and returns the heap's
-  // free pages when no call runs.
+  // Once a second until stop: re-reads a changed access file, ends expired
+  // leases, and returns the heap's free pages when no call runs.
   void housekeeping_until_stopped();
+  // Re-reads --auth_token_file if it changed; logs and counts the outcome.
+  void reload_access_file();
 
   const DaemonOptions options_;
   const Log& log_;
@@ -95,7 +98,8 @@ class Daemon {
   Clock* const clock_;
   // Teardown order matters: members are destroyed bottom-up, and each one
   // below uses the ones above it, so nothing outlives what it calls.
-  //   ram_budget_      every charge of the cache is against it: last to go
+  //   authorizer_      checks each call on gRPC's threads: outlives server_
+  //   ram_budget_      every charge of the cache is against it
   //   device_          the VRAM budget and the device placements live on
   //   metrics_, event_log_, observers_, vram_event_log_, vram_observers_
   //                    the engine's caches report to them until they are gone
@@ -108,6 +112,7 @@ class Daemon {
   // drain() (which the destructor runs if nobody did) stops them in the
   // order of use instead: readiness, new work, in-flight work, the lease
   // timer, gRPC, the queues, the models, the metrics endpoint.
+  std::unique_ptr<Authorizer> authorizer_;  // with --auth_token_file only
   std::unique_ptr<Budget> ram_budget_;
   DaemonDevice device_;
   std::unique_ptr<DaemonMetrics> metrics_;

@@ -241,6 +241,14 @@ const std::vector<Flag>& flags() {
        }},
       {"tls_cert", "", "PEM certificate chain; with --tls_key enables TLS", text(&DaemonOptions::tls_cert)},
       {"tls_key", "", "PEM private key for --tls_cert", text(&DaemonOptions::tls_key)},
+      {"tls_client_ca", "",
+       "PEM CA certificates for mutual TLS: a client certificate must chain to one, and its subject or CN maps to "
+       "a role in --auth_token_file (needs --tls_cert and --auth_token_file)",
+       text(&DaemonOptions::tls_client_ca)},
+      {"auth_token_file", "",
+       "access file: lines 'ROLE token TOKEN', 'ROLE cn NAME' or 'ROLE subject DN' (ROLE read, run or admin); "
+       "every call but health then needs a listed bearer token or client certificate; re-read when it changes",
+       text(&DaemonOptions::auth_token_file)},
       {"reflection", "true", "serve gRPC server reflection",
        [](DaemonOptions& o, const std::string& v) -> absl::Status {
          absl::StatusOr<bool> b = parse_bool(v);
@@ -331,6 +339,14 @@ absl::StatusOr<DaemonOptions> parse_daemon_options(
   }
   if (options.tls_cert.empty() != options.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
+  }
+  if (!options.tls_client_ca.empty() && options.tls_cert.empty()) {
+    return absl::InvalidArgumentError("--tls_client_ca needs TLS: give --tls_cert and --tls_key too");
+  }
+  if (!options.tls_client_ca.empty() && options.auth_token_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_client_ca needs --auth_token_file, whose 'cn' and 'subject' lines give client certificates "
+        "their roles");
   }
   DIFFUSIOND_RETURN_IF_ERROR(check_device_flags(options, given));
   return options;

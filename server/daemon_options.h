@@ -54,6 +54,14 @@ struct DaemonOptions {
   // (docs/memory-budget.md); 0 refuses at once.
   absl::Duration max_room_wait = absl::Minutes(2);
   std::string tls_cert, tls_key;                 // both or neither
+  // PEM CA certificates: a client certificate, when presented, must chain to
+  // one, and its subject or CN gives the caller a role from
+  // --auth_token_file. Needs TLS and --auth_token_file. Empty: none asked.
+  std::string tls_client_ca;
+  // The access file (server/access_table.h): roles of bearer tokens and
+  // client certificates; re-read when it changes. Empty: every call is
+  // allowed (no authentication).
+  std::string auth_token_file;
   bool reflection = true;
   std::string log_level = "info";                // debug | info | warning | error
   // Loaded in this order before readiness turns SERVING; one that fails

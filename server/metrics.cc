@@ -13,6 +13,7 @@
 #include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
+#include "server/authorizer.h"
 #include "server/cache_stats_collector.h"
 #include "server/memory_limit_collector.h"
 #include "server/model_series.h"
@@ -118,6 +119,9 @@ struct DaemonMetrics::Impl {
   Family<Histogram>* rpc_seconds = nullptr;
   Family<Histogram>* generate_stage_seconds = nullptr;
   prometheus::Gauge* ready = nullptr;
+  Family<Counter>* auth_denials = nullptr;
+  Counter* auth_reloads_ok = nullptr;
+  Counter* auth_reloads_error = nullptr;
   std::unique_ptr<ModelSeries> model_series;  // over the step and denoise families
 
   // The load/eviction/unload/admission series, the VRAM tier's, and the
@@ -126,6 +130,7 @@ struct DaemonMetrics::Impl {
   void register_vram_events(prometheus::Registry& r);
   void register_work(prometheus::Registry& r);
   void register_calls(prometheus::Registry& r);
+  void register_auth(prometheus::Registry& r);
 };
 
 void DaemonMetrics::Impl::register_cache_events(prometheus::Registry& r) {
@@ -261,6 +266,26 @@ void DaemonMetrics::Impl::register_calls(prometheus::Registry& r) {
                .Add({});
 }
 
+// Every reason appears at 0 from the start, so that an alert on their rate
+// has a series before the first refusal.
+void DaemonMetrics::Impl::register_auth(prometheus::Registry& r) {
+  auth_denials = &prometheus::BuildCounter()
+                      .Name("diffusiond_auth_denied_total")
+                      .Help(
+                          "Calls refused by authentication (UNAUTHENTICATED) or authorization "
+                          "(PERMISSION_DENIED), by reason.")
+                      .Register(r);
+  for (const char* reason : kAuthDenialReasons) auth_denials->Add({{"reason", reason}});
+  Family<Counter>& reloads = prometheus::BuildCounter()
+                                 .Name("diffusiond_auth_reloads_total")
+                                 .Help(
+                                     "Re-reads of a changed --auth_token_file, by result: ok (the new table is in "
+                                     "force) or error (the previous table stays).")
+                                 .Register(r);
+  auth_reloads_ok = &reloads.Add({{"result", "ok"}});
+  auth_reloads_error = &reloads.Add({{"result", "error"}});
+}
+
 DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()> cache_stats,
                              std::function<std::vector<PlacementFigures>()> placements,
                              std::function<std::vector<QueueFigures>()> queues)
@@ -298,6 +323,7 @@ DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()>
   impl_->register_vram_events(r);
   impl_->register_work(r);
   impl_->register_calls(r);
+  impl_->register_auth(r);
 }
 
 DaemonMetrics::~DaemonMetrics() = default;
@@ -371,6 +397,14 @@ void DaemonMetrics::observe_rpc(absl::string_view service, absl::string_view met
 void DaemonMetrics::observe_generate_stage(absl::string_view stage, absl::Duration took) {
   impl_->generate_stage_seconds->Add({{"stage", std::string(stage)}}, stage_buckets())
       .Observe(absl::ToDoubleSeconds(took));
+}
+
+void DaemonMetrics::count_auth_denial(absl::string_view reason) {
+  impl_->auth_denials->Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void DaemonMetrics::count_auth_reload(bool ok) {
+  (ok ? impl_->auth_reloads_ok : impl_->auth_reloads_error)->Increment();
 }
 
 void DaemonMetrics::set_ready(bool ready) { impl_->ready->Set(ready ? 1 : 0); }

@@ -99,6 +99,11 @@ class DaemonMetrics final : public CacheObserver {
   // Observes one stage of a Generate call: `stage` is load (per component,
   // 0 s when already loaded), encode, denoise (per step) or decode.
   void observe_generate_stage(absl::string_view stage, absl::Duration took);
+  // Counts a call refused by the authorizer; `reason` is one of
+  // kAuthDenialReasons (authorizer.h).
+  void count_auth_denial(absl::string_view reason);
+  // Counts a re-read of the changed access file, ok or failed.
+  void count_auth_reload(bool ok);
   // Sets diffusiond_ready: 1 while health's readiness is SERVING.
   void set_ready(bool ready);
 

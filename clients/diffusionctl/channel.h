@@ -12,10 +12,12 @@
 namespace diffusiond::ctl {
 
 // Opens a channel to options.address: TLS trusting the PEM roots in
-// options.tls_ca when set, plaintext otherwise. Responses of any size are
+// options.tls_ca when set (presenting options.tls_cert/tls_key when set),
+// plaintext otherwise. Responses of any size are
 // accepted, since the daemon sets the limit on what it sends. Connects
 // lazily, so an absent daemon shows up as UNAVAILABLE from the first call.
-// NOT_FOUND or UNAVAILABLE naming the file when tls_ca cannot be read.
+// NOT_FOUND or UNAVAILABLE naming the file when one cannot be read;
+// INVALID_ARGUMENT for a certificate without its key or without tls_ca.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> open_channel(const GlobalOptions& options);
 
 }  // namespace diffusiond::ctl

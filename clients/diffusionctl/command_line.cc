@@ -66,6 +66,15 @@ absl::Status apply_global(GlobalOptions& g, absl::string_view name, const std::s
     g.json = true;
   } else if (name == "tls_ca") {
     g.tls_ca = value;
+  } else if (name == "tls_cert") {
+    g.tls_cert = value;
+  } else if (name == "tls_key") {
+    g.tls_key = value;
+  } else if (name == "token") {
+    if (value.empty()) return absl::InvalidArgumentError("--token needs a TOKEN");
+    g.token = value;
+  } else if (name == "token_file") {
+    g.token_file = value;
   }
   return absl::OkStatus();
 }

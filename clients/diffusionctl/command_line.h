@@ -32,6 +32,12 @@ struct GlobalOptions {
   bool json = false;
   // --tls_ca FILE: PEM root certificates; TLS when set. Default: plaintext.
   std::string tls_ca;
+  // --tls_cert FILE / --tls_key FILE: a client certificate and its key for
+  // mutual TLS (with --tls_ca). Default: none.
+  std::string tls_cert, tls_key;
+  // --token TOKEN / --token_file FILE: the bearer token sent with each call
+  // (token.h resolves them and their variables). Default: none.
+  std::string token, token_file;
 };
 
 struct LoadOptions {

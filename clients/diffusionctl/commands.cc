@@ -39,6 +39,7 @@ std::unique_ptr<grpc::ClientContext> new_context(const CommandEnv& env, absl::st
   if (env.timeout.has_value()) {
     context->set_deadline(absl::ToChronoTime(absl::Now() + *env.timeout));
   }
+  if (!env.token.empty()) context->AddMetadata("authorization", absl::StrCat("Bearer ", env.token));
   if (!model.empty()) context->AddMetadata(kRoutingHeader, routing_value(model));
   return context;
 }

@@ -32,6 +32,7 @@ struct CommandEnv {
   bool terminal = false;                  // `err` is a terminal: redraw progress in place
   std::optional<absl::Duration> timeout;  // deadline of each call
   CallCanceller* canceller = nullptr;     // may be null
+  std::string token;                      // bearer token for each call; empty: none
 };
 
 // Each runs one command: it prints the result to env.out and returns OK, or
@@ -66,7 +67,8 @@ inline constexpr char kRoutingHeader[] = "diffusiond-model";
 // Helpers for the command files.
 namespace internal {
 
-// A context carrying env.timeout as its deadline and, unless `model` is empty, the routing header.
+// A context carrying env.timeout as its deadline, env.token as `authorization: Bearer` metadata and,
+// unless `model` is empty, the routing header.
 std::unique_ptr<grpc::ClientContext> new_context(const CommandEnv& env, absl::string_view model = {});
 
 // `status` as an absl::Status (the codes are the same set), naming the

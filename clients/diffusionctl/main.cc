@@ -13,6 +13,7 @@
 #include "clients/diffusionctl/command_line.h"
 #include "clients/diffusionctl/commands.h"
 #include "clients/diffusionctl/interrupt_watcher.h"
+#include "clients/diffusionctl/token.h"
 
 namespace diffusiond::ctl {
 namespace {
@@ -48,7 +49,9 @@ int run(const std::vector<std::string>& args) {
     return 0;
   }
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = open_channel(invocation->global);
-  absl::Status status = channel.status();
+  absl::StatusOr<std::string> token =
+      resolve_token(invocation->global, [](const char* name) { return std::getenv(name); });
+  absl::Status status = channel.ok() ? token.status() : channel.status();
   if (status.ok()) {
     CommandEnv env;
     env.channel = *channel;
@@ -59,6 +62,7 @@ int run(const std::vector<std::string>& args) {
     env.terminal = isatty(STDERR_FILENO) == 1;
     env.timeout = invocation->global.timeout;
     env.canceller = &canceller;
+    env.token = *std::move(token);
     status = run_command(env, invocation->command);
   }
   std::cout.flush();

@@ -389,6 +389,12 @@ const std::vector<FlagSpec>& global_flags() {
       {"timeout", "DURATION", "deadline of each call, e.g. 30s or 5m (default: none)"},
       {"json", nullptr, "print results as JSON (proto3 JSON names) on stdout"},
       {"tls_ca", "FILE", "PEM root certificates: connect with TLS (default: plaintext)"},
+      {"tls_cert", "FILE", "PEM client certificate for mutual TLS, with --tls_key and --tls_ca"},
+      {"tls_key", "FILE", "PEM private key of --tls_cert"},
+      {"token", "TOKEN",
+       "bearer token sent with each call (default: $DIFFUSIOND_TOKEN, else the file $DIFFUSIOND_TOKEN_FILE "
+       "names); --token_file keeps it out of the process list"},
+      {"token_file", "FILE", "file holding the bearer token (a Kubernetes Secret mount, say)"},
       {"help", nullptr, "print this help, or a command's with COMMAND --help"},
   };
   return *table;

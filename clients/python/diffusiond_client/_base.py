@@ -4,12 +4,13 @@ model each lease pins (so renew and release carry the diffusiond-model
 header too)."""
 
 import threading
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import grpc
 
 from . import _calls, _stubs
-from ._transport import RetryPolicy
+from ._transport import RetryPolicy, metadata
+from .auth import TokenSource
 from .errors import DiffusiondError, from_rpc_error
 
 
@@ -28,8 +29,10 @@ Timeout = Union[float, None, _Default]
 class ClientBase:
     """State and helpers shared by Client and AsyncClient; no I/O."""
 
-    def __init__(self, address: str, timeout: Optional[float], retry: RetryPolicy, channel: Any) -> None:
+    def __init__(self, address: str, timeout: Optional[float], retry: RetryPolicy, channel: Any,
+                 token: Optional[TokenSource] = None) -> None:
         self.address = address
+        self._token = token
         self.timeout = timeout
         self.retry = retry
         self._channel = channel
@@ -45,6 +48,9 @@ class ClientBase:
 
     def _deadline(self, timeout: Timeout) -> Optional[float]:
         return self.timeout if isinstance(timeout, _Default) else timeout
+
+    def _metadata(self, model_id: Optional[str]) -> Optional[Tuple[Tuple[str, str], ...]]:
+        return metadata(model_id, None if self._token is None else self._token.header())
 
     def _method(self, spec: "Union[_calls.Unary[Any], _calls.Stream[Any]]") -> Any:
         return getattr(self._stubs[spec.service], spec.rpc)

@@ -37,14 +37,16 @@ def channel_options(max_message_bytes: int, options: Sequence[Tuple[str, Any]]) 
             ("grpc.max_send_message_length", max_message_bytes), *KEEPALIVE_OPTIONS, *options]
 
 
-def metadata(model_id: Optional[str]) -> Optional[Tuple[Tuple[str, str], ...]]:
-    """The call metadata: the diffusiond-model header for a model-scoped call.
+def metadata(model_id: Optional[str], auth: Optional[Tuple[str, str]] = None) -> Optional[Tuple[Tuple[str, str], ...]]:
+    """The call metadata: the diffusiond-model header for a model-scoped call,
+    and ``auth`` (the authorization entry, auth.TokenSource.header()).
 
     Header values must be printable ASCII, so the id is percent-encoded as a
     URL path would be (ids and relative paths pass unchanged)."""
-    if not model_id:
-        return None
-    return ((MODEL_HEADER, quote(model_id, safe="/:@+-._~=,")),)
+    entries = [] if auth is None else [auth]
+    if model_id:
+        entries.append((MODEL_HEADER, quote(model_id, safe="/:@+-._~=,")))
+    return tuple(entries) or None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,8 @@ from . import _calls
 from ._aio_stream_call import AsyncDenoiseCall, AsyncGenerateCall, AsyncStreamCall
 from ._base import DEFAULT, ClientBase, Timeout
 from ._calls import Conditioning
-from ._transport import DEFAULT_MAX_MESSAGE_BYTES, Attempts, RetryPolicy, channel_options, metadata
+from ._transport import DEFAULT_MAX_MESSAGE_BYTES, Attempts, RetryPolicy, channel_options
+from .auth import TokenSource
 from .errors import NotFoundError, from_rpc_error
 from .results import DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats, UnloadResult
 from .tensor import TensorLike, WireTensor
@@ -37,13 +38,15 @@ class AsyncClient(ClientBase):
     def __init__(self, address: str, timeout: Optional[float] = None, *,
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, options: Sequence[Tuple[str, Any]] = (),
-                 retry: RetryPolicy = RetryPolicy()) -> None:
+                 retry: RetryPolicy = RetryPolicy(), token: Optional[str] = None,
+                 token_file: Optional[str] = None) -> None:
+        source = TokenSource.resolve(token, token_file)
         opts = channel_options(max_message_bytes, options)
         if credentials is not None:
             channel = grpc.aio.secure_channel(address, credentials, opts)
         else:
             channel = grpc.aio.insecure_channel(address, opts)
-        super().__init__(address, timeout, retry, channel)
+        super().__init__(address, timeout, retry, channel, source)
 
     async def close(self) -> None:
         """Closes the channel; calls in flight are cancelled."""
@@ -60,7 +63,7 @@ class AsyncClient(ClientBase):
         while True:
             try:
                 response = await self._method(spec)(spec.request, timeout=attempts.timeout(),
-                                                    metadata=metadata(spec.model_id))
+                                                    metadata=self._metadata(spec.model_id))
             except grpc.RpcError as e:
                 delay = attempts.backoff(e)
                 if delay is None:
@@ -71,7 +74,7 @@ class AsyncClient(ClientBase):
 
     def _stream(self, spec: "_calls.Stream[Any]", timeout: Timeout, wrapper: "type[S]") -> S:
         return wrapper(self._method(spec)(spec.request, timeout=self._deadline(timeout),
-                                          metadata=metadata(spec.model_id)), spec)
+                                          metadata=self._metadata(spec.model_id)), spec)
 
     async def wait_for_ready(self, timeout: float = 10.0) -> None:
         """Returns once the channel connects; UnavailableError after ``timeout`` s."""

@@ -20,7 +20,8 @@ from . import _calls
 from ._base import DEFAULT, ClientBase, Timeout
 from ._calls import Conditioning
 from ._stream_call import DenoiseCall, GenerateCall, StreamCall
-from ._transport import DEFAULT_MAX_MESSAGE_BYTES, Attempts, RetryPolicy, channel_options, metadata
+from ._transport import DEFAULT_MAX_MESSAGE_BYTES, Attempts, RetryPolicy, channel_options
+from .auth import TokenSource
 from .errors import NotFoundError, from_rpc_error
 from .results import DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats, UnloadResult
 from .tensor import TensorLike, WireTensor
@@ -39,19 +40,25 @@ class Client(ClientBase):
     selects TLS; plaintext otherwise. ``max_message_bytes`` should match the
     daemon's --max_message_bytes. ``retry`` governs retries of idempotent
     calls; ``options`` are extra gRPC channel options, overriding the defaults
-    (_transport.KEEPALIVE_OPTIONS among them).
+    (_transport.KEEPALIVE_OPTIONS among them). ``token`` or ``token_file``
+    (else $DIFFUSIOND_TOKEN or $DIFFUSIOND_TOKEN_FILE) is the bearer token sent
+    with every call to a daemon with --auth_token_file (auth.py);
+    auth.tls_credentials() makes ``credentials`` with a client certificate for
+    mutual TLS.
     """
 
     def __init__(self, address: str, timeout: Optional[float] = None, *,
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, options: Sequence[Tuple[str, Any]] = (),
-                 retry: RetryPolicy = RetryPolicy()) -> None:
+                 retry: RetryPolicy = RetryPolicy(), token: Optional[str] = None,
+                 token_file: Optional[str] = None) -> None:
+        source = TokenSource.resolve(token, token_file)
         opts = channel_options(max_message_bytes, options)
         if credentials is not None:
             channel = grpc.secure_channel(address, credentials, opts)
         else:
             channel = grpc.insecure_channel(address, opts)
-        super().__init__(address, timeout, retry, channel)
+        super().__init__(address, timeout, retry, channel, source)
 
     def close(self) -> None:
         """Closes the channel; calls in flight are cancelled."""
@@ -68,7 +75,7 @@ class Client(ClientBase):
         while True:
             try:
                 response = self._method(spec)(spec.request, timeout=attempts.timeout(),
-                                              metadata=metadata(spec.model_id))
+                                              metadata=self._metadata(spec.model_id))
             except grpc.RpcError as e:
                 delay = attempts.backoff(e)
                 if delay is None:
@@ -79,7 +86,7 @@ class Client(ClientBase):
 
     def _stream(self, spec: "_calls.Stream[Any]", timeout: Timeout, wrapper: "type[S]") -> S:
         return wrapper(self._method(spec)(spec.request, timeout=self._deadline(timeout),
-                                          metadata=metadata(spec.model_id)), spec)
+                                          metadata=self._metadata(spec.model_id)), spec)
 
     def wait_for_ready(self, timeout: float = 10.0) -> None:
         """Blocks until the channel connects; UnavailableError after ``timeout`` s."""

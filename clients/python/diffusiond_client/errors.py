@@ -33,7 +33,13 @@ class NotFoundError(DiffusiondError):
 
 
 class PermissionDeniedError(DiffusiondError):
-    """The path lies outside the daemon's models directory (PERMISSION_DENIED)."""
+    """The path lies outside the daemon's models directory, or the caller's
+    role does not allow the call (PERMISSION_DENIED)."""
+
+
+class UnauthenticatedError(DiffusiondError):
+    """The daemon checks callers and this one sent no token or certificate it
+    knows (UNAUTHENTICATED)."""
 
 
 class ResourceExhaustedError(DiffusiondError):
@@ -60,6 +66,7 @@ _BY_CODE: Dict[grpc.StatusCode, Type[DiffusiondError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgumentError,
     grpc.StatusCode.NOT_FOUND: NotFoundError,
     grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
+    grpc.StatusCode.UNAUTHENTICATED: UnauthenticatedError,
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhaustedError,
     grpc.StatusCode.FAILED_PRECONDITION: FailedPreconditionError,
     grpc.StatusCode.CANCELLED: CancelledError,

@@ -68,6 +68,14 @@ TEST(CommandLine, GlobalFlagsGoAnywhereInEitherForm) {
   ASSERT_THAT(inv, IsOk());
   EXPECT_EQ(inv->global.timeout, absl::Milliseconds(2500));
   EXPECT_TRUE(std::holds_alternative<StatsOptions>(inv->command));
+
+  inv = parse({"ls", "--token", "t0k", "--token_file=tok", "--tls_cert", "c.pem", "--tls_key", "c.key"});
+  ASSERT_THAT(inv, IsOk());
+  EXPECT_EQ(inv->global.token, "t0k");
+  EXPECT_EQ(inv->global.token_file, "tok");
+  EXPECT_EQ(inv->global.tls_cert, "c.pem");
+  EXPECT_EQ(inv->global.tls_key, "c.key");
+  EXPECT_THAT(parse({"ls", "--token="}), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--token needs")));
 }
 
 TEST(CommandLine, Load) {
@@ -312,6 +320,7 @@ TEST(CommandLine, HelpNamesEveryCommandAndFlag) {
                            "--timeout DURATION",
                            "--json",
                            "--tls_ca FILE",
+                           "--token_file FILE",
                            "--help",
                            "DIFFUSIOND_ADDRESS",
                            "Exit status"}) {

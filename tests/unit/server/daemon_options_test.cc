@@ -118,6 +118,17 @@ TEST(DaemonOptions, BadValuesNameTheFlagOrVariable) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs a value")));
   EXPECT_THAT(parse_daemon_options({"--tls_cert", "c.pem"}, env.getenv()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("together")));
+  EXPECT_THAT(parse_daemon_options({"--tls_client_ca", "ca.pem", "--auth_token_file", "t"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tls_client_ca needs TLS")));
+  EXPECT_THAT(
+      parse_daemon_options({"--tls_cert", "c.pem", "--tls_key", "k.pem", "--tls_client_ca", "ca.pem"}, env.getenv()),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tls_client_ca needs --auth_token_file")));
+  absl::StatusOr<DaemonOptions> mtls = parse_daemon_options(
+      {"--tls_cert", "c.pem", "--tls_key", "k.pem", "--tls_client_ca", "ca.pem", "--auth_token_file", "t"},
+      env.getenv());
+  ASSERT_THAT(mtls, IsOk());
+  EXPECT_EQ(mtls->tls_client_ca, "ca.pem");
+  EXPECT_EQ(mtls->auth_token_file, "t");
   env.vars["DIFFUSIOND_MAX_CONCURRENT_DENOISE"] = "0";
   EXPECT_THAT(parse_daemon_options({}, env.getenv()),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -213,6 +224,9 @@ TEST(DaemonOptions, HelpListsEveryFlagAndVariable) {
                            "sim_device_memory", "device", "compute_dtype", "fp8", "max_message_bytes", "threads",
                            "max_concurrent_denoise", "max_queued_denoise", "drain_grace", "load_timeout",
                            "tls_cert", "tls_key", "reflection", "log_level"}) {
+    EXPECT_THAT(help, HasSubstr(std::string("--") + flag + " (DIFFUSIOND_")) << flag;
+  }
+  for (const char* flag : {"tls_client_ca", "auth_token_file"}) {
     EXPECT_THAT(help, HasSubstr(std::string("--") + flag + " (DIFFUSIOND_")) << flag;
   }
   Env env;

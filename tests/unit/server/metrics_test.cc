@@ -19,6 +19,7 @@
 #include "core/util/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/authorizer.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
@@ -336,6 +337,24 @@ TEST(DaemonMetrics, CountsCallsGenerateStagesAndReadiness) {
   EXPECT_THAT(s, Contains(Pair("diffusiond_generate_stage_seconds_sum{stage=\"decode\"}", 3)));
   metrics.set_ready(false);  // draining
   EXPECT_THAT(parse_samples(metrics.scrape_text()), Contains(Pair("diffusiond_ready", 0)));
+}
+
+TEST(DaemonMetrics, CountsAuthRefusalsByReasonAndReloadsByResult) {
+  DaemonMetrics metrics(test_build(), nullptr);
+  std::map<std::string, double> s = parse_samples(metrics.scrape_text());
+  for (const char* reason : kAuthDenialReasons) {
+    EXPECT_THAT(s, Contains(Pair(absl::StrCat("diffusiond_auth_denied_total{reason=\"", reason, "\"}"), 0)));
+  }
+  EXPECT_THAT(s, Contains(Pair("diffusiond_auth_reloads_total{result=\"ok\"}", 0)));
+  metrics.count_auth_denial("unknown_token");
+  metrics.count_auth_denial("unknown_token");
+  metrics.count_auth_denial("role");
+  metrics.count_auth_reload(false);
+  s = parse_samples(metrics.scrape_text());
+  EXPECT_THAT(s, Contains(Pair("diffusiond_auth_denied_total{reason=\"unknown_token\"}", 2)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_auth_denied_total{reason=\"role\"}", 1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_auth_reloads_total{result=\"error\"}", 1)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_auth_reloads_total{result=\"ok\"}", 0)));
 }
 
 TEST(DaemonMetrics, ReportsQueuesAndTheMemoryLimitAtScrapeTime) {
