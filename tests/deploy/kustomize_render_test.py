@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Renders deploy/k8s (the base and each overlay) with `kubectl kustomize`, validates every object against the
-published schemas and checks the objects (ctest deploy.KustomizeRender): the hardening, the drain timing, the GPU
-settings, the monitoring objects.
+"""Renders deploy/k8s (the base and each overlay) and deploy/envoy (the routing proxy) with `kubectl kustomize`,
+validates every object against the published schemas and checks the objects (ctest deploy.KustomizeRender): the
+hardening, the drain timing, the GPU settings, the monitoring objects, Envoy's config and its admission by the
+NetworkPolicy.
 
   kustomize_render_test.py PATH/TO/deploy/k8s SCHEMA_DIR
 
@@ -67,13 +68,15 @@ class Checks:
             self.problems.append(f"{self.name}: {message}")
 
 
-def check_common(c, objects):
+def kinds(objects):
     by_kind = {}
     for o in objects:
         by_kind.setdefault(o["kind"], []).append(o)
-    (deployment,) = by_kind["Deployment"]
-    pod = deployment["spec"]["template"]["spec"]
-    (container,) = pod["containers"]
+    return by_kind
+
+
+def check_hardening(c, pod, container):
+    """Pod Security "restricted", no service-account token."""
     c.expect(pod.get("automountServiceAccountToken") is False, "automountServiceAccountToken is not false")
     c.expect(pod["securityContext"].get("seccompProfile") == {"type": "RuntimeDefault"},
              "the pod's seccompProfile is not RuntimeDefault")
@@ -84,6 +87,14 @@ def check_common(c, objects):
     c.expect(sc.get("allowPrivilegeEscalation") is False, "allowPrivilegeEscalation is not false")
     c.expect(sc.get("readOnlyRootFilesystem") is True, "the root filesystem is writable")
     c.expect(sc.get("capabilities", {}).get("drop") == ["ALL"], "capabilities are not all dropped")
+
+
+def check_common(c, objects):
+    by_kind = kinds(objects)
+    (deployment,) = by_kind["Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    check_hardening(c, pod, container)
     c.expect(container["startupProbe"]["grpc"].get("service") == "readiness",
              "the startup probe does not wait for readiness (preloads)")
 
@@ -106,6 +117,32 @@ def check_common(c, objects):
     c.expect(rules.get("metrics") == [{"namespaceSelector": {"matchLabels": {
         "kubernetes.io/metadata.name": "monitoring"}}}], "metrics are admitted from outside the monitoring namespace")
     return by_kind, container, pod
+
+
+def check_envoy(c, objects, envoy_config, policy):
+    """deploy/envoy: Envoy's config is diffusiond.yaml itself, its pods are clients the daemons' NetworkPolicy
+    admits, and its upstream is the base's headless Service."""
+    by_kind = kinds(objects)
+    (deployment,), (config,), (service,) = by_kind["Deployment"], by_kind["ConfigMap"], by_kind["Service"]
+    template = deployment["spec"]["template"]
+    pod = template["spec"]
+    (container,) = pod["containers"]
+    check_hardening(c, pod, container)
+    c.expect(config["data"].get("envoy.yaml") == envoy_config.read_text(),
+             f"the ConfigMap's envoy.yaml is not {envoy_config.name}")
+    c.expect([v["configMap"]["name"] for v in pod["volumes"] if "configMap" in v] == [config["metadata"]["name"]],
+             "the pod does not mount the generated ConfigMap")
+    labels = template["metadata"]["labels"]
+    grpc_from = [f["podSelector"]["matchLabels"] for r in policy["spec"]["ingress"] if r["ports"][0]["port"] == "grpc"
+                 for f in r["from"]]
+    c.expect(any(all(labels.get(k) == v for k, v in m.items()) for m in grpc_from),
+             "the Envoy pods lack the client label the daemons' NetworkPolicy admits")
+    c.expect(all(labels.get(k) == v for k, v in service["spec"]["selector"].items()),
+             "the Service does not select the Envoy pods")
+    (cluster,) = yaml.safe_load(config["data"]["envoy.yaml"])["static_resources"]["clusters"]
+    address = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]
+    c.expect(address["address"].startswith("diffusiond-headless."), "Envoy's upstream is not the headless Service")
+    return by_kind
 
 
 def schema_modules(k8s, schema_dir):
@@ -235,6 +272,17 @@ def main(k8s, schema_dir):
         problems += c.problems
         print(f"{name}: {sum(len(v) for v in by_kind.values())} objects, schema-valid and checked, "
               f"{len(c.problems)} problems")
+        if name == "base":
+            (policy,) = by_kind["NetworkPolicy"]
+    # deploy/envoy: the routing proxy, applied next to an overlay.
+    c = Checks("deploy/envoy")
+    objects = render(kubectl, k8s.parent / "envoy")
+    check_schemas(c, validate, objects)
+    check_envoy(c, objects, k8s.parent / "envoy" / "diffusiond.yaml", policy)
+    c.expect(all(o["metadata"].get("labels", {}).get("app.kubernetes.io/part-of") == "diffusiond"
+                 for o in objects), "an object without the app.kubernetes.io/part-of label")
+    problems += c.problems
+    print(f"deploy/envoy: {len(objects)} objects, schema-valid and checked, {len(c.problems)} problems")
     for p in problems:
         print(p)
     return 1 if problems else 0
