@@ -118,6 +118,8 @@ TEST(DaemonOptions, BadValuesNameTheFlagOrVariable) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs a value")));
   EXPECT_THAT(parse_daemon_options({"--tls_cert", "c.pem"}, env.getenv()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("together")));
+  EXPECT_THAT(parse_daemon_options({"--health_listen", "0.0.0.0:50051"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--health_listen must differ")));
   env.vars["DIFFUSIOND_MAX_CONCURRENT_DENOISE"] = "0";
   EXPECT_THAT(parse_daemon_options({}, env.getenv()),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -215,6 +217,7 @@ TEST(DaemonOptions, HelpListsEveryFlagAndVariable) {
                            "tls_cert", "tls_key", "reflection", "log_level"}) {
     EXPECT_THAT(help, HasSubstr(std::string("--") + flag + " (DIFFUSIOND_")) << flag;
   }
+  EXPECT_THAT(help, HasSubstr("--health_listen (DIFFUSIOND_HEALTH_LISTEN,"));
   Env env;
   absl::StatusOr<DaemonOptions> o = parse_daemon_options({"--help"}, env.getenv());
   ASSERT_THAT(o, IsOk());
