@@ -17,11 +17,21 @@ PACKAGES=(
   nginx  # integration.Routing: the model-affinity proxy (deploy/nginx)
 )
 
+# Commands that deploy.KustomizeRender runs (render deploy/k8s, then validate it
+# against the schemas pinned in deploy/k8s/schema): Debian's package only where
+# no such command is on PATH, since another kubectl or node (a cloud SDK's,
+# NodeSource's with its npm) serves as well and Debian's would clash with it.
+# Debian's npm brings ~350 small packages; machines that have npm skip it.
+COMMANDS=(kubectl:kubernetes-client node:nodejs npm:npm)
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi
+done
+for c in "${COMMANDS[@]}"; do
+  command -v "${c%%:*}" >/dev/null || missing+=("${c#*:}")
 done
 
 select_blas() { bash "$(dirname "$0")/select-openmp-blas.sh"; }

@@ -255,6 +255,7 @@ absl::Status Daemon::start_serving() {
     }
   }
   set_ready(true);
+<<<<<<< HEAD
   log_.info("ready",
             absl::StrCat("listen=", host_of(options_.listen), ":", grpc_port_,
                          " metrics_listen=", host_of(options_.metrics_listen), ":", metrics_server_->port(),
@@ -266,6 +267,20 @@ absl::Status Daemon::start_serving() {
                          " blas_core=", logfmt_value(build.blas_core), " blas_chosen_by=", build.blas_chosen_by,
                          " tls=", options_.tls_cert.empty() ? "off" : "on", auth_fields(authorizer_.get(), options_),
                          " version=", DIFFUSIOND_VERSION));
+=======
+  const std::string health_listen =
+      health_port_ != 0 ? absl::StrCat(" health_listen=", host_of(options_.health_listen), ":", health_port_) : "";
+  log_.info(
+      "ready",
+      absl::StrCat("listen=", host_of(options_.listen), ":", grpc_port_,
+                   " metrics_listen=", host_of(options_.metrics_listen), ":", metrics_server_->port(),
+                   " models_dir=", logfmt_value(options_.models_dir), " ram_budget_bytes=", ram,
+                   " ram_budget=", logfmt_value(format_bytes(ram)), device_fields(device_), " fp8=", options_.fp8,
+                   " compute_dtype=", compute_dtype_name(eo.compute_dtype), " threads=", threads,
+                   " allocator=", logfmt_value(build.allocator), " blas_threads=", compat::blas_threading(),
+                   " blas_core=", logfmt_value(build.blas_core), " blas_chosen_by=", build.blas_chosen_by,
+                   " tls=", options_.tls_cert.empty() ? "off" : "on", health_listen, " version=", DIFFUSIOND_VERSION));
+>>>>>>> k8s
   return absl::OkStatus();
 }
 
@@ -298,16 +313,43 @@ absl::Status Daemon::start_grpc() {
     server_.reset();
     return absl::UnavailableError(absl::StrCat("--listen ", options_.listen, ": cannot listen there"));
   }
+  if (!options_.health_listen.empty()) {
+    // Kubelet gRPC probes cannot use TLS, so with TLS on they need a
+    // plaintext port; a second server, so that nothing but Health is
+    // reachable without TLS (gRPC adds its default health service to every
+    // server once enabled; reflection is taken out). gRPC adds that service
+    // only once the server starts, and refuses to build one with no service
+    // yet: the generic service (UNIMPLEMENTED for any other method) is one.
+    grpc::ServerBuilder health;
+    health.SetOption(std::make_unique<WithoutReflection>());
+    health_unimplemented_ = std::make_unique<grpc::CallbackGenericService>();
+    health.RegisterCallbackGenericService(health_unimplemented_.get());
+    health.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    health.AddListeningPort(options_.health_listen, grpc::InsecureServerCredentials(), &health_port_);
+    health_server_ = health.BuildAndStart();
+    if (health_server_ == nullptr || health_port_ == 0) {
+      health_server_.reset();
+      server_->Shutdown();
+      server_.reset();
+      return absl::UnavailableError(absl::StrCat("--health_listen ", options_.health_listen, ": cannot listen there"));
+    }
+  }
   set_ready(false);
-  server_->GetHealthCheckService()->SetServingStatus("liveness", true);
+  set_health("liveness", true);
   return absl::OkStatus();
+}
+
+void Daemon::set_health(const std::string& service, bool serving) {
+  for (grpc::Server* s : {server_.get(), health_server_.get()}) {
+    if (s != nullptr) s->GetHealthCheckService()->SetServingStatus(service, serving);
+  }
 }
 
 void Daemon::set_ready(bool ready) {
   ready_ = ready;
   metrics_->set_ready(ready);
-  server_->GetHealthCheckService()->SetServingStatus("", ready);
-  server_->GetHealthCheckService()->SetServingStatus("readiness", ready);
+  set_health("", ready);
+  set_health("readiness", ready);
 }
 
 std::vector<QueueFigures> Daemon::queue_figures() {
@@ -383,6 +425,10 @@ void Daemon::drain() {
     // gRPC takes a real-time deadline: the clock seam does not reach into it.
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     server_->Wait();
+  }
+  if (health_server_ != nullptr) {
+    health_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    health_server_->Wait();
   }
   {
     // Destroyed outside the lock: their destructors join workers, and a

@@ -7,6 +7,7 @@
 #ifndef DIFFUSIOND_SERVER_DAEMON_H_
 #define DIFFUSIOND_SERVER_DAEMON_H_
 
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -70,6 +71,7 @@ class Daemon {
   void drain();
 
   int grpc_port() const { return grpc_port_; }
+  int health_port() const { return health_port_; }  // 0 without --health_listen
   // For in-process comparisons (benchmarks) and tests.
   Engine& engine() { return *engine_; }
   int metrics_port() const;
@@ -80,9 +82,12 @@ class Daemon {
   // Logs the work still running and ends the process (see drain()).
   [[noreturn]] void exit_with_work_running(absl::Time drain_start);
   // Builds and starts the gRPC server (services, health, reflection, TLS),
-  // health NOT_SERVING. UNAVAILABLE if --listen cannot be bound.
+  // and with --health_listen the plaintext health-only one; health
+  // NOT_SERVING. UNAVAILABLE if --listen or --health_listen cannot be bound.
   absl::Status start_grpc();
   void set_ready(bool ready);
+  // Sets a health service's status on the gRPC server and the health-only one.
+  void set_health(const std::string& service, bool serving);
   // The work queues' figures for the metrics; none before they exist or
   // after the drain.
   std::vector<QueueFigures> queue_figures();
@@ -107,6 +112,7 @@ class Daemon {
   //   *_queue_         their workers run engine calls
   //   *_service_       gRPC handlers over the engine, queues and metrics
   //   server_          calls the services
+  //   health_server_   answers health checks only (--health_listen)
   //   metrics_server_  scrapes read metrics_, which reads the engine
   //   housekeeping_ calls the engine; joined by drain() before any of it
   // drain() (which the destructor runs if nobody did) stops them in the
@@ -130,8 +136,13 @@ class Daemon {
   std::unique_ptr<PipelineServiceImpl> pipeline_service_;
   std::unique_ptr<CacheServiceImpl> cache_service_;
   std::unique_ptr<grpc::Server> server_;
+  // Answers UNIMPLEMENTED for every method but Health on health_server_,
+  // which gRPC cannot build without a service of its own.
+  std::unique_ptr<grpc::CallbackGenericService> health_unimplemented_;
+  std::unique_ptr<grpc::Server> health_server_;
   std::unique_ptr<MetricsServer> metrics_server_;
   int grpc_port_ = 0;
+  int health_port_ = 0;
 
   Mutex mu_;
   CondVar stop_changed_;

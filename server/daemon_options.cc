@@ -145,6 +145,8 @@ const std::vector<Flag>& flags() {
       {"listen", "0.0.0.0:50051", "gRPC listen address (host:port)", text(&DaemonOptions::listen)},
       {"metrics_listen", "0.0.0.0:9464", "Prometheus metrics listen address (host:port)",
        text(&DaemonOptions::metrics_listen)},
+      {"health_listen", "", "plaintext gRPC health-only listen address (host:port), for probes when TLS is on",
+       text(&DaemonOptions::health_listen)},
       {"models_dir", "/models", "folder that every load path must lie inside", text(&DaemonOptions::models_dir)},
       {"ram_budget", "auto", "bytes of RAM for model weights; auto = 0.85 x min(cgroup, MemTotal) - 512MiB",
        budget(&DaemonOptions::ram_budget_bytes)},
@@ -340,6 +342,7 @@ absl::StatusOr<DaemonOptions> parse_daemon_options(
   if (options.tls_cert.empty() != options.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
   }
+<<<<<<< HEAD
   if (!options.tls_client_ca.empty() && options.tls_cert.empty()) {
     return absl::InvalidArgumentError("--tls_client_ca needs TLS: give --tls_cert and --tls_key too");
   }
@@ -347,6 +350,12 @@ absl::StatusOr<DaemonOptions> parse_daemon_options(
     return absl::InvalidArgumentError(
         "--tls_client_ca needs --auth_token_file, whose 'cn' and 'subject' lines give client certificates "
         "their roles");
+=======
+  // Port 0 picks a free port for each, so two of those differ.
+  if (!options.health_listen.empty() && options.health_listen == options.listen &&
+      !absl::EndsWith(options.listen, ":0")) {
+    return absl::InvalidArgumentError("--health_listen must differ from --listen (it is a port of its own)");
+>>>>>>> k8s
   }
   DIFFUSIOND_RETURN_IF_ERROR(check_device_flags(options, given));
   return options;

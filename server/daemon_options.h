@@ -27,6 +27,9 @@ struct PreloadModel {
 struct DaemonOptions {
   std::string listen = "0.0.0.0:50051";          // gRPC address
   std::string metrics_listen = "0.0.0.0:9464";   // Prometheus /metrics address
+  // A plaintext port serving only grpc.health.v1.Health (empty: none), for
+  // kubelet gRPC probes, which cannot speak TLS, when --tls_cert is on.
+  std::string health_listen;
   std::string models_dir = "/models";            // loads are confined to it
   std::optional<int64_t> ram_budget_bytes;       // empty: auto (docs/memory-budget.md)
   // Where denoisers run: "cpu", "cuda:N" (a bare "cuda" is read as cuda:0)

@@ -13,7 +13,9 @@ but missing fails. The client's stubs must be importable:
 PYTHONPATH=<build>/python:clients/python.
 
 The demo model is generated once per process into a temporary models
-directory (``<tmp>/models/demo``), which every daemon of the process serves.
+directory (``<tmp>/models/demo``), which every daemon of the process serves;
+so is the random Z-Image pipeline (``<tmp>/models/zpipe``) for the tests that
+ask for it.
 """
 
 import atexit
@@ -95,6 +97,24 @@ def models_dir():
         if out.returncode != 0 or not (demo / "config.json").exists():
             raise AssertionError(f"{demo_bin} --model_dir {demo} --generate_only exited {out.returncode} "
                                  f"without a model:\n{out.stdout}\n{out.stderr}")
+    return models
+
+
+PIPELINE = "zpipe"  # the random Z-Image pipeline's folder inside the models directory
+_pipeline_lock = threading.Lock()
+
+
+def pipeline_models_dir():
+    """Returns the models directory with the random Z-Image pipeline (text encoder and tokenizer, transformer,
+    VAE: real layouts, random weights; ``diffusiond-demo --write_pipeline``) written on first use."""
+    models = models_dir()
+    with _pipeline_lock:
+        if not (models / PIPELINE / "model_index.json").exists():
+            out = subprocess.run([binary("DIFFUSIOND_DEMO_BIN", "diffusiond-demo"), "--write_pipeline",
+                                  str(models / PIPELINE)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                 timeout=300)
+            if out.returncode != 0:
+                raise AssertionError(f"--write_pipeline exited {out.returncode}:\n{out.stdout}\n{out.stderr}")
     return models
 
 

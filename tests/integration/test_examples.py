@@ -1,6 +1,6 @@
 """The Python client's examples (clients/python/examples) against a real
 daemon, run as a user would run them: generate_png.py on the random Z-Image
-pipeline of test_generate.py, denoise_only.py on the demo transformer.
+pipeline (daemon_fixture.pipeline_models_dir), denoise_only.py on the demo transformer.
 """
 
 import os
@@ -8,8 +8,8 @@ import subprocess
 import sys
 import unittest
 
-from daemon_fixture import DEMO_MODEL, REPO_ROOT, Daemon, work_dir
-from test_generate import PIPELINE, png_size, pipeline_models_dir
+from daemon_fixture import DEMO_MODEL, PIPELINE, REPO_ROOT, Daemon, pipeline_models_dir, work_dir
+from test_generate import png_size
 
 import diffusiond_client as dc
 

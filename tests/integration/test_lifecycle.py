@@ -15,7 +15,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 import diffusiond_client as dc
 from daemon_fixture import (DEMO_MODEL, LATENT_SHAPE, Daemon, DaemonTestCase, caption, conditioning, metric, models_dir,
-                            parse_metrics, slow_model, SANITIZED)
+                            parse_metrics, slow_model, work_dir, SANITIZED)
 
 
 class HealthAndMetricsTest(DaemonTestCase):
@@ -208,6 +208,52 @@ class PreloadTest(unittest.TestCase):
             daemon.start()
         self.assertIn("exited with 1", str(cm.exception))
         self.assertRegex(daemon.output(), r"msg=\"cannot start\".*--preload x=missing")
+
+
+class TlsHealthPortTest(unittest.TestCase):
+    """With TLS on, --health_listen serves the health service alone over plaintext (kubelet gRPC probes cannot
+    speak TLS), with the same statuses as the TLS port."""
+
+    def test_health_is_plaintext_on_its_own_port_and_nothing_else_is(self):
+        openssl = shutil.which("openssl")
+        if openssl is None:
+            self.skipTest("openssl not found: no certificate to serve TLS with")
+        cert, key = work_dir() / "tls-cert.pem", work_dir() / "tls-key.pem"
+        subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=30)
+        daemon = Daemon(models_dir(), extra_args=("--tls_cert", str(cert), "--tls_key", str(key),
+                                                  "--health_listen", "127.0.0.1:0")).start()
+        self.addCleanup(daemon.kill)
+        health_address = re.search(r"msg=ready\b.* health_listen=(\S+)", daemon.output()).group(1)
+        self.assertNotEqual(health_address, daemon.address)
+
+        def check(channel, service):
+            return health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service),
+                                                             timeout=10).status
+        serving = health_pb2.HealthCheckResponse.SERVING
+        with grpc.insecure_channel(health_address) as plain:
+            for service in ("", "liveness", "readiness"):
+                self.assertEqual(check(plain, service), serving, service)
+            with self.assertRaises(grpc.RpcError) as cm:  # the models are behind TLS only
+                plain.unary_unary("/diffusiond.v1.ModelService/ListModels")(b"", timeout=10)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        with self.assertRaises(grpc.RpcError) as cm:
+            reflect(health_address, list_services="")
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        with grpc.secure_channel(daemon.address, grpc.ssl_channel_credentials(cert.read_bytes())) as tls:
+            self.assertEqual(check(tls, "readiness"), serving)
+        with grpc.insecure_channel(daemon.address) as plain:  # the main port speaks TLS only
+            with self.assertRaises(grpc.RpcError) as cm:
+                check(plain, "readiness")
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        with grpc.insecure_channel(health_address) as plain:  # the drain turns readiness off there too
+            watch = iter(health_pb2_grpc.HealthStub(plain).Watch(
+                health_pb2.HealthCheckRequest(service="readiness"), timeout=30))
+            self.assertEqual(next(watch).status, serving)
+            daemon.terminate()
+            self.assertEqual(next(watch).status, health_pb2.HealthCheckResponse.NOT_SERVING)
+        daemon.assert_stops_cleanly()
 
 
 class OnePortOneDaemonTest(unittest.TestCase):

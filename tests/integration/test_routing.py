@@ -3,7 +3,8 @@
 The Python client names each call's model in the diffusiond-model header and nginx hashes it onto a ring
 of the replicas (ketama), so each model is loaded on one replica only. The test predicts that replica
 with nginx's own ring arithmetic (render.ring_owner, which `render.py --place` prints) and checks where
-the models really are, by asking each daemon directly.
+the models really are, by asking each daemon directly: four models and a Generate on the random Z-Image pipeline,
+whose three components must all load on the one replica its pipeline name hashes to.
 
 Skipped when nginx is not installed (Debian: apt-get install nginx); it runs unprivileged, from a
 temporary prefix.
@@ -20,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import diffusiond_client as dc
-from daemon_fixture import (Daemon, REPO_ROOT, binary, caption, daemon_env, metric, models_dir, parse_metrics,
-                            work_dir)
+from daemon_fixture import (PIPELINE, REPO_ROOT, Daemon, binary, caption, daemon_env, metric, parse_metrics,
+                            pipeline_models_dir, work_dir)
 
 sys.path.insert(0, str(REPO_ROOT / "deploy" / "nginx"))
 import render  # noqa: E402  deploy/nginx/render.py
@@ -60,7 +61,7 @@ class RoutingTest(unittest.TestCase):
         nginx = nginx_binary()
         if nginx is None:
             raise unittest.SkipTest("nginx is not installed (Debian: apt-get install nginx): routing not tested")
-        models = models_dir()
+        models = pipeline_models_dir()  # the demo model and the random Z-Image pipeline
         cls.daemons = [Daemon(models) for _ in range(REPLICAS)]
         for daemon in cls.daemons:
             cls.addClassCleanup(daemon.kill)
@@ -135,6 +136,32 @@ class RoutingTest(unittest.TestCase):
                 for m in c.list_models():
                     held.setdefault(m.model_id, []).append(daemon.address)
         return held
+
+    def unload_everywhere(self, model_ids):
+        """Unloads the models on whichever live replicas hold them, asking each directly."""
+        for model_id, addresses in self.placement().items():
+            if model_id in model_ids:
+                for address in addresses:
+                    with self.by_address[address].client(timeout=30) as c:
+                        c.unload_model(model_id)
+
+    def test_a_pipelines_components_stay_on_one_replica(self):
+        # Generate names the pipeline in the header; the replica it lands on loads the text encoder, transformer
+        # and VAE itself, so all three are there and nowhere else. (Named to run before the test that stops a
+        # replica; the ring is that of the live replicas either way.)
+        live = [d for d in self.daemons if d.proc.poll() is None]
+        owner = ring_owner(ring([d.address for d in live]), PIPELINE)
+        before = {d.address: loads(d) for d in live}
+        components = [f"{PIPELINE}/{c}" for c in ("text_encoder", "transformer", "vae")]
+        self.addCleanup(self.unload_everywhere, components)  # the other tests expect only their own models
+        image = self.client.generate(PIPELINE, "a red lighthouse", width=64, height=48, steps=1, seed=3)
+        self.assertEqual((image.width, image.height), (64, 48))
+        held = self.placement()
+        self.assertEqual({c: held.get(c) for c in components}, {c: [owner] for c in components},
+                         f"every component on {owner}, the replica the ring names for {PIPELINE}")
+        self.assertEqual({d.address: loads(d) - before[d.address] for d in live},
+                         {d.address: len(components) if d.address == owner else 0 for d in live},
+                         "the owner loaded the three components, no other replica loaded anything")
 
     def test_models_stay_on_their_replica_and_only_a_stopped_ones_move(self):
         baseline = sum(loads(d) for d in self.daemons)  # other tests' loads

@@ -129,6 +129,8 @@ TEST(DaemonOptions, BadValuesNameTheFlagOrVariable) {
   ASSERT_THAT(mtls, IsOk());
   EXPECT_EQ(mtls->tls_client_ca, "ca.pem");
   EXPECT_EQ(mtls->auth_token_file, "t");
+  EXPECT_THAT(parse_daemon_options({"--health_listen", "0.0.0.0:50051"}, env.getenv()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--health_listen must differ")));
   env.vars["DIFFUSIOND_MAX_CONCURRENT_DENOISE"] = "0";
   EXPECT_THAT(parse_daemon_options({}, env.getenv()),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -226,9 +228,10 @@ TEST(DaemonOptions, HelpListsEveryFlagAndVariable) {
                            "tls_cert", "tls_key", "reflection", "log_level"}) {
     EXPECT_THAT(help, HasSubstr(std::string("--") + flag + " (DIFFUSIOND_")) << flag;
   }
-  for (const char* flag : {"tls_client_ca", "auth_token_file"}) {
+  for (const char* flag : {"tls_client_ca", "auth_token_file", "narrow_weights"}) {
     EXPECT_THAT(help, HasSubstr(std::string("--") + flag + " (DIFFUSIOND_")) << flag;
   }
+  EXPECT_THAT(help, HasSubstr("--health_listen (DIFFUSIOND_HEALTH_LISTEN,"));
   Env env;
   absl::StatusOr<DaemonOptions> o = parse_daemon_options({"--help"}, env.getenv());
   ASSERT_THAT(o, IsOk());

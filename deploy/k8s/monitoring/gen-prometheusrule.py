@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes prometheusrule.yaml, deploy/prometheus/rules.yml as a Prometheus Operator PrometheusRule.
 
-  deploy/k8s/components/monitoring/gen-prometheusrule.py           # rewrites prometheusrule.yaml
-  deploy/k8s/components/monitoring/gen-prometheusrule.py --check   # exit 1 if it is stale (ctest)
+  deploy/k8s/monitoring/gen-prometheusrule.py           # rewrites prometheusrule.yaml
+  deploy/k8s/monitoring/gen-prometheusrule.py --check   # exit 1 if it is stale (ctest)
 
 rules.yml stays the one source (promtool tests it, deploy.PrometheusRules): its `groups:` become the
 object's `spec.groups`, indented, comments and all. Text, not YAML, so that no YAML library is needed
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RULES = HERE.parents[3] / "deploy" / "prometheus" / "rules.yml"
+RULES = HERE.parents[1] / "prometheus" / "rules.yml"  # deploy/prometheus/rules.yml
 OUTPUT = HERE / "prometheusrule.yaml"
 
 HEADER = """\
@@ -26,6 +26,7 @@ metadata:
   name: diffusiond
   labels:
     app.kubernetes.io/name: diffusiond
+    app.kubernetes.io/part-of: diffusiond
     # The label your Prometheus' ruleSelector matches (kube-prometheus-stack: release=<its release>).
     prometheus: diffusiond
 spec:
