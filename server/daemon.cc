@@ -186,7 +186,9 @@ absl::Status Daemon::start_serving() {
       [this]() { return queue_figures(); });
   const auto log_line = [this](absl::string_view line) { log_.info("cache", line); };
   event_log_ = std::make_unique<CacheEventLog>(ram_budget_.get(), log_line);
-  observers_ = std::make_unique<CacheObserverList>(std::vector<CacheObserver*>{event_log_.get(), metrics_.get()});
+  events_ = std::make_unique<EngineEventFeed>();
+  observers_ = std::make_unique<CacheObserverList>(
+      std::vector<CacheObserver*>{event_log_.get(), metrics_.get(), events_->ram_observer()});
 
   EngineOptions eo;
   eo.models_dir = options_.models_dir;
@@ -196,10 +198,13 @@ absl::Status Daemon::start_serving() {
   eo.file_opener = seams_.file_opener;
   eo.load_timeout = options_.load_timeout;
   eo.max_room_wait = options_.max_room_wait;
+  eo.on_load_progress = [feed = events_.get()](const std::string& model_id, const LoadProgress& progress) {
+    feed->on_load_progress(model_id, progress);
+  };
   if (device_.device != nullptr) {
     vram_event_log_ = std::make_unique<CacheEventLog>(device_.vram_budget.get(), log_line);
     vram_observers_ = std::make_unique<CacheObserverList>(
-        std::vector<CacheObserver*>{vram_event_log_.get(), metrics_->vram_observer()});
+        std::vector<CacheObserver*>{vram_event_log_.get(), metrics_->vram_observer(), events_->vram_observer()});
     eo.device = device_.device.get();
     eo.vram_budget = device_.vram_budget.get();
     eo.vram_observer = vram_observers_.get();
@@ -212,6 +217,10 @@ absl::Status Daemon::start_serving() {
   absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::create(eo);
   if (!engine.ok()) return absl::Status(engine.status().code(), absl::StrCat("--models_dir: ", engine.status().message()));
   engine_ = *std::move(engine);
+  CatalogOptions co;
+  co.models_dir = options_.models_dir;
+  co.compute_dtype = eo.compute_dtype;
+  catalog_ = std::make_unique<ModelCatalog>(co);
 
   {
     MutexLock lock(&queues_mu_);
@@ -220,7 +229,8 @@ absl::Status Daemon::start_serving() {
         std::make_unique<WorkQueue>("denoise", options_.max_concurrent_denoise, options_.max_queued_denoise);
     admin_queue_ = std::make_unique<WorkQueue>("unload", kAdminThreads, kQueuedPerPool);
   }
-  ServiceDeps deps{engine_.get(), load_queue_.get(), compute_queue_.get(), admin_queue_.get(), metrics_.get()};
+  ServiceDeps deps{engine_.get(),  load_queue_.get(), compute_queue_.get(), admin_queue_.get(),
+                   metrics_.get(), events_.get(),     catalog_.get()};
   model_service_ = std::make_unique<ModelServiceImpl>(deps);
   denoise_service_ = std::make_unique<DenoiseServiceImpl>(deps);
   pipeline_service_ = std::make_unique<PipelineServiceImpl>(deps, options_.models_dir);
@@ -352,6 +362,9 @@ void Daemon::drain() {
   }
   stop_changed_.signal_all();
   if (housekeeping_.joinable()) housekeeping_.join();
+  // Watchers end with UNAVAILABLE after what is queued for them, before
+  // gRPC waits for its calls.
+  if (events_ != nullptr) events_->close(absl::UnavailableError("the daemon is shutting down"));
   if (server_ != nullptr) {
     // Calls still open (health watches, calls refused just now) end here.
     // gRPC takes a real-time deadline: the clock seam does not reach into it.

@@ -118,6 +118,7 @@ struct DaemonMetrics::Impl {
   Family<Histogram>* rpc_seconds = nullptr;
   Family<Histogram>* generate_stage_seconds = nullptr;
   prometheus::Gauge* ready = nullptr;
+  prometheus::Gauge* event_watchers = nullptr;
   std::unique_ptr<ModelSeries> model_series;  // over the step and denoise families
 
   // The load/eviction/unload/admission series, the VRAM tier's, and the
@@ -259,6 +260,11 @@ void DaemonMetrics::Impl::register_calls(prometheus::Registry& r) {
                .Help("1 while the daemon is ready (health readiness SERVING); 0 while starting or draining.")
                .Register(r)
                .Add({});
+  event_watchers = &prometheus::BuildGauge()
+                        .Name("diffusiond_event_watchers")
+                        .Help("WatchEvents streams open now.")
+                        .Register(r)
+                        .Add({});
 }
 
 DaemonMetrics::DaemonMetrics(const BuildInfo& build, std::function<CacheStats()> cache_stats,
@@ -374,6 +380,8 @@ void DaemonMetrics::observe_generate_stage(absl::string_view stage, absl::Durati
 }
 
 void DaemonMetrics::set_ready(bool ready) { impl_->ready->Set(ready ? 1 : 0); }
+
+void DaemonMetrics::add_event_watchers(int delta) { impl_->event_watchers->Increment(delta); }
 
 std::shared_ptr<prometheus::Registry> DaemonMetrics::registry() const { return impl_->registry; }
 

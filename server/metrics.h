@@ -101,6 +101,8 @@ class DaemonMetrics final : public CacheObserver {
   void observe_generate_stage(absl::string_view stage, absl::Duration took);
   // Sets diffusiond_ready: 1 while health's readiness is SERVING.
   void set_ready(bool ready);
+  // diffusiond_event_watchers: WatchEvents streams open (+1 at start, -1 at end).
+  void add_event_watchers(int delta);
 
   // Returns the registry of event counters and histograms. It does not hold
   // the scrape-time series; collectables() has everything.

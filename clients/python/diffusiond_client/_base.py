@@ -46,7 +46,7 @@ class ClientBase:
     def _deadline(self, timeout: Timeout) -> Optional[float]:
         return self.timeout if isinstance(timeout, _Default) else timeout
 
-    def _method(self, spec: "Union[_calls.Unary[Any], _calls.Stream[Any]]") -> Any:
+    def _method(self, spec: "Union[_calls.Unary[Any], _calls.Stream[Any], _calls.Watch]") -> Any:
         return getattr(self._stubs[spec.service], spec.rpc)
 
     def _leased(self, model_id: str, lease_id: int) -> int:
