@@ -1,14 +1,14 @@
 """ListAvailable and WatchEvents against a real daemon, through the Python
 clients (blocking and asyncio) and diffusionctl.
 
-ListAvailable: the demo model folder, a single file, a pipeline folder (its
-sizes the sums of its components'), a broken file listed with why, a text
-file not listed, a symlink out of the models directory neither followed nor
-listed. WatchEvents: a snapshot first, then load progress, loaded, evicted
+ListAvailable: the demo model folder, a single file, a pipeline folder whose
+text encoder and VAE are missing (listed with why; its transformer listed
+on its own), a broken file listed with why, a text file not listed, a
+symlink out of the models directory neither followed nor listed. WatchEvents: a snapshot first, then load progress, loaded, evicted
 (with its reason), unloaded and rejected in the order another client caused
 them; cancelling from the client (blocking and asyncio) ends the stream and
 the watcher gauge falls back to 0; SIGTERM ends an open watch with
-UNAVAILABLE and the daemon still exits 0.
+UNAVAILABLE and the daemon still exits 0 (the teardown).
 """
 
 import asyncio
@@ -21,23 +21,31 @@ import threading
 import time
 import unittest
 
-from daemon_fixture import (DEMO_MODEL, Daemon, DaemonTestCase, binary, daemon_env, metric, models_dir,
-                            parse_metrics, work_dir)
-from test_generate import PIPELINE, pipeline_models_dir
+from daemon_fixture import DEMO_MODEL, DaemonTestCase, binary, daemon_env, metric, models_dir, parse_metrics, work_dir
 
 import diffusiond_client as dc
 
 SINGLE = "files/demo.safetensors"
+PIPELINE = "pipeline"  # model_index.json and a transformer; no text encoder, no VAE
 WAIT_S = 30
 
 
 def available_models_dir():
-    """models_dir() with the pipeline, a single file, a broken file, a text file and a symlink that escapes."""
-    models = pipeline_models_dir()
+    """models_dir() with a single file, a pipeline missing components, a broken file, a text file and a
+    symlink that escapes; the files are hard links of the demo model's (no copies)."""
+    models = models_dir()
     files = models / "files"
     if not (files / "demo.safetensors").exists():
         files.mkdir(exist_ok=True)
-        os.link(models / DEMO_MODEL / "diffusion_pytorch_model.safetensors", files / "partial")
+        demo = models / DEMO_MODEL
+        transformer = models / PIPELINE / "transformer"
+        transformer.mkdir(parents=True)
+        for name in ("config.json", "diffusion_pytorch_model.safetensors"):
+            os.link(demo / name, transformer / name)
+        (models / PIPELINE / "model_index.json").write_text(json.dumps({
+            "_class_name": "ZImagePipeline", "transformer": ["diffusers", "ZImageTransformer2DModel"],
+            "text_encoder": ["transformers", "Qwen3Model"], "vae": ["diffusers", "AutoencoderKL"]}))
+        os.link(demo / "diffusion_pytorch_model.safetensors", files / "partial")
         (files / "broken.safetensors").write_bytes(b"not a safetensors file")
         (files / "README.txt").write_text("not a checkpoint")
         outside = work_dir() / "outside.safetensors"
@@ -59,13 +67,32 @@ def wait_until(test, condition, what):
         time.sleep(0.05)
 
 
-class AvailableTest(DaemonTestCase):
-    daemon_options = {"ram_budget": "1GiB"}
+class AvailableEventsTest(DaemonTestCase):
+    """One daemon for both calls (each test leaves nothing loaded)."""
+
+    daemon_options = {"ram_budget": "512MiB"}
 
     @classmethod
     def setUpClass(cls):
         available_models_dir()
         super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        # The drain (SIGTERM) ends an open watch with UNAVAILABLE after its snapshot, and the daemon
+        # still exits 0 (DaemonTestCase's teardown asserts it): checked here to spare a daemon.
+        events = iter(cls.client.watch_events())
+        if next(events).kind != "snapshot":
+            raise AssertionError("a watch did not start with its snapshot")
+        cls.daemon.terminate()
+        try:
+            for event in events:
+                raise AssertionError(f"unexpected event during the drain: {event}")
+            raise AssertionError("the watch ended without an error at the drain")
+        except dc.UnavailableError as e:
+            if "shutting down" not in str(e):
+                raise
+        super().tearDownClass()
 
     def test_lists_what_could_be_loaded(self):
         listing = self.client.list_available()
@@ -82,11 +109,13 @@ class AvailableTest(DaemonTestCase):
         self.assertEqual((single.format, single.architecture), ("safetensors", "z-image"), single.error)
 
         pipeline = by_path[PIPELINE]
-        self.assertEqual((pipeline.format, pipeline.role), ("pipeline", "pipeline"), pipeline.error)
-        self.assertEqual(set(pipeline.components), {"text_encoder", "transformer", "vae"})
-        parts = [by_path[f"{PIPELINE}/{c}"] for c in pipeline.components]
-        self.assertEqual({p.role for p in parts}, {"text-encoder", "denoiser", "vae"})
-        self.assertEqual(pipeline.size("off").reservation_bytes, sum(p.size("off").reservation_bytes for p in parts))
+        self.assertEqual((pipeline.format, pipeline.role, pipeline.architecture), ("pipeline", "pipeline", "z-image"))
+        self.assertEqual(pipeline.description, "ZImagePipeline")
+        self.assertEqual(pipeline.components, ("text_encoder", "transformer", "vae"))
+        self.assertFalse(pipeline.loadable)
+        self.assertIn("component text_encoder is missing", pipeline.error)
+        part = by_path[f"{PIPELINE}/transformer"]
+        self.assertEqual((part.format, part.role, part.error), ("model-folder", "denoiser", ""))
 
         broken = by_path["files/broken.safetensors"]
         self.assertFalse(broken.loadable)
@@ -118,9 +147,6 @@ class AvailableTest(DaemonTestCase):
                                            capture_output=True, text=True, timeout=120, env=daemon_env()).stdout)
         self.assertIn(DEMO_MODEL, [m["path"] for m in listed["models"]])
 
-
-class WatchEventsTest(DaemonTestCase):
-    daemon_options = {"ram_budget": "512MiB"}
 
     def test_sees_what_another_client_does_in_order(self):
         events = queue.Queue()
@@ -232,23 +258,6 @@ class WatchEventsTest(DaemonTestCase):
                              capture_output=True, text=True, timeout=120, env=daemon_env())
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertRegex(out.stdout, r"^snapshot: \d+ models? resident")
-
-
-class WatchDrainTest(unittest.TestCase):
-    def test_sigterm_ends_an_open_watch_with_unavailable(self):
-        daemon = Daemon(models_dir()).start()
-        self.addCleanup(daemon.kill)
-        client = daemon.client()
-        self.addCleanup(client.close)
-        watch = client.watch_events()
-        events = iter(watch)
-        self.assertEqual(next(events).kind, "snapshot")
-        daemon.terminate()
-        with self.assertRaises(dc.UnavailableError) as ended:
-            for _ in events:
-                pass
-        self.assertIn("shutting down", str(ended.exception))
-        self.assertEqual(daemon.stop(), 0, daemon.output())
 
 
 if __name__ == "__main__":
