@@ -8,6 +8,7 @@
 #include "server/model_info_wire.h"
 #include "server/request_options.h"
 #include "server/tier_stats.h"
+#include "server/watch_events_stream.h"
 
 namespace diffusiond {
 namespace {
@@ -71,6 +72,13 @@ grpc::ServerUnaryReactor* CacheServiceImpl::MakeRoom(grpc::CallbackServerContext
   }
   reactor->Finish(to_grpc_status(room.status()));
   return reactor;
+}
+
+grpc::ServerWriteReactor<v1::WatchEvent>* CacheServiceImpl::WatchEvents(grpc::CallbackServerContext*,
+                                                                        const v1::WatchEventsRequest* request) {
+  auto* stream = new WatchEventsStream(deps_.engine, deps_.metrics, !request->no_progress());
+  stream->start(deps_.events);
+  return stream;
 }
 
 }  // namespace diffusiond

@@ -1,5 +1,6 @@
 // diffusiond.v1.CacheService over the Engine: statistics and MakeRoom, both
-// quick enough to answer on gRPC's thread.
+// quick enough to answer on gRPC's thread; WatchEvents, a stream fed by the
+// engine's event feed (server/watch_events_stream.h).
 #ifndef DIFFUSIOND_SERVER_CACHE_SERVICE_H_
 #define DIFFUSIOND_SERVER_CACHE_SERVICE_H_
 
@@ -16,6 +17,8 @@ class CacheServiceImpl final : public v1::CacheService::CallbackService {
                                      v1::GetStatsResponse* response) override;
   grpc::ServerUnaryReactor* MakeRoom(grpc::CallbackServerContext* context, const v1::MakeRoomRequest* request,
                                      v1::MakeRoomResponse* response) override;
+  grpc::ServerWriteReactor<v1::WatchEvent>* WatchEvents(grpc::CallbackServerContext* context,
+                                                        const v1::WatchEventsRequest* request) override;
 
  private:
   const ServiceDeps deps_;

@@ -192,7 +192,9 @@ absl::Status Daemon::start_serving() {
       [this]() { return queue_figures(); });
   const auto log_line = [this](absl::string_view line) { log_.info("cache", line); };
   event_log_ = std::make_unique<CacheEventLog>(ram_budget_.get(), log_line);
-  observers_ = std::make_unique<CacheObserverList>(std::vector<CacheObserver*>{event_log_.get(), metrics_.get()});
+  events_ = std::make_unique<EngineEventFeed>();
+  observers_ = std::make_unique<CacheObserverList>(
+      std::vector<CacheObserver*>{event_log_.get(), metrics_.get(), events_->ram_observer()});
 
   EngineOptions eo;
   eo.models_dir = options_.models_dir;
@@ -202,10 +204,13 @@ absl::Status Daemon::start_serving() {
   eo.file_opener = seams_.file_opener;
   eo.load_timeout = options_.load_timeout;
   eo.max_room_wait = options_.max_room_wait;
+  eo.on_load_progress = [feed = events_.get()](const std::string& model_id, const LoadProgress& progress) {
+    feed->on_load_progress(model_id, progress);
+  };
   if (device_.device != nullptr) {
     vram_event_log_ = std::make_unique<CacheEventLog>(device_.vram_budget.get(), log_line);
     vram_observers_ = std::make_unique<CacheObserverList>(
-        std::vector<CacheObserver*>{vram_event_log_.get(), metrics_->vram_observer()});
+        std::vector<CacheObserver*>{vram_event_log_.get(), metrics_->vram_observer(), events_->vram_observer()});
     eo.device = device_.device.get();
     eo.vram_budget = device_.vram_budget.get();
     eo.vram_observer = vram_observers_.get();
@@ -219,6 +224,10 @@ absl::Status Daemon::start_serving() {
   absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::create(eo);
   if (!engine.ok()) return absl::Status(engine.status().code(), absl::StrCat("--models_dir: ", engine.status().message()));
   engine_ = *std::move(engine);
+  CatalogOptions co;
+  co.models_dir = options_.models_dir;
+  co.compute_dtype = eo.compute_dtype;
+  catalog_ = std::make_unique<ModelCatalog>(co);
 
   {
     MutexLock lock(&queues_mu_);
@@ -227,7 +236,8 @@ absl::Status Daemon::start_serving() {
         std::make_unique<WorkQueue>("denoise", options_.max_concurrent_denoise, options_.max_queued_denoise);
     admin_queue_ = std::make_unique<WorkQueue>("unload", kAdminThreads, kQueuedPerPool);
   }
-  ServiceDeps deps{engine_.get(), load_queue_.get(), compute_queue_.get(), admin_queue_.get(), metrics_.get()};
+  ServiceDeps deps{engine_.get(),  load_queue_.get(), compute_queue_.get(), admin_queue_.get(),
+                   metrics_.get(), events_.get(),     catalog_.get()};
   model_service_ = std::make_unique<ModelServiceImpl>(deps);
   denoise_service_ = std::make_unique<DenoiseServiceImpl>(deps);
   pipeline_service_ = std::make_unique<PipelineServiceImpl>(deps, options_.models_dir);
@@ -255,7 +265,8 @@ absl::Status Daemon::start_serving() {
     }
   }
   set_ready(true);
-<<<<<<< HEAD
+  const std::string health_listen =
+      health_port_ != 0 ? absl::StrCat(" health_listen=", host_of(options_.health_listen), ":", health_port_) : "";
   log_.info("ready",
             absl::StrCat("listen=", host_of(options_.listen), ":", grpc_port_,
                          " metrics_listen=", host_of(options_.metrics_listen), ":", metrics_server_->port(),
@@ -266,21 +277,7 @@ absl::Status Daemon::start_serving() {
                          " allocator=", logfmt_value(build.allocator), " blas_threads=", compat::blas_threading(),
                          " blas_core=", logfmt_value(build.blas_core), " blas_chosen_by=", build.blas_chosen_by,
                          " tls=", options_.tls_cert.empty() ? "off" : "on", auth_fields(authorizer_.get(), options_),
-                         " version=", DIFFUSIOND_VERSION));
-=======
-  const std::string health_listen =
-      health_port_ != 0 ? absl::StrCat(" health_listen=", host_of(options_.health_listen), ":", health_port_) : "";
-  log_.info(
-      "ready",
-      absl::StrCat("listen=", host_of(options_.listen), ":", grpc_port_,
-                   " metrics_listen=", host_of(options_.metrics_listen), ":", metrics_server_->port(),
-                   " models_dir=", logfmt_value(options_.models_dir), " ram_budget_bytes=", ram,
-                   " ram_budget=", logfmt_value(format_bytes(ram)), device_fields(device_), " fp8=", options_.fp8,
-                   " compute_dtype=", compute_dtype_name(eo.compute_dtype), " threads=", threads,
-                   " allocator=", logfmt_value(build.allocator), " blas_threads=", compat::blas_threading(),
-                   " blas_core=", logfmt_value(build.blas_core), " blas_chosen_by=", build.blas_chosen_by,
-                   " tls=", options_.tls_cert.empty() ? "off" : "on", health_listen, " version=", DIFFUSIOND_VERSION));
->>>>>>> k8s
+                         health_listen, " version=", DIFFUSIOND_VERSION));
   return absl::OkStatus();
 }
 
@@ -420,6 +417,9 @@ void Daemon::drain() {
   }
   stop_changed_.signal_all();
   if (housekeeping_.joinable()) housekeeping_.join();
+  // Watchers end with UNAVAILABLE after what is queued for them, before
+  // gRPC waits for its calls.
+  if (events_ != nullptr) events_->close(absl::UnavailableError("the daemon is shutting down"));
   if (server_ != nullptr) {
     // Calls still open (health watches, calls refused just now) end here.
     // gRPC takes a real-time deadline: the clock seam does not reach into it.

@@ -16,8 +16,10 @@
 
 #include "absl/status/statusor.h"
 #include "core/cache/cache_observer_list.h"
+#include "core/catalog/model_catalog.h"
 #include "core/checkpoint/random_access_file.h"
 #include "core/engine/engine.h"
+#include "core/engine/engine_event_feed.h"
 #include "core/memory/budget.h"
 #include "core/util/clock.h"
 #include "core/util/mutex.h"
@@ -106,8 +108,9 @@ class Daemon {
   //   authorizer_      checks each call on gRPC's threads: outlives server_
   //   ram_budget_      every charge of the cache is against it
   //   device_          the VRAM budget and the device placements live on
-  //   metrics_, event_log_, observers_, vram_event_log_, vram_observers_
+  //   events_, metrics_, event_log_, observers_, vram_event_log_, vram_observers_
   //                    the engine's caches report to them until they are gone
+  //                    (events_: WatchEvents calls unsubscribe until gRPC ends)
   //   engine_          the cache and its models
   //   *_queue_         their workers run engine calls
   //   *_service_       gRPC handlers over the engine, queues and metrics
@@ -121,12 +124,14 @@ class Daemon {
   std::unique_ptr<Authorizer> authorizer_;  // with --auth_token_file only
   std::unique_ptr<Budget> ram_budget_;
   DaemonDevice device_;
+  std::unique_ptr<EngineEventFeed> events_;
   std::unique_ptr<DaemonMetrics> metrics_;
   std::unique_ptr<CacheEventLog> event_log_;
   std::unique_ptr<CacheObserverList> observers_;
   std::unique_ptr<CacheEventLog> vram_event_log_;        // with a device only
   std::unique_ptr<CacheObserverList> vram_observers_;    // with a device only
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ModelCatalog> catalog_;  // ListAvailable
   // Scrapes read the queues' depth from the metrics thread while drain()
   // destroys them: queues_mu_ guards the three pointers against that.
   Mutex queues_mu_;

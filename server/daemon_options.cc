@@ -342,7 +342,6 @@ absl::StatusOr<DaemonOptions> parse_daemon_options(
   if (options.tls_cert.empty() != options.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
   }
-<<<<<<< HEAD
   if (!options.tls_client_ca.empty() && options.tls_cert.empty()) {
     return absl::InvalidArgumentError("--tls_client_ca needs TLS: give --tls_cert and --tls_key too");
   }
@@ -350,12 +349,11 @@ absl::StatusOr<DaemonOptions> parse_daemon_options(
     return absl::InvalidArgumentError(
         "--tls_client_ca needs --auth_token_file, whose 'cn' and 'subject' lines give client certificates "
         "their roles");
-=======
+  }
   // Port 0 picks a free port for each, so two of those differ.
   if (!options.health_listen.empty() && options.health_listen == options.listen &&
       !absl::EndsWith(options.listen, ":0")) {
     return absl::InvalidArgumentError("--health_listen must differ from --listen (it is a port of its own)");
->>>>>>> k8s
   }
   DIFFUSIOND_RETURN_IF_ERROR(check_device_flags(options, given));
   return options;

@@ -12,6 +12,8 @@ const std::vector<MethodRule>& method_rules() {
       {"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", false, Role::kRead},
       {"/diffusiond.v1.ModelService/ListModels", false, Role::kRead},
       {"/diffusiond.v1.CacheService/GetStats", false, Role::kRead},
+      {"/diffusiond.v1.ModelService/ListAvailable", false, Role::kRead},
+      {"/diffusiond.v1.CacheService/WatchEvents", false, Role::kRead},
       {"/diffusiond.v1.ModelService/AcquireLease", false, Role::kRun},
       {"/diffusiond.v1.ModelService/RenewLease", false, Role::kRun},
       {"/diffusiond.v1.ModelService/ReleaseLease", false, Role::kRun},

@@ -122,6 +122,7 @@ struct DaemonMetrics::Impl {
   Family<Counter>* auth_denials = nullptr;
   Counter* auth_reloads_ok = nullptr;
   Counter* auth_reloads_error = nullptr;
+  prometheus::Gauge* event_watchers = nullptr;
   std::unique_ptr<ModelSeries> model_series;  // over the step and denoise families
 
   // The load/eviction/unload/admission series, the VRAM tier's, and the
@@ -264,6 +265,11 @@ void DaemonMetrics::Impl::register_calls(prometheus::Registry& r) {
                .Help("1 while the daemon is ready (health readiness SERVING); 0 while starting or draining.")
                .Register(r)
                .Add({});
+  event_watchers = &prometheus::BuildGauge()
+                        .Name("diffusiond_event_watchers")
+                        .Help("WatchEvents streams open now.")
+                        .Register(r)
+                        .Add({});
 }
 
 // Every reason appears at 0 from the start, so that an alert on their rate
@@ -408,6 +414,8 @@ void DaemonMetrics::count_auth_reload(bool ok) {
 }
 
 void DaemonMetrics::set_ready(bool ready) { impl_->ready->Set(ready ? 1 : 0); }
+
+void DaemonMetrics::add_event_watchers(int delta) { impl_->event_watchers->Increment(delta); }
 
 std::shared_ptr<prometheus::Registry> DaemonMetrics::registry() const { return impl_->registry; }
 

@@ -106,6 +106,8 @@ class DaemonMetrics final : public CacheObserver {
   void count_auth_reload(bool ok);
   // Sets diffusiond_ready: 1 while health's readiness is SERVING.
   void set_ready(bool ready);
+  // diffusiond_event_watchers: WatchEvents streams open (+1 at start, -1 at end).
+  void add_event_watchers(int delta);
 
   // Returns the registry of event counters and histograms. It does not hold
   // the scrape-time series; collectables() has everything.

@@ -1,6 +1,7 @@
 #include "server/model_service.h"
 
 #include "core/util/status_macros.h"
+#include "server/available_model_wire.h"
 #include "server/cancellable_reactor.h"
 #include "server/event_stream.h"
 #include "server/grpc_status.h"
@@ -130,6 +131,27 @@ grpc::ServerUnaryReactor* ModelServiceImpl::ReleaseLease(grpc::CallbackServerCon
                                                          const v1::ReleaseLeaseRequest* request,
                                                          v1::ReleaseLeaseResponse*) {
   return finish_now(context, deps_.engine->release_lease(request->lease_id()));
+}
+
+grpc::ServerUnaryReactor* ModelServiceImpl::ListAvailable(grpc::CallbackServerContext* context,
+                                                          const v1::ListAvailableRequest*,
+                                                          v1::ListAvailableResponse* response) {
+  if (deps_.catalog == nullptr)
+    return finish_now(context, absl::UnimplementedError("this server lists no models directory"));
+  auto* reactor = new CancellableUnaryReactor();
+  const ServiceDeps deps = deps_;
+  // The first listing plans every candidate (headers and configs: file I/O),
+  // so it leaves gRPC's thread.
+  absl::Status queued = deps.admin_queue->submit([deps, reactor, response] {
+    absl::StatusOr<CatalogListing> listing = deps.catalog->list();
+    if (listing.ok()) to_wire(*listing, deps.catalog->compute_dtype(), response);
+    reactor->Finish(to_grpc_status(listing.status()));
+  });
+  if (!queued.ok()) {
+    deps.metrics->count_queue_rejection("unload");
+    reactor->Finish(to_grpc_status(queued));
+  }
+  return reactor;
 }
 
 }  // namespace diffusiond

@@ -1,6 +1,7 @@
 // diffusiond.v1.ModelService over the Engine. Loads and unloads run on work
 // queues (both can take seconds); cache hits, listing and leases answer on
-// gRPC's thread.
+// gRPC's thread. ListAvailable walks the models directory (headers only,
+// cached) on the unload queue.
 #ifndef DIFFUSIOND_SERVER_MODEL_SERVICE_H_
 #define DIFFUSIOND_SERVER_MODEL_SERVICE_H_
 
@@ -27,6 +28,8 @@ class ModelServiceImpl final : public v1::ModelService::CallbackService {
   grpc::ServerUnaryReactor* ReleaseLease(grpc::CallbackServerContext* context,
                                          const v1::ReleaseLeaseRequest* request,
                                          v1::ReleaseLeaseResponse* response) override;
+  grpc::ServerUnaryReactor* ListAvailable(grpc::CallbackServerContext* context, const v1::ListAvailableRequest* request,
+                                          v1::ListAvailableResponse* response) override;
 
  private:
   const ServiceDeps deps_;

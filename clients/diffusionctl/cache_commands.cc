@@ -1,4 +1,4 @@
-// stats, make-room: the CacheService commands; and health.
+// stats, make-room, events: the CacheService commands; and health.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "diffusiond/v1/cache_service.grpc.pb.h"
@@ -38,6 +38,32 @@ absl::Status run_command(const CommandEnv& env, const MakeRoomOptions& options) 
                    : absl::StrJoin(response.evicted_model_ids(), ", "))
            << "\n";
   return absl::OkStatus();
+}
+
+absl::Status run_command(const CommandEnv& env, const EventsOptions& options) {
+  v1::WatchEventsRequest request;
+  request.set_no_progress(!options.progress);
+  auto stub = v1::CacheService::NewStub(env.channel);
+  // Not model-scoped: no routing header.
+  std::unique_ptr<grpc::ClientContext> context = internal::new_context(env);
+  CallCanceller::Scope scope(env.canceller, context.get());
+  std::unique_ptr<grpc::ClientReader<v1::WatchEvent>> reader = stub->WatchEvents(context.get(), request);
+  v1::WatchEvent event;
+  int64_t seen = 0;
+  while (reader->Read(&event)) {
+    *env.out << (env.json ? to_json(event) : format_watch_event(event)) << std::flush;
+    if (options.count > 0 && ++seen >= options.count) {
+      context->TryCancel();
+      break;
+    }
+  }
+  const grpc::Status status = reader->Finish();
+  if (options.count > 0 && seen >= options.count) return absl::OkStatus();
+  // --timeout is how long to watch, not a failure.
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && env.timeout.has_value()) {
+    return absl::OkStatus();
+  }
+  return internal::from_grpc(env, status);
 }
 
 absl::Status run_command(const CommandEnv& env, const HealthOptions& options) {

@@ -52,6 +52,16 @@ struct UnloadOptions {
   bool wait = false;
 };
 struct ListOptions {};
+// ListAvailable: what the models directory holds that could be loaded.
+struct AvailableOptions {
+  bool all = false;  // also the candidates that cannot be loaded (with why)
+};
+// WatchEvents: prints events until Ctrl-C, `count` events, or the global
+// --timeout (then it ends with status 0: the watch ran as long as asked).
+struct EventsOptions {
+  int64_t count = 0;     // 0: no limit
+  bool progress = true;  // load progress events too
+};
 struct StatsOptions {};
 struct MakeRoomOptions {
   int64_t bytes = 0;
@@ -135,9 +145,9 @@ struct DecodeOptions {
 };
 
 using CommandOptions =
-    std::variant<LoadOptions, UnloadOptions, ListOptions, StatsOptions, MakeRoomOptions,
-                 LeaseOptions, RenewOptions, ReleaseOptions, HealthOptions, StepOptions, DenoiseOptions,
-                 GenerateOptions, EncodeOptions, DecodeOptions>;
+    std::variant<LoadOptions, UnloadOptions, ListOptions, AvailableOptions, EventsOptions, StatsOptions,
+                 MakeRoomOptions, LeaseOptions, RenewOptions, ReleaseOptions, HealthOptions, StepOptions,
+                 DenoiseOptions, GenerateOptions, EncodeOptions, DecodeOptions>;
 
 struct Invocation {
   GlobalOptions global;

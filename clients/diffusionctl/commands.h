@@ -41,6 +41,10 @@ struct CommandEnv {
 absl::Status run_command(const CommandEnv& env, const LoadOptions& options);
 absl::Status run_command(const CommandEnv& env, const UnloadOptions& options);
 absl::Status run_command(const CommandEnv& env, const ListOptions& options);
+absl::Status run_command(const CommandEnv& env, const AvailableOptions& options);
+// Prints one line per event (one JSON object per line with --json) as it
+// arrives; OK after options.count events or at env.timeout.
+absl::Status run_command(const CommandEnv& env, const EventsOptions& options);
 absl::Status run_command(const CommandEnv& env, const StatsOptions& options);
 absl::Status run_command(const CommandEnv& env, const MakeRoomOptions& options);
 absl::Status run_command(const CommandEnv& env, const LeaseOptions& options);

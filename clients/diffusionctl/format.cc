@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "core/util/bytes.h"
 
 namespace diffusiond::ctl {
@@ -110,6 +112,68 @@ std::string format_models(const google::protobuf::RepeatedPtrField<v1::ModelInfo
     if (plan) rows.back().push_back(m.vram_plan().empty() ? "-" : m.vram_plan());
   }
   return format_table(rows);
+}
+
+std::string format_available(const v1::ListAvailableResponse& response, bool all) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"PATH", "FORMAT", "ARCHITECTURE", "ROLE", "FILES"};
+  // The size columns follow the first listed model's FP8 settings (the
+  // daemon plans every candidate at the same ones).
+  std::vector<v1::Fp8Mode> settings;
+  for (const v1::AvailableModel& m : response.models()) {
+    if (!m.sizes().empty()) {
+      for (const v1::AvailableSize& size : m.sizes()) settings.push_back(size.fp8());
+      break;
+    }
+  }
+  for (v1::Fp8Mode mode : settings) {
+    std::string name = absl::AsciiStrToLower(v1::Fp8Mode_Name(mode));
+    absl::StrReplaceAll({{"fp8_mode_", ""}}, &name);
+    header.push_back(absl::StrCat("RAM FP8 ", name));
+  }
+  if (all) header.push_back("ERROR");
+  rows.push_back(header);
+  for (const v1::AvailableModel& m : response.models()) {
+    if (!all && !m.error().empty()) continue;
+    std::vector<std::string> row = {m.path(), m.format(), m.architecture().empty() ? "-" : m.architecture(),
+                                    m.role().empty() ? "-" : m.role(), short_bytes(m.file_bytes())};
+    for (size_t i = 0; i < settings.size(); ++i) {
+      row.push_back(i < static_cast<size_t>(m.sizes_size())
+                        ? short_bytes(m.sizes(static_cast<int>(i)).reservation_bytes())
+                        : "-");
+    }
+    if (all) row.push_back(m.error());
+    rows.push_back(std::move(row));
+  }
+  if (rows.size() == 1) return "nothing loadable in the models directory\n";
+  return format_table(rows);
+}
+
+std::string format_watch_event(const v1::WatchEvent& event) {
+  std::string kind = absl::AsciiStrToLower(v1::WatchEvent::Kind_Name(event.kind()));
+  absl::StrReplaceAll({{"kind_", ""}, {"_", "-"}}, &kind);
+  if (event.kind() == v1::WatchEvent::KIND_SNAPSHOT) {
+    std::vector<std::string> ids;
+    for (const v1::ModelInfo& m : event.models()) ids.push_back(m.model_id());
+    std::string line = absl::StrCat(kind, ": ", ids.size(), ids.size() == 1 ? " model" : " models", " resident",
+                                    ids.empty() ? "" : absl::StrCat(" (", absl::StrJoin(ids, ", "), ")"));
+    if (event.events_lost() > 0) absl::StrAppend(&line, "; ", event.events_lost(), " events were lost");
+    return line + "\n";
+  }
+  std::string line = absl::StrCat(kind, " ", event.tier());
+  if (!event.model_id().empty()) absl::StrAppend(&line, " ", event.model_id());
+  if (event.kind() == v1::WatchEvent::KIND_LOAD_PROGRESS) {
+    const v1::LoadProgress& p = event.progress();
+    absl::StrAppend(&line, " ", p.tensors_done(), "/", p.total_tensors(), " tensors, ", short_bytes(p.bytes_read()),
+                    " of ", short_bytes(p.total_bytes()));
+    return line + "\n";
+  }
+  if (event.ram_bytes() != 0) absl::StrAppend(&line, " ", short_bytes(event.ram_bytes()), " RAM");
+  if (event.vram_bytes() != 0) absl::StrAppend(&line, " ", short_bytes(event.vram_bytes()), " VRAM");
+  if (event.seconds() > 0) absl::StrAppend(&line, absl::StrFormat(" %.2fs", event.seconds()));
+  if (!event.reason().empty()) absl::StrAppend(&line, " (", event.reason(), ")");
+  if (!event.message().empty()) absl::StrAppend(&line, ": ", event.message());
+  return line + "\n";
 }
 
 std::string format_stats(const v1::GetStatsResponse& stats) {

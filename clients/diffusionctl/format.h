@@ -36,6 +36,15 @@ std::string format_model_info(const v1::ModelInfo& info);
 // streams weights, and a last VRAM PLAN column when any is placed.
 std::string format_models(const google::protobuf::RepeatedPtrField<v1::ModelInfo>& models);
 
+// The `available` table: PATH, FORMAT, ARCHITECTURE, ROLE, FILES and the
+// RAM a load reserves at each FP8 setting; with `all`, the ones that cannot
+// be loaded too, with an ERROR column. "nothing loadable in the models
+// directory\n" when none is listed.
+std::string format_available(const v1::ListAvailableResponse& response, bool all);
+
+// One `events` line: the kind, tier, model and what the event carries.
+std::string format_watch_event(const v1::WatchEvent& event);
+
 // The `stats` view: budgets, cached models, counters and RSS.
 std::string format_stats(const v1::GetStatsResponse& stats);
 

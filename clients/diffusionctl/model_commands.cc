@@ -1,4 +1,4 @@
-// load, unload, ls, lease, renew, release: the ModelService commands.
+// load, unload, ls, available, lease, renew, release: the ModelService commands.
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "diffusiond/v1/model_service.grpc.pb.h"
@@ -70,6 +70,19 @@ absl::Status run_command(const CommandEnv& env, const ListOptions&) {
       unary_call(env, &v1::ModelService::Stub::ListModels, v1::ListModelsRequest(), &response);
   if (!status.ok()) return status;
   *env.out << (env.json ? to_json(response) : format_models(response.models()));
+  return absl::OkStatus();
+}
+
+absl::Status run_command(const CommandEnv& env, const AvailableOptions& options) {
+  v1::ListAvailableResponse response;
+  // Not model-scoped: no routing header.
+  const absl::Status status =
+      unary_call(env, &v1::ModelService::Stub::ListAvailable, v1::ListAvailableRequest(), &response);
+  if (!status.ok()) return status;
+  *env.out << (env.json ? to_json(response) : format_available(response, options.all));
+  if (response.truncated() && !env.json) {
+    *env.err << "diffusionctl: the listing is incomplete: " << response.truncated_reason() << "\n";
+  }
   return absl::OkStatus();
 }
 

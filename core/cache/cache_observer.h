@@ -23,6 +23,9 @@ struct CacheEvent {
   std::array<int64_t, kNumDevices> bytes{};  // held, freed, or (kRejected) requested
   absl::Duration duration;                   // kLoaded/kLoadFailed: loader time; kWaitedForRoom: the wait
   absl::Status status;                       // kLoadFailed / kRejected: the error; kWaitedForRoom: the outcome
+  // kEvicted: why, in one line (least recently used, to make room for how
+  // many bytes on which device, beside which model).
+  std::string reason;
 };
 
 // Receives events after the cache has released its lock, on the thread that

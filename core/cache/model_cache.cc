@@ -106,7 +106,8 @@ ModelCache::RoomFigures ModelCache::room_figures_locked(const Budget& budget, De
   return f;
 }
 
-absl::StatusOr<Reservation> ModelCache::admit_locked(Budget& budget, int64_t bytes, RoomFigures& room,
+absl::StatusOr<Reservation> ModelCache::admit_locked(Budget& budget, int64_t bytes, Device device,
+                                                     const absl::string_view* keep, RoomFigures& room,
                                                      std::vector<std::string>* evicted,
                                                      std::vector<CacheEvent>* events) {
   std::sort(room.candidates.begin(), room.candidates.end(),
@@ -116,6 +117,10 @@ absl::StatusOr<Reservation> ModelCache::admit_locked(Budget& budget, int64_t byt
   for (const std::shared_ptr<Entry>& victim : room.candidates) {
     if (budget.available_bytes() >= bytes) break;
     events->push_back(remove_locked(victim, CacheEvent::Kind::kEvicted));
+    events->back().device = device;
+    events->back().reason =
+        absl::StrCat("least recently used; made room for ", format_bytes(bytes), " on ", device_name(device),
+                     keep != nullptr ? absl::StrCat(" beside \"", bounded(*keep), "\"") : std::string());
     if (evicted != nullptr) evicted->push_back(events->back().key);
     ++counters_.evictions;
   }
@@ -171,7 +176,7 @@ absl::StatusOr<Reservation> ModelCache::make_room_for(const absl::string_view* k
       // A caller that does not wait tries now, as before there was a line.
       const bool at_front = !wait.wait || (ticket.has_value() ? room_line_.front() == *ticket : room_line_.empty());
       if (at_front && bytes <= room.snapshot.available_bytes() + room.evictable) {
-        result = admit_locked(*budget, bytes, room, evicted, &events);
+        result = admit_locked(*budget, bytes, device, keep, room, evicted, &events);
         if (result.ok() && kept != nullptr) *pinned = pin_locked(kept);
         break;
       }

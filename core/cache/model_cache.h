@@ -197,10 +197,11 @@ class ModelCache {
                                             std::vector<std::string>* evicted, const RoomWait& wait, Pin* pinned)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Evicts the least recently used candidates until `bytes` are available,
-  // then reserves them.
-  absl::StatusOr<Reservation> admit_locked(Budget& budget, int64_t bytes, RoomFigures& room,
-                                           std::vector<std::string>* evicted, std::vector<CacheEvent>* events)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // then reserves them. `device` and `keep` (may be null) go into the
+  // evictions' reason.
+  absl::StatusOr<Reservation> admit_locked(Budget& budget, int64_t bytes, Device device, const absl::string_view* keep,
+                                           RoomFigures& room, std::vector<std::string>* evicted,
+                                           std::vector<CacheEvent>* events) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Returns the entry for `key` if it is ready, NOT_FOUND otherwise.
   absl::StatusOr<std::shared_ptr<Entry>> ready_entry_locked(absl::string_view key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

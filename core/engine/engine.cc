@@ -254,14 +254,17 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard
   if (shared.token().cancelled()) return absl::CancelledError("every caller cancelled the load");
   if (timed_out()) return load_timed_out(load.model_id, options_.load_timeout);
   StreamOptions stream;
-  stream.on_progress = [&](const LoadProgress& p) {
+  const auto publish = [&](const LoadProgress& p) {
     shared.publish(p);
+    if (options_.on_load_progress) options_.on_load_progress(load.model_id, p);
+  };
+  stream.on_progress = [&](const LoadProgress& p) {
+    publish(p);
     // The deadline is every caller's: the load stops before its next tensor.
     if (timed_out()) shared.cancel(load_timed_out(load.model_id, options_.load_timeout));
   };
   stream.cancel = shared.token();
-  shared.publish(LoadProgress{0, plan.plan.source_bytes, 0,
-                              static_cast<int64_t>(plan.plan.tensors.size()), {}});
+  publish(LoadProgress{0, plan.plan.source_bytes, 0, static_cast<int64_t>(plan.plan.tensors.size()), {}});
   return load_planned_model(*checkpoint, plan, *cache_, stream);
 }
 

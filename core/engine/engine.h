@@ -49,6 +49,10 @@ struct EngineOptions {
   CacheObserver* observer = nullptr;  // optional (logs, metrics); not owned
   // Events of the VRAM tier (placements evicted to RAM, refusals); not owned.
   CacheObserver* vram_observer = nullptr;
+  // Each load's progress as its waiters get it (after each tensor), keyed by
+  // model id, for watchers of every load (EngineEventFeed::on_load_progress).
+  // Called on the loading thread; must not block. Optional.
+  std::function<void(const std::string& model_id, const LoadProgress& progress)> on_load_progress;
   // Placements run FP8 linear layers as scaled FP8 matmuls where they can
   // (core/vram/device_placement.h PlacementOptions).
   bool fp8_matmul = true;

@@ -74,6 +74,9 @@ class ModelFamily {
  public:
   virtual ~ModelFamily() = default;
   virtual absl::string_view name() const = 0;
+  // The role its models take (what the built model's role() says), known
+  // before any load: for listing what a models directory holds.
+  virtual ModelRole role() const = 0;
   // True when `checkpoint` holds this architecture: a diffusers config's
   // _class_name, or for single files the tensor names.
   virtual bool recognizes(const Checkpoint& checkpoint) const = 0;

@@ -37,6 +37,8 @@ RPCS = [
     (REFLECTION, "reflection", None, "read"),
     ("/diffusiond.v1.ModelService/ListModels", "unary", _ms.ListModelsRequest(), "read"),
     ("/diffusiond.v1.CacheService/GetStats", "unary", _cs.GetStatsRequest(), "read"),
+    ("/diffusiond.v1.ModelService/ListAvailable", "unary", _ms.ListAvailableRequest(), "read"),
+    ("/diffusiond.v1.CacheService/WatchEvents", "first", _cs.WatchEventsRequest(), "read"),
     ("/diffusiond.v1.ModelService/AcquireLease", "unary", _ms.AcquireLeaseRequest(model_id=ABSENT), "run"),
     ("/diffusiond.v1.ModelService/RenewLease", "unary", _ms.RenewLeaseRequest(lease_id=987654321), "run"),
     ("/diffusiond.v1.ModelService/ReleaseLease", "unary", _ms.ReleaseLeaseRequest(lease_id=987654321), "run"),

@@ -18,12 +18,15 @@ namespace diffusiond::testing {
 template <typename Service, typename Api>
 class ServiceHarness {
  public:
-  explicit ServiceHarness(EngineApi* engine)
+  // `events` and `catalog` (optional) serve WatchEvents and ListAvailable;
+  // both must outlive the harness.
+  explicit ServiceHarness(EngineApi* engine, EngineEventFeed* events = nullptr, ModelCatalog* catalog = nullptr)
       : metrics_(BuildInfo{}, nullptr),
         load_queue_(std::make_unique<WorkQueue>("load", 1, 4)),
         compute_queue_(std::make_unique<WorkQueue>("denoise", 1, 4)),
         admin_queue_(std::make_unique<WorkQueue>("unload", 1, 4)),
-        service_(ServiceDeps{engine, load_queue_.get(), compute_queue_.get(), admin_queue_.get(), &metrics_}) {
+        service_(ServiceDeps{engine, load_queue_.get(), compute_queue_.get(), admin_queue_.get(), &metrics_, events,
+                             catalog}) {
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);

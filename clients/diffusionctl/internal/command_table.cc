@@ -227,6 +227,15 @@ absl::StatusOr<CommandOptions> build_denoise(const ParsedArgs& p) {
   if (absl::Status s = read_second_expert(p, o); !s.ok()) return s;
   return o;
 }
+
+absl::StatusOr<CommandOptions> build_events(const ParsedArgs& p) {
+  EventsOptions o;
+  if (const std::string* v = p.flag("count")) {
+    if (!absl::SimpleAtoi(*v, &o.count) || o.count < 1) return bad_value("--count", *v, "a positive integer");
+  }
+  o.progress = !p.has("no_progress");
+  return o;
+}
 }  // namespace
 
 absl::StatusOr<absl::Duration> positive_duration(absl::string_view flag, const std::string& text) {
@@ -280,6 +289,25 @@ std::vector<CommandSpec> cache_commands() {
        "idle time.",
        {},
        [](const ParsedArgs&) -> absl::StatusOr<CommandOptions> { return ListOptions{}; }},
+      {"available",
+       "",
+       0,
+       0,
+       "List what the daemon's models directory holds that could be loaded: path, format, architecture, "
+       "role, and the RAM a load reserves with FP8 off and e4m3fn (at the daemon's compute dtype), "
+       "read from headers only. A truncated walk is said on stderr.",
+       {{"all", nullptr, "also list the candidates that cannot be loaded, with why"}},
+       [](const ParsedArgs& p) -> absl::StatusOr<CommandOptions> { return AvailableOptions{p.has("all")}; }},
+      {"events",
+       "",
+       0,
+       0,
+       "Watch the cache: the resident models first, then one line per event (loaded, load-failed, "
+       "evicted and why, unloaded, rejected, waited-for-room, load progress) until Ctrl-C, --count "
+       "events, or --timeout (which then exits 0).",
+       {{"count", "N", "stop after N events, the first snapshot included"},
+        {"no_progress", nullptr, "leave out load progress"}},
+       build_events},
       {"stats",
        "",
        0,

@@ -15,20 +15,21 @@ torch and PIL are used only when asked to convert.
 """
 
 from ._base import DEFAULT
-from ._stream_call import DenoiseCall, GenerateCall, StreamCall
+from ._stream_call import DenoiseCall, EventWatch, GenerateCall, StreamCall
 from ._transport import DEFAULT_MAX_MESSAGE_BYTES, KEEPALIVE_OPTIONS, MODEL_HEADER, RetryPolicy
-from .aio import AsyncClient, AsyncDenoiseCall, AsyncGenerateCall
+from .aio import AsyncClient, AsyncDenoiseCall, AsyncEventWatch, AsyncGenerateCall
 from .auth import TOKEN_ENV, TOKEN_FILE_ENV, TokenSource, tls_credentials
 from .client import Client
 from .errors import (CancelledError, DeadlineExceededError, DiffusiondError, FailedPreconditionError,
                      InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError,
                      UnauthenticatedError, UnavailableError, from_rpc_error)
-from .results import (ConditioningInput, DenoiseStep, DeviceBudget, GenerateProgress, Image, LoadProgress,
+from .results import (Available, AvailableModel, AvailableSize, CacheEvent, ConditioningInput, DenoiseStep, DeviceBudget, GenerateProgress, Image, LoadProgress,
                       MakeRoomResult, ModelInfo, Stats, UnloadResult)
 from .tensor import DTYPE_NAMES, TensorLike, WireTensor, to_wire_proto
 
 __all__ = [
     "Client", "AsyncClient", "DenoiseCall", "GenerateCall", "StreamCall", "AsyncDenoiseCall", "AsyncGenerateCall",
+    "EventWatch", "AsyncEventWatch", "Available", "AvailableModel", "AvailableSize", "CacheEvent",
     "RetryPolicy", "TokenSource", "tls_credentials", "TOKEN_ENV", "TOKEN_FILE_ENV", "MODEL_HEADER", "KEEPALIVE_OPTIONS", "DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT",
     "WireTensor", "TensorLike", "to_wire_proto", "DTYPE_NAMES",
     "ModelInfo", "ConditioningInput", "LoadProgress", "DenoiseStep", "UnloadResult", "DeviceBudget", "Stats",

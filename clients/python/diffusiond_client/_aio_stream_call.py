@@ -1,5 +1,6 @@
 """asyncio server-streaming calls whose events are progress followed by one
-final result: LoadModel, Denoise and Generate for AsyncClient.
+final result: LoadModel, Denoise and Generate for AsyncClient; and
+AsyncEventWatch, the open-ended WatchEvents stream.
 
 Cancelling the task that iterates (or awaits result()) cancels the RPC, so
 the daemon stops work nobody waits for; cancel() does the same from any
@@ -9,14 +10,14 @@ in the blocking client.
 
 import asyncio
 import inspect
-from typing import cast, Any, AsyncIterator, Callable, Generic, Optional, TypeVar
+from typing import cast, Any, AsyncIterator, Callable, Generic, Optional, Type, TypeVar
 
 import grpc
 
-from ._calls import Stream
+from ._calls import Stream, Watch
 from ._stream_call import missing_result
 from .errors import CancelledError, from_rpc_error
-from .results import DenoiseStep, GenerateProgress, Image
+from .results import CacheEvent, DenoiseStep, GenerateProgress, Image
 from .tensor import WireTensor
 
 R = TypeVar("R")
@@ -92,3 +93,41 @@ class AsyncGenerateCall(AsyncStreamCall[Image]):
     async def result(self, on_progress: Optional[Callable[[GenerateProgress], object]] = None) -> Image:
         """Consumes the stream and returns the Image."""
         return await super().result(on_progress)
+
+
+class AsyncEventWatch:
+    """A running WatchEvents stream: ``async for`` CacheEvents (a snapshot
+    first) until the daemon ends it (UnavailableError on drain) or cancel()
+    is called (or the ``async with`` block is left), which ends the
+    iteration quietly. Cancelling the task that iterates cancels the RPC and
+    raises asyncio.CancelledError in it, as for any awaitable."""
+
+    def __init__(self, call: Any, spec: Watch) -> None:
+        self._call = call
+        self._spec = spec
+        self._cancelled = False
+
+    async def __aiter__(self) -> AsyncIterator[CacheEvent]:
+        try:
+            async for event in self._call:
+                yield cast(CacheEvent, self._spec.convert(event))
+        except grpc.RpcError as e:
+            if self._cancelled and e.code() == grpc.StatusCode.CANCELLED:
+                return
+            raise from_rpc_error(e, self._spec.label) from e
+        except asyncio.CancelledError:
+            if self._cancelled:  # by cancel(), not by cancelling this task
+                return
+            self._call.cancel()
+            raise
+
+    def cancel(self) -> bool:
+        """Ends the watch; returns False if it had already finished."""
+        self._cancelled = True
+        return bool(self._call.cancel())
+
+    async def __aenter__(self) -> "AsyncEventWatch":
+        return self
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]], *exc: object) -> None:
+        self.cancel()

@@ -52,7 +52,7 @@ class ClientBase:
     def _metadata(self, model_id: Optional[str]) -> Optional[Tuple[Tuple[str, str], ...]]:
         return metadata(model_id, None if self._token is None else self._token.header())
 
-    def _method(self, spec: "Union[_calls.Unary[Any], _calls.Stream[Any]]") -> Any:
+    def _method(self, spec: "Union[_calls.Unary[Any], _calls.Stream[Any], _calls.Watch]") -> Any:
         return getattr(self._stubs[spec.service], spec.rpc)
 
     def _leased(self, model_id: str, lease_id: int) -> int:

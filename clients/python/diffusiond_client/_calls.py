@@ -6,7 +6,7 @@ request building and result conversion here gives them one home, so the two
 clients cannot drift apart.
 
 Idempotent calls, the only ones retried on UNAVAILABLE: Health.Check,
-ListModels and GetStats read state; Step is one forward on the tensors it
+ListModels, ListAvailable and GetStats read state; Step is one forward on the tensors it
 carries and changes nothing in the daemon. Loads, unloads, leases, MakeRoom,
 Denoise, EncodePrompt, Decode and Generate may load or evict models or hold
 resources, so a retry after a lost answer could repeat that; they are not
@@ -18,8 +18,8 @@ from typing import Any, Callable, Dict, Generic, Mapping, Optional, Sequence, Tu
 
 from . import _stubs
 from . import pipeline as _pipeline
-from .results import (DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats,
-                      UnloadResult)
+from .results import (Available, CacheEvent, DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult,
+                      ModelInfo, Stats, UnloadResult)
 from .tensor import TensorLike, WireTensor, to_wire_proto
 
 _ms = _stubs.model_service_pb2
@@ -77,6 +77,21 @@ class Stream(Generic[R]):
         return self.rpc
 
 
+@dataclasses.dataclass(frozen=True)
+class Watch:
+    """A server-streaming RPC of events without a final result (WatchEvents):
+    each is converted with ``convert``. Never model-scoped."""
+
+    service: str
+    rpc: str
+    request: Any
+    convert: Callable[[Any], Any]
+
+    @property
+    def label(self) -> str:
+        return self.rpc
+
+
 def fp8_mode(fp8: Union[None, bool, str]) -> int:
     """The wire enum of an ``fp8`` argument; ValueError when unknown."""
     if fp8 is True:
@@ -124,6 +139,11 @@ def list_models() -> "Unary[list[ModelInfo]]":
     return Unary("models", "ListModels", _ms.ListModelsRequest(), _models, idempotent=True)
 
 
+def list_available() -> "Unary[Available]":
+    # Not model-scoped: no diffusiond-model header.
+    return Unary("models", "ListAvailable", _ms.ListAvailableRequest(), Available.from_proto, idempotent=True)
+
+
 def _lease_id(r: Any) -> int:
     return int(r.lease_id)
 
@@ -159,6 +179,11 @@ def _make_room_result(r: Any) -> MakeRoomResult:
 
 def make_room(num_bytes: int, device: str) -> "Unary[MakeRoomResult]":
     return Unary("cache", "MakeRoom", _cs.MakeRoomRequest(bytes=num_bytes, device=device), _make_room_result)
+
+
+def watch_events(progress: bool) -> Watch:
+    # Not model-scoped: no diffusiond-model header.
+    return Watch("cache", "WatchEvents", _cs.WatchEventsRequest(no_progress=not progress), CacheEvent.from_proto)
 
 
 # --- DenoiseService -----------------------------------------------------------

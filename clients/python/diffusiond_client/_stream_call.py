@@ -1,17 +1,18 @@
 """Blocking server-streaming calls whose events are progress followed by one
-final result: LoadModel, Denoise and Generate for Client.
+final result: LoadModel, Denoise and Generate for Client; and EventWatch, the
+open-ended WatchEvents stream.
 
 The asyncio counterparts are in _aio_stream_call.py; what the events are and
 how they convert is in the _calls.Stream both take.
 """
 
-from typing import cast, Any, Callable, Generic, Iterator, Optional, TypeVar
+from typing import cast, Any, Callable, Generic, Iterator, Optional, Type, TypeVar
 
 import grpc
 
-from ._calls import Stream
+from ._calls import Stream, Watch
 from .errors import DiffusiondError, from_rpc_error
-from .results import DenoiseStep, GenerateProgress, Image
+from .results import CacheEvent, DenoiseStep, GenerateProgress, Image
 from .tensor import WireTensor
 
 R = TypeVar("R")
@@ -94,3 +95,35 @@ class GenerateCall(StreamCall[Image]):
         """Consumes the stream and returns the Image; ``on_progress`` as
         StreamCall.result's ``on_event``."""
         return super().result(on_progress)
+
+
+class EventWatch:
+    """A running WatchEvents stream: iterate it for CacheEvents (a snapshot
+    first) until the daemon ends it (UnavailableError on drain) or cancel()
+    is called — from any thread, or by leaving a ``with`` block — which ends
+    the iteration quietly."""
+
+    def __init__(self, call: Any, spec: Watch) -> None:
+        self._call = call
+        self._spec = spec
+        self._cancelled = False
+
+    def __iter__(self) -> Iterator[CacheEvent]:
+        try:
+            for event in self._call:
+                yield cast(CacheEvent, self._spec.convert(event))
+        except grpc.RpcError as e:
+            if self._cancelled and e.code() == grpc.StatusCode.CANCELLED:
+                return
+            raise from_rpc_error(e, self._spec.label) from e
+
+    def cancel(self) -> bool:
+        """Ends the watch; returns False if it had already finished."""
+        self._cancelled = True
+        return bool(self._call.cancel())
+
+    def __enter__(self) -> "EventWatch":
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], *exc: object) -> None:
+        self.cancel()

@@ -13,19 +13,19 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import grpc
 
 from . import _calls
-from ._aio_stream_call import AsyncDenoiseCall, AsyncGenerateCall, AsyncStreamCall
+from ._aio_stream_call import AsyncDenoiseCall, AsyncEventWatch, AsyncGenerateCall, AsyncStreamCall
 from ._base import DEFAULT, ClientBase, Timeout
 from ._calls import Conditioning
 from ._transport import DEFAULT_MAX_MESSAGE_BYTES, Attempts, RetryPolicy, channel_options
 from .auth import TokenSource
 from .errors import NotFoundError, from_rpc_error
-from .results import DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats, UnloadResult
+from .results import Available, DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats, UnloadResult
 from .tensor import TensorLike, WireTensor
 
 R = TypeVar("R")
 S = TypeVar("S", bound=AsyncStreamCall[Any])
 
-__all__ = ["AsyncClient", "AsyncDenoiseCall", "AsyncGenerateCall"]
+__all__ = ["AsyncClient", "AsyncDenoiseCall", "AsyncEventWatch", "AsyncGenerateCall"]
 
 
 class AsyncClient(ClientBase):
@@ -114,6 +114,14 @@ class AsyncClient(ClientBase):
         """Returns the loaded models (list of ModelInfo), most recently used first."""
         return await self._unary(_calls.list_models(), timeout)
 
+    async def list_available(self, timeout: Timeout = DEFAULT) -> Available:
+        """Returns what the daemon's models directory holds that could be loaded
+        (Available: AvailableModels with architecture, format and the RAM a load
+        reserves with FP8 off and on), read from headers only and cached by the
+        daemon. Candidates that cannot be loaded are listed with ``error``. Not
+        model-scoped."""
+        return await self._unary(_calls.list_available(), timeout)
+
     async def acquire_lease(self, model_id: str, ttl_seconds: float = 60.0, timeout: Timeout = DEFAULT) -> int:
         """Pins a loaded model for ``ttl_seconds``; returns the lease id."""
         return self._leased(model_id, await self._unary(_calls.acquire_lease(model_id, ttl_seconds), timeout))
@@ -144,6 +152,20 @@ class AsyncClient(ClientBase):
         Raises ResourceExhaustedError (evicting nothing) if pinned models prevent it.
         """
         return await self._unary(_calls.make_room(num_bytes, device), timeout)
+
+    def watch_events(self, progress: bool = True, timeout: Optional[float] = None) -> AsyncEventWatch:
+        """Starts WatchEvents and returns its AsyncEventWatch: a snapshot of the
+        resident models first, then every cache event (CacheEvent) as it
+        happens, with load progress unless ``progress`` is False, until the
+        daemon drains (UnavailableError).
+        Iterate it (``async for``); ``cancel()`` or leaving ``async with``
+        ends it quietly, and cancelling the iterating task cancels the RPC. ``timeout`` is a deadline for
+        the whole watch (default: none, whatever the client's default). Events
+        may repeat what the snapshot shows: apply "loaded" as an upsert and
+        "evicted"/"unloaded" as removals by model_id. Not model-scoped.
+        """
+        spec = _calls.watch_events(progress)
+        return AsyncEventWatch(self._method(spec)(spec.request, timeout=timeout), spec)
 
     # --- DenoiseService ---------------------------------------------------
 

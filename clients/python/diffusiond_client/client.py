@@ -19,17 +19,17 @@ import grpc
 from . import _calls
 from ._base import DEFAULT, ClientBase, Timeout
 from ._calls import Conditioning
-from ._stream_call import DenoiseCall, GenerateCall, StreamCall
+from ._stream_call import DenoiseCall, EventWatch, GenerateCall, StreamCall
 from ._transport import DEFAULT_MAX_MESSAGE_BYTES, Attempts, RetryPolicy, channel_options
 from .auth import TokenSource
 from .errors import NotFoundError, from_rpc_error
-from .results import DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats, UnloadResult
+from .results import Available, DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats, UnloadResult
 from .tensor import TensorLike, WireTensor
 
 R = TypeVar("R")
 S = TypeVar("S", bound=StreamCall[Any])
 
-__all__ = ["Client", "DenoiseCall", "GenerateCall", "DEFAULT_MAX_MESSAGE_BYTES"]
+__all__ = ["Client", "DenoiseCall", "EventWatch", "GenerateCall", "DEFAULT_MAX_MESSAGE_BYTES"]
 
 
 class Client(ClientBase):
@@ -126,6 +126,14 @@ class Client(ClientBase):
         """Returns the loaded models (list of ModelInfo), most recently used first."""
         return self._unary(_calls.list_models(), timeout)
 
+    def list_available(self, timeout: Timeout = DEFAULT) -> Available:
+        """Returns what the daemon's models directory holds that could be loaded
+        (Available: AvailableModels with architecture, format and the RAM a load
+        reserves with FP8 off and on), read from headers only and cached by the
+        daemon. Candidates that cannot be loaded are listed with ``error``. Not
+        model-scoped."""
+        return self._unary(_calls.list_available(), timeout)
+
     def acquire_lease(self, model_id: str, ttl_seconds: float = 60.0, timeout: Timeout = DEFAULT) -> int:
         """Pins a loaded model for ``ttl_seconds``; returns the lease id."""
         return self._leased(model_id, self._unary(_calls.acquire_lease(model_id, ttl_seconds), timeout))
@@ -156,6 +164,20 @@ class Client(ClientBase):
         Raises ResourceExhaustedError (evicting nothing) if pinned models prevent it.
         """
         return self._unary(_calls.make_room(num_bytes, device), timeout)
+
+    def watch_events(self, progress: bool = True, timeout: Optional[float] = None) -> EventWatch:
+        """Starts WatchEvents and returns its EventWatch: a snapshot of the
+        resident models first, then every cache event (CacheEvent) as it
+        happens, with load progress unless ``progress`` is False, until the
+        daemon drains (UnavailableError).
+        Iterate it; ``cancel()`` (from any thread) or leaving ``with`` ends it
+        quietly. ``timeout`` is a deadline for
+        the whole watch (default: none, whatever the client's default). Events
+        may repeat what the snapshot shows: apply "loaded" as an upsert and
+        "evicted"/"unloaded" as removals by model_id. Not model-scoped.
+        """
+        spec = _calls.watch_events(progress)
+        return EventWatch(self._method(spec)(spec.request, timeout=timeout), spec)
 
     # --- DenoiseService ---------------------------------------------------
 

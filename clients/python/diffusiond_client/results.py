@@ -9,6 +9,8 @@ import io
 import os
 from typing import Any, Optional, Tuple, Type, TypeVar, Union
 
+import grpc
+
 T = TypeVar("T", bound="_FromProto")
 
 
@@ -197,3 +199,115 @@ class Image(_FromProto):
         picture = PILImage.open(io.BytesIO(self.png))
         picture.load()
         return picture
+
+
+def _enum_name(m: Any, field: str, prefix: str) -> str:
+    """The lower-case name of enum field ``field`` without ``prefix``, or
+    "<field>_<n>" for a value newer than this client."""
+    value = m.DESCRIPTOR.fields_by_name[field].enum_type.values_by_number.get(getattr(m, field))
+    return str(value.name[len(prefix):].lower()) if value is not None else f"{field}_{getattr(m, field)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class AvailableSize:
+    """One FP8 setting's plan of an available model (diffusiond.v1.AvailableSize):
+    ``fp8`` is "off", "e4m3fn" or "e5m2"; ``reservation_bytes`` is the RAM a
+    load reserves, ``final_bytes`` what the loaded model holds."""
+
+    fp8: str
+    reservation_bytes: int
+    final_bytes: int
+    fp8_tensors: int
+
+    @classmethod
+    def from_proto(cls, m: Any) -> "AvailableSize":
+        return cls(_enum_name(m, "fp8", "FP8_MODE_"), m.reservation_bytes, m.final_bytes, m.fp8_tensors)
+
+
+@dataclasses.dataclass(frozen=True)
+class AvailableModel:
+    """Something under the daemon's models directory that could be loaded
+    (diffusiond.v1.AvailableModel). ``path`` is what load_model (or
+    generate's ``pipeline``) takes; ``format`` is "safetensors",
+    "scaled-fp8", "model-folder", "sharded-folder" or "pipeline"; ``sizes``
+    has FP8 off first, at ``compute_dtype``. ``error`` says why it cannot be
+    loaded (empty when it can)."""
+
+    path: str
+    format: str
+    architecture: str
+    role: str
+    description: str
+    file_bytes: int
+    tensors: int
+    compute_dtype: str
+    sizes: Tuple[AvailableSize, ...]
+    components: Tuple[str, ...]
+    error: str
+
+    @property
+    def loadable(self) -> bool:
+        return not self.error
+
+    def size(self, fp8: str = "off") -> Optional[AvailableSize]:
+        """The plan at ``fp8`` ("off", "e4m3fn", ...), or None."""
+        return next((s for s in self.sizes if s.fp8 == fp8), None)
+
+    @classmethod
+    def from_proto(cls, m: Any) -> "AvailableModel":
+        return cls(m.path, m.format, m.architecture, m.role, m.description, m.file_bytes, m.tensors, m.compute_dtype,
+                   tuple(AvailableSize.from_proto(s) for s in m.sizes), tuple(m.components), m.error)
+
+
+@dataclasses.dataclass(frozen=True)
+class Available:
+    """What ListAvailable found (diffusiond.v1.ListAvailableResponse).
+    ``truncated`` says the walk stopped at its depth or entry limit
+    (``truncated_reason`` says where), so ``models`` is incomplete."""
+
+    models: Tuple[AvailableModel, ...]
+    truncated: bool
+    truncated_reason: str
+    entries_scanned: int
+
+    @classmethod
+    def from_proto(cls, m: Any) -> "Available":
+        return cls(tuple(AvailableModel.from_proto(x) for x in m.models), m.truncated, m.truncated_reason,
+                   m.entries_scanned)
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheEvent:
+    """One event of WatchEvents (diffusiond.v1.WatchEvent).
+
+    ``kind`` is "snapshot" (``models`` are the resident ones: replace what
+    you hold; ``events_lost`` > 0 when it follows an overflow), "loaded",
+    "load_failed", "evicted" (``reason`` says why), "unloaded", "rejected",
+    "waited_for_room" or "load_progress" (``progress``); or "kind_<n>" for
+    one newer than this client. ``tier`` is "ram" or "vram" (where
+    "evicted" means evicted to RAM). ``code`` is the grpc.StatusCode name of
+    a failure, rejection or wait ("" otherwise) and ``message`` its text.
+    """
+
+    kind: str
+    tier: str
+    model_id: str
+    ram_bytes: int
+    vram_bytes: int
+    seconds: float
+    reason: str
+    code: str
+    message: str
+    progress: Optional[LoadProgress]
+    models: Tuple[ModelInfo, ...]
+    events_lost: int
+
+    @classmethod
+    def from_proto(cls, m: Any) -> "CacheEvent":
+        kind = _enum_name(m, "kind", "KIND_")
+        code = ""
+        if kind in ("load_failed", "rejected", "waited_for_room"):
+            code = next((c.name for c in grpc.StatusCode if c.value[0] == m.code), str(m.code))
+        progress = LoadProgress.from_proto(m.progress) if m.HasField("progress") else None
+        return cls(kind, m.tier, m.model_id, m.ram_bytes, m.vram_bytes, m.seconds, m.reason, code, m.message,
+                   progress, tuple(ModelInfo.from_proto(x) for x in m.models), m.events_lost)

@@ -73,6 +73,30 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaisesRegex(dc.ResourceExhaustedError, "needed"):
             await self.client.make_room(2 << 30)
 
+    async def test_list_available_and_watch_events(self):
+        listing = await self.client.list_available()
+        self.assertEqual([m.path for m in listing.models], ["zimage", "broken.safetensors"])
+        async with self.client.watch_events() as watch:
+            kinds = []
+            async for event in watch:
+                kinds.append(event.kind)
+                if len(kinds) == 4:
+                    watch.cancel()  # ends the iteration quietly
+        self.assertEqual(kinds, ["snapshot", "load_progress", "evicted", "rejected"])
+
+        # Cancelling the task that iterates cancels the RPC.
+        got = asyncio.Queue()
+
+        async def iterate():
+            async for event in self.client.watch_events(progress=False):
+                await got.put(event)
+
+        task = asyncio.create_task(iterate())
+        self.assertEqual((await asyncio.wait_for(got.get(), 20)).kind, "snapshot")
+        task.cancel()
+        with self.assertRaises(asyncio.CancelledError):
+            await task
+
     async def test_pipeline_calls(self):
         conditioning, tokens = await self.client.encode_prompt("flux", "a cat")
         self.assertEqual((tokens, conditioning["guidance"]), (2, 3.5))

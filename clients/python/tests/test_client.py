@@ -49,6 +49,16 @@ class FakeModels(_stubs.model_service_pb2_grpc.ModelServiceServicer):
     def ListModels(self, request, context):
         return _ms.ListModelsResponse(models=[_ms.ModelInfo(model_id="m", tensors=3)])
 
+    def ListAvailable(self, request, context):
+        self.available_metadata = dict(context.invocation_metadata())
+        return _ms.ListAvailableResponse(models=[
+            _ms.AvailableModel(path="zimage", format="model-folder", architecture="z-image", role="denoiser",
+                               compute_dtype="float32",
+                               sizes=[_ms.AvailableSize(fp8=_ms.FP8_MODE_OFF, reservation_bytes=600),
+                                      _ms.AvailableSize(fp8=_ms.FP8_MODE_E4M3FN, reservation_bytes=400)]),
+            _ms.AvailableModel(path="broken.safetensors", format="safetensors", error="bad header")],
+            truncated=True, truncated_reason="the entry limit (2) was reached", entries_scanned=3)
+
     def AcquireLease(self, request, context):
         return _ms.AcquireLeaseResponse(lease_id=int(request.ttl_seconds) + 1000)
 
@@ -106,6 +116,19 @@ class FakeCache(_stubs.cache_service_pb2_grpc.CacheServiceServicer):
         if request.bytes > 1 << 30:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"needed {request.bytes} bytes")
         return _cs.MakeRoomResponse(available_bytes=1 << 30, evicted_model_ids=["old"])
+
+
+    def WatchEvents(self, request, context):
+        yield _cs.WatchEvent(kind=_cs.WatchEvent.KIND_SNAPSHOT, models=[_ms.ModelInfo(model_id="m")])
+        if not request.no_progress:
+            yield _cs.WatchEvent(kind=_cs.WatchEvent.KIND_LOAD_PROGRESS, tier="ram", model_id="n",
+                                 progress=_ms.LoadProgress(tensors_done=1, total_tensors=2))
+        yield _cs.WatchEvent(kind=_cs.WatchEvent.KIND_EVICTED, tier="ram", model_id="m", ram_bytes=300,
+                             reason="least recently used")
+        yield _cs.WatchEvent(kind=_cs.WatchEvent.KIND_REJECTED, tier="ram", ram_bytes=1 << 40,
+                             code=grpc.StatusCode.RESOURCE_EXHAUSTED.value[0], message="cannot make room")
+        while context.is_active():  # until the client cancels
+            time.sleep(0.01)
 
 
 class FakeHealth(_stubs.health_pb2_grpc.HealthServicer):
@@ -219,6 +242,35 @@ class ClientTest(unittest.TestCase):
         self.client.release_lease(lease)
         with self.assertRaises(dc.NotFoundError):
             self.client.release_lease(7)
+
+    def test_list_available(self):
+        listing = self.client.list_available()
+        self.assertTrue(listing.truncated)
+        self.assertIn("entry limit", listing.truncated_reason)
+        zimage, broken = listing.models
+        self.assertTrue(zimage.loadable)
+        self.assertEqual([s.fp8 for s in zimage.sizes], ["off", "e4m3fn"])
+        self.assertEqual(zimage.size("e4m3fn").reservation_bytes, 400)
+        self.assertIsNone(zimage.size("e5m2"))
+        self.assertFalse(broken.loadable)
+        self.assertNotIn(dc.MODEL_HEADER, self.models.available_metadata)  # not model-scoped
+
+    def test_watch_events_until_cancelled(self):
+        with self.client.watch_events() as watch:
+            events = iter(watch)
+            kinds = [next(events) for _ in range(4)]
+            self.assertEqual([e.kind for e in kinds], ["snapshot", "load_progress", "evicted", "rejected"])
+            snapshot, progress, evicted, rejected = kinds
+            self.assertEqual([m.model_id for m in snapshot.models], ["m"])
+            self.assertEqual(progress.progress.total_tensors, 2)
+            self.assertIsNone(evicted.progress)
+            self.assertEqual((evicted.reason, evicted.ram_bytes, evicted.code), ("least recently used", 300, ""))
+            self.assertEqual(rejected.code, "RESOURCE_EXHAUSTED")
+            watch.cancel()
+            self.assertEqual(list(events), [])  # cancelled: the iteration ends quietly
+        quiet = self.client.watch_events(progress=False)
+        self.assertEqual([next(iter(quiet)).kind for _ in range(1)], ["snapshot"])
+        quiet.cancel()
 
     def test_stats_and_make_room(self):
         stats = self.client.stats()

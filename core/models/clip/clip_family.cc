@@ -61,6 +61,7 @@ std::vector<std::string> tensor_names(const Checkpoint& checkpoint) {
 class ClipFamily final : public ModelFamily {
  public:
   absl::string_view name() const override { return kClipTextArchitecture; }
+  ModelRole role() const override { return ModelRole::kTextEncoder; }
 
   // A config is recognised by model_type alone, so that a CLIP config the
   // port cannot run is refused by recipe() with the reason.

@@ -52,6 +52,7 @@ class FluxRecipe final : public TableRecipe {
 class FluxFamily final : public ModelFamily {
  public:
   absl::string_view name() const override { return kFluxArchitecture; }
+  ModelRole role() const override { return ModelRole::kDenoiser; }
 
   bool recognizes(const Checkpoint& checkpoint) const override {
     if (config_class_name(checkpoint) == kConfigClass) return true;

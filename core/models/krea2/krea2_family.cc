@@ -74,6 +74,7 @@ class Krea2Recipe final : public TableRecipe {
 class Krea2Family final : public ModelFamily {
  public:
   absl::string_view name() const override { return kKrea2Architecture; }
+  ModelRole role() const override { return ModelRole::kDenoiser; }
 
   // Only by config class: without a converter upstream there is no
   // original single-file naming to recognise.

@@ -54,6 +54,7 @@ class Qwen3Recipe final : public TableRecipe {
 class Qwen3Family final : public ModelFamily {
  public:
   absl::string_view name() const override { return kQwen3Architecture; }
+  ModelRole role() const override { return ModelRole::kTextEncoder; }
 
   // Recognised by model_type alone, so that a Qwen3 config the port cannot
   // run is refused by recipe() with the reason, not as an unknown model.

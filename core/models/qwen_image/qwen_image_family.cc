@@ -50,6 +50,7 @@ class QwenImageRecipe final : public TableRecipe {
 class QwenImageFamily final : public ModelFamily {
  public:
   absl::string_view name() const override { return kQwenImageArchitecture; }
+  ModelRole role() const override { return ModelRole::kDenoiser; }
 
   bool recognizes(const Checkpoint& checkpoint) const override {
     if (config_class_name(checkpoint) == kQwenImageConfigClass) return true;

@@ -79,6 +79,7 @@ absl::StatusOr<std::pair<std::shared_ptr<const Tokenizer>, std::string>> find_to
 class T5Family final : public ModelFamily {
  public:
   absl::string_view name() const override { return kT5Architecture; }
+  ModelRole role() const override { return ModelRole::kTextEncoder; }
 
   // By model_type alone when there is a config, so that a T5 config the
   // port cannot run is refused by recipe() with the reason; for a single

@@ -65,6 +65,7 @@ class VaeRecipe final : public TableRecipe {
 class VaeFamily final : public ModelFamily {
  public:
   absl::string_view name() const override { return kVaeArchitecture; }
+  ModelRole role() const override { return ModelRole::kVae; }
 
   bool recognizes(const Checkpoint& checkpoint) const override {
     if (config_class_name(checkpoint) == kConfigClass) return true;

@@ -47,6 +47,7 @@ class WanRecipe final : public TableRecipe {
 class WanFamily final : public ModelFamily {
  public:
   absl::string_view name() const override { return kWanArchitecture; }
+  ModelRole role() const override { return ModelRole::kDenoiser; }
 
   bool recognizes(const Checkpoint& checkpoint) const override {
     if (config_class_name(checkpoint) == kWanConfigClass) return true;

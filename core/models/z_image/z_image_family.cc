@@ -59,6 +59,7 @@ class ZImageRecipe final : public TableRecipe {
 class ZImageFamily final : public ModelFamily {
  public:
   absl::string_view name() const override { return kZImageArchitecture; }
+  ModelRole role() const override { return ModelRole::kDenoiser; }
 
   bool recognizes(const Checkpoint& checkpoint) const override {
     if (config_class_name(checkpoint) == kConfigClass) return true;

@@ -414,6 +414,17 @@ TEST_F(ModelCacheTest, ObserverSeesLoadEvictUnload) {
                                  CacheEvent::Kind::kLoaded, CacheEvent::Kind::kUnloaded));
 }
 
+TEST_F(ModelCacheTest, AnEvictionSaysWhy) {
+  load("a", 600);
+  load("b", 600);  // evicts a to make room for b's 600 bytes
+  const std::vector<CacheEvent> evicted = observer_.events(CacheEvent::Kind::kEvicted);
+  ASSERT_EQ(evicted.size(), 1u);
+  EXPECT_EQ(evicted[0].key, "a");
+  EXPECT_EQ(evicted[0].device, Device::kCpu);
+  EXPECT_THAT(evicted[0].reason, HasSubstr("least recently used"));
+  EXPECT_THAT(evicted[0].reason, HasSubstr("600 bytes on cpu"));
+}
+
 TEST(ModelCacheCreate, RequiresARamBudgetOfTheRightDevice) {
   EXPECT_THAT(ModelCache::create({}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs a RAM budget")));

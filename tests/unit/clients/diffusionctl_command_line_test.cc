@@ -127,6 +127,19 @@ TEST(CommandLine, MakeRoomAcceptsUnits) {
                      "--device: 'tpu' is not one of cpu, cuda");
 }
 
+TEST(CommandLine, AvailableAndEvents) {
+  EXPECT_FALSE(options<AvailableOptions>({"available"}).all);
+  EXPECT_TRUE(options<AvailableOptions>({"available", "--all"}).all);
+  EventsOptions e = options<EventsOptions>({"events"});
+  EXPECT_EQ(e.count, 0);
+  EXPECT_TRUE(e.progress);
+  e = options<EventsOptions>({"events", "--count", "3", "--no_progress"});
+  EXPECT_EQ(e.count, 3);
+  EXPECT_FALSE(e.progress);
+  expect_usage_error({"events", "--count", "0"}, "--count: '0' is not a positive integer");
+  expect_usage_error({"available", "x"}, "available takes no arguments");
+}
+
 TEST(CommandLine, LeaseTtl) {
   LeaseOptions o = options<LeaseOptions>({"lease", "z"});
   EXPECT_EQ(o.model_id, "z");

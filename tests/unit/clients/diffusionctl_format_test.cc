@@ -26,6 +26,56 @@ v1::ModelInfo model(const std::string& id, int64_t ram, int64_t vram = 0) {
   return m;
 }
 
+TEST(Format, AvailableTableHidesWhatCannotLoadUnlessAskedAll) {
+  v1::ListAvailableResponse r;
+  v1::AvailableModel* m = r.add_models();
+  m->set_path("zimage");
+  m->set_format("model-folder");
+  m->set_architecture("z-image");
+  m->set_role("denoiser");
+  m->set_file_bytes(3 << 20);
+  v1::AvailableSize* off = m->add_sizes();
+  off->set_fp8(v1::FP8_MODE_OFF);
+  off->set_reservation_bytes(int64_t{6} << 20);
+  v1::AvailableSize* fp8 = m->add_sizes();
+  fp8->set_fp8(v1::FP8_MODE_E4M3FN);
+  fp8->set_reservation_bytes(int64_t{4} << 20);
+  v1::AvailableModel* broken = r.add_models();
+  broken->set_path("broken.safetensors");
+  broken->set_format("safetensors");
+  broken->set_error("not a safetensors header");
+  const std::string text = format_available(r, false);
+  EXPECT_THAT(text, HasSubstr("RAM FP8 off"));
+  EXPECT_THAT(text, HasSubstr("RAM FP8 e4m3fn"));
+  EXPECT_THAT(text, HasSubstr("6.00 MiB"));
+  EXPECT_THAT(text, HasSubstr("4.00 MiB"));
+  EXPECT_THAT(text, Not(HasSubstr("broken")));
+  EXPECT_THAT(format_available(r, true), HasSubstr("not a safetensors header"));
+  EXPECT_EQ(format_available(v1::ListAvailableResponse(), false), "nothing loadable in the models directory\n");
+}
+
+TEST(Format, WatchEventLines) {
+  v1::WatchEvent snapshot;
+  snapshot.set_kind(v1::WatchEvent::KIND_SNAPSHOT);
+  snapshot.add_models()->set_model_id("a");
+  snapshot.set_events_lost(5);
+  EXPECT_EQ(format_watch_event(snapshot), "snapshot: 1 model resident (a); 5 events were lost\n");
+  v1::WatchEvent evicted;
+  evicted.set_kind(v1::WatchEvent::KIND_EVICTED);
+  evicted.set_tier("ram");
+  evicted.set_model_id("a");
+  evicted.set_ram_bytes(1024);
+  evicted.set_reason("least recently used");
+  EXPECT_EQ(format_watch_event(evicted), "evicted ram a 1.00 KiB RAM (least recently used)\n");
+  v1::WatchEvent progress;
+  progress.set_kind(v1::WatchEvent::KIND_LOAD_PROGRESS);
+  progress.set_tier("ram");
+  progress.set_model_id("b");
+  progress.mutable_progress()->set_tensors_done(2);
+  progress.mutable_progress()->set_total_tensors(4);
+  EXPECT_THAT(format_watch_event(progress), HasSubstr("load-progress ram b 2/4 tensors"));
+}
+
 TEST(Format, ShortBytes) {
   EXPECT_EQ(short_bytes(0), "0 B");
   EXPECT_EQ(short_bytes(1023), "1023 B");

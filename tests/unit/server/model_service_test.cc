@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/fake_engine.h"
 #include "tests/testing/service_harness.h"
+#include "tests/testing/temp_dir.h"
 
 namespace diffusiond {
 namespace {
@@ -132,6 +133,43 @@ TEST_F(ModelServiceTest, ALeaseWithoutAPositiveTtlIsRefusedBeforeTheEngine) {
   request.set_ttl_seconds(30);
   ASSERT_TRUE(stub_->AcquireLease(&again, request, &response).ok());
   EXPECT_EQ(response.lease_id(), 7u);
+}
+
+}  // namespace
+}  // namespace diffusiond
+
+namespace diffusiond {
+namespace {
+
+TEST(ModelServiceListAvailable, ListsTheCatalogOnTheUnloadQueue) {
+  testing::TempDir dir;
+  dir.write("models/broken.safetensors", "not a safetensors file");
+  dir.write("models/notes.txt", "not a checkpoint");
+  CatalogOptions options;
+  options.models_dir = dir.path("models");
+  options.compute_dtype = ComputeDtype::kBFloat16;
+  ModelCatalog catalog(options);
+  testing::FakeEngine engine;
+  testing::ServiceHarness<ModelServiceImpl, v1::ModelService> harness(&engine, nullptr, &catalog);
+  grpc::ClientContext context;
+  v1::ListAvailableResponse response;
+  ASSERT_TRUE(harness.stub()->ListAvailable(&context, v1::ListAvailableRequest(), &response).ok());
+  ASSERT_EQ(response.models_size(), 1);
+  EXPECT_EQ(response.models(0).path(), "broken.safetensors");
+  EXPECT_EQ(response.models(0).format(), "safetensors");
+  EXPECT_EQ(response.models(0).compute_dtype(), "bfloat16");
+  EXPECT_FALSE(response.models(0).error().empty());
+  EXPECT_FALSE(response.truncated());
+  EXPECT_EQ(response.entries_scanned(), 2);
+}
+
+TEST(ModelServiceListAvailable, WithoutACatalogItIsUnimplemented) {
+  testing::FakeEngine engine;
+  testing::ServiceHarness<ModelServiceImpl, v1::ModelService> harness(&engine);
+  grpc::ClientContext context;
+  v1::ListAvailableResponse response;
+  EXPECT_EQ(harness.stub()->ListAvailable(&context, v1::ListAvailableRequest(), &response).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from diffusiond_client._pb.diffusiond.v1 import model_service_pb2 as diffusiond_dot_v1_dot_model__service__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!diffusiond/v1/cache_service.proto\x12\rdiffusiond.v1\x1a!diffusiond/v1/model_service.proto\"\x81\x01\n\x0c\x44\x65viceBudget\x12\x0e\n\x06\x64\x65vice\x18\x01 \x01(\t\x12\x16\n\x0e\x63\x61pacity_bytes\x18\x02 \x01(\x03\x12\x16\n\x0ereserved_bytes\x18\x03 \x01(\x03\x12\x17\n\x0f\x63ommitted_bytes\x18\x04 \x01(\x03\x12\x18\n\x10high_water_bytes\x18\x05 \x01(\x03\"\x11\n\x0fGetStatsRequest\"\xcf\x01\n\x10GetStatsResponse\x12,\n\x07\x62udgets\x18\x01 \x03(\x0b\x32\x1b.diffusiond.v1.DeviceBudget\x12(\n\x06models\x18\x02 \x03(\x0b\x32\x18.diffusiond.v1.ModelInfo\x12\x0c\n\x04hits\x18\x03 \x01(\x03\x12\x0e\n\x06misses\x18\x04 \x01(\x03\x12\x11\n\tevictions\x18\x05 \x01(\x03\x12\x12\n\nrejections\x18\x06 \x01(\x03\x12\x1e\n\x16process_resident_bytes\x18\x07 \x01(\x03\"0\n\x0fMakeRoomRequest\x12\r\n\x05\x62ytes\x18\x01 \x01(\x03\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\"F\n\x10MakeRoomResponse\x12\x17\n\x0f\x61vailable_bytes\x18\x01 \x01(\x03\x12\x19\n\x11\x65victed_model_ids\x18\x02 \x03(\t2\xa8\x01\n\x0c\x43\x61\x63heService\x12K\n\x08GetStats\x12\x1e.diffusiond.v1.GetStatsRequest\x1a\x1f.diffusiond.v1.GetStatsResponse\x12K\n\x08MakeRoom\x12\x1e.diffusiond.v1.MakeRoomRequest\x1a\x1f.diffusiond.v1.MakeRoomResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!diffusiond/v1/cache_service.proto\x12\rdiffusiond.v1\x1a!diffusiond/v1/model_service.proto\"\x81\x01\n\x0c\x44\x65viceBudget\x12\x0e\n\x06\x64\x65vice\x18\x01 \x01(\t\x12\x16\n\x0e\x63\x61pacity_bytes\x18\x02 \x01(\x03\x12\x16\n\x0ereserved_bytes\x18\x03 \x01(\x03\x12\x17\n\x0f\x63ommitted_bytes\x18\x04 \x01(\x03\x12\x18\n\x10high_water_bytes\x18\x05 \x01(\x03\"\x11\n\x0fGetStatsRequest\"\xcf\x01\n\x10GetStatsResponse\x12,\n\x07\x62udgets\x18\x01 \x03(\x0b\x32\x1b.diffusiond.v1.DeviceBudget\x12(\n\x06models\x18\x02 \x03(\x0b\x32\x18.diffusiond.v1.ModelInfo\x12\x0c\n\x04hits\x18\x03 \x01(\x03\x12\x0e\n\x06misses\x18\x04 \x01(\x03\x12\x11\n\tevictions\x18\x05 \x01(\x03\x12\x12\n\nrejections\x18\x06 \x01(\x03\x12\x1e\n\x16process_resident_bytes\x18\x07 \x01(\x03\"0\n\x0fMakeRoomRequest\x12\r\n\x05\x62ytes\x18\x01 \x01(\x03\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\"F\n\x10MakeRoomResponse\x12\x17\n\x0f\x61vailable_bytes\x18\x01 \x01(\x03\x12\x19\n\x11\x65victed_model_ids\x18\x02 \x03(\t\")\n\x12WatchEventsRequest\x12\x13\n\x0bno_progress\x18\x01 \x01(\x08\"\xf2\x03\n\nWatchEvent\x12,\n\x04kind\x18\x01 \x01(\x0e\x32\x1e.diffusiond.v1.WatchEvent.Kind\x12\x0c\n\x04tier\x18\x02 \x01(\t\x12\x10\n\x08model_id\x18\x03 \x01(\t\x12\x11\n\tram_bytes\x18\x04 \x01(\x03\x12\x12\n\nvram_bytes\x18\x05 \x01(\x03\x12\x0f\n\x07seconds\x18\x06 \x01(\x01\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12\x0c\n\x04\x63ode\x18\x08 \x01(\x05\x12\x0f\n\x07message\x18\t \x01(\t\x12-\n\x08progress\x18\n \x01(\x0b\x32\x1b.diffusiond.v1.LoadProgress\x12(\n\x06models\x18\x0b \x03(\x0b\x32\x18.diffusiond.v1.ModelInfo\x12\x13\n\x0b\x65vents_lost\x18\x0c \x01(\x03\"\xc0\x01\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\x11\n\rKIND_SNAPSHOT\x10\x01\x12\x0f\n\x0bKIND_LOADED\x10\x02\x12\x14\n\x10KIND_LOAD_FAILED\x10\x03\x12\x10\n\x0cKIND_EVICTED\x10\x04\x12\x11\n\rKIND_UNLOADED\x10\x05\x12\x11\n\rKIND_REJECTED\x10\x06\x12\x18\n\x14KIND_WAITED_FOR_ROOM\x10\x07\x12\x16\n\x12KIND_LOAD_PROGRESS\x10\x08\x32\xf7\x01\n\x0c\x43\x61\x63heService\x12K\n\x08GetStats\x12\x1e.diffusiond.v1.GetStatsRequest\x1a\x1f.diffusiond.v1.GetStatsResponse\x12K\n\x08MakeRoom\x12\x1e.diffusiond.v1.MakeRoomRequest\x1a\x1f.diffusiond.v1.MakeRoomResponse\x12M\n\x0bWatchEvents\x12!.diffusiond.v1.WatchEventsRequest\x1a\x19.diffusiond.v1.WatchEvent0\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'diffusiond.v1.cache_service_pb2', globals())
@@ -31,6 +31,12 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _MAKEROOMREQUEST._serialized_end=496
   _MAKEROOMRESPONSE._serialized_start=498
   _MAKEROOMRESPONSE._serialized_end=568
-  _CACHESERVICE._serialized_start=571
-  _CACHESERVICE._serialized_end=739
+  _WATCHEVENTSREQUEST._serialized_start=570
+  _WATCHEVENTSREQUEST._serialized_end=611
+  _WATCHEVENT._serialized_start=614
+  _WATCHEVENT._serialized_end=1112
+  _WATCHEVENT_KIND._serialized_start=920
+  _WATCHEVENT_KIND._serialized_end=1112
+  _CACHESERVICE._serialized_start=1115
+  _CACHESERVICE._serialized_end=1362
 # @@protoc_insertion_point(module_scope)

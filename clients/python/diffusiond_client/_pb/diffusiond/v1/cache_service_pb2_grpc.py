@@ -24,6 +24,11 @@ class CacheServiceStub(object):
                 request_serializer=diffusiond_dot_v1_dot_cache__service__pb2.MakeRoomRequest.SerializeToString,
                 response_deserializer=diffusiond_dot_v1_dot_cache__service__pb2.MakeRoomResponse.FromString,
                 )
+        self.WatchEvents = channel.unary_stream(
+                '/diffusiond.v1.CacheService/WatchEvents',
+                request_serializer=diffusiond_dot_v1_dot_cache__service__pb2.WatchEventsRequest.SerializeToString,
+                response_deserializer=diffusiond_dot_v1_dot_cache__service__pb2.WatchEvent.FromString,
+                )
 
 
 class CacheServiceServicer(object):
@@ -44,6 +49,19 @@ class CacheServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchEvents(self, request, context):
+        """The cache's events as they happen, after a SNAPSHOT of what is
+        resident, until the client cancels or the daemon drains (then
+        UNAVAILABLE). Events that arrive while the snapshot is taken follow it,
+        so some may repeat what the snapshot shows: apply LOADED as an upsert
+        and EVICTED / UNLOADED as a removal by model_id. A client that falls
+        256 events behind loses the queued events and gets a fresh SNAPSHOT
+        with `events_lost`. Not model-scoped (no diffusiond-model header).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CacheServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -56,6 +74,11 @@ def add_CacheServiceServicer_to_server(servicer, server):
                     servicer.MakeRoom,
                     request_deserializer=diffusiond_dot_v1_dot_cache__service__pb2.MakeRoomRequest.FromString,
                     response_serializer=diffusiond_dot_v1_dot_cache__service__pb2.MakeRoomResponse.SerializeToString,
+            ),
+            'WatchEvents': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchEvents,
+                    request_deserializer=diffusiond_dot_v1_dot_cache__service__pb2.WatchEventsRequest.FromString,
+                    response_serializer=diffusiond_dot_v1_dot_cache__service__pb2.WatchEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -98,5 +121,22 @@ class CacheService(object):
         return grpc.experimental.unary_unary(request, target, '/diffusiond.v1.CacheService/MakeRoom',
             diffusiond_dot_v1_dot_cache__service__pb2.MakeRoomRequest.SerializeToString,
             diffusiond_dot_v1_dot_cache__service__pb2.MakeRoomResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def WatchEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/diffusiond.v1.CacheService/WatchEvents',
+            diffusiond_dot_v1_dot_cache__service__pb2.WatchEventsRequest.SerializeToString,
+            diffusiond_dot_v1_dot_cache__service__pb2.WatchEvent.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

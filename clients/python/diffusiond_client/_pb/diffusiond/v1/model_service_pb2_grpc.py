@@ -44,6 +44,11 @@ class ModelServiceStub(object):
                 request_serializer=diffusiond_dot_v1_dot_model__service__pb2.ReleaseLeaseRequest.SerializeToString,
                 response_deserializer=diffusiond_dot_v1_dot_model__service__pb2.ReleaseLeaseResponse.FromString,
                 )
+        self.ListAvailable = channel.unary_unary(
+                '/diffusiond.v1.ModelService/ListAvailable',
+                request_serializer=diffusiond_dot_v1_dot_model__service__pb2.ListAvailableRequest.SerializeToString,
+                response_deserializer=diffusiond_dot_v1_dot_model__service__pb2.ListAvailableResponse.FromString,
+                )
 
 
 class ModelServiceServicer(object):
@@ -86,6 +91,14 @@ class ModelServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListAvailable(self, request, context):
+        """What under the models directory could be loaded. Not model-scoped (no
+        diffusiond-model header).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ModelServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -118,6 +131,11 @@ def add_ModelServiceServicer_to_server(servicer, server):
                     servicer.ReleaseLease,
                     request_deserializer=diffusiond_dot_v1_dot_model__service__pb2.ReleaseLeaseRequest.FromString,
                     response_serializer=diffusiond_dot_v1_dot_model__service__pb2.ReleaseLeaseResponse.SerializeToString,
+            ),
+            'ListAvailable': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAvailable,
+                    request_deserializer=diffusiond_dot_v1_dot_model__service__pb2.ListAvailableRequest.FromString,
+                    response_serializer=diffusiond_dot_v1_dot_model__service__pb2.ListAvailableResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -228,5 +246,22 @@ class ModelService(object):
         return grpc.experimental.unary_unary(request, target, '/diffusiond.v1.ModelService/ReleaseLease',
             diffusiond_dot_v1_dot_model__service__pb2.ReleaseLeaseRequest.SerializeToString,
             diffusiond_dot_v1_dot_model__service__pb2.ReleaseLeaseResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListAvailable(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/diffusiond.v1.ModelService/ListAvailable',
+            diffusiond_dot_v1_dot_model__service__pb2.ListAvailableRequest.SerializeToString,
+            diffusiond_dot_v1_dot_model__service__pb2.ListAvailableResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
