@@ -117,6 +117,7 @@ struct DaemonMetrics::Impl {
   Family<Counter>* rpc_calls = nullptr;
   Family<Histogram>* rpc_seconds = nullptr;
   Family<Histogram>* generate_stage_seconds = nullptr;
+  Family<Counter>* generate_stage_device = nullptr;
   prometheus::Gauge* ready = nullptr;
   std::unique_ptr<ModelSeries> model_series;  // over the step and denoise families
 
@@ -239,6 +240,12 @@ void DaemonMetrics::Impl::register_work(prometheus::Registry& r) {
                                     "encode, denoise (per step), decode.")
                                 .Register(r);
   for (const char* stage : kGenerateStages) generate_stage_seconds->Add({{"stage", stage}}, stage_buckets());
+  generate_stage_device = &prometheus::BuildCounter()
+                               .Name("diffusiond_generate_stage_runs_total")
+                               .Help(
+                                   "Encodes, denoise steps and decodes of Generate calls, by stage and by the device "
+                                   "they ran on (cpu, sim, cuda:N).")
+                               .Register(r);
 }
 
 // Calls by method appear with their first call: the methods are a bounded
@@ -371,6 +378,10 @@ void DaemonMetrics::observe_rpc(absl::string_view service, absl::string_view met
 void DaemonMetrics::observe_generate_stage(absl::string_view stage, absl::Duration took) {
   impl_->generate_stage_seconds->Add({{"stage", std::string(stage)}}, stage_buckets())
       .Observe(absl::ToDoubleSeconds(took));
+}
+
+void DaemonMetrics::count_generate_stage_device(absl::string_view stage, absl::string_view device) {
+  impl_->generate_stage_device->Add({{"stage", std::string(stage)}, {"device", std::string(device)}}).Increment();
 }
 
 void DaemonMetrics::set_ready(bool ready) { impl_->ready->Set(ready ? 1 : 0); }

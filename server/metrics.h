@@ -99,6 +99,9 @@ class DaemonMetrics final : public CacheObserver {
   // Observes one stage of a Generate call: `stage` is load (per component,
   // 0 s when already loaded), encode, denoise (per step) or decode.
   void observe_generate_stage(absl::string_view stage, absl::Duration took);
+  // Counts one encode, denoise step or decode of a Generate by where it ran
+  // (`device`: "cpu", "sim", "cuda:0"; one value per daemon, so bounded).
+  void count_generate_stage_device(absl::string_view stage, absl::string_view device);
   // Sets diffusiond_ready: 1 while health's readiness is SERVING.
   void set_ready(bool ready);
 
