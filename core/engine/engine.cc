@@ -47,7 +47,7 @@ ModelInfo info_of(const std::string& model_id, const ModelDescription& descripti
 
 // A Step's activation estimate on a device, by the model's role: a
 // denoiser's from its query, a text encoder's for its input_ids [B, L], a
-// decoder's for its latents [B, C, h, w] decoded whole. None for inputs the
+// decoder's for its latents [B, C, h, w] (or an image's) decoded whole. None for inputs the
 // model cannot read a size from (step() refuses those).
 int64_t device_activation_bytes(const Model& model, const NamedTensors& inputs) {
   const auto input = [&](const char* name) {
@@ -60,7 +60,14 @@ int64_t device_activation_bytes(const Model& model, const NamedTensors& inputs) 
     return ids.size(0) * encoder->encode_activation_bytes(ids.size(1));
   }
   if (const auto* decoder = dynamic_cast<const ImageDecoder*>(&model)) {
-    const torch::Tensor latents = input("latents");
+    torch::Tensor latents = input("latents");
+    // An encode of an image [B, 3, H, W] reserves what a decode of its
+    // latents takes: the decoder is the larger network at every resolution.
+    if (const torch::Tensor image = input("image"); image.dim() == 4 && !latents.defined()) {
+      const int64_t f = decoder->spatial_factor();
+      latents = torch::empty(
+          {image.size(0), decoder->latent_channels(), (image.size(2) + f - 1) / f, (image.size(3) + f - 1) / f});
+    }
     if (latents.dim() != 4 || !decoder->check_latents(latents[0]).ok()) return 0;
     return latents.size(0) * decoder->decode_activation_bytes(latents[0], /*tiled=*/false);
   }

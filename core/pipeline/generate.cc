@@ -33,7 +33,7 @@ void report_evictions(const GenerateOptions& options, const std::vector<std::str
                       absl::string_view what) {
   for (const std::string& key : evicted) {
     emit_to(options, {GenerateEvent::Stage::kEvict, key, 0, 0, absl::ZeroDuration(),
-                      absl::StrCat("evicted to make room for ", what)});
+                      absl::StrCat("evicted to make room for ", what), ""});
   }
 }
 
@@ -297,7 +297,7 @@ absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
   for (const ModelInfo& m : engine.list()) {
     if (m.model_id == id_or_path) {
-      emit_to(options, {GenerateEvent::Stage::kLoad, m.model_id, 0, 0, absl::ZeroDuration(), "already loaded"});
+      emit_to(options, {GenerateEvent::Stage::kLoad, m.model_id, 0, 0, absl::ZeroDuration(), "already loaded", ""});
       return m.model_id;
     }
   }
@@ -309,8 +309,7 @@ absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string
   watcher.on_progress = [&](const LoadProgress& p) { report_evictions(options, p.evicted, id_or_path); };
   DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, engine.load(load, watcher));
   emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, clock->now() - start,
-                    absl::StrCat("loaded ", info.architecture, ", ",
-                                 format_bytes(info.bytes[kCpuIndex]))});
+                    absl::StrCat("loaded ", info.architecture, ", ", format_bytes(info.bytes[kCpuIndex])), ""});
   return info.model_id;
 }
 

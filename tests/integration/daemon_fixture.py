@@ -98,6 +98,25 @@ def models_dir():
     return models
 
 
+PIPELINE = "zpipe"  # the random Z-Image pipeline's folder inside the models directory
+COMPONENTS = [f"{PIPELINE}/{c}" for c in ("text_encoder", "transformer", "vae")]
+_pipeline_lock = threading.Lock()
+
+
+def pipeline_models_dir():
+    """Returns the models directory with the random Z-Image pipeline (``diffusiond-demo
+    --write_pipeline``) written on first use."""
+    models = models_dir()
+    with _pipeline_lock:
+        if not (models / PIPELINE / "model_index.json").exists():
+            out = subprocess.run([binary("DIFFUSIOND_DEMO_BIN", "diffusiond-demo"), "--write_pipeline",
+                                  str(models / PIPELINE)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                 timeout=300)
+            if out.returncode != 0:
+                raise AssertionError(f"--write_pipeline exited {out.returncode}:\n{out.stdout}\n{out.stderr}")
+    return models
+
+
 def fixture_folder(variable, name):
     """Returns a reference fixture's folder, as tests/testing/fixtures.h finds it.
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 import unittest
 
-from daemon_fixture import DEMO_MODEL, REPO_ROOT, Daemon, work_dir
-from test_generate import PIPELINE, png_size, pipeline_models_dir
+from daemon_fixture import DEMO_MODEL, PIPELINE, REPO_ROOT, Daemon, pipeline_models_dir, work_dir
+from test_generate import png_size
 
 import diffusiond_client as dc
 

@@ -8,30 +8,13 @@ make room. The Python client and diffusionctl both drive it.
 
 import struct
 import subprocess
-import threading
 import unittest
 
-from daemon_fixture import Daemon, binary, daemon_env, models_dir, work_dir
+from daemon_fixture import COMPONENTS, PIPELINE, Daemon, binary, daemon_env, pipeline_models_dir, work_dir
 
 import diffusiond_client as dc
 
-PIPELINE = "zpipe"
-COMPONENTS = [f"{PIPELINE}/{c}" for c in ("text_encoder", "transformer", "vae")]
 WIDTH, HEIGHT = 64, 48
-_lock = threading.Lock()
-
-
-def pipeline_models_dir():
-    """Returns the models directory with the random pipeline written on first use."""
-    models = models_dir()
-    with _lock:
-        if not (models / PIPELINE / "model_index.json").exists():
-            out = subprocess.run([binary("DIFFUSIOND_DEMO_BIN", "diffusiond-demo"), "--write_pipeline",
-                                  str(models / PIPELINE)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                 timeout=300)
-            if out.returncode != 0:
-                raise AssertionError(f"--write_pipeline exited {out.returncode}:\n{out.stdout}\n{out.stderr}")
-    return models
 
 
 def png_size(png):

@@ -10,8 +10,8 @@ import subprocess
 import unittest
 
 import diffusiond_client as dc
-from daemon_fixture import DEMO_MODEL, Daemon, DaemonTestCase, binary, caption, daemon_env, metric, models_dir, parse_metrics
-from test_generate import COMPONENTS, PIPELINE, pipeline_models_dir
+from daemon_fixture import (COMPONENTS, DEMO_MODEL, PIPELINE, Daemon, DaemonTestCase, binary, caption, daemon_env, metric,
+                            models_dir, parse_metrics, pipeline_models_dir)
 
 SIM_MEMORY = "1GiB"
 

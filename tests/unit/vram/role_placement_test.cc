@@ -43,6 +43,8 @@ struct Role {
   RoleCall call;
 };
 
+void PrintTo(const Role& role, std::ostream* os) { *os << role.name; }
+
 absl::StatusOr<torch::Tensor> encode(Engine& e, const std::string& id, CallDevice* where, const std::string& text) {
   TextEncoding request;
   request.text = text;
@@ -91,7 +93,10 @@ class VramRolesTest : public ::testing::Test {
     // slots of a layer are less than the whole).
     sizes.text_encoder.num_hidden_layers = 6;
     ASSERT_THAT(write_random_pipeline(sizes, dir_->path("models") + "/pipe", 3), IsOk());
-    ASSERT_THAT(write_random_flux_pipeline(demo_flux_pipeline_sizes(), dir_->path("models") + "/flux", 4), IsOk());
+    FluxPipelineSizes flux = demo_flux_pipeline_sizes();
+    flux.clip.num_hidden_layers = 6;
+    flux.t5.num_layers = 6;
+    ASSERT_THAT(write_random_flux_pipeline(flux, dir_->path("models") + "/flux", 4), IsOk());
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -201,7 +206,9 @@ TEST_P(VramRoleTest, StreamingEqualsFullResidency) {
   const Sizes whole = sizes(role);
   const torch::Tensor resident = run(role, "m");
   ASSERT_TRUE(resident.defined());
-  start(whole.placement * 3 / 4 + whole.activations);
+  // A byte less than the whole: the plan keeps what it can and streams the
+  // rest through two slots.
+  start(whole.placement - 1 + whole.activations);
   load(role.path, "m");
   CallDevice where;
   const torch::Tensor streamed = run(role, "m", &where);
@@ -210,9 +217,11 @@ TEST_P(VramRoleTest, StreamingEqualsFullResidency) {
   const ModelInfo m = info("m");
   EXPECT_THAT(m.vram_plan, HasSubstr("streamed"));
   EXPECT_GT(m.vram_streamed_bytes_per_step, 0);
-  EXPECT_LE(m.bytes[kCudaIndex], whole.placement * 3 / 4);
+  EXPECT_LT(m.bytes[kCudaIndex], whole.placement);
   EXPECT_LE(vram_->snapshot().high_water_bytes, vram_->capacity_bytes());
-  if (role.name != "VaeDecodeStep" && role.name != "VaeEncodeStep") EXPECT_GT(where.streamed_bytes, 0);
+  if (role.name != "VaeDecodeStep" && role.name != "VaeEncodeStep") {
+    EXPECT_GT(where.streamed_bytes, 0);
+  }
 }
 
 TEST_P(VramRoleTest, ABudgetForTwoOfThreeEvictsTheLeastRecentlyUsed) {
@@ -229,7 +238,9 @@ TEST_P(VramRoleTest, ABudgetForTwoOfThreeEvictsTheLeastRecentlyUsed) {
   EXPECT_EQ(info("b").bytes[kCudaIndex], 0);
   EXPECT_GT(info("b").bytes[kCpuIndex], 0);  // evicted to RAM, still loaded
   EXPECT_GT(info("c").bytes[kCudaIndex], 0);
-  if (role.name != "VaeDecodeStep" && role.name != "VaeEncodeStep") EXPECT_THAT(where.evicted, ElementsAre("b"));
+  if (role.name != "VaeDecodeStep" && role.name != "VaeEncodeStep") {
+    EXPECT_THAT(where.evicted, ElementsAre("b"));
+  }
   EXPECT_EQ(engine_->vram_stats()->evictions, 1);
   EXPECT_LE(vram_->snapshot().high_water_bytes, vram_->capacity_bytes());
 }
