@@ -149,7 +149,9 @@ class Engine final : public EngineApi {
 
   // Encodes `request` with text encoder `model_id`, after admitting its
   // activations (encode_activation_bytes of the most tokens it can give)
-  // by a reservation, evicting unpinned models if needed.
+  // by a reservation, evicting unpinned models if needed. With a device the
+  // encoder runs there: placed, and its activations reserved, under the
+  // VRAM budget (prepare_device); the outputs come back to RAM.
   // FAILED_PRECONDITION if the model is not a text encoder (or has no
   // tokenizer), NOT_FOUND if it is not loaded, RESOURCE_EXHAUSTED if the
   // activations cannot be admitted. `cancel` stops it between layers.
@@ -162,8 +164,9 @@ class Engine final : public EngineApi {
   // `model_id` into uint8 pixels [8h, 8w, 3]. The decode's activations are
   // admitted by a reservation first (evicting unpinned models if needed):
   // untiled when that fits, else tiled as diffusers' enable_tiling();
-  // RESOURCE_EXHAUSTED when neither fits. FAILED_PRECONDITION if the model
-  // is not a VAE, INVALID_ARGUMENT for misshapen latents. `cancel` stops
+  // RESOURCE_EXHAUSTED when neither fits. With a device the VAE runs there
+  // and the same choice is made against the VRAM budget (prepare_device).
+  // FAILED_PRECONDITION if the model is not a VAE, INVALID_ARGUMENT for misshapen latents. `cancel` stops
   // encode and decode as it stops step().
   absl::StatusOr<torch::Tensor> decode_image(const std::string& model_id, const torch::Tensor& latents,
                                              const CancellationToken& cancel = {},
