@@ -118,6 +118,7 @@ struct DaemonMetrics::Impl {
   Family<Counter>* rpc_calls = nullptr;
   Family<Histogram>* rpc_seconds = nullptr;
   Family<Histogram>* generate_stage_seconds = nullptr;
+  Family<Counter>* generate_stage_device = nullptr;
   prometheus::Gauge* ready = nullptr;
   Family<Counter>* auth_denials = nullptr;
   Counter* auth_reloads_ok = nullptr;
@@ -245,6 +246,12 @@ void DaemonMetrics::Impl::register_work(prometheus::Registry& r) {
                                     "encode, denoise (per step), decode.")
                                 .Register(r);
   for (const char* stage : kGenerateStages) generate_stage_seconds->Add({{"stage", stage}}, stage_buckets());
+  generate_stage_device = &prometheus::BuildCounter()
+                               .Name("diffusiond_generate_stage_runs_total")
+                               .Help(
+                                   "Encodes, denoise steps and decodes of Generate calls, by stage and by the device "
+                                   "they ran on (cpu, sim, cuda:N).")
+                               .Register(r);
 }
 
 // Calls by method appear with their first call: the methods are a bounded
@@ -411,6 +418,10 @@ void DaemonMetrics::count_auth_denial(absl::string_view reason) {
 
 void DaemonMetrics::count_auth_reload(bool ok) {
   (ok ? impl_->auth_reloads_ok : impl_->auth_reloads_error)->Increment();
+}
+
+void DaemonMetrics::count_generate_stage_device(absl::string_view stage, absl::string_view device) {
+  impl_->generate_stage_device->Add({{"stage", std::string(stage)}, {"device", std::string(device)}}).Increment();
 }
 
 void DaemonMetrics::set_ready(bool ready) { impl_->ready->Set(ready ? 1 : 0); }

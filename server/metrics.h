@@ -104,6 +104,9 @@ class DaemonMetrics final : public CacheObserver {
   void count_auth_denial(absl::string_view reason);
   // Counts a re-read of the changed access file, ok or failed.
   void count_auth_reload(bool ok);
+  // Counts one encode, denoise step or decode of a Generate by where it ran
+  // (`device`: "cpu", "sim", "cuda:0"; one value per daemon, so bounded).
+  void count_generate_stage_device(absl::string_view stage, absl::string_view device);
   // Sets diffusiond_ready: 1 while health's readiness is SERVING.
   void set_ready(bool ready);
   // diffusiond_event_watchers: WatchEvents streams open (+1 at start, -1 at end).

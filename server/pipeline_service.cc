@@ -154,9 +154,11 @@ grpc::ServerWriteReactor<v1::GenerateEvent>* PipelineServiceImpl::Generate(grpc:
       p->set_steps(e.steps);
       p->set_seconds(absl::ToDoubleSeconds(e.time));
       p->set_detail(e.detail);
+      p->set_device(e.device);
       if (e.stage == GenerateEvent::Stage::kDenoise) deps.metrics->observe_step(e.model_id, e.time);
       if (absl::string_view stage = stage_label(e.stage); !stage.empty()) {
         deps.metrics->observe_generate_stage(stage, e.time);
+        if (!e.device.empty()) deps.metrics->count_generate_stage_device(stage, e.device);
       }
       stream->send(std::move(event));
     };

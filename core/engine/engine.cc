@@ -8,8 +8,10 @@
 #include "core/engine/internal/engine_job.h"
 #include "core/engine/model_admission.h"
 #include "core/engine/step_admission.h"
-#include "core/precision/torch_dtype.h"
+#include "core/models/image_decoder.h"
 #include "core/models/model_loader.h"
+#include "core/models/text_encoder.h"
+#include "core/precision/torch_dtype.h"
 #include "core/util/bounded_text.h"
 #include "core/util/cancellation_scope.h"
 #include "core/util/confined_path.h"
@@ -43,10 +45,32 @@ ModelInfo info_of(const std::string& model_id, const ModelDescription& descripti
   return info;
 }
 
-// A Step's activation estimate on a device: none for models that are not
-// denoisers or inputs the model cannot read a query from (step() refuses
-// those).
+// A Step's activation estimate on a device, by the model's role: a
+// denoiser's from its query, a text encoder's for its input_ids [B, L], a
+// decoder's for its latents [B, C, h, w] (or an image's) decoded whole. None for inputs the
+// model cannot read a size from (step() refuses those).
 int64_t device_activation_bytes(const Model& model, const NamedTensors& inputs) {
+  const auto input = [&](const char* name) {
+    const auto it = inputs.find(name);
+    return it != inputs.end() && it->second.defined() ? it->second : torch::Tensor();
+  };
+  if (const auto* encoder = dynamic_cast<const TextEncoder*>(&model)) {
+    const torch::Tensor ids = input("input_ids");
+    if (ids.dim() != 2) return 0;
+    return ids.size(0) * encoder->encode_activation_bytes(ids.size(1));
+  }
+  if (const auto* decoder = dynamic_cast<const ImageDecoder*>(&model)) {
+    torch::Tensor latents = input("latents");
+    // An encode of an image [B, 3, H, W] reserves what a decode of its
+    // latents takes: the decoder is the larger network at every resolution.
+    if (const torch::Tensor image = input("image"); image.dim() == 4 && !latents.defined()) {
+      const int64_t f = decoder->spatial_factor();
+      latents = torch::empty(
+          {image.size(0), decoder->latent_channels(), (image.size(2) + f - 1) / f, (image.size(3) + f - 1) / f});
+    }
+    if (latents.dim() != 4 || !decoder->check_latents(latents[0]).ok()) return 0;
+    return latents.size(0) * decoder->decode_activation_bytes(latents[0], /*tiled=*/false);
+  }
   const auto* denoiser = dynamic_cast<const DiffusionModel*>(&model);
   if (denoiser == nullptr) return 0;
   std::optional<ActivationQuery> query = denoiser->step_activation_query(inputs);
@@ -185,8 +209,8 @@ absl::StatusOr<ModelInfo> Engine::inspect(const ModelLoadRequest& request) {
 }
 
 absl::StatusOr<CallFloor> Engine::least_call_room(const std::string& id_or_path, const ActivationQuery& query) {
-  // A denoiser's activations on the device are VRAM's (prepare_device).
-  const bool on_device = vram_ != nullptr && query.denoise_loop;
+  // On a device every role's activations are VRAM's (prepare_device).
+  const bool on_device = vram_ != nullptr;
   ActivationQuery asked = query;
   CallFloor floor;
   const auto of = [&](const LoadRecipe* recipe, ComputeDtype dtype) {

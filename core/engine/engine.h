@@ -33,6 +33,8 @@
 #include "core/util/cancellation.h"
 #include "core/util/clock.h"
 #include "core/util/mutex.h"
+#include "core/vram/block_layout.h"
+#include "core/vram/residency_plan.h"
 #include "core/vram/vram_device.h"
 #include "core/vram/vram_tier.h"
 
@@ -154,24 +156,29 @@ class Engine final : public EngineApi {
 
   // Encodes `request` with text encoder `model_id`, after admitting its
   // activations (encode_activation_bytes of the most tokens it can give)
-  // by a reservation, evicting unpinned models if needed.
+  // by a reservation, evicting unpinned models if needed. With a device the
+  // encoder runs there: placed, and its activations reserved, under the
+  // VRAM budget (prepare_device); the outputs come back to RAM.
   // FAILED_PRECONDITION if the model is not a text encoder (or has no
   // tokenizer), NOT_FOUND if it is not loaded, RESOURCE_EXHAUSTED if the
   // activations cannot be admitted. `cancel` stops it between layers.
   absl::StatusOr<EncodedText> encode_text(const std::string& model_id, const TextEncoding& request,
                                           const CancellationToken& cancel = {},
-                                          std::vector<std::string>* evicted = nullptr) override;
+                                          std::vector<std::string>* evicted = nullptr,
+                                          CallDevice* where = nullptr) override;
 
   // Decodes pipeline-space `latents` [C, h, w] (or [1, C, h, w]) with VAE
   // `model_id` into uint8 pixels [8h, 8w, 3]. The decode's activations are
   // admitted by a reservation first (evicting unpinned models if needed):
   // untiled when that fits, else tiled as diffusers' enable_tiling();
-  // RESOURCE_EXHAUSTED when neither fits. FAILED_PRECONDITION if the model
-  // is not a VAE, INVALID_ARGUMENT for misshapen latents. `cancel` stops
+  // RESOURCE_EXHAUSTED when neither fits. With a device the VAE runs there
+  // and the same choice is made against the VRAM budget (prepare_device).
+  // FAILED_PRECONDITION if the model is not a VAE, INVALID_ARGUMENT for misshapen latents. `cancel` stops
   // encode and decode as it stops step().
   absl::StatusOr<torch::Tensor> decode_image(const std::string& model_id, const torch::Tensor& latents,
                                              const CancellationToken& cancel = {},
-                                             std::vector<std::string>* evicted = nullptr) override;
+                                             std::vector<std::string>* evicted = nullptr,
+                                             CallDevice* where = nullptr) override;
 
   // Lifecycle. After stop_accepting() new work fails with UNAVAILABLE;
   // wait_idle() returns true once no work runs (false at the deadline, on
@@ -216,7 +223,7 @@ class Engine final : public EngineApi {
   struct DenoiseExpert;
   absl::StatusOr<DenoiseExpert> ready_expert(const std::string& model_id, const EngineDenoiseRequest& request,
                                              const DenoiseRequest& loop, const Job& job,
-                                             std::vector<std::string>* evicted);
+                                             std::vector<std::string>* evicted, CallDevice* where = nullptr);
   // OK when request.expert_2 names a model of `first`'s architecture
   // (described, not loaded) and the boundary is in (0, 1].
   absl::Status check_second_expert(const EngineDenoiseRequest& request, const DiffusionModel& first);
@@ -233,21 +240,38 @@ class Engine final : public EngineApi {
   absl::StatusOr<ModelInfo> answer(const ResolvedLoad& load, Pin pinned) const;
   std::string relative_to_models_dir(const std::string& path) const;
 
-  // The VRAM tier (engine_placement.cc). A denoiser call on a device holds
-  // its model's placement pinned and its activations reserved.
+  // The VRAM tier (engine_placement.cc). A call on a device — any role: a
+  // denoiser's step, an encode, a decode — holds its model's placement
+  // pinned and its activations reserved.
   struct DeviceRun {
     Pin placement;
     Reservation activations;
+    int64_t streamed_before = 0;  // the placement's bytes_streamed() when the call began
+    // Adds what the call streamed to `where` (if any), once it ran.
+    void report_streamed(CallDevice* where) const;
   };
   class PlacementDropper;
   // Creates the tier and the observer that drops a placement whose model
   // left RAM; returns the observer the RAM cache reports to.
   absl::StatusOr<CacheObserver*> start_vram_tier();
-  // Places `model` (cached as `model_id`) unless placed, and reserves
-  // `activation_bytes` of VRAM beside it. Nothing without a device.
+  // The one admission rule of every role on the device: places `model`
+  // (cached as `model_id`, its blocks from Model::block_containers()) unless
+  // placed, re-plans a placement whose plan does not suit
+  // `activation_bytes` (residency_plan.h), and reserves them beside it.
+  // Nothing without a device. `where` (optional) says what was done.
   absl::StatusOr<std::optional<DeviceRun>> prepare_device(const std::string& model_id, const Model& model,
-                                                          int64_t activation_bytes);
-  absl::StatusOr<Pin> place(const std::string& model_id, const Model& model, int64_t activation_bytes);
+                                                          int64_t activation_bytes, CallDevice* where = nullptr);
+  absl::StatusOr<Pin> place(const std::string& model_id, const Model& model, int64_t activation_bytes,
+                            CallDevice* where);
+  // The plan `model` gets for calls of `activation_bytes`; the refusal
+  // names the budget, the activations and the tier's needed, available and
+  // evictable bytes.
+  absl::StatusOr<ResidencyPlan> plan_for(const std::string& model_id, const BlockLayout& layout,
+                                         int64_t activation_bytes);
+  // True when the placement in `pin` should be built again for calls of
+  // `activation_bytes`: it holds more than their plan (a larger call), or
+  // less while the budget has room free for the larger plan.
+  bool wants_replan(const Pin& pin, int64_t activation_bytes) const;
   std::function<void(const std::string&)> placement_note(const std::string& model_id) const;
   // The VRAM `model_id`'s placement holds; 0 when it has none.
   int64_t placement_bytes(const std::string& model_id) const;

@@ -19,6 +19,7 @@
 #include "core/cache/cache_stats.h"
 #include "core/cache/model_cache.h"
 #include "core/denoise/denoise_loop.h"
+#include "core/engine/call_device.h"
 #include "core/engine/load_board.h"
 #include "core/engine/loaded_model.h"
 #include "core/memory/device.h"
@@ -68,6 +69,9 @@ struct EngineDenoiseRequest {
   // Optional: gets the keys of the models evicted to admit the activations,
   // before the first step runs.
   std::vector<std::string>* evicted = nullptr;
+  // Optional: gets where the first expert runs and what its placement did,
+  // before the first step runs.
+  CallDevice* where = nullptr;
   // Wan 2.2's low-noise expert: a loaded model's id or a path to load, of
   // the same architecture as `model_id`. The steps whose scheduler
   // timestep is below boundary_ratio × 1000 run it, guided by
@@ -117,14 +121,17 @@ class EngineApi {
                                             const CancellationToken& cancel = {}) = 0;
   virtual absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request,
                                                 const DenoiseOptions& options) = 0;
-  // `evicted` (optional) gets the keys of the models this call evicted to
-  // admit its activations, as ModelCache::make_room reports them.
+  // `evicted` (optional) gets the keys of the models this call evicted from
+  // RAM to admit its activations, as ModelCache::make_room reports them;
+  // `where` (optional) where it ran and what its placement did.
   virtual absl::StatusOr<EncodedText> encode_text(const std::string& model_id, const TextEncoding& request,
                                                   const CancellationToken& cancel = {},
-                                                  std::vector<std::string>* evicted = nullptr) = 0;
+                                                  std::vector<std::string>* evicted = nullptr,
+                                                  CallDevice* where = nullptr) = 0;
   virtual absl::StatusOr<torch::Tensor> decode_image(const std::string& model_id, const torch::Tensor& latents,
                                                      const CancellationToken& cancel = {},
-                                                     std::vector<std::string>* evicted = nullptr) = 0;
+                                                     std::vector<std::string>* evicted = nullptr,
+                                                     CallDevice* where = nullptr) = 0;
   virtual bool draining() const = 0;
 };
 

@@ -29,7 +29,7 @@ struct Engine::DenoiseExpert {
 absl::StatusOr<Engine::DenoiseExpert> Engine::ready_expert(const std::string& model_id,
                                                            const EngineDenoiseRequest& request,
                                                            const DenoiseRequest& loop, const Job& job,
-                                                           std::vector<std::string>* evicted) {
+                                                           std::vector<std::string>* evicted, CallDevice* where) {
   const std::vector<int64_t> shape =
       loop.initial_latents.defined() ? loop.initial_latents.sizes().vec() : loop.latent_shape;
   const Conditioning* negative = request.negative.has_value() ? &*request.negative : nullptr;
@@ -76,7 +76,8 @@ absl::StatusOr<Engine::DenoiseExpert> Engine::ready_expert(const std::string& mo
     ActivationQuery query = denoise_activation_query(*expert.model, loop, request.positive, negative);
     query.device_is_cpu = false;
     DIFFUSIOND_ASSIGN_OR_RETURN(
-        expert.on_device, prepare_device(model_id, *expert.model, expert.model->estimate_activations(query).bytes));
+        expert.on_device,
+        prepare_device(model_id, *expert.model, expert.model->estimate_activations(query).bytes, where));
   }
   return expert;
 }
@@ -124,8 +125,8 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   };
   Readied readied_for[2];
   {
-    DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseExpert readied,
-                                ready_expert(request.model_id, request, loop, job, &readied_for[0].evicted));
+    DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseExpert readied, ready_expert(request.model_id, request, loop, job,
+                                                                    &readied_for[0].evicted, request.where));
     first.emplace(std::move(readied));
     if (request.evicted != nullptr) {
       request.evicted->insert(request.evicted->end(), readied_for[0].evicted.begin(), readied_for[0].evicted.end());

@@ -1,6 +1,7 @@
-// The engine's VRAM tier: placing a denoiser on the device before its
-// forwards, reserving their activations beside it, and dropping a placement
-// when its model leaves RAM.
+// The engine's VRAM tier: placing a model of any role (denoiser, text
+// encoder, VAE) on the device before its forwards, re-planning it when a
+// call's activations want another plan, reserving the activations beside
+// it, and dropping a placement when its model leaves RAM.
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -51,33 +52,58 @@ std::function<void(const std::string&)> Engine::placement_note(const std::string
   };
 }
 
-absl::StatusOr<Pin> Engine::place(const std::string& model_id, const Model& model, int64_t activation_bytes) {
+absl::StatusOr<ResidencyPlan> Engine::plan_for(const std::string& model_id, const BlockLayout& layout,
+                                               int64_t activation_bytes) {
+  const int64_t capacity = vram_->budget().capacity_bytes();
+  const ResidencyInput input = layout.residency_input(std::max<int64_t>(0, capacity - activation_bytes));
+  absl::StatusOr<ResidencyPlan> plan = plan_residency(input);
+  if (plan.ok() || !absl::IsResourceExhausted(plan.status())) return plan;
+  // Asked of the tier as well, so that the refusal is counted and reported
+  // like any other (diffusiond_vram_rejections_total, the event log), and
+  // names needed, available and evictable bytes. The minimum beside the
+  // activations exceeds the whole budget, so make_room refuses without
+  // evicting anything.
+  const absl::Status tier = vram_->make_room(residency_minimum_bytes(input) + activation_bytes).status();
+  // The budget the plan saw is what the activations left: name both.
+  return absl::Status(
+      plan.status().code(),
+      absl::StrCat("model \"", bounded(model_id), "\" on ", options_.device->name(), ": the VRAM budget is ",
+                   format_bytes(capacity), " and this call's activations take ", format_bytes(activation_bytes),
+                   " of it; ", plan.status().message(), tier.ok() ? "" : absl::StrCat(" (", tier.message(), ")")));
+}
+
+bool Engine::wants_replan(const Pin& pin, int64_t activation_bytes) const {
+  const auto* placement = pin.as<DevicePlacement>();
+  const int64_t capacity = vram_->budget().capacity_bytes();
+  absl::StatusOr<ResidencyPlan> wanted = plan_residency(
+      block_layout(placement->model()).residency_input(std::max<int64_t>(0, capacity - activation_bytes)));
+  // A call no plan admits is refused by the activations' reservation.
+  if (!wanted.ok()) return false;
+  const int64_t held = placement->plan().device_bytes();
+  if (wanted->device_bytes() < held) return true;  // shrink: stream more rather than refuse or evict
+  // Grow only into room that is free now: never evict another placement
+  // for blocks this one can stream.
+  return wanted->device_bytes() > held &&
+         wanted->device_bytes() - held + activation_bytes <= vram_->budget().available_bytes();
+}
+
+absl::StatusOr<Pin> Engine::place(const std::string& model_id, const Model& model, int64_t activation_bytes,
+                                  CallDevice* where) {
   const auto build = [&]() -> absl::StatusOr<LoadedValue> {
     const BlockLayout layout = block_layout(model);
-    // The plan leaves room for this call's activations; it is fixed for the
-    // placement's life (a later, larger call may evict other placements).
-    const int64_t capacity = vram_->budget().capacity_bytes();
-    const ResidencyInput input = layout.residency_input(std::max<int64_t>(0, capacity - activation_bytes));
-    absl::StatusOr<ResidencyPlan> plan = plan_residency(input);
-    if (!plan.ok()) {
-      if (absl::IsResourceExhausted(plan.status())) {
-        // Asked of the tier as well, so that the refusal is counted and
-        // reported like any other (diffusiond_vram_rejections_total, the
-        // event log). The minimum beside the activations exceeds the whole
-        // budget, so make_room refuses without evicting anything.
-        vram_->make_room(residency_minimum_bytes(input) + activation_bytes).status().IgnoreError();
-      }
-      // The budget the plan saw is what the activations left: name both.
-      return absl::Status(plan.status().code(),
-                          absl::StrCat("model \"", bounded(model_id), "\" on ", options_.device->name(),
-                                       ": the VRAM budget is ", format_bytes(capacity),
-                                       " and this step's activations take ", format_bytes(activation_bytes),
-                                       " of it; ", plan.status().message()));
+    // The plan leaves room for this call's activations. A later call whose
+    // activations want another plan re-plans (prepare_device).
+    DIFFUSIOND_ASSIGN_OR_RETURN(const ResidencyPlan plan, plan_for(model_id, layout, activation_bytes));
+    std::vector<std::string> evicted;
+    DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation, vram_->make_room(plan.device_bytes(), &evicted));
+    DIFFUSIOND_ASSIGN_OR_RETURN(
+        std::unique_ptr<DevicePlacement> placement,
+        DevicePlacement::create(model, *options_.device, layout, plan, reservation,
+                                PlacementOptions{options_.fp8_matmul, placement_note(model_id)}));
+    if (where != nullptr) {
+      where->placed = true;
+      where->evicted.insert(where->evicted.end(), evicted.begin(), evicted.end());
     }
-    DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation, vram_->make_room(plan->device_bytes()));
-    DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<DevicePlacement> placement,
-                                DevicePlacement::create(model, *options_.device, layout, *plan, reservation,
-                                                        PlacementOptions{options_.fp8_matmul, placement_note(model_id)}));
     LoadedValue value;
     value.value = std::move(placement);
     value.reservations.push_back(std::move(reservation));
@@ -93,21 +119,37 @@ absl::StatusOr<Pin> Engine::place(const std::string& model_id, const Model& mode
   }
 }
 
-absl::StatusOr<std::optional<Engine::DeviceRun>> Engine::prepare_device(const std::string& model_id,
-                                                                       const Model& model,
-                                                                       int64_t activation_bytes) {
+void Engine::DeviceRun::report_streamed(CallDevice* where) const {
+  if (where == nullptr || !placement) return;
+  where->streamed_bytes += placement.as<DevicePlacement>()->bytes_streamed() - streamed_before;
+}
+
+absl::StatusOr<std::optional<Engine::DeviceRun>> Engine::prepare_device(const std::string& model_id, const Model& model,
+                                                                        int64_t activation_bytes, CallDevice* where) {
   if (vram_ == nullptr) return std::optional<DeviceRun>();
+  if (where != nullptr) where->device = options_.device->name();
   DeviceRun run;
-  DIFFUSIOND_ASSIGN_OR_RETURN(run.placement, place(model_id, model, activation_bytes));
-  absl::StatusOr<Reservation> activations = vram_->make_room(activation_bytes);
+  DIFFUSIOND_ASSIGN_OR_RETURN(run.placement, place(model_id, model, activation_bytes, where));
+  // Re-plan a placement made for other activations: dropped (if no other
+  // call holds it: then it serves this one as it is) and placed again for
+  // these. Once: the new plan is this call's.
+  if (wants_replan(run.placement, activation_bytes)) {
+    run.placement.reset();
+    if (vram_->drop(model_id, /*wait=*/false).ok() && where != nullptr) where->replanned = true;
+    DIFFUSIOND_ASSIGN_OR_RETURN(run.placement, place(model_id, model, activation_bytes, where));
+  }
+  const DevicePlacement& placement = *run.placement.as<DevicePlacement>();
+  if (where != nullptr) where->plan = placement.plan().summary();
+  absl::StatusOr<Reservation> activations =
+      vram_->make_room(activation_bytes, where != nullptr ? &where->evicted : nullptr);
   if (!activations.ok()) {
     return absl::Status(activations.status().code(),
-                        absl::StrCat("model \"", bounded(model_id), "\": this step's activations (estimated ",
+                        absl::StrCat("model \"", bounded(model_id), "\": this call's activations (estimated ",
                                      format_bytes(activation_bytes), ") do not fit beside its placement (",
-                                     run.placement.as<DevicePlacement>()->plan().summary(),
-                                     "): ", activations.status().message()));
+                                     placement.plan().summary(), "): ", activations.status().message()));
   }
   run.activations = std::move(*activations);
+  run.streamed_before = placement.bytes_streamed();
   return std::optional<DeviceRun>(std::move(run));
 }
 

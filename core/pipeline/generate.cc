@@ -33,8 +33,18 @@ void report_evictions(const GenerateOptions& options, const std::vector<std::str
                       absl::string_view what) {
   for (const std::string& key : evicted) {
     emit_to(options, {GenerateEvent::Stage::kEvict, key, 0, 0, absl::ZeroDuration(),
-                      absl::StrCat("evicted to make room for ", what)});
+                      absl::StrCat("evicted to make room for ", what), ""});
   }
+}
+
+// Reports the placements `where` says were evicted to RAM for `what`, as
+// events of their own, and forgets them.
+void report_placement_evictions(const GenerateOptions& options, CallDevice& where, absl::string_view what) {
+  for (const std::string& key : where.evicted) {
+    emit_to(options, {GenerateEvent::Stage::kEvict, key, 0, 0, absl::ZeroDuration(),
+                      absl::StrCat("placement evicted to RAM to make room for ", what), where.device});
+  }
+  where.evicted.clear();
 }
 
 absl::Status check_request(const GenerateRequest& r) {
@@ -287,7 +297,7 @@ absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
   for (const ModelInfo& m : engine.list()) {
     if (m.model_id == id_or_path) {
-      emit_to(options, {GenerateEvent::Stage::kLoad, m.model_id, 0, 0, absl::ZeroDuration(), "already loaded"});
+      emit_to(options, {GenerateEvent::Stage::kLoad, m.model_id, 0, 0, absl::ZeroDuration(), "already loaded", ""});
       return m.model_id;
     }
   }
@@ -299,8 +309,7 @@ absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string
   watcher.on_progress = [&](const LoadProgress& p) { report_evictions(options, p.evicted, id_or_path); };
   DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, engine.load(load, watcher));
   emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, clock->now() - start,
-                    absl::StrCat("loaded ", info.architecture, ", ",
-                                 format_bytes(info.bytes[kCpuIndex]))});
+                    absl::StrCat("loaded ", info.architecture, ", ", format_bytes(info.bytes[kCpuIndex])), ""});
   return info.model_id;
 }
 
@@ -351,6 +360,7 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
     DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "encoding"));
     const absl::Time start = clock->now();
     std::string detail, encoder;
+    CallDevice where;
     for (bool negative : {false, true}) {
       if (negative && !cfg) break;
       std::vector<std::string> evicted;
@@ -360,16 +370,18 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
                                                            [&](const std::string& id) {
                                                              encoder = id;
                                                              return engine.encode_text(id, encoding, options.cancel,
-                                                                                       &evicted);
+                                                                                       &evicted, &where);
                                                            },
                                                            encoder));
       report_evictions(options, evicted, absl::StrCat("the encoding of ", encoder));
+      report_placement_evictions(options, where, absl::StrCat("the encoding of ", encoder));
       DIFFUSIOND_ASSIGN_OR_RETURN(Conditioning part, family.encoder_conditioning(c.name, encoded));
       (negative ? negative_parts : positive_parts)[c.name] = std::move(part);
       absl::StrAppend(&detail, detail.empty() ? "" : ", ", encoded.tokens, negative ? " negative" : " prompt",
                       " tokens");
     }
-    emit_to(options, {GenerateEvent::Stage::kEncode, encoder, 0, 0, clock->now() - start, detail});
+    emit_to(options, {GenerateEvent::Stage::kEncode, encoder, 0, 0, clock->now() - start,
+                      absl::StrCat(detail, "; ", where.summary()), where.device});
   }
 
   DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "denoising"));
@@ -404,12 +416,21 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   }
   std::vector<std::string> evicted_for_denoise;
   denoise.evicted = &evicted_for_denoise;
+  CallDevice denoise_where;
+  denoise.where = &denoise_where;
   DenoiseOptions loop_options;
   loop_options.cancel = options.cancel;
   loop_options.clock = clock;
   loop_options.on_step = [&](const StepEvent& e) {
-    if (e.step == 1) report_evictions(options, evicted_for_denoise, absl::StrCat("the activations of ", transformer));
-    emit_to(options, {GenerateEvent::Stage::kDenoise, transformer, e.step, e.steps, e.step_time, ""});
+    // The first step says where the loop runs and what its placement did.
+    std::string detail;
+    if (e.step == 1) {
+      report_evictions(options, evicted_for_denoise, absl::StrCat("the activations of ", transformer));
+      report_placement_evictions(options, denoise_where, absl::StrCat("the denoise of ", transformer));
+      detail = denoise_where.summary();
+    }
+    emit_to(options,
+            {GenerateEvent::Stage::kDenoise, transformer, e.step, e.steps, e.step_time, detail, denoise_where.device});
   };
   DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor latents, on_component<torch::Tensor>(
                                                          engine, denoiser_id, options,
@@ -423,16 +444,19 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   const absl::Time start = clock->now();
   GeneratedImage image;
   std::vector<std::string> evicted_for_decode;
+  CallDevice decode_where;
   std::string vae;
   DIFFUSIOND_ASSIGN_OR_RETURN(
       image.pixels,
       on_component<torch::Tensor>(engine, resolved.ids.at(decoder_name), options, [&](const std::string& id) {
         vae = id;
-        return engine.decode_image(id, latents, options.cancel, &evicted_for_decode);
+        return engine.decode_image(id, latents, options.cancel, &evicted_for_decode, &decode_where);
       }));
   report_evictions(options, evicted_for_decode, absl::StrCat("the decode of ", vae));
+  report_placement_evictions(options, decode_where, absl::StrCat("the decode of ", vae));
   emit_to(options, {GenerateEvent::Stage::kDecode, vae, 0, 0, clock->now() - start,
-                    absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels")});
+                    absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels; ", decode_where.summary()),
+                    decode_where.device});
   image.seed = r.seed;
   image.parameters = {{"parameters", parameters_json(r, resolved, steps, guidance, width, height)}};
   return image;

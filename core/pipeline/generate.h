@@ -61,6 +61,10 @@ struct GenerateEvent {
   int step = 0, steps = 0;  // kDenoise
   absl::Duration time;
   std::string detail;
+  // Where an encode, a denoise step or a decode ran: "cpu", or the device
+  // ("sim", "cuda:0"); for an eviction of a placement to RAM, the device it
+  // left. Empty for loads and evictions from RAM.
+  std::string device;
 };
 
 struct GenerateOptions {

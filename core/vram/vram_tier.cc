@@ -29,8 +29,10 @@ absl::StatusOr<Reservation> VramTier::make_room(int64_t bytes, std::vector<std::
   return placements_->make_room(bytes, Device::kCuda, evicted);
 }
 
-absl::Status VramTier::drop(const std::string& key) {
-  return placements_->unload(key, UnloadOptions{}).status();
+absl::Status VramTier::drop(const std::string& key, bool wait) {
+  UnloadOptions options;
+  options.wait = wait;
+  return placements_->unload(key, options).status();
 }
 
 }  // namespace diffusiond

@@ -43,9 +43,10 @@ class VramTier {
   // Evicts LRU unpinned placements until `bytes` fit, then reserves them
   // (a placement being built, or a step's activations).
   absl::StatusOr<Reservation> make_room(int64_t bytes, std::vector<std::string>* evicted = nullptr);
-  // Drops `key`'s placement once its pins drain (its RAM copy is going).
-  // NOT_FOUND if it has none.
-  absl::Status drop(const std::string& key);
+  // Drops `key`'s placement once its pins drain (its RAM copy is going);
+  // with `wait` false, only if nothing pins it (FAILED_PRECONDITION
+  // otherwise). NOT_FOUND if it has none.
+  absl::Status drop(const std::string& key, bool wait = true);
 
   // Calls `read` with `key`'s placement, if any, without pinning it or
   // counting a use (ModelCache::peek).

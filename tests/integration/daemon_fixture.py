@@ -101,6 +101,7 @@ def models_dir():
 
 
 PIPELINE = "zpipe"  # the random Z-Image pipeline's folder inside the models directory
+COMPONENTS = [f"{PIPELINE}/{c}" for c in ("text_encoder", "transformer", "vae")]
 _pipeline_lock = threading.Lock()
 
 

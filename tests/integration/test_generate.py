@@ -10,11 +10,10 @@ import struct
 import subprocess
 import unittest
 
-from daemon_fixture import PIPELINE, Daemon, binary, daemon_env, pipeline_models_dir, work_dir
+from daemon_fixture import COMPONENTS, PIPELINE, Daemon, binary, daemon_env, pipeline_models_dir, work_dir
 
 import diffusiond_client as dc
 
-COMPONENTS = [f"{PIPELINE}/{c}" for c in ("text_encoder", "transformer", "vae")]
 WIDTH, HEIGHT = 64, 48
 
 

@@ -1,15 +1,17 @@
 """The VRAM tier through a real daemon on the simulated device (``--device sim``):
 placement at the first step, eviction to RAM under a budget that holds one
 placement of two, re-placement without a reload, a streaming plan, their
-/metrics series and log lines; and ``--device cuda:0`` refused at start in one
-line where no GPU is usable."""
+/metrics series and log lines; a Generate whose encode, denoise and decode all
+run on the device inside the VRAM budget; and ``--device cuda:0`` refused at
+start in one line where no GPU is usable."""
 
 import math
 import subprocess
 import unittest
 
 import diffusiond_client as dc
-from daemon_fixture import DEMO_MODEL, Daemon, DaemonTestCase, binary, caption, daemon_env, metric, models_dir, parse_metrics
+from daemon_fixture import (COMPONENTS, DEMO_MODEL, PIPELINE, Daemon, DaemonTestCase, binary, caption, daemon_env, metric,
+                            models_dir, parse_metrics, pipeline_models_dir)
 
 SIM_MEMORY = "1GiB"
 
@@ -163,6 +165,42 @@ class VramStreamingTest(unittest.TestCase):
                          info.vram_streamed_bytes_per_step)
         self.assertTrue(all(math.isfinite(v) for v in got))
         self.assertEqual(got, expected, "streaming on the simulated device changed the output")
+
+
+class VramGenerateTest(unittest.TestCase):
+    """Every stage of a Generate on the simulated device."""
+
+    def test_Vram_generate_runs_encode_denoise_and_decode_on_the_device_inside_the_budget(self):
+        budget = 512 * 1024 * 1024
+        daemon = Daemon(pipeline_models_dir(), ram_budget="2GiB", extra_args=sim_args(budget)).start()
+        try:
+            with daemon.client() as client:
+                events = []
+                image = client.generate(PIPELINE, "a red lighthouse", "blurry", width=64, height=48, steps=2,
+                                        guidance_scale=3.0, seed=7, on_progress=events.append)
+                models = {m.model_id: m for m in client.list_models()}
+                cuda = client.stats().budget("cuda")
+                s = parse_metrics(daemon.scrape())
+        finally:
+            daemon.assert_stops_cleanly()
+        self.assertEqual((image.width, image.height), (64, 48))
+        ran = [e for e in events if e.stage in ("encode", "denoise", "decode")]
+        self.assertEqual([e.stage for e in ran], ["encode", "denoise", "denoise", "decode"])
+        for e in ran:
+            self.assertEqual(e.device, "sim", e)
+        for e in (ran[0], ran[1], ran[3]):  # the encode, the first step, the decode: what was placed
+            self.assertIn("on sim: placed, all ", e.detail)
+        self.assertEqual([e.device for e in events if e.stage == "load"], ["", "", ""])
+        for c in COMPONENTS:
+            self.assertGreater(models[c].vram_bytes, 0, models[c])
+            self.assertTrue(models[c].vram_plan.startswith("all "), models[c].vram_plan)
+        self.assertLessEqual(cuda.high_water_bytes, budget)
+        self.assertEqual(cuda.reserved_bytes, 0)
+        self.assertEqual(cuda.committed_bytes, sum(models[c].vram_bytes for c in COMPONENTS))
+        for stage, count in (("encode", 1), ("denoise", 2), ("decode", 1)):
+            self.assertEqual(metric(s, "diffusiond_generate_stage_runs_total", stage=stage, device="sim"), count)
+            self.assertIsNone(metric(s, "diffusiond_generate_stage_runs_total", stage=stage, device="cpu"))
+        self.assertEqual(metric(s, "diffusiond_vram_placements_total"), 3)
 
 
 class VramCudaStartTest(unittest.TestCase):

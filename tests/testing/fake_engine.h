@@ -98,11 +98,11 @@ class FakeEngine final : public EngineApi {
     return absl::UnimplementedError("least_call_room");
   }
   absl::StatusOr<EncodedText> encode_text(const std::string&, const TextEncoding&, const CancellationToken&,
-                                          std::vector<std::string>*) override {
+                                          std::vector<std::string>*, CallDevice*) override {
     return absl::UnimplementedError("encode_text");
   }
   absl::StatusOr<torch::Tensor> decode_image(const std::string&, const torch::Tensor&, const CancellationToken&,
-                                             std::vector<std::string>*) override {
+                                             std::vector<std::string>*, CallDevice*) override {
     return absl::UnimplementedError("decode_image");
   }
   bool draining() const override { return false; }

@@ -153,7 +153,10 @@ class GenerateProgress:
     ``stage`` is "load", "evict", "encode", "denoise" or "decode" (or
     "stage_<n>" for a stage newer than this client); ``step`` and ``steps``
     count denoise steps, 1-based; ``seconds`` is the stage's wall time and
-    ``detail`` one line such as "loaded 1.2 GiB".
+    ``detail`` one line such as "loaded 1.2 GiB". ``device`` is where an
+    encode, denoise step or decode ran ("cpu", "sim", "cuda:0"), or the device
+    a placement evicted to RAM left; empty for loads and evictions from RAM
+    (and from daemons older than the field).
     """
 
     stage: str
@@ -162,12 +165,13 @@ class GenerateProgress:
     steps: int
     seconds: float
     detail: str
+    device: str = ""
 
     @classmethod
     def from_proto(cls, m: Any) -> "GenerateProgress":
         value = m.DESCRIPTOR.fields_by_name["stage"].enum_type.values_by_number.get(m.stage)
         stage = value.name[len("STAGE_"):].lower() if value is not None else f"stage_{m.stage}"
-        return cls(stage, m.model_id, m.step, m.steps, m.seconds, m.detail)
+        return cls(stage, m.model_id, m.step, m.steps, m.seconds, m.detail, m.device)
 
 
 @dataclasses.dataclass(frozen=True)

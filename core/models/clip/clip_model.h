@@ -26,6 +26,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/models/clip/clip_config.h"
@@ -81,6 +82,9 @@ class ClipTextModel final : public TextEncoder {
   // [B, projection_dim]. INVALID_ARGUMENT naming a missing, unexpected or
   // misshapen input.
   absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const override;
+
+  // A placement keeps or streams the encoder layers.
+  std::vector<std::string> block_containers() const override { return {"text_model.encoder.layers"}; }
 
   // Tokenizes `request` and returns hidden_states[request.hidden_layer] as
   // forward() indexes it, the tokenizer's mask, and as `pooled` the model's

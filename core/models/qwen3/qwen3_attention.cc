@@ -26,9 +26,10 @@ torch::Tensor apply_half_split_rope(const torch::Tensor& x, const torch::Tensor&
   return x * cos.to(x.scalar_type()) + rotated * sin.to(x.scalar_type());
 }
 
-torch::Tensor qwen3_attention_mask(const torch::Tensor& key_mask, int64_t batch, int64_t seq) {
-  torch::Tensor allowed =
-      torch::ones({seq, seq}, torch::TensorOptions().dtype(torch::kBool)).tril().expand({batch, seq, seq});
+torch::Tensor qwen3_attention_mask(const torch::Tensor& key_mask, int64_t batch, int64_t seq, torch::Device device) {
+  torch::Tensor allowed = torch::ones({seq, seq}, torch::TensorOptions().dtype(torch::kBool).device(device))
+                              .tril()
+                              .expand({batch, seq, seq});
   if (key_mask.defined()) allowed = allowed.logical_and(key_mask.to(torch::kBool).view({batch, 1, seq}));
   const torch::Tensor sees_nothing = allowed.logical_not().all(-1, /*keepdim=*/true);
   return allowed.logical_or(sees_nothing);

@@ -30,8 +30,10 @@ torch::Tensor apply_half_split_rope(const torch::Tensor& x, const torch::Tensor&
 // and, when `key_mask` ([batch, seq] bool, true = token) is defined, only
 // token keys. A query that would see no key at all sees every key: what
 // transformers' SDPA mask does on torch < 2.5 (it is where the reference
-// ran), and a row the pipeline drops anyway.
-torch::Tensor qwen3_attention_mask(const torch::Tensor& key_mask, int64_t batch, int64_t seq);
+// ran), and a row the pipeline drops anyway. Made on `device`, where
+// `key_mask` is too.
+torch::Tensor qwen3_attention_mask(const torch::Tensor& key_mask, int64_t batch, int64_t seq,
+                                   torch::Device device = torch::kCPU);
 
 // softmax(q kᵀ / sqrt(head_dim), masked by `allowed`) v with q [batch,
 // heads, seq, head_dim] and k, v [batch, kv_heads, seq, head_dim]; q head h

@@ -34,12 +34,18 @@ absl::StatusOr<torch::Tensor> Qwen3Model::hidden_states(const torch::Tensor& inp
   return status_of("the Qwen3 forward", [&]() -> absl::StatusOr<torch::Tensor> {
     torch::NoGradGuard no_grad;
     const bool final_norm = index == config_.num_hidden_layers;
-    return run(input_ids, attention_mask, final_norm ? config_.num_hidden_layers : index, final_norm);
+    const int64_t layers = final_norm ? config_.num_hidden_layers : index;
+    // On a placement's device the inputs go there and the output comes back.
+    const torch::Device device = forward_device(), home = input_ids.device();
+    if (device == home) return run(input_ids, attention_mask, layers, final_norm);
+    return run(input_ids.to(device), attention_mask.defined() ? attention_mask.to(device) : torch::Tensor(), layers,
+               final_norm)
+        .to(home);
   });
 }
 
 torch::Tensor Qwen3Model::linear(const torch::Tensor& x, const std::string& name) const {
-  return torch::linear(x, param(name));
+  return linear_layer(x, name, "");
 }
 
 torch::Tensor Qwen3Model::run(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
@@ -48,8 +54,12 @@ torch::Tensor Qwen3Model::run(const torch::Tensor& input_ids, const torch::Tenso
   torch::Tensor h = torch::embedding(param("embed_tokens.weight"), input_ids.to(torch::kInt64));
   if (layers_to_run > 0) {
     const torch::Tensor key_mask = attention_mask.defined() ? attention_mask.ne(0) : torch::Tensor();
-    const torch::Tensor allowed = qwen3_attention_mask(key_mask, batch, seq);
-    const auto [cos, sin] = qwen3_rope_tables(config_.rope_theta, config_.head_dim, seq);
+    const torch::Device device = input_ids.device();
+    const torch::Tensor allowed = qwen3_attention_mask(key_mask, batch, seq, device);
+    // The tables are computed on the CPU, where the reference computed
+    // them, and moved: the same float32 values on every device.
+    const auto [cpu_cos, cpu_sin] = qwen3_rope_tables(config_.rope_theta, config_.head_dim, seq);
+    const torch::Tensor cos = cpu_cos.to(device), sin = cpu_sin.to(device);
     for (int64_t i = 0; i < layers_to_run; ++i) {
       check_cancelled();  // a cancelled encoding stops within one layer
       h = decoder_layer(i, h, allowed, cos, sin);

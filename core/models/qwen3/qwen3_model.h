@@ -13,10 +13,11 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/models/text_encoder.h"
 #include "core/models/qwen3/qwen3_config.h"
+#include "core/models/text_encoder.h"
 #include "core/text/tokenizer.h"
 
 namespace diffusiond {
@@ -50,6 +51,9 @@ class Qwen3Model final : public TextEncoder {
   // caption features when hidden_layer is -2. INVALID_ARGUMENT naming a
   // missing, unexpected or misshapen input.
   absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const override;
+
+  // A placement keeps or streams the decoder layers.
+  std::vector<std::string> block_containers() const override { return {"layers"}; }
 
   // Tokenizes `request` and returns hidden_states[request.hidden_layer]
   // (padding masked unless attend_to_padding); no pooled output.

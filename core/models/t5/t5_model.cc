@@ -45,7 +45,8 @@ absl::StatusOr<torch::Tensor> T5Encoder::hidden_states(const torch::Tensor& inpu
   return status_of(absl::StrCat("the ", config_.name(), " forward"), [&]() -> absl::StatusOr<torch::Tensor> {
     torch::NoGradGuard no_grad;
     const bool final_norm = index == config_.num_layers;
-    return run(input_ids, attention_mask, index, final_norm);
+    // run() moves the inputs to a placement's device; the output comes back.
+    return run(input_ids, attention_mask, index, final_norm).to(input_ids.device());
   });
 }
 

@@ -30,6 +30,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/models/t5/t5_config.h"
@@ -61,6 +62,9 @@ class T5Encoder final : public TextEncoder {
   // "last_hidden_state" [B, L, d_model], every row (padding included).
   // INVALID_ARGUMENT naming a missing, unexpected or misshapen input.
   absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const override;
+
+  // A placement keeps or streams the encoder blocks.
+  std::vector<std::string> block_containers() const override { return {"encoder.block"}; }
 
   // Tokenizes `request` and returns hidden_states[request.hidden_layer]
   // (padding masked unless attend_to_padding) and the tokenizer's mask; no

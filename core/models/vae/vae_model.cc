@@ -72,13 +72,15 @@ absl::StatusOr<torch::Tensor> VaeModel::decode(const torch::Tensor& latents,
   }
   return status_of("the VAE decode", [&]() -> absl::StatusOr<torch::Tensor> {
     torch::NoGradGuard no_grad;
+    // On a placement's device the latents go there and the image comes back.
+    const torch::Device device = forward_device(), home = latents.device();
     // Upstream's order: cast, divide by the scaling factor, add the shift.
-    const torch::Tensor z = latents.to(compute_dtype(*this)) / config_.scaling_factor + config_.shift_factor;
+    const torch::Tensor z = latents.to(device, compute_dtype(*this)) / config_.scaling_factor + config_.shift_factor;
     const auto decoder = [this](const torch::Tensor& tile) { return run_decoder(tile); };
     if (tiling.has_value() && (z.size(2) > tiling->latent_tile || z.size(3) > tiling->latent_tile)) {
-      return run_tiled(z, tiling->latent_tile, tiling->sample_tile, tiling->overlap_factor, decoder);
+      return run_tiled(z, tiling->latent_tile, tiling->sample_tile, tiling->overlap_factor, decoder).to(home);
     }
-    return run_decoder(z);
+    return run_decoder(z).to(home);
   });
 }
 
@@ -90,13 +92,16 @@ absl::StatusOr<VaeEncoding> VaeModel::encode(const torch::Tensor& image, const t
   }
   return status_of("the VAE encode", [&]() -> absl::StatusOr<VaeEncoding> {
     torch::NoGradGuard no_grad;
-    const torch::Tensor x = image.to(compute_dtype(*this));
+    // On a placement's device the image goes there and the moments come
+    // back; what follows is elementwise, on the caller's device.
+    const torch::Device device = forward_device(), home = image.device();
+    const torch::Tensor x = image.to(device, compute_dtype(*this));
     const auto encoder = [this](const torch::Tensor& tile) { return run_encoder(tile); };
     VaeEncoding e;
     if (tiling.has_value() && (x.size(2) > tiling->sample_tile || x.size(3) > tiling->sample_tile)) {
-      e.moments = run_tiled(x, tiling->sample_tile, tiling->latent_tile, tiling->overlap_factor, encoder);
+      e.moments = run_tiled(x, tiling->sample_tile, tiling->latent_tile, tiling->overlap_factor, encoder).to(home);
     } else {
-      e.moments = run_encoder(x);
+      e.moments = run_encoder(x).to(home);
     }
     const int64_t l = config_.latent_channels;
     e.mean = e.moments.narrow(1, 0, l);

@@ -16,6 +16,8 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/models/common/attention.h"
@@ -76,6 +78,12 @@ class VaeModel final : public ImageDecoder {
   //           the config's default tiles).
   // Exactly one of "latents" / "image". INVALID_ARGUMENT otherwise.
   absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const override;
+
+  // A placement keeps or streams the decoder's up blocks, then the
+  // encoder's down blocks; conv_in, the mid blocks and the output layers
+  // stay resident. Decoder first: a decode, the pipeline's use, streams
+  // its blocks in the order it reads them.
+  std::vector<std::string> block_containers() const override { return {"decoder.up_blocks", "encoder.down_blocks"}; }
 
   // The ImageDecoder role: tiled means default_vae_tiling(config()).
   int64_t latent_channels() const override { return config_.latent_channels; }

@@ -149,12 +149,12 @@ TEST_F(VramEngineTest, PlacementsAreEvictedToRamAndPlacedAgainWithoutReloading) 
 TEST_F(VramEngineTest, ABudgetBelowTheSmallestPlanIsRefusedClearly) {
   start(4096);
   load("a");
-  EXPECT_THAT(engine_->step("a", inputs()),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       ::testing::AllOf(HasSubstr("model \"a\" on sim: the VRAM budget is 4.00 KiB (4096 "
-                                                  "bytes) and this step's activations take "),
-                                        HasSubstr("of VRAM for weights cannot run this model"),
-                                        HasSubstr("streaming slots"))));
+  EXPECT_THAT(
+      engine_->step("a", inputs()),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               ::testing::AllOf(HasSubstr("model \"a\" on sim: the VRAM budget is 4.00 KiB (4096 "
+                                          "bytes) and this call's activations take "),
+                                HasSubstr("of VRAM for weights cannot run this model"), HasSubstr("streaming slots"))));
   EXPECT_EQ(device_->allocated_bytes(), 0);
   EXPECT_EQ(vram_->snapshot().committed_bytes + vram_->snapshot().reserved_bytes, 0);
   // Counted as a refusal of device memory (diffusiond_vram_rejections_total).

@@ -319,7 +319,12 @@ TEST(DaemonMetrics, CountsCallsGenerateStagesAndReadiness) {
   metrics.observe_rpc("diffusiond.v1.ModelService", "LoadModel", "OK", absl::Seconds(2));
   metrics.observe_generate_stage("denoise", absl::Milliseconds(40));
   metrics.observe_generate_stage("decode", absl::Seconds(3));
+  metrics.count_generate_stage_device("denoise", "sim");
+  metrics.count_generate_stage_device("denoise", "sim");
+  metrics.count_generate_stage_device("decode", "cpu");
   s = parse_samples(metrics.scrape_text());
+  EXPECT_THAT(s, Contains(Pair("diffusiond_generate_stage_runs_total{device=\"sim\",stage=\"denoise\"}", 2)));
+  EXPECT_THAT(s, Contains(Pair("diffusiond_generate_stage_runs_total{device=\"cpu\",stage=\"decode\"}", 1)));
   EXPECT_THAT(s, Contains(Pair("diffusiond_ready", 1)));
   EXPECT_THAT(s, Contains(Pair("diffusiond_grpc_requests_total{code=\"OK\",method=\"LoadModel\","
                                "service=\"diffusiond.v1.ModelService\"}",
@@ -464,6 +469,7 @@ TEST(DaemonMetrics, ScrapeTextPassesPromtoolCheckMetrics) {
   metrics.observe_denoise("m", "ok", absl::Seconds(12));
   metrics.observe_rpc("diffusiond.v1.DenoiseService", "Step", "NOT_FOUND", absl::Milliseconds(1));
   metrics.observe_generate_stage("encode", absl::Seconds(1));
+  metrics.count_generate_stage_device("encode", "cuda:0");
   metrics.set_ready(true);
 
   testing::TempDir dir;
