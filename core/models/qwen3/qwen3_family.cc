@@ -24,7 +24,7 @@ class Qwen3Recipe final : public TableRecipe {
         tokenizer_note_(std::move(tokenizer_note)) {}
 
   int64_t least_call_bytes(const ActivationQuery& query) const override {
-    return qwen3_encode_activation_bytes(config_, query.compute_dtype, query.text_tokens);
+    return qwen3_encode_activation_bytes(config_, query.compute_dtype, query.text_tokens, 0);
   }
   std::string describe() const override {
     const Qwen3Config& c = config_;

@@ -87,9 +87,11 @@ class Qwen3Model final : public TextEncoder {
 };
 
 // What Qwen3Model::encode_activation_bytes answers for a model of `config`
-// at `dtype`, from the config alone (so a pipeline can size an encode
-// before the model loads).
-int64_t qwen3_encode_activation_bytes(const Qwen3Config& config, torch::ScalarType dtype, int64_t tokens);
+// at `dtype` whose largest materialised weight (FP8 decoded, or converted
+// per use) has `materialized_weight_bytes`: from the config alone, so a
+// pipeline can size an encode before the model loads.
+int64_t qwen3_encode_activation_bytes(const Qwen3Config& config, torch::ScalarType dtype, int64_t tokens,
+                                      int64_t materialized_weight_bytes);
 
 }  // namespace diffusiond
 

@@ -37,12 +37,16 @@ Qwen3Config small_config() {
   return c;
 }
 
-std::unique_ptr<WeightStore> random_weights(const Qwen3Config& c) {
+// Float32 weights for compute at float32; the embedding table stored at
+// `embedding_dtype`, as a narrow-weights load keeps a bf16 one.
+std::unique_ptr<WeightStore> random_weights(const Qwen3Config& c, torch::ScalarType embedding_dtype = torch::kFloat32) {
   torch::manual_seed(7);
   auto w = std::make_unique<WeightStore>(torch::kFloat32);
   for (const ParamSpec& p : qwen3_parameter_table(c)) {
-    w->add(p.name, p.kind == ParamKind::kNormWeight ? 1.0 + 0.1 * torch::randn(p.shape)
-                                                    : torch::randn(p.shape) * 0.2);
+    const torch::Tensor t =
+        p.kind == ParamKind::kNormWeight ? 1.0 + 0.1 * torch::randn(p.shape) : torch::randn(p.shape) * 0.2;
+    // The table holds bf16 values either way, as a bf16 checkpoint would.
+    w->add(p.name, p.name == "embed_tokens.weight" ? t.to(torch::kBFloat16).to(embedding_dtype) : t);
   }
   return w;
 }
@@ -102,6 +106,26 @@ TEST(Qwen3Model, HiddenStateZeroIsTheEmbeddingAndLayersCountFromTheEnd) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("hidden layer 3 is out of range")));
   EXPECT_THAT(m->hidden_states(ids, torch::Tensor(), -4),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected [-3, 2]")));
+}
+
+// With narrow weights the bf16 embedding table is upcast whole at each
+// encode, so the estimate must hold it; the output is the widened model's.
+TEST(Qwen3Model, TheEstimateHoldsANarrowEmbeddingTableUpcastPerUse) {
+  Qwen3Config c = small_config();
+  c.vocab_size = 5000;  // the table outweighs every MLP weight, as in Qwen3-4B
+  absl::StatusOr<std::unique_ptr<Qwen3Model>> wide = Qwen3Model::create(c, random_weights(c, torch::kFloat32));
+  absl::StatusOr<std::unique_ptr<Qwen3Model>> narrow = Qwen3Model::create(c, random_weights(c, torch::kBFloat16));
+  ASSERT_THAT(wide, IsOk());
+  ASSERT_THAT(narrow, IsOk());
+  const int64_t table = c.vocab_size * c.hidden_size * 4, mlp = c.hidden_size * c.intermediate_size * 4;
+  EXPECT_GE((*narrow)->encode_activation_bytes(8) - (*wide)->encode_activation_bytes(8), table - mlp);
+  // The wide table holds the bf16 values widened, so both encode alike.
+  const torch::Tensor ids = torch::tensor({{3, 1, 4, 1, 5}}, torch::kInt64);
+  absl::StatusOr<torch::Tensor> hw = (*wide)->hidden_states(ids, torch::Tensor(), -1);
+  absl::StatusOr<torch::Tensor> hn = (*narrow)->hidden_states(ids, torch::Tensor(), -1);
+  ASSERT_THAT(hw, IsOk());
+  ASSERT_THAT(hn, IsOk());
+  EXPECT_TRUE(torch::equal(*hw, *hn));
 }
 
 TEST(Qwen3Model, KeptRowsDoNotDependOnRightPadding) {
