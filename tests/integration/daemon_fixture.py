@@ -199,6 +199,19 @@ def daemon_env():
     return {k: v for k, v in os.environ.items() if not k.startswith("DIFFUSIOND_")}
 
 
+def stop_process(proc, timeout_s=10):
+    """Ends a helper process the tests started (nginx, prometheus): SIGTERM,
+    then SIGKILL if it has not exited within ``timeout_s``."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class Daemon:
     """One diffusiond process on 127.0.0.1 with ephemeral ports.
 

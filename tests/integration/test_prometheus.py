@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 
 import diffusiond_client as dc
-from daemon_fixture import DEMO_MODEL, REPO_ROOT, Daemon, models_dir
+from daemon_fixture import DEMO_MODEL, REPO_ROOT, Daemon, models_dir, stop_process
 
 RULES = REPO_ROOT / "deploy" / "prometheus" / "rules.yml"
 BUDGET_BYTES = 1 << 20  # far below the demo model, so its load is refused
@@ -96,13 +96,7 @@ class Prometheus:
             time.sleep(0.2)
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 

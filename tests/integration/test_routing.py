@@ -22,7 +22,7 @@ from pathlib import Path
 
 import diffusiond_client as dc
 from daemon_fixture import (PIPELINE, REPO_ROOT, Daemon, binary, caption, daemon_env, metric, parse_metrics,
-                            pipeline_models_dir, work_dir)
+                            pipeline_models_dir, stop_process, work_dir)
 
 sys.path.insert(0, str(REPO_ROOT / "deploy" / "nginx"))
 import render  # noqa: E402  deploy/nginx/render.py
@@ -112,13 +112,7 @@ class RoutingTest(unittest.TestCase):
 
     @classmethod
     def _stop_nginx(cls):
-        if cls.nginx.poll() is None:
-            cls.nginx.terminate()
-            try:
-                cls.nginx.wait(10)
-            except subprocess.TimeoutExpired:
-                cls.nginx.kill()
-                cls.nginx.wait()
+        stop_process(cls.nginx)
 
     @classmethod
     def _nginx_output(cls):

@@ -4,6 +4,7 @@
 #include "clients/diffusionctl/token.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fake_env.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -23,15 +24,7 @@ std::string token_of(const GlobalOptions& g, const std::function<const char*(con
   return t.ok() ? *t : "<error>";
 }
 
-struct Env {
-  std::map<std::string, std::string> vars;
-  std::function<const char*(const char*)> getenv() const {
-    return [this](const char* name) -> const char* {
-      auto it = vars.find(name);
-      return it == vars.end() ? nullptr : it->second.c_str();
-    };
-  }
-};
+using Env = ::diffusiond::testing::FakeEnv;
 
 TEST(ResolveToken, FlagThenFileThenVariables) {
   TempDir dir;

@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fake_env.h"
 #include "tests/testing/status_matchers.h"
 
 namespace diffusiond {
@@ -14,16 +15,7 @@ using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::StatusIs;
 using ::testing::HasSubstr;
 
-// A fake environment.
-struct Env {
-  std::map<std::string, std::string> vars;
-  std::function<const char*(const char*)> getenv() const {
-    return [this](const char* name) -> const char* {
-      auto it = vars.find(name);
-      return it == vars.end() ? nullptr : it->second.c_str();
-    };
-  }
-};
+using Env = ::diffusiond::testing::FakeEnv;
 
 TEST(DaemonOptions, DefaultsWithNothingSet) {
   Env env;
