@@ -3,38 +3,53 @@
 # check"), run once per machine: builds the tests and gpu_bench against the
 # machine's CUDA libtorch (python's torch) and the Debian packages carried in
 # .gpu-carry/ (deploy/gpu-carry.sh), runs four test selections — FP8 kernels,
-# Z-Image parity, VRAM tiers, other CUDA tests — then gpu_bench. Budget: under
-# 7 minutes on one H200 with 16 cores; every step is cut at a shared deadline.
+# Z-Image parity, VRAM tiers, other CUDA tests — then gpu_bench, then the side
+# by side against upstream diffusers (tests/bench/vs_upstream.py: real-size
+# Z-Image and real-width FLUX, bf16, batch 1 and 2, the port's FP8 and
+# half-resident variants, device memory sampled against the VRAM budget).
+# Budget: under 8 minutes on one H200 with 16 cores; every step is cut at a
+# shared deadline.
 #
-#   deploy/gpu-check.sh [--dry-run] [--out DIR] [--build DIR]
+#   deploy/gpu-check.sh [--dry-run] [--out DIR] [--build DIR] [--diffusers SRC]
 #
 #   --dry-run    run what needs no GPU, on a machine without one: Debian's
 #                libtorch when python has no torch, the system's packages
-#                where it has them; CUDA tests skip, gpu_bench runs small
+#                where it has them; CUDA tests skip, gpu_bench runs small,
+#                the side by side runs at the demo size on the CPU (the port
+#                on the simulated device) against upstream on the first
+#                Python that has torch
 #   --out DIR    where the results go (default: $OUT if set, else
 #                build/gpu-check): gpu-check.log (everything), ctest.log (the
-#                selections), gpu-bench.json and summary.txt (one line a step)
+#                selections), gpu-bench.json, side-by-side.json and .md, and
+#                summary.txt (one line a step)
 #   --build DIR  the build folder (default build/gpu); reruns are incremental
+#   --diffusers SRC  upstream's source (the folder holding diffusers/); default:
+#                the one carried in .gpu-carry/diffusers-src.tar.gz
 #
 # Exit 0 when every step passed; 1 when one failed (the later steps still
 # run); 2 for a bad command line.
 set -euo pipefail
 
 usage() {
-  echo "usage: deploy/gpu-check.sh [--dry-run] [--out DIR] [--build DIR]"
+  echo "usage: deploy/gpu-check.sh [--dry-run] [--out DIR] [--build DIR] [--diffusers SRC]"
 }
 
 dry_run=0
 out="${OUT:-build/gpu-check}"
 build=build/gpu
+diffusers=""
 while (($#)); do
   case "$1" in
     --dry-run) dry_run=1 ;;
-    --out|--build)
+    --out|--build|--diffusers)
       if (($# < 2)) || [[ -z "$2" ]]; then
         echo "gpu-check: $1 needs a folder" >&2; usage >&2; exit 2
       fi
-      if [[ "$1" == --out ]]; then out="$2"; else build="$2"; fi
+      case "$1" in
+        --out) out="$2" ;;
+        --build) build="$2" ;;
+        *) diffusers="$(cd "$2" && pwd)" || { echo "gpu-check: no folder $2" >&2; exit 2; } ;;
+      esac
       shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "gpu-check: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -49,7 +64,7 @@ out="$(cd "$out" && pwd)"
 build="$(cd "$build" && pwd)"
 : >"$out/ctest.log"
 : >"$out/summary.txt"
-rm -f "$out/gpu-bench.json"
+rm -f "$out/gpu-bench.json" "$out/side-by-side.json" "$out/side-by-side.md"
 exec > >(tee "$out/gpu-check.log") 2>&1
 tee_pid=$!
 # Lets tee write the last lines before the script is gone.
@@ -59,7 +74,7 @@ trap 'exec >&- 2>&-; wait "$tee_pid" 2>/dev/null || true' EXIT
 # in time even when one step hangs; a step with too little left is not run.
 # A dry run builds on whatever machine it is given (2 cores, cold ccache), so
 # only hangs bound it.
-budget_s=400
+budget_s=470
 build_cap_s=240
 if ((dry_run)); then
   budget_s=3600
@@ -254,6 +269,37 @@ selection "other cuda tests" -R Cuda -LE kernels --no-tests=ignore
 bench=("$build/tests/bench/gpu_bench" --json "$out/gpu-bench.json")
 ((dry_run)) && bench+=(--dry-run)
 step gpu_bench 100 "${bench[@]}"
+
+# The side by side against upstream diffusers: upstream's source carried as a
+# tarball (deploy/gpu-carry.sh --diffusers) or given; its Python is the first
+# that imports torch (on the GPU machine, the one the build used).
+if [[ -z "$diffusers" && -f .gpu-carry/diffusers-src.tar.gz ]]; then
+  rm -rf "$build/diffusers-src"
+  mkdir -p "$build/diffusers-src"
+  tar -xzf .gpu-carry/diffusers-src.tar.gz -C "$build/diffusers-src" && diffusers="$build/diffusers-src"
+fi
+torch_python=""
+for py in python3 /usr/bin/python3; do
+  if "$py" -c 'import torch' 2>/dev/null; then torch_python="$(command -v "$py")"; break; fi
+done
+side=(tests/bench/vs_upstream.py --port-bin "$build/tests/bench/port_forward_cli" --json "$out/side-by-side.json"
+      --markdown "$out/side-by-side.md")
+if ((dry_run)); then
+  side+=(--device cpu --size demo --threads 2 --resident-fraction 0.65)
+else
+  side+=(--device cuda:0 --size real)
+fi
+if [[ -z "$torch_python" ]]; then
+  record "side by side" FAIL "no Python here imports torch"
+else
+  side+=(--python "$torch_python")
+  if [[ -n "$diffusers" ]]; then
+    side+=(--diffusers "$diffusers")
+  elif ((!dry_run)); then
+    record "upstream source" FAIL "none carried (deploy/gpu-carry.sh --diffusers) or given: the port runs alone"
+  fi
+  step "side by side" 200 "$torch_python" "${side[@]}"
+fi
 
 if ((failed)); then
   record result FAIL "see gpu-check.log and ctest.log"

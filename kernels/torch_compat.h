@@ -14,6 +14,7 @@
 #include <optional>
 
 #if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 #endif
@@ -108,6 +109,28 @@ inline int cuda_compute_capability(int index) {
 #else
   (void)index;
   return 0;
+#endif
+}
+
+// The bytes libtorch's CUDA caching allocator held reserved on device
+// `index` at its fullest since the last reset_cuda_allocator_peak (what it
+// took from the driver, cached blocks included: what the device lost to
+// it). 0 in a build without CUDA. Index 0 of the stat arrays is the
+// aggregate over the pools in every libtorch 2.x.
+inline int64_t cuda_allocator_peak_reserved(int index) {
+#if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index)).reserved_bytes[0].peak;
+#else
+  (void)index;
+  return 0;
+#endif
+}
+
+inline void reset_cuda_allocator_peak(int index) {
+#if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
+  c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(index));
+#else
+  (void)index;
 #endif
 }
 

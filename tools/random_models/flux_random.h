@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include <torch/types.h>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "core/models/flux/flux_config.h"
@@ -40,7 +42,9 @@ std::string flux_scheduler_config_json(const FluxConfig& config);
 // `seed` as the reference fixture draws them (write_random_weights),
 // in parameter-table order. Creates `folder`; INVALID_ARGUMENT for a config
 // that does not validate, UNAVAILABLE if the folder cannot be written.
-absl::Status write_random_flux(const FluxConfig& config, absl::string_view folder, uint64_t seed);
+// `device`: where the values are drawn (write_random_weights).
+absl::Status write_random_flux(const FluxConfig& config, absl::string_view folder, uint64_t seed,
+                                  const torch::Device& device = torch::kCPU);
 
 }  // namespace diffusiond
 

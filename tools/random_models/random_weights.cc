@@ -14,7 +14,8 @@
 
 namespace diffusiond {
 
-absl::Status write_random_weights(const std::string& path, const std::vector<ParamSpec>& table, uint64_t seed) {
+absl::Status write_random_weights(const std::string& path, const std::vector<ParamSpec>& table, uint64_t seed,
+                                  const torch::Device& device) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   if (ec) return absl::UnavailableError(absl::StrCat(path, ": ", ec.message()));
@@ -23,8 +24,10 @@ absl::Status write_random_weights(const std::string& path, const std::vector<Par
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsWriter> writer,
                               SafetensorsWriter::create(path, specs, {{"format", "pt"}}));
   at::Generator gen = at::detail::createCPUGenerator(seed);
+  if (!device.is_cpu()) torch::manual_seed(seed);  // every device's default generator
   for (const ParamSpec& p : table) {
-    torch::Tensor t = torch::randn(p.shape, gen, torch::kFloat32);
+    torch::Tensor t = device.is_cpu() ? torch::randn(p.shape, gen, torch::kFloat32)
+                                      : torch::randn(p.shape, torch::TensorOptions().device(device));
     switch (p.kind) {
       case ParamKind::kLayerWeight: {
         const double fan_in = static_cast<double>(p.shape.back());
@@ -35,7 +38,7 @@ absl::Status write_random_weights(const std::string& path, const std::vector<Par
       case ParamKind::kNormWeight: t.mul_(0.15).add_(1.0); break;
       case ParamKind::kBare: t.mul_(0.5); break;
     }
-    const torch::Tensor bf16 = t.to(torch::kBFloat16).contiguous();
+    const torch::Tensor bf16 = t.to(torch::kBFloat16).to(torch::kCPU).contiguous();
     DIFFUSIOND_RETURN_IF_ERROR(writer->append(bf16.data_ptr(), static_cast<int64_t>(bf16.nbytes())));
   }
   return writer->close();

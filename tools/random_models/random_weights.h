@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <torch/types.h>
+
 #include "absl/status/status.h"
 #include "core/models/param_table.h"
 
@@ -18,7 +20,11 @@ namespace diffusiond {
 // 0.1)²) where fan_in is the last dimension, biases N(0, 0.05²), norm
 // weights N(1, 0.15²), bare tensors N(0, 0.5²). One tensor at a time, so
 // memory stays at the largest. UNAVAILABLE if it cannot be written.
-absl::Status write_random_weights(const std::string& path, const std::vector<ParamSpec>& table, uint64_t seed);
+// On another `device` than the CPU the values are drawn there, from its
+// generator seeded with `seed` (other values than the CPU's, as fast as the
+// device makes them): what lets a benchmark write a real-size model.
+absl::Status write_random_weights(const std::string& path, const std::vector<ParamSpec>& table, uint64_t seed,
+                                  const torch::Device& device = torch::kCPU);
 
 // Writes `text` to `path`, creating its folder. UNAVAILABLE on failure.
 absl::Status write_text_file(const std::string& path, const std::string& text);

@@ -51,11 +51,13 @@ std::string z_image_config_json(const ZImageConfig& c) {
   return j.dump(2);
 }
 
-absl::Status write_random_z_image(const ZImageConfig& config, absl::string_view folder, uint64_t seed) {
+absl::Status write_random_z_image(const ZImageConfig& config, absl::string_view folder, uint64_t seed,
+                                  const torch::Device& device) {
   DIFFUSIOND_RETURN_IF_ERROR(config.validate());
   const std::string dir(folder);
   DIFFUSIOND_RETURN_IF_ERROR(write_text_file(dir + "/config.json", z_image_config_json(config) + "\n"));
-  return write_random_weights(dir + "/diffusion_pytorch_model.safetensors", z_image_parameter_table(config), seed);
+  return write_random_weights(dir + "/diffusion_pytorch_model.safetensors", z_image_parameter_table(config), seed,
+                              device);
 }
 
 }  // namespace diffusiond

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include <torch/types.h>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "core/models/z_image/z_image_config.h"
@@ -28,8 +30,10 @@ std::string z_image_config_json(const ZImageConfig& config);
 // 0.1)²), biases N(0, 0.05²), norm weights N(1, 0.15²), pad tokens
 // N(0, 0.5²). Tensors are generated one at a time, so memory stays at the
 // largest tensor. Creates `folder`; UNAVAILABLE if it cannot be written.
+// `device`: where the values are drawn (write_random_weights).
 absl::Status write_random_z_image(const ZImageConfig& config, absl::string_view folder,
-                                  uint64_t seed);
+                                  uint64_t seed,
+                                  const torch::Device& device = torch::kCPU);
 
 }  // namespace diffusiond
 

@@ -2,18 +2,24 @@
 torch 1.13 stack). Format: 8-byte little-endian header length, a JSON header
 {name: {dtype, shape, data_offsets}} (offsets relative to the end of the header), then the data.
 
-Shared by the reference generators in this folder and tests/bench's upstream runners. Reads BF16 / F16
-as float32 (exact widenings) and F8_E4M3 / U8 as uint8; writes F32, BF16 (from values that are
-already BF16-representable: the low 16 bits must be zero), U8 and F8_E4M3 (uint8 codes).
+Shared by the reference generators in this folder and tests/bench's upstream runner. Reads BF16 / F16
+as float32 (exact widenings; `keep_dtype=True` keeps them as stored) and F8_E4M3 / U8 as uint8; writes
+F32, BF16 (from values that are already BF16-representable: the low 16 bits must be zero), U8 and
+F8_E4M3 (uint8 codes). Needs torch and the standard library only (no numpy: a GPU machine's torch
+wheel comes without it), on a little-endian host.
 """
 
+import ctypes
 import json
 import struct
+import sys
 
-import numpy as np
 import torch
 
-_NP_DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "F64": "<f8", "F8_E4M3": "u1", "U8": "u1"}
+_TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64,
+                 "I32": torch.int32, "F64": torch.float64, "F8_E4M3": torch.uint8, "U8": torch.uint8}
+if sys.byteorder != "little":
+    raise ImportError("safetensors_io reads and writes little-endian data in place: a little-endian host only")
 
 
 def st_header(path):
@@ -25,10 +31,10 @@ def st_header(path):
     return header, 8 + n
 
 
-def read_safetensors(path, names=None):
+def read_safetensors(path, names=None, keep_dtype=False):
     """Yields (name, tensor) in file order, one tensor read at a time so that loading a model costs
-    one tensor of extra memory, not a second copy of the file. BF16/F16 come back as float32, F8_E4M3
-    as its uint8 codes."""
+    one tensor of extra memory, not a second copy of the file. BF16/F16 come back as float32 (as
+    stored with keep_dtype), F8_E4M3 as its uint8 codes."""
     header, base = st_header(path)
     entries = sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0])
     with open(path, "rb") as f:
@@ -37,30 +43,35 @@ def read_safetensors(path, names=None):
                 continue
             begin, end = e["data_offsets"]
             f.seek(base + begin)
-            raw = f.read(end - begin)
-            if e["dtype"] == "BF16":  # bf16 is the top half of a float32
-                arr = (np.frombuffer(raw, "<u2").astype("<u4") << 16).view("<f4")
-            elif e["dtype"] in _NP_DTYPES:
-                arr = np.frombuffer(raw, _NP_DTYPES[e["dtype"]])
-                arr = arr.astype("<f4") if e["dtype"] == "F16" else arr.copy()
-            else:
+            if e["dtype"] not in _TORCH_DTYPES:
                 raise ValueError(f"{path}: {name}: unsupported dtype {e['dtype']}")
-            yield name, torch.from_numpy(arr.reshape(e["shape"]))
+            raw = bytearray(end - begin)  # writable, so the tensor below owns it without a copy
+            if f.readinto(raw) != len(raw):
+                raise ValueError(f"{path}: {name}: the file ends inside the tensor")
+            dtype = _TORCH_DTYPES[e["dtype"]]
+            value = (torch.frombuffer(raw, dtype=dtype) if raw else torch.empty([0], dtype=dtype)).reshape(e["shape"])
+            if not keep_dtype and dtype in (torch.bfloat16, torch.float16):
+                value = value.float()
+            yield name, value
+
+
+def _bytes(value):
+    value = value.detach().cpu().contiguous()
+    return ctypes.string_at(value.data_ptr(), value.numel() * value.element_size()) if value.numel() else b""
 
 
 def _encode(name, value, dtype):
     if dtype in ("F8_E4M3", "U8"):
         if value.dtype != torch.uint8:
             raise ValueError(f"{name}: {dtype} takes uint8 values, got {value.dtype}")
-        return value.contiguous().numpy().tobytes()
-    data = value.detach().to(torch.float32).contiguous().numpy().astype("<f4")
+        return _bytes(value)
+    data = value.detach().to(torch.float32)
     if dtype == "F32":
-        return data.tobytes()
+        return _bytes(data)
     if dtype == "BF16":
-        bits = data.view("<u4")
-        if np.any(bits & 0xFFFF):
+        if bool((data.contiguous().view(torch.int32) & 0xFFFF).any()):
             raise ValueError(f"{name}: not BF16-representable (round the values first)")
-        return (bits >> 16).astype("<u2").tobytes()
+        return _bytes(data.to(torch.bfloat16))
     raise ValueError(f"{name}: cannot write dtype {dtype}")
 
 

@@ -163,10 +163,13 @@ _STUB_ATTRS = {
 
 
 class _StubFinder:
-    """Import hook: every module under a _STUBBED name is an inert _StubModule."""
+    """Import hook: every module under one of `names` is an inert _StubModule."""
+
+    def __init__(self, names):
+        self.names = tuple(names)
 
     def find_spec(self, name, path=None, target=None):
-        if any(name == s or name.startswith(s + ".") for s in _STUBBED):
+        if any(name == s or name.startswith(s + ".") for s in self.names):
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         return None
 
@@ -199,7 +202,16 @@ class _DtypePlaceholder:
         return f"torch.{self.name} (placeholder)"
 
 
-def _install_shims():
+def _importable(name):
+    """Whether the real module `name` imports (tried, since an installed package may still fail)."""
+    try:
+        importlib.import_module(name)
+        return True
+    except ImportError:
+        return False
+
+
+def _install_shims(only_missing):
     pkg = types.ModuleType("packaging")
     pkg.__path__ = []
     pkg.version = types.ModuleType("packaging.version")
@@ -207,11 +219,16 @@ def _install_shims():
     sys.modules.update({"packaging": pkg, "packaging.version": pkg.version})
     SHIMS.append("packaging.version -> minimal Version")
 
-    sys.meta_path.insert(0, _StubFinder())
-    for name in _STUBBED:
+    stubbed = _STUBBED
+    if only_missing:
+        # A newer torch has the torch.* modules, and a GPU machine's Python may lack numpy, which
+        # diffusers imports everywhere but the transformers' forwards do not call.
+        stubbed = tuple(name for name in _STUBBED + ("numpy",) if not _importable(name))
+    sys.meta_path.insert(0, _StubFinder(stubbed))
+    for name in stubbed:
         if name.startswith("torch."):  # diffusers reads them as attributes of torch.distributed / torch.nn
             importlib.import_module(name)
-    SHIMS.append("stubbed modules: " + ", ".join(sorted(_STUBBED)) + " (tqdm's bar is a silent iterator)")
+    SHIMS.append("stubbed modules: " + ", ".join(sorted(stubbed)) + " (tqdm's bar is a silent iterator)")
 
     for name in ("float8_e4m3fn", "float8_e5m2"):
         if not hasattr(torch, name):
@@ -282,14 +299,16 @@ def limit_openblas_threads(n):
     return None
 
 
-def import_diffusers(src):
+def import_diffusers(src, only_missing=False):
     """Imports the real diffusers package from `src` (the folder holding diffusers/, i.e. a checkout's
-    src/) with the shims above. Raises SystemExit when `src` holds no diffusers."""
+    src/) with the shims above. With `only_missing`, a package of the stub list is stubbed only where
+    it cannot be imported (the benchmarks, on any torch); without it always (the reference generators,
+    whose recorded shim lists stay as they were). Raises SystemExit when `src` holds no diffusers."""
     if not os.path.exists(os.path.join(src, "diffusers", "__init__.py")):
         raise SystemExit(f"--diffusers {src}: no diffusers/__init__.py there (pass a checkout's src/)")
     if "diffusers" in sys.modules:
         return sys.modules["diffusers"]
-    _install_shims()
+    _install_shims(only_missing)
     sys.path.insert(0, src)
     diffusers = importlib.import_module("diffusers")
     diffusers.utils.logging.set_verbosity_error()  # e.g. the "kept in float32: []" note on every .to()

@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""Side by side: the port against upstream diffusers, same weights, same inputs, same device.
+
+  vs_upstream.py --port-bin PATH [--diffusers SRC] [--device cpu|cuda:0] [--size demo|mid|real]
+                 [--models z-image,flux] [--dtypes bfloat16] [--threads 1] [--batches 1,2]
+                 [--variants fp8,half] [--rounds 1] [--iters 3] [--json OUT] [--workdir DIR]
+
+For each model the port writes a folder of random bf16 weights (`PORT_BIN write-model`; on a GPU the
+values are drawn there) and upstream_forward.py writes the inputs, one file per batch size (2 is
+classifier-free guidance). Then, for each dtype and thread count and round, the two sides run one
+after the other, each in a fresh process that loads the model once and runs every batch (one
+untimed forward, then --iters timed ones), in alternating order so that neither always runs on a
+warmer machine:
+- upstream: diffusers' own transformer (upstream_forward.py, on this --python's torch), its default
+  attention backend;
+- the port: the same folder through the engine, as the daemon runs it (`PORT_BIN run`): on a GPU
+  placed in the VRAM tier, on the CPU (the dry run) placed on the simulated device with --port-device
+  sim, so that the dry run goes through the same placement path.
+After the rounds, the port's variants run once each: `fp8` (e4m3fn storage, the scaled FP8 matmul
+where the device has it) and, with a device, `half` (a VRAM budget of --resident-fraction of the
+placement plus the activations, so that about half the blocks stream; the tiny demo models need more
+than half, since their weights outside the blocks and two streaming slots already take most of it).
+
+Reported per model, dtype, threads and batch: seconds per step (median over every timed forward of
+every round), their ratio, peak memory (on a GPU the caching allocator's peak reserved bytes on both
+sides, on the CPU the process's peak RSS), the port's model FLOP utilisation, the variants' times
+against the port's, the largest output differences, and the VRAM check below. The FLOP of a step are
+counted in upstream's warm-up forward from the shapes each op is called with: every nn.Linear as
+2·M·K·N, every attention as 4·B·H·Sq·Sk·D (QKᵀ and PV); MFU = FLOP / port seconds / the device's dense
+bf16 peak (--peak-tflops, default 989.4 for an H100 or H200 SXM, else none).
+
+The VRAM check (a GPU or the simulated device): what the device really held during the port's calls
+(the lowest free memory sampled every millisecond, against the free memory before the first call)
+must stay within the VRAM budget + --vram-overhead-mib (what the books do not see: cuBLAS
+workspaces, the allocator's rounding). A failed check, outputs that disagree beyond the dtype's
+tolerance, or a side that fails, makes the exit status 1 (the table is printed first).
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+UPSTREAM = os.path.join(HERE, "upstream_forward.py")
+sys.path.insert(0, os.path.join(ROOT, "tools", "refgen"))
+
+# Real configs: Z-Image-Turbo's transformer; FLUX.1-dev at its real width with --flux-blocks blocks.
+REAL_CONFIGS = {"z-image": os.path.join(ROOT, "docs", "configs", "z-image-turbo", "transformer", "config.json"),
+                "flux": os.path.join(ROOT, "docs", "configs", "flux1-dev-transformer.json")}
+# Latent side and text tokens per size: 1024² (a 128×128 latent) at the real size; FLUX pads T5 to 512.
+SIZES = {"demo": {"latent": 16, "text": {"z-image": 16, "flux": 16}},
+         "mid": {"latent": 64, "text": {"z-image": 128, "flux": 512}},
+         "real": {"latent": 128, "text": {"z-image": 128, "flux": 512}}}
+# Largest |port − upstream| / max |upstream| that still says "the same forward".
+TOLERANCE = {"float32": 1e-4, "bfloat16": 0.1}
+DENSE_BF16_TFLOPS = {"H100": 989.4, "H200": 989.4}
+
+
+CHILD = None  # the side running now, ended with this driver (a deadline's SIGTERM)
+
+
+def on_term(signum, _frame):
+    if CHILD is not None and CHILD.poll() is None:
+        CHILD.kill()
+    sys.exit(128 + signum)
+
+
+def run(cmd, stdout=None):
+    """Runs `cmd` as the current child; returns (exit status, its stdout when captured)."""
+    global CHILD
+    print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
+    CHILD = subprocess.Popen(cmd, stdout=stdout, text=True)
+    out, _ = CHILD.communicate()
+    CHILD, status = None, CHILD.returncode
+    return status, out
+
+
+def run_json(cmd, what):
+    """Runs `cmd`; returns the last JSON line of its stdout, or None (with the reason on stderr)."""
+    status, out = run(cmd, subprocess.PIPE)
+    if status != 0:
+        print(f"{what}: exit {status}\n{out[-2000:]}", file=sys.stderr, flush=True)
+        return None
+    for line in reversed(out.splitlines()):
+        if line.strip().startswith("{"):
+            return json.loads(line)
+    print(f"{what}: no JSON line in its output\n{out[-2000:]}", file=sys.stderr, flush=True)
+    return None
+
+
+def read_out(path):
+    from safetensors_io import read_safetensors  # needs torch: the --python that runs upstream has it
+    return dict(read_safetensors(path))["out"]
+
+
+def compare(a_path, b_path):
+    """max |a − b| / max |b| over the two `out` tensors (inf for a shape mismatch, nan for NaNs)."""
+    a, b = read_out(a_path), read_out(b_path)
+    if a.shape != b.shape:
+        return math.inf
+    ref = float(b.abs().max())
+    diff = float((a - b).abs().max())
+    return diff / ref if ref > 0 else diff
+
+
+def median_seconds(results, batch_index):
+    return statistics.median(s for r in results for s in r["runs"][batch_index]["seconds"])
+
+
+def mib(n):
+    return f"{n / 2**20:.0f} MiB" if n is not None else "n/a"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--port-bin", required=True, help="the port's port_forward_cli")
+    p.add_argument("--diffusers", help="the folder holding diffusers/ (a checkout's src/); without it only the "
+                                       "port runs")
+    p.add_argument("--python", default=sys.executable, help="a Python with torch, for the upstream side")
+    p.add_argument("--device", default="cpu", help="cpu or cuda:N: where both sides run")
+    p.add_argument("--port-device", help="the port's device: default --device, except sim for a cpu run "
+                                         "with variants")
+    p.add_argument("--size", choices=sorted(SIZES), default="demo")
+    p.add_argument("--models", default="z-image,flux")
+    p.add_argument("--dtypes", default="bfloat16")
+    p.add_argument("--threads", default="1", help="CPU threads per side, comma-separated")
+    p.add_argument("--batches", default="1,2")
+    p.add_argument("--variants", default="fp8,half", help="the port's variants run after the rounds")
+    p.add_argument("--resident-fraction", type=float, default=0.5,
+                   help="`half`'s VRAM budget: this share of the full placement, plus the activations")
+    p.add_argument("--flux-blocks", default="2,4", help="double,single blocks of the real-width FLUX")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--iters", type=int, default=3, help="timed forwards per process, after one warm-up")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--peak-tflops", type=float, help="the device's dense bf16 peak (default: by device name)")
+    p.add_argument("--vram-overhead-mib", type=int, default=1024)
+    p.add_argument("--workdir", help="keep models, inputs and outputs here (default: a temp folder, removed)")
+    p.add_argument("--json", help="also write every measurement here")
+    p.add_argument("--markdown", help="also write the table here")
+    args = p.parse_args()
+    signal.signal(signal.SIGTERM, on_term)
+    models = [m for m in args.models.split(",") if m]
+    dtypes = [d for d in args.dtypes.split(",") if d]
+    threads = [int(n) for n in args.threads.split(",") if n]
+    batches = [int(n) for n in args.batches.split(",") if n]
+    variants = [v for v in args.variants.split(",") if v]
+    on_gpu = args.device.startswith("cuda")
+    port_device = args.port_device or (args.device if on_gpu or not variants else "sim")
+    size = SIZES[args.size]
+    for m in models:
+        if m not in REAL_CONFIGS:
+            raise SystemExit(f"--models: unknown model {m} (z-image, flux)")
+    for d in dtypes:
+        if d not in TOLERANCE:
+            raise SystemExit(f"--dtypes: unknown dtype {d} (float32, bfloat16)")
+
+    workdir = args.workdir or tempfile.mkdtemp(prefix="vs_upstream_")
+    os.makedirs(workdir, exist_ok=True)
+    failures, rows, runs = [], [], []
+    try:
+        for mi, model in enumerate(models):
+            model_dir = os.path.join(workdir, model)
+            write = [args.port_bin, "write-model", model_dir, "--arch", model, "--seed", str(args.seed)]
+            if args.size == "real":
+                config = os.path.join(workdir, f"{model}.config.json")
+                with open(REAL_CONFIGS[model]) as f:
+                    c = json.load(f)
+                if model == "flux":
+                    c["num_layers"], c["num_single_layers"] = (int(n) for n in args.flux_blocks.split(","))
+                with open(config, "w") as f:
+                    json.dump(c, f, indent=1)
+                write += ["--config", config] + (["--device", args.device] if on_gpu else [])
+            else:
+                write += ["--size", args.size]
+            if run(write)[0] != 0:
+                failures.append(f"{model}: write-model failed")
+                continue
+            inputs = []
+            for b in batches:
+                path = os.path.join(workdir, f"{model}.b{b}.safetensors")
+                status, _ = run([args.python, UPSTREAM, "write-inputs", model_dir, path, "--arch", model,
+                                 "--latent", str(size["latent"]), str(size["latent"]), "--text",
+                                 str(size["text"][model]), "--batch", str(b), "--seed", str(args.seed)])
+                if status != 0:
+                    raise SystemExit(f"{model}: writing the inputs failed")
+                inputs.append(path)
+
+            for dtype in dtypes:
+                for n in threads:
+                    outs = {impl: os.path.join(workdir, f"out.{model}.{dtype}.{n}.{impl}") for impl in
+                            ["upstream", "port"] + variants}
+
+                    def port_cmd(out_dir, extra=()):
+                        return ([args.port_bin, "run", model_dir] + inputs +
+                                ["--device", port_device, "--dtype", dtype, "--threads", str(n), "--iters",
+                                 str(args.iters), "--out_dir", out_dir] + list(extra))
+
+                    sides = {"port": lambda: port_cmd(outs["port"])}
+                    if args.diffusers:
+                        sides["upstream"] = lambda: ([args.python, UPSTREAM, "run", model_dir] + inputs +
+                                                     ["--arch", model, "--diffusers", args.diffusers, "--device",
+                                                      args.device, "--dtype", dtype, "--threads", str(n),
+                                                      "--iters", str(args.iters), "--out-dir", outs["upstream"],
+                                                      "--count-flops"])
+                    results = {impl: [] for impl in sides}
+                    for r in range(args.rounds):
+                        order = sorted(sides, reverse=(r + mi) % 2 == 1)
+                        for impl in order:
+                            shutil.rmtree(outs[impl], ignore_errors=True)  # no pass on a stale file
+                            res = run_json(sides[impl](), f"{model} {dtype} {impl}")
+                            if res is None:
+                                failures.append(f"{model} {dtype} threads {n}: {impl} failed")
+                                continue
+                            res.update(model=model, round=r, variant=impl)
+                            results[impl].append(res)
+                            runs.append(res)
+                    base = results["port"][-1] if results["port"] else None
+                    extra_results = {}
+                    for v in variants:
+                        if base is None:
+                            break
+                        if v == "fp8":
+                            extra = ["--fp8"]
+                        elif v == "half":
+                            if port_device == "cpu":
+                                continue
+                            run0 = base["runs"][-1]
+                            placement = run0.get("placement_bytes", 0)
+                            activations = max(run0.get("vram_books_high_water_bytes", 0) - placement, 0)
+                            extra = ["--vram_budget", str(int(placement * args.resident_fraction) + activations)]
+                        else:
+                            failures.append(f"--variants: unknown variant {v}")
+                            continue
+                        res = run_json(port_cmd(outs[v], extra), f"{model} {dtype} port {v}")
+                        if res is None:
+                            failures.append(f"{model} {dtype} threads {n}: port {v} failed")
+                            continue
+                        res.update(model=model, variant=v)
+                        extra_results[v] = res
+                        runs.append(res)
+
+                    for bi, b in enumerate(batches):
+                        row = {"model": model, "dtype": dtype, "threads": n, "batch": b}
+                        for impl, rs in results.items():
+                            if rs:
+                                row[f"{impl}_s"] = median_seconds(rs, bi)
+                                key = "allocator_peak_reserved_bytes" if impl == "port" else "peak_vram_reserved_bytes"
+                                row[f"{impl}_peak"] = (max(x["runs"][bi].get(key, 0) for x in rs) if on_gpu
+                                                       else max(x["peak_rss_bytes"] for x in rs))
+                        up = results.get("upstream") or []
+                        if up and up[-1]["runs"][bi].get("flop"):
+                            flop = up[-1]["runs"][bi]["flop"]
+                            row["flop"] = flop["gemm"] + flop["attention"]
+                            row["attention_flop"] = flop["attention"]
+                            name = up[-1].get("device_name", "")
+                            peak = args.peak_tflops or next((v for k, v in DENSE_BF16_TFLOPS.items() if k in name),
+                                                            None)
+                            if peak and on_gpu and "port_s" in row:
+                                row["peak_tflops"] = peak
+                                row["port_mfu"] = row["flop"] / row["port_s"] / (peak * 1e12)
+                        port_file = os.path.join(outs["port"], f"port.{bi}.safetensors")
+                        if "port_s" in row and "upstream_s" in row:
+                            row["rel_diff"] = compare(port_file, os.path.join(outs["upstream"],
+                                                                              f"upstream.{bi}.safetensors"))
+                            if not row["rel_diff"] <= TOLERANCE[dtype]:
+                                failures.append(f"{model} {dtype} batch {b}: port and upstream differ by "
+                                                f"{row['rel_diff']:.3g} of max |out| (tolerance {TOLERANCE[dtype]})")
+                        for v, res in extra_results.items():
+                            row[f"{v}_s"] = statistics.median(res["runs"][bi]["seconds"])
+                            row[f"{v}_plan"] = res["runs"][bi].get("vram_plan", "").split(" (")[0]
+                            row[f"{v}_rel_diff"] = compare(os.path.join(outs[v], f"port.{bi}.safetensors"), port_file)
+                        # The VRAM promise, in device memory: every port run of this row.
+                        for res in results.get("port", []) + list(extra_results.values()):
+                            used, budget = res["runs"][bi].get("device_peak_used_bytes"), res["vram_budget_bytes"]
+                            if used is None:
+                                continue
+                            over = used - budget
+                            row["vram_worst_over_budget"] = max(row.get("vram_worst_over_budget", -math.inf), over)
+                            if over > args.vram_overhead_mib * 2**20:
+                                failures.append(f"{model} {dtype} batch {b} port {res['variant']}: the device held "
+                                                f"{mib(used)} against a VRAM budget of {mib(budget)}")
+                        rows.append(row)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    peak_label = "peak VRAM (allocator)" if on_gpu else "peak RSS"
+    lines = [f"| model | dtype | threads | batch | upstream s/step | port s/step | port/upstream "
+             f"| upstream {peak_label} | port {peak_label} | port MFU | max diff / max out "
+             f"| FP8 s/step (×port, diff) | half resident s/step (×port) | device over budget |",
+             "|" + "---|" * 14]
+    for r in rows:
+        def f(key, fmt="{:.4f}"):
+            return fmt.format(r[key]) if key in r else "n/a"
+        ratio = f"{r['port_s'] / r['upstream_s']:.2f}" if "port_s" in r and "upstream_s" in r else "n/a"
+        fp8 = (f"{r['fp8_s']:.4f} (×{r['fp8_s'] / r['port_s']:.2f}, {r['fp8_rel_diff']:.3g})"
+               if "fp8_s" in r and "port_s" in r else "n/a")
+        half = (f"{r['half_s']:.4f} (×{r['half_s'] / r['port_s']:.2f}; {r['half_plan']})"
+                if "half_s" in r and "port_s" in r else "n/a")
+        over = mib(r["vram_worst_over_budget"]) if "vram_worst_over_budget" in r else "n/a"
+        lines.append(f"| {r['model']} | {r['dtype']} | {r['threads']} | {r['batch']} | {f('upstream_s')} "
+                     f"| {f('port_s')} | {ratio} | {mib(r.get('upstream_peak'))} | {mib(r.get('port_peak'))} "
+                     f"| {f('port_mfu', '{:.1%}')} | {f('rel_diff', '{:.3g}')} | {fp8} | {half} | {over} |")
+    lines.append("")
+    for r in rows:
+        if "flop" in r:
+            lines.append(f"{r['model']} batch {r['batch']}: {r['flop'] / 1e12:.3f} TFLOP per step "
+                         f"({r['attention_flop'] / 1e12:.3f} of it attention)")
+    print("\n".join(lines))
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"args": vars(args), "rows": rows, "runs": runs, "failures": failures}, f, indent=1)
+    for message in failures:
+        print(f"FAIL: {message}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
