@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "kernels/torch_compat.h"
 
@@ -70,6 +72,60 @@ void rope_row(const float* __restrict__ x, int64_t half, float r, const float* _
   }
 }
 
+// bfloat16 is the top half of a float32: widening is exact.
+DIFFUSIOND_CPU_CLONES
+void widen_bf16(const uint16_t* __restrict__ in, int64_t n, float* __restrict__ out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
+    std::memcpy(&out[i], &bits, sizeof(bits));
+  }
+}
+
+// Rounds to nearest, ties to even, as c10::BFloat16 does (a NaN becomes its
+// quiet NaN 0x7fc0), so a row narrowed here equals `.to(torch::kBFloat16)`.
+DIFFUSIOND_CPU_CLONES
+void narrow_bf16(const float* __restrict__ in, int64_t n, uint16_t* __restrict__ out) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &in[i], sizeof(bits));
+    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+    const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+    out[i] = nan ? uint16_t{0x7fc0} : static_cast<uint16_t>(rounded);
+  }
+}
+
+// One task's view of rows of `kind`: float32 rows are used in place,
+// bfloat16 rows are widened into (and narrowed from) buffers of the task's
+// own, reused from row to row.
+class Rows {
+ public:
+  Rows(FloatKind kind, int64_t dim) : kind_(kind), dim_(dim) {
+    if (kind_ == FloatKind::kBF16) buffers_.assign(3 * dim, 0.0f);
+  }
+  // Row `row` of `base` as float32, in buffer `slot` (0-2) when widened.
+  const float* in(const void* base, int64_t row, int slot) {
+    if (kind_ == FloatKind::kF32) return static_cast<const float*>(base) + row * dim_;
+    float* buffer = buffers_.data() + slot * dim_;
+    widen_bf16(static_cast<const uint16_t*>(base) + row * dim_, dim_, buffer);
+    return buffer;
+  }
+  // Where row `row` of `base` is written as float32: in place, or buffer
+  // `slot`, which store() then narrows into place.
+  float* out(void* base, int64_t row, int slot) {
+    if (kind_ == FloatKind::kF32) return static_cast<float*>(base) + row * dim_;
+    return buffers_.data() + slot * dim_;
+  }
+  void store(void* base, int64_t row, int slot) {
+    if (kind_ == FloatKind::kF32) return;
+    narrow_bf16(buffers_.data() + slot * dim_, dim_, static_cast<uint16_t*>(base) + row * dim_);
+  }
+
+ private:
+  const FloatKind kind_;
+  const int64_t dim_;
+  std::vector<float> buffers_;
+};
+
 // Rows per task: enough work to amortise scheduling at dim ~100-4000.
 int64_t grain_rows(int64_t dim) { return std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(dim, 1)); }
 
@@ -77,13 +133,18 @@ int64_t grain_rows(int64_t dim) { return std::max<int64_t>(1, (int64_t{1} << 14)
 
 void rms_norm_rows_cpu(const RmsNormRowsArgs& a) {
   at::parallel_for(0, a.rows, grain_rows(a.dim), [&](int64_t begin, int64_t end) {
+    Rows rows(a.kind, a.dim);
     for (int64_t row = begin; row < end; ++row) {
-      const float* x = a.x + row * a.dim;
+      const float* x = rows.in(a.x, row, 0);
       const int64_t group = row / a.rows_per_group;
+      // The output may alias x (slot 0) or the residual (slot 1): norm_row
+      // reads each element before it writes it.
+      float* out = rows.out(a.out, row, 0);
       norm_row(x, a.dim, inverse_rms(x, a.dim, a.eps), a.weight,
                a.scale != nullptr ? a.scale + group * a.dim : nullptr,
                a.gate != nullptr ? a.gate + group * a.dim : nullptr,
-               a.residual != nullptr ? a.residual + row * a.dim : nullptr, a.out + row * a.dim);
+               a.residual != nullptr ? rows.in(a.residual, row, 1) : nullptr, out);
+      rows.store(a.out, row, 0);
     }
   });
 }
@@ -91,13 +152,15 @@ void rms_norm_rows_cpu(const RmsNormRowsArgs& a) {
 void rope_heads_cpu(const RopeHeadsArgs& a) {
   const int64_t rows = a.batch * a.seq * a.heads, half = a.dim / 2;
   at::parallel_for(0, rows, grain_rows(a.dim), [&](int64_t begin, int64_t end) {
+    Rows view(a.kind, a.dim);
     for (int64_t row = begin; row < end; ++row) {
       // row = (b * seq + s) * heads + h, the input's order.
       const int64_t h = row % a.heads, bs = row / a.heads, s = bs % a.seq, b = bs / a.seq;
-      const float* x = a.x + row * a.dim;
+      const float* x = view.in(a.x, row, 0);
       const float r = a.norm_weight != nullptr ? inverse_rms(x, a.dim, a.eps) : 1.0f;
-      rope_row(x, half, r, a.norm_weight, a.cos + bs * half, a.sin + bs * half,
-               a.out + ((b * a.heads + h) * a.seq + s) * a.dim);
+      const int64_t out_row = (b * a.heads + h) * a.seq + s;
+      rope_row(x, half, r, a.norm_weight, a.cos + bs * half, a.sin + bs * half, view.out(a.out, out_row, 1));
+      view.store(a.out, out_row, 1);
     }
   });
 }

@@ -3,7 +3,7 @@
 
   python3 tests/bench/profile_summary.py TRACE.json [--top N]
 
-The trace (z_image_forward_cli run ... --profile TRACE.json) nests ops:
+The trace (port_forward_cli run ... --profile TRACE.json) nests ops:
 aten::linear contains aten::matmul contains aten::mm. Summing inclusive
 times would count the matmul three times, so each op is charged only the
 time not spent in the ops it called (its self time), per thread.

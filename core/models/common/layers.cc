@@ -1,38 +1,57 @@
 #include "core/models/common/layers.h"
 
 #include <cmath>
+#include <optional>
 
 #include "kernels/norm_rope_cpu.h"
 
 namespace diffusiond {
 namespace {
 
-// The fused CPU loops apply to float32 CPU tensors; everything else (CUDA,
-// reduced precision) takes the composed libtorch ops.
-bool fused_cpu(std::initializer_list<const torch::Tensor*> tensors) {
-  for (const torch::Tensor* t : tensors) {
-    if (t->defined() && (!t->device().is_cpu() || t->scalar_type() != torch::kFloat32)) return false;
+// The fused CPU loops (kernels/norm_rope_cpu.h) take CPU activations that
+// are all float32 or all bfloat16, and any floating-point vectors beside
+// them (norm weights, modulation, cos/sin), read as float32. Everything else
+// (CUDA, float16, mixed activations) takes the composed libtorch ops.
+std::optional<FloatKind> fused_cpu(std::initializer_list<const torch::Tensor*> activations,
+                                   std::initializer_list<const torch::Tensor*> vectors) {
+  std::optional<torch::ScalarType> dtype;
+  for (const torch::Tensor* t : activations) {
+    if (!t->defined()) continue;
+    if (!t->device().is_cpu() || (dtype.has_value() && t->scalar_type() != *dtype)) return std::nullopt;
+    dtype = t->scalar_type();
   }
-  return true;
+  for (const torch::Tensor* t : vectors) {
+    if (t->defined() && (!t->device().is_cpu() || !t->is_floating_point())) return std::nullopt;
+  }
+  if (dtype == torch::kFloat32) return FloatKind::kF32;
+  if (dtype == torch::kBFloat16) return FloatKind::kBF16;
+  return std::nullopt;
 }
 
-// A per-item [batch, 1, dim] vector as [batch, dim] rows, or null.
-const float* per_item(const torch::Tensor& t, const torch::Tensor& x, torch::Tensor* keep) {
+// `t` as contiguous float32 (itself when it is), kept alive by `keep`.
+const float* float32_of(const torch::Tensor& t, torch::Tensor* keep) {
   if (!t.defined()) return nullptr;
-  *keep = t.expand({x.size(0), 1, x.size(-1)}).contiguous();
+  *keep = t.to(torch::kFloat32).contiguous();
   return keep->data_ptr<float>();
 }
 
-torch::Tensor rms_norm_fused(const torch::Tensor& h, const torch::Tensor& weight, double eps,
+// A per-item [batch, 1, dim] vector as [batch, dim] float32 rows, or null.
+const float* per_item(const torch::Tensor& t, const torch::Tensor& x, torch::Tensor* keep) {
+  if (!t.defined()) return nullptr;
+  return float32_of(t.expand({x.size(0), 1, x.size(-1)}), keep);
+}
+
+torch::Tensor rms_norm_fused(FloatKind kind, const torch::Tensor& h, const torch::Tensor& weight, double eps,
                              const torch::Tensor& scale, const torch::Tensor& gate,
                              const torch::Tensor& residual) {
-  const torch::Tensor x = h.contiguous(), w = weight.contiguous();
-  torch::Tensor out = torch::empty_like(x), scale_rows, gate_rows, res;
+  const torch::Tensor x = h.contiguous();
+  torch::Tensor out = torch::empty_like(x), w, scale_rows, gate_rows, res;
   RmsNormRowsArgs a;
-  a.x = x.data_ptr<float>();
+  a.kind = kind;
+  a.x = x.data_ptr();
   a.dim = x.size(-1);
   a.rows = x.numel() / std::max<int64_t>(a.dim, 1);
-  a.weight = w.data_ptr<float>();
+  a.weight = float32_of(weight, &w);
   a.eps = static_cast<float>(eps);
   // scale and gate are per batch item: the rows of one item share them.
   a.rows_per_group = x.dim() == 3 ? x.size(1) : a.rows;
@@ -40,9 +59,9 @@ torch::Tensor rms_norm_fused(const torch::Tensor& h, const torch::Tensor& weight
   a.gate = per_item(gate, x, &gate_rows);
   if (residual.defined()) {
     res = residual.contiguous();
-    a.residual = res.data_ptr<float>();
+    a.residual = res.data_ptr();
   }
-  a.out = out.data_ptr<float>();
+  a.out = out.data_ptr();
   if (a.rows > 0) rms_norm_rows_cpu(a);
   return out;
 }
@@ -63,8 +82,9 @@ bool per_item_shapes(const torch::Tensor& x, const torch::Tensor& weight,
 }  // namespace
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
-  if (fused_cpu({&x, &weight}) && x.dim() >= 1 && weight.numel() == x.size(-1)) {
-    return rms_norm_fused(x, weight, eps, {}, {}, {});
+  if (const std::optional<FloatKind> kind = fused_cpu({&x}, {&weight});
+      kind.has_value() && x.dim() >= 1 && weight.numel() == x.size(-1)) {
+    return rms_norm_fused(*kind, x, weight, eps, {}, {}, {});
   }
   const torch::Tensor x32 = x.to(torch::kFloat32);
   const torch::Tensor variance = x32.pow(2).mean(-1, /*keepdim=*/true);
@@ -73,8 +93,9 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
 
 torch::Tensor rms_norm_scaled(const torch::Tensor& x, const torch::Tensor& weight, double eps,
                               const torch::Tensor& scale) {
-  if (fused_cpu({&x, &weight, &scale}) && per_item_shapes(x, weight, {&scale})) {
-    return rms_norm_fused(x, weight, eps, scale, {}, {});
+  if (const std::optional<FloatKind> kind = fused_cpu({&x}, {&weight, &scale});
+      kind.has_value() && per_item_shapes(x, weight, {&scale})) {
+    return rms_norm_fused(*kind, x, weight, eps, scale, {}, {});
   }
   const torch::Tensor normed = rms_norm(x, weight, eps);
   return scale.defined() ? normed * scale : normed;
@@ -82,9 +103,9 @@ torch::Tensor rms_norm_scaled(const torch::Tensor& x, const torch::Tensor& weigh
 
 torch::Tensor add_gated_rms_norm(const torch::Tensor& residual, const torch::Tensor& h,
                                  const torch::Tensor& weight, double eps, const torch::Tensor& gate) {
-  if (fused_cpu({&residual, &h, &weight, &gate}) && per_item_shapes(h, weight, {&gate}) &&
-      residual.sizes() == h.sizes()) {
-    return rms_norm_fused(h, weight, eps, {}, gate, residual);
+  if (const std::optional<FloatKind> kind = fused_cpu({&residual, &h}, {&weight, &gate});
+      kind.has_value() && per_item_shapes(h, weight, {&gate}) && residual.sizes() == h.sizes()) {
+    return rms_norm_fused(*kind, h, weight, eps, {}, gate, residual);
   }
   const torch::Tensor normed = rms_norm(h, weight, eps);
   return residual + (gate.defined() ? gate * normed : normed);
@@ -143,19 +164,21 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
 
 torch::Tensor norm_rope_heads(const torch::Tensor& x, const torch::Tensor& norm_weight, double eps,
                               const torch::Tensor& cos, const torch::Tensor& sin) {
-  if (fused_cpu({&x, &norm_weight, &cos, &sin}) && x.dim() == 4 && x.size(3) % 2 == 0 &&
+  const std::optional<FloatKind> kind = fused_cpu({&x}, {&norm_weight, &cos, &sin});
+  if (kind.has_value() && x.dim() == 4 && x.size(3) % 2 == 0 &&
       (!norm_weight.defined() || norm_weight.numel() == x.size(3))) {
-    const torch::Tensor in = x.contiguous(), c = cos.contiguous(), s = sin.contiguous();
-    const torch::Tensor w = norm_weight.defined() ? norm_weight.contiguous() : torch::Tensor();
+    const torch::Tensor in = x.contiguous();
+    torch::Tensor w, c, s;
     torch::Tensor out = torch::empty({x.size(0), x.size(2), x.size(1), x.size(3)}, x.options());
     RopeHeadsArgs a;
-    a.x = in.data_ptr<float>();
+    a.kind = *kind;
+    a.x = in.data_ptr();
     a.batch = x.size(0), a.seq = x.size(1), a.heads = x.size(2), a.dim = x.size(3);
-    a.norm_weight = w.defined() ? w.data_ptr<float>() : nullptr;
+    a.norm_weight = float32_of(norm_weight, &w);
     a.eps = static_cast<float>(eps);
-    a.cos = c.data_ptr<float>();
-    a.sin = s.data_ptr<float>();
-    a.out = out.data_ptr<float>();
+    a.cos = float32_of(cos, &c);
+    a.sin = float32_of(sin, &s);
+    a.out = out.data_ptr();
     if (out.numel() > 0) rope_heads_cpu(a);
     return out;
   }

@@ -1,9 +1,12 @@
-// The fused float32 CPU paths of layers.h against the same formulas
-// composed from libtorch ops, which is what upstream runs. Sums of squares
-// are added in another order, so results agree to float32 rounding.
+// The fused CPU paths of layers.h against the same formulas composed from
+// libtorch ops, which is what upstream runs. Sums of squares are added in
+// another order, so float32 results agree to float32 rounding; bfloat16
+// ones are the float32 result of the widened inputs, rounded once.
 #include "core/models/common/layers.h"
 
 #include <torch/utils.h>
+
+#include <cmath>
 
 #include "gtest/gtest.h"
 
@@ -44,11 +47,36 @@ TEST_F(FusedLayers, GatedResidualMatchesTheComposedOps) {
             4e-6);
 }
 
-TEST_F(FusedLayers, ReducedPrecisionTakesTheComposedOps) {
-  const torch::Tensor xb = x.to(torch::kBFloat16), wb = w.to(torch::kBFloat16);
-  EXPECT_TRUE(rms_norm(xb, wb, 1e-5).equal(reference_rms_norm(xb, wb, 1e-5)));
-  EXPECT_EQ(add_gated_rms_norm(xb, h.to(torch::kBFloat16), wb, 1e-5, gate.to(torch::kBFloat16)).scalar_type(),
-            torch::kBFloat16);
+// Under bf16 compute the fused loops widen each row, compute as float32 and
+// round once: bit for bit the float32 path on the widened inputs, rounded.
+TEST_F(FusedLayers, Bfloat16IsTheFloat32ResultRoundedOnce) {
+  const auto bf16 = [](const torch::Tensor& t) { return t.to(torch::kBFloat16); };
+  const auto wide = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kFloat32); };
+  const torch::Tensor xb = bf16(x), hb = bf16(h), wb = bf16(w), sb = bf16(scale), gb = bf16(gate);
+  const torch::Tensor got = rms_norm(xb, wb, 1e-5);
+  EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(got.equal(bf16(rms_norm(wide(x), wide(w), 1e-5))));
+  EXPECT_TRUE(rms_norm_scaled(xb, wb, 1e-5, sb).equal(bf16(rms_norm_scaled(wide(x), wide(w), 1e-5, wide(scale)))));
+  EXPECT_TRUE(add_gated_rms_norm(xb, hb, wb, 1e-5, gb)
+                  .equal(bf16(add_gated_rms_norm(wide(x), wide(h), wide(w), 1e-5, wide(gate)))));
+  // The weights may be float32 beside bf16 activations (modules kept in float32).
+  EXPECT_TRUE(rms_norm(xb, w, 1e-5).equal(bf16(rms_norm(wide(x), w, 1e-5))));
+  // One rounding: each element within bf16's unit roundoff (2^-8 of its
+  // magnitude) of the float32 result, where composed bf16 ops round after
+  // every op.
+  const torch::Tensor exact = reference_rms_norm(wide(x), wide(w), 1e-5).to(torch::kFloat64);
+  EXPECT_TRUE(((got.to(torch::kFloat64) - exact).abs() <= exact.abs() * std::ldexp(1.0, -8)).all().item<bool>());
+  // A NaN stays a NaN (c10's quiet NaN), as `.to(kBFloat16)` makes it.
+  torch::Tensor with_nan = xb.clone();
+  with_nan[0][0][0] = std::nanf("");
+  EXPECT_TRUE(rms_norm(with_nan, wb, 1e-5)[0][0].isnan().all().item<bool>());
+}
+
+TEST_F(FusedLayers, HalfPrecisionTakesTheComposedOps) {
+  const torch::Tensor xh = x.to(torch::kFloat16), wh = w.to(torch::kFloat16);
+  EXPECT_TRUE(rms_norm(xh, wh, 1e-5).equal(reference_rms_norm(xh, wh, 1e-5)));
+  EXPECT_EQ(add_gated_rms_norm(xh, h.to(torch::kFloat16), wh, 1e-5, gate.to(torch::kFloat16)).scalar_type(),
+            torch::kFloat16);
 }
 
 TEST(NormRopeHeads, MatchesNormThenRopeThenTranspose) {
@@ -64,6 +92,12 @@ TEST(NormRopeHeads, MatchesNormThenRopeThenTranspose) {
   EXPECT_LT(max_diff(got, want), 2e-6);
   // Without a norm weight the rotation alone, exactly.
   EXPECT_TRUE(norm_rope_heads(x, torch::Tensor(), 1e-5, cos, sin).equal(apply_rope(x, cos, sin).transpose(1, 2)));
+  // bf16 activations: the float32 path on the widened input, rounded once.
+  const torch::Tensor xb = x.to(torch::kBFloat16), wb = w.to(torch::kBFloat16);
+  const torch::Tensor got_bf16 = norm_rope_heads(xb, wb, 1e-5, cos, sin);
+  EXPECT_EQ(got_bf16.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(got_bf16.equal(
+      norm_rope_heads(xb.to(torch::kFloat32), wb.to(torch::kFloat32), 1e-5, cos, sin).to(torch::kBFloat16)));
 }
 
 }  // namespace
