@@ -49,6 +49,14 @@ torch::Tensor attention_float32_cpu(const torch::Tensor& q_in, const torch::Tens
   return out;
 }
 
+// Whether attention() takes the float32 CPU kernel: CPU inputs, all float32
+// or all bfloat16 (widened first).
+bool float32_cpu_path(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  const torch::ScalarType t = q.scalar_type();
+  return q.device().is_cpu() && (t == torch::kFloat32 || t == torch::kBFloat16) && k.scalar_type() == t &&
+         v.scalar_type() == t;
+}
+
 }  // namespace
 
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -65,9 +73,15 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
   // Asked only here: reading it back would stall a device's queue.
   const torch::Tensor key_mask =
       key_mask_in.defined() && !key_mask_in.all().item<bool>() ? key_mask_in : torch::Tensor();
-  if (q.device().is_cpu() && q.scalar_type() == torch::kFloat32 && k.scalar_type() == torch::kFloat32 &&
-      v.scalar_type() == torch::kFloat32) {
-    return attention_float32_cpu(q, k, v, key_mask, scale, options);
+  if (float32_cpu_path(q, k, v)) {
+    if (q.scalar_type() == torch::kFloat32) return attention_float32_cpu(q, k, v, key_mask, scale, options);
+    // bf16 on the CPU: the inputs widened (seq × head_dim each), the float32
+    // kernel, the output rounded once. The generic path below would convert
+    // every score (seq² per head) to float32 and back, and libtorch 1.13's
+    // bf16 bmm does not reach oneDNN: 3-4× the time.
+    return attention_float32_cpu(q.to(torch::kFloat32), k.to(torch::kFloat32), v.to(torch::kFloat32), key_mask,
+                                 scale, options)
+        .to(q.scalar_type());
   }
   const torch::Tensor mask = key_mask.defined() ? key_mask.view({batch, 1, 1, keys}) : torch::Tensor();
   const bool reduced = q.scalar_type() != torch::kFloat32 && q.scalar_type() != torch::kFloat64;
@@ -101,11 +115,15 @@ int64_t attention_scratch_bytes(const AttentionShape& a, torch::ScalarType dtype
   const int64_t element = static_cast<int64_t>(torch::elementSize(dtype));
   if (options.prefer_native && compat::kHaveSdpa) return a.batch * a.heads * a.queries * 4;
   const int64_t mask_bytes = a.batch * a.keys * (1 + 4);  // the negated mask and its float bias
-  if (device_is_cpu && dtype == torch::kFloat32) {
+  if (device_is_cpu && (dtype == torch::kFloat32 || dtype == torch::kBFloat16)) {
     const int64_t row_bytes = a.keys * 4;
     const int64_t budget = std::min(options.max_scores_bytes, options.cache_scores_bytes);
     const int64_t chunk = std::max<int64_t>(1, std::min(a.queries, budget / std::max<int64_t>(row_bytes, 1)));
-    return chunk * row_bytes + mask_bytes;
+    // bf16: q, k and v widened to float32, and the float32 output before it
+    // is rounded.
+    const int64_t widened =
+        dtype == torch::kBFloat16 ? a.batch * a.heads * (2 * a.queries + 2 * a.keys) * a.head_dim * 4 : 0;
+    return chunk * row_bytes + mask_bytes + widened;
   }
   const bool reduced = dtype != torch::kFloat32 && dtype != torch::kFloat64;
   const int64_t score_bytes = a.batch * a.heads * a.keys * (reduced ? 4 : element);

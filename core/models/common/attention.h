@@ -43,7 +43,8 @@ struct AttentionShape {
 // path it takes there: native SDPA (libtorch >= 2 and prefer_native; its
 // per-row softmax statistics, assuming a fused kernel and not the math
 // fallback that holds every score), the float32 CPU kernel (one
-// cache-sized score chunk), or the generic chunked path (a score chunk of
+// cache-sized score chunk; for bfloat16, which it takes widened, the
+// float32 q, k, v and output too), or the generic chunked path (a score chunk of
 // at most max_scores_bytes in float32 beside its `dtype` copy, and the
 // per-chunk outputs before they are joined).
 int64_t attention_scratch_bytes(const AttentionShape& shape, torch::ScalarType dtype, bool device_is_cpu,

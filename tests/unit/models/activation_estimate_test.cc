@@ -59,9 +59,13 @@ TEST(AttentionScratch, TheFloat32CpuKernelHoldsOneCacheSizedChunk) {
   const AttentionShape shape{2, 24, 4608, 4608, 128};
   const int64_t chunk_rows = o.cache_scores_bytes / (4608 * 4);
   EXPECT_EQ(attention_scratch_bytes(shape, torch::kFloat32, true, o), chunk_rows * 4608 * 4 + 2 * 4608 * 5);
-  // Reduced precision takes the generic path: a float32 chunk under
-  // max_scores_bytes beside its bf16 copy, and the chunks' outputs.
-  const int64_t generic = attention_scratch_bytes(shape, torch::kBFloat16, true, o);
+  // bf16 on the CPU takes the same kernel on its inputs widened: q, k, v
+  // and the output at float32 besides.
+  const int64_t widened = int64_t{2} * 24 * 4 * 4608 * 128 * 4;
+  EXPECT_EQ(attention_scratch_bytes(shape, torch::kBFloat16, true, o), chunk_rows * 4608 * 4 + 2 * 4608 * 5 + widened);
+  // float16 takes the generic path: a float32 chunk under max_scores_bytes
+  // beside its float16 copy, and the chunks' outputs.
+  const int64_t generic = attention_scratch_bytes(shape, torch::kFloat16, true, o);
   EXPECT_GT(generic, o.max_scores_bytes);
   EXPECT_LT(generic, 2 * o.max_scores_bytes + int64_t{2} * 24 * 4608 * 128 * 2 * 2);
   if (compat::kHaveSdpa) {

@@ -64,5 +64,22 @@ TEST(Attention, ReducedPrecisionSoftmaxRunsInFloat32) {
   EXPECT_LT((got.to(torch::kFloat32) - naive(q, k, v, mask)).abs().max().item<float>(), 0.05);
 }
 
+// bf16 on the CPU runs the float32 kernel on its inputs widened, the output
+// rounded once: bit for bit that, masked keys included.
+TEST(Attention, Bfloat16OnTheCpuIsTheFloat32KernelRoundedOnce) {
+  torch::manual_seed(5);
+  const auto bf16 = [](const torch::Tensor& t) { return t.to(torch::kBFloat16); };
+  const torch::Tensor q = bf16(torch::randn({2, 3, 37, 16})), k = bf16(torch::randn({2, 3, 29, 16})),
+                      v = bf16(torch::randn({2, 3, 29, 16}));
+  torch::Tensor mask = torch::ones({2, 29}, torch::kBool);
+  mask[1].narrow(0, 20, 9).fill_(false);
+  AttentionOptions options;
+  options.prefer_native = false;
+  const torch::Tensor got = attention(q, k, v, mask, options);
+  EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(got.equal(bf16(attention(q.to(torch::kFloat32), k.to(torch::kFloat32), v.to(torch::kFloat32), mask,
+                                       options))));
+}
+
 }  // namespace
 }  // namespace diffusiond
