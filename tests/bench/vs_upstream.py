@@ -67,10 +67,14 @@ DENSE_BF16_TFLOPS = {"H100": 989.4, "H200": 989.4}
 CHILD = None  # the side running now, ended with this driver (a deadline's SIGTERM)
 
 
+class Deadline(Exception):
+    """A SIGTERM: the measurements so far are reported, the rest is not run."""
+
+
 def on_term(signum, _frame):
     if CHILD is not None and CHILD.poll() is None:
         CHILD.kill()
-    sys.exit(128 + signum)
+    raise Deadline(f"signal {signum}")
 
 
 def run(cmd, stdout=None):
@@ -166,133 +170,146 @@ def main():
     os.makedirs(workdir, exist_ok=True)
     failures, rows, runs = [], [], []
     try:
-        for mi, model in enumerate(models):
-            model_dir = os.path.join(workdir, model)
-            write = [args.port_bin, "write-model", model_dir, "--arch", model, "--seed", str(args.seed)]
-            if args.size == "real":
-                config = os.path.join(workdir, f"{model}.config.json")
-                with open(REAL_CONFIGS[model]) as f:
-                    c = json.load(f)
-                if model == "flux":
-                    c["num_layers"], c["num_single_layers"] = (int(n) for n in args.flux_blocks.split(","))
-                with open(config, "w") as f:
-                    json.dump(c, f, indent=1)
-                write += ["--config", config] + (["--device", args.device] if on_gpu else [])
-            else:
-                write += ["--size", args.size]
-            if run(write)[0] != 0:
-                failures.append(f"{model}: write-model failed")
-                continue
-            inputs = []
-            for b in batches:
-                path = os.path.join(workdir, f"{model}.b{b}.safetensors")
-                status, _ = run([args.python, UPSTREAM, "write-inputs", model_dir, path, "--arch", model,
-                                 "--latent", str(size["latent"]), str(size["latent"]), "--text",
-                                 str(size["text"][model]), "--batch", str(b), "--seed", str(args.seed)])
-                if status != 0:
-                    raise SystemExit(f"{model}: writing the inputs failed")
-                inputs.append(path)
-
-            for dtype in dtypes:
-                for n in threads:
-                    outs = {impl: os.path.join(workdir, f"out.{model}.{dtype}.{n}.{impl}") for impl in
-                            ["upstream", "port"] + variants}
-
-                    def port_cmd(out_dir, extra=()):
-                        return ([args.port_bin, "run", model_dir] + inputs +
-                                ["--device", port_device, "--dtype", dtype, "--threads", str(n), "--iters",
-                                 str(args.iters), "--out_dir", out_dir] + list(extra))
-
-                    sides = {"port": lambda: port_cmd(outs["port"])}
-                    if args.diffusers:
-                        sides["upstream"] = lambda: ([args.python, UPSTREAM, "run", model_dir] + inputs +
-                                                     ["--arch", model, "--diffusers", args.diffusers, "--device",
-                                                      args.device, "--dtype", dtype, "--threads", str(n),
-                                                      "--iters", str(args.iters), "--out-dir", outs["upstream"],
-                                                      "--count-flops"])
-                    results = {impl: [] for impl in sides}
-                    for r in range(args.rounds):
-                        order = sorted(sides, reverse=(r + mi) % 2 == 1)
-                        for impl in order:
-                            shutil.rmtree(outs[impl], ignore_errors=True)  # no pass on a stale file
-                            res = run_json(sides[impl](), f"{model} {dtype} {impl}")
-                            if res is None:
-                                failures.append(f"{model} {dtype} threads {n}: {impl} failed")
-                                continue
-                            res.update(model=model, round=r, variant=impl)
-                            results[impl].append(res)
-                            runs.append(res)
-                    base = results["port"][-1] if results["port"] else None
-                    extra_results = {}
-                    for v in variants:
-                        if base is None:
-                            break
-                        if v == "fp8":
-                            extra = ["--fp8"]
-                        elif v == "half":
-                            if port_device == "cpu":
-                                continue
-                            run0 = base["runs"][-1]
-                            placement = run0.get("placement_bytes", 0)
-                            activations = max(run0.get("vram_books_high_water_bytes", 0) - placement, 0)
-                            extra = ["--vram_budget", str(int(placement * args.resident_fraction) + activations)]
-                        else:
-                            failures.append(f"--variants: unknown variant {v}")
-                            continue
-                        res = run_json(port_cmd(outs[v], extra), f"{model} {dtype} port {v}")
-                        if res is None:
-                            failures.append(f"{model} {dtype} threads {n}: port {v} failed")
-                            continue
-                        res.update(model=model, variant=v)
-                        extra_results[v] = res
-                        runs.append(res)
-
-                    for bi, b in enumerate(batches):
-                        row = {"model": model, "dtype": dtype, "threads": n, "batch": b}
-                        for impl, rs in results.items():
-                            if rs:
-                                row[f"{impl}_s"] = median_seconds(rs, bi)
-                                key = "allocator_peak_reserved_bytes" if impl == "port" else "peak_vram_reserved_bytes"
-                                row[f"{impl}_peak"] = (max(x["runs"][bi].get(key, 0) for x in rs) if on_gpu
-                                                       else max(x["peak_rss_bytes"] for x in rs))
-                        up = results.get("upstream") or []
-                        if up and up[-1]["runs"][bi].get("flop"):
-                            flop = up[-1]["runs"][bi]["flop"]
-                            row["flop"] = flop["gemm"] + flop["attention"]
-                            row["attention_flop"] = flop["attention"]
-                            name = up[-1].get("device_name", "")
-                            peak = args.peak_tflops or next((v for k, v in DENSE_BF16_TFLOPS.items() if k in name),
-                                                            None)
-                            if peak and on_gpu and "port_s" in row:
-                                row["peak_tflops"] = peak
-                                row["port_mfu"] = row["flop"] / row["port_s"] / (peak * 1e12)
-                        port_file = os.path.join(outs["port"], f"port.{bi}.safetensors")
-                        if "port_s" in row and "upstream_s" in row:
-                            row["rel_diff"] = compare(port_file, os.path.join(outs["upstream"],
-                                                                              f"upstream.{bi}.safetensors"))
-                            if not row["rel_diff"] <= TOLERANCE[dtype]:
-                                failures.append(f"{model} {dtype} batch {b}: port and upstream differ by "
-                                                f"{row['rel_diff']:.3g} of max |out| (tolerance {TOLERANCE[dtype]})")
-                        for v, res in extra_results.items():
-                            row[f"{v}_s"] = statistics.median(res["runs"][bi]["seconds"])
-                            row[f"{v}_plan"] = res["runs"][bi].get("vram_plan", "").split(" (")[0]
-                            row[f"{v}_rel_diff"] = compare(os.path.join(outs[v], f"port.{bi}.safetensors"), port_file)
-                        # The VRAM promise, in device memory: each port process at its fullest, its
-                        # placement and warm-up included.
-                        for res in results.get("port", []) + list(extra_results.values()):
-                            used, budget = res.get("device_peak_used_bytes"), res["vram_budget_bytes"]
-                            if used is None:
-                                continue
-                            over = used - budget
-                            row["vram_worst_over_budget"] = max(row.get("vram_worst_over_budget", -math.inf), over)
-                            if over > args.vram_overhead_mib * 2**20:
-                                failures.append(f"{model} {dtype} batch {b} port {res['variant']}: the device held "
-                                                f"{mib(used)} against a VRAM budget of {mib(budget)}")
-                        rows.append(row)
+        measure(args, models, dtypes, threads, batches, variants, on_gpu, port_device, size, workdir, failures, rows,
+                runs)
+    except Deadline as stop:
+        failures.append(f"stopped by {stop}: what follows is what ran before")
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
+    report(args, on_gpu, rows, runs, failures)
 
+
+def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_device, size, workdir, failures, rows,
+            runs):
+    """Runs both sides for every model, dtype and thread count; appends to rows, runs and failures."""
+    for mi, model in enumerate(models):
+        model_dir = os.path.join(workdir, model)
+        write = [args.port_bin, "write-model", model_dir, "--arch", model, "--seed", str(args.seed)]
+        if args.size == "real":
+            config = os.path.join(workdir, f"{model}.config.json")
+            with open(REAL_CONFIGS[model]) as f:
+                c = json.load(f)
+            if model == "flux":
+                c["num_layers"], c["num_single_layers"] = (int(n) for n in args.flux_blocks.split(","))
+            with open(config, "w") as f:
+                json.dump(c, f, indent=1)
+            write += ["--config", config] + (["--device", args.device] if on_gpu else [])
+        else:
+            write += ["--size", args.size]
+        if run(write)[0] != 0:
+            failures.append(f"{model}: write-model failed")
+            continue
+        inputs = []
+        for b in batches:
+            path = os.path.join(workdir, f"{model}.b{b}.safetensors")
+            status, _ = run([args.python, UPSTREAM, "write-inputs", model_dir, path, "--arch", model,
+                             "--latent", str(size["latent"]), str(size["latent"]), "--text",
+                             str(size["text"][model]), "--batch", str(b), "--seed", str(args.seed)])
+            if status != 0:
+                raise SystemExit(f"{model}: writing the inputs failed")
+            inputs.append(path)
+
+        for dtype in dtypes:
+            for n in threads:
+                outs = {impl: os.path.join(workdir, f"out.{model}.{dtype}.{n}.{impl}") for impl in
+                        ["upstream", "port"] + variants}
+
+                def port_cmd(out_dir, extra=()):
+                    return ([args.port_bin, "run", model_dir] + inputs +
+                            ["--device", port_device, "--dtype", dtype, "--threads", str(n), "--iters",
+                             str(args.iters), "--out_dir", out_dir] + list(extra))
+
+                sides = {"port": lambda: port_cmd(outs["port"])}
+                if args.diffusers:
+                    sides["upstream"] = lambda: ([args.python, UPSTREAM, "run", model_dir] + inputs +
+                                                 ["--arch", model, "--diffusers", args.diffusers, "--device",
+                                                  args.device, "--dtype", dtype, "--threads", str(n),
+                                                  "--iters", str(args.iters), "--out-dir", outs["upstream"],
+                                                  "--count-flops"])
+                results = {impl: [] for impl in sides}
+                for r in range(args.rounds):
+                    order = sorted(sides, reverse=(r + mi) % 2 == 1)
+                    for impl in order:
+                        shutil.rmtree(outs[impl], ignore_errors=True)  # no pass on a stale file
+                        res = run_json(sides[impl](), f"{model} {dtype} {impl}")
+                        if res is None:
+                            failures.append(f"{model} {dtype} threads {n}: {impl} failed")
+                            continue
+                        res.update(model=model, round=r, variant=impl)
+                        results[impl].append(res)
+                        runs.append(res)
+                base = results["port"][-1] if results["port"] else None
+                extra_results = {}
+                for v in variants:
+                    if base is None:
+                        break
+                    if v == "fp8":
+                        extra = ["--fp8"]
+                    elif v == "half":
+                        if port_device == "cpu":
+                            continue
+                        run0 = base["runs"][-1]
+                        placement = run0.get("placement_bytes", 0)
+                        activations = max(run0.get("vram_books_high_water_bytes", 0) - placement, 0)
+                        extra = ["--vram_budget", str(int(placement * args.resident_fraction) + activations)]
+                    else:
+                        failures.append(f"--variants: unknown variant {v}")
+                        continue
+                    res = run_json(port_cmd(outs[v], extra), f"{model} {dtype} port {v}")
+                    if res is None:
+                        failures.append(f"{model} {dtype} threads {n}: port {v} failed")
+                        continue
+                    res.update(model=model, variant=v)
+                    extra_results[v] = res
+                    runs.append(res)
+
+                for bi, b in enumerate(batches):
+                    row = {"model": model, "dtype": dtype, "threads": n, "batch": b}
+                    for impl, rs in results.items():
+                        if rs:
+                            row[f"{impl}_s"] = median_seconds(rs, bi)
+                            key = "allocator_peak_reserved_bytes" if impl == "port" else "peak_vram_reserved_bytes"
+                            row[f"{impl}_peak"] = (max(x["runs"][bi].get(key, 0) for x in rs) if on_gpu
+                                                   else max(x["peak_rss_bytes"] for x in rs))
+                    up = results.get("upstream") or []
+                    if up and up[-1]["runs"][bi].get("flop"):
+                        flop = up[-1]["runs"][bi]["flop"]
+                        row["flop"] = flop["gemm"] + flop["attention"]
+                        row["attention_flop"] = flop["attention"]
+                        name = up[-1].get("device_name", "")
+                        peak = args.peak_tflops or next((v for k, v in DENSE_BF16_TFLOPS.items() if k in name),
+                                                        None)
+                        if peak and on_gpu and "port_s" in row:
+                            row["peak_tflops"] = peak
+                            row["port_mfu"] = row["flop"] / row["port_s"] / (peak * 1e12)
+                    port_file = os.path.join(outs["port"], f"port.{bi}.safetensors")
+                    if "port_s" in row and "upstream_s" in row:
+                        row["rel_diff"] = compare(port_file, os.path.join(outs["upstream"],
+                                                                          f"upstream.{bi}.safetensors"))
+                        if not row["rel_diff"] <= TOLERANCE[dtype]:
+                            failures.append(f"{model} {dtype} batch {b}: port and upstream differ by "
+                                            f"{row['rel_diff']:.3g} of max |out| (tolerance {TOLERANCE[dtype]})")
+                    for v, res in extra_results.items():
+                        row[f"{v}_s"] = statistics.median(res["runs"][bi]["seconds"])
+                        row[f"{v}_plan"] = res["runs"][bi].get("vram_plan", "").split(" (")[0]
+                        row[f"{v}_rel_diff"] = compare(os.path.join(outs[v], f"port.{bi}.safetensors"), port_file)
+                    # The VRAM promise, in device memory: each port process at its fullest, its
+                    # placement and warm-up included.
+                    for res in results.get("port", []) + list(extra_results.values()):
+                        used, budget = res.get("device_peak_used_bytes"), res["vram_budget_bytes"]
+                        if used is None:
+                            continue
+                        over = used - budget
+                        row["vram_worst_over_budget"] = max(row.get("vram_worst_over_budget", -math.inf), over)
+                        if over > args.vram_overhead_mib * 2**20:
+                            failures.append(f"{model} {dtype} batch {b} port {res['variant']}: the device held "
+                                            f"{mib(used)} against a VRAM budget of {mib(budget)}")
+                    rows.append(row)
+
+
+def report(args, on_gpu, rows, runs, failures):
+    """Prints the table (and writes it and the JSON where asked); exits 1 on any failure."""
     peak_label = "peak VRAM (allocator)" if on_gpu else "peak RSS"
     lines = [f"| model | dtype | threads | batch | upstream s/step | port s/step | port/upstream "
              f"| upstream {peak_label} | port {peak_label} | port MFU | max diff / max out "
