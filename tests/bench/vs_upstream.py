@@ -328,8 +328,10 @@ def report(args, on_gpu, rows, runs, failures):
                      f"| {f('port_s')} | {ratio} | {mib(r.get('upstream_peak'))} | {mib(r.get('port_peak'))} "
                      f"| {f('port_mfu', '{:.1%}')} | {f('rel_diff', '{:.3g}')} | {fp8} | {half} | {over} |")
     lines.append("")
+    counted = set()
     for r in rows:
-        if "flop" in r:
+        if "flop" in r and (r["model"], r["batch"]) not in counted:
+            counted.add((r["model"], r["batch"]))
             lines.append(f"{r['model']} batch {r['batch']}: {r['flop'] / 1e12:.3f} TFLOP per step "
                          f"({r['attention_flop'] / 1e12:.3f} of it attention)")
     print("\n".join(lines))
