@@ -140,8 +140,7 @@ void rms_norm_rows_cpu(const RmsNormRowsArgs& a) {
       // The output may alias x (slot 0) or the residual (slot 1): norm_row
       // reads each element before it writes it.
       float* out = rows.out(a.out, row, 0);
-      norm_row(x, a.dim, inverse_rms(x, a.dim, a.eps), a.weight,
-               a.scale != nullptr ? a.scale + group * a.dim : nullptr,
+      norm_row(x, a.dim, inverse_rms(x, a.dim, a.eps), a.weight, a.scale != nullptr ? a.scale + group * a.dim : nullptr,
                a.gate != nullptr ? a.gate + group * a.dim : nullptr,
                a.residual != nullptr ? rows.in(a.residual, row, 1) : nullptr, out);
       rows.store(a.out, row, 0);

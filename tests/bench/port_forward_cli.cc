@@ -29,8 +29,8 @@
 //       profiler as a Chrome trace (tests/bench/profile_summary.py).
 //
 // Exit 1 with one line on stderr for any failure, 2 for a bad command line.
-#include <torch/cuda.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/cuda.h>
 #include <torch/types.h>
 
 #include <algorithm>
@@ -40,11 +40,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -260,8 +259,7 @@ RunOptions parse_run(const std::vector<std::string>& args) {
       continue;
     } else if (args[i] == "--vram_budget" && has_value && absl::SimpleAtoi(value, &o.vram_budget) &&
                o.vram_budget > 0) {
-    } else if (args[i] == "--ram_budget" && has_value && absl::SimpleAtoi(value, &o.ram_budget) &&
-               o.ram_budget > 0) {
+    } else if (args[i] == "--ram_budget" && has_value && absl::SimpleAtoi(value, &o.ram_budget) && o.ram_budget > 0) {
     } else if (args[i] == "--threads" && has_value && absl::SimpleAtoi(value, &o.threads) && o.threads > 0) {
     } else if (args[i] == "--iters" && has_value && absl::SimpleAtoi(value, &o.iters) && o.iters > 0) {
     } else if (args[i] == "--out_dir" && has_value) {

@@ -62,13 +62,12 @@ std::string flux_scheduler_config_json(const FluxConfig& c) {
 }
 
 absl::Status write_random_flux(const FluxConfig& config, absl::string_view folder, uint64_t seed,
-                                  const torch::Device& device) {
+                               const torch::Device& device) {
   DIFFUSIOND_RETURN_IF_ERROR(config.validate());
   const std::string dir(folder);
   DIFFUSIOND_RETURN_IF_ERROR(write_text_file(dir + "/config.json", flux_config_json(config) + "\n"));
   DIFFUSIOND_RETURN_IF_ERROR(write_text_file(dir + "/scheduler_config.json", flux_scheduler_config_json(config) + "\n"));
-  return write_random_weights(dir + "/diffusion_pytorch_model.safetensors", flux_parameter_table(config), seed,
-                              device);
+  return write_random_weights(dir + "/diffusion_pytorch_model.safetensors", flux_parameter_table(config), seed, device);
 }
 
 }  // namespace diffusiond

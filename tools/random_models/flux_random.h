@@ -7,10 +7,10 @@
 #ifndef DIFFUSIOND_TOOLS_RANDOM_MODELS_FLUX_RANDOM_H_
 #define DIFFUSIOND_TOOLS_RANDOM_MODELS_FLUX_RANDOM_H_
 
+#include <torch/types.h>
+
 #include <cstdint>
 #include <string>
-
-#include <torch/types.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -44,7 +44,7 @@ std::string flux_scheduler_config_json(const FluxConfig& config);
 // that does not validate, UNAVAILABLE if the folder cannot be written.
 // `device`: where the values are drawn (write_random_weights).
 absl::Status write_random_flux(const FluxConfig& config, absl::string_view folder, uint64_t seed,
-                                  const torch::Device& device = torch::kCPU);
+                               const torch::Device& device = torch::kCPU);
 
 }  // namespace diffusiond
 

@@ -4,11 +4,11 @@
 #ifndef DIFFUSIOND_TOOLS_RANDOM_MODELS_RANDOM_WEIGHTS_H_
 #define DIFFUSIOND_TOOLS_RANDOM_MODELS_RANDOM_WEIGHTS_H_
 
+#include <torch/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <torch/types.h>
 
 #include "absl/status/status.h"
 #include "core/models/param_table.h"

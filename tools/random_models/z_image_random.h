@@ -3,10 +3,10 @@
 #ifndef DIFFUSIOND_TOOLS_RANDOM_MODELS_Z_IMAGE_RANDOM_H_
 #define DIFFUSIOND_TOOLS_RANDOM_MODELS_Z_IMAGE_RANDOM_H_
 
+#include <torch/types.h>
+
 #include <cstdint>
 #include <string>
-
-#include <torch/types.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -31,8 +31,7 @@ std::string z_image_config_json(const ZImageConfig& config);
 // N(0, 0.5²). Tensors are generated one at a time, so memory stays at the
 // largest tensor. Creates `folder`; UNAVAILABLE if it cannot be written.
 // `device`: where the values are drawn (write_random_weights).
-absl::Status write_random_z_image(const ZImageConfig& config, absl::string_view folder,
-                                  uint64_t seed,
+absl::Status write_random_z_image(const ZImageConfig& config, absl::string_view folder, uint64_t seed,
                                   const torch::Device& device = torch::kCPU);
 
 }  // namespace diffusiond

@@ -79,8 +79,8 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
     // kernel, the output rounded once. The generic path below would convert
     // every score (seq² per head) to float32 and back, and libtorch 1.13's
     // bf16 bmm does not reach oneDNN: 3-4× the time.
-    return attention_float32_cpu(q.to(torch::kFloat32), k.to(torch::kFloat32), v.to(torch::kFloat32), key_mask,
-                                 scale, options)
+    return attention_float32_cpu(q.to(torch::kFloat32), k.to(torch::kFloat32), v.to(torch::kFloat32), key_mask, scale,
+                                 options)
         .to(q.scalar_type());
   }
   const torch::Tensor mask = key_mask.defined() ? key_mask.view({batch, 1, 1, keys}) : torch::Tensor();

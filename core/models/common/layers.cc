@@ -42,8 +42,7 @@ const float* per_item(const torch::Tensor& t, const torch::Tensor& x, torch::Ten
 }
 
 torch::Tensor rms_norm_fused(FloatKind kind, const torch::Tensor& h, const torch::Tensor& weight, double eps,
-                             const torch::Tensor& scale, const torch::Tensor& gate,
-                             const torch::Tensor& residual) {
+                             const torch::Tensor& scale, const torch::Tensor& gate, const torch::Tensor& residual) {
   const torch::Tensor x = h.contiguous();
   torch::Tensor out = torch::empty_like(x), w, scale_rows, gate_rows, res;
   RmsNormRowsArgs a;

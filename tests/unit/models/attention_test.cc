@@ -77,8 +77,8 @@ TEST(Attention, Bfloat16OnTheCpuIsTheFloat32KernelRoundedOnce) {
   options.prefer_native = false;
   const torch::Tensor got = attention(q, k, v, mask, options);
   EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
-  EXPECT_TRUE(got.equal(bf16(attention(q.to(torch::kFloat32), k.to(torch::kFloat32), v.to(torch::kFloat32), mask,
-                                       options))));
+  EXPECT_TRUE(
+      got.equal(bf16(attention(q.to(torch::kFloat32), k.to(torch::kFloat32), v.to(torch::kFloat32), mask, options))));
 }
 
 }  // namespace
