@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/float_kind_cpu.h"
 #include "kernels/torch_compat.h"
 
 namespace diffusiond {
@@ -28,33 +29,6 @@ inline float float_of(uint32_t u) {
   float f;
   std::memcpy(&f, &u, sizeof(f));
   return f;
-}
-
-template <FloatKind kKind>
-inline float load(const void* src, int64_t i) {
-  if constexpr (kKind == FloatKind::kF32) {
-    return static_cast<const float*>(src)[i];
-  } else if constexpr (kKind == FloatKind::kBF16) {
-    return float_of(uint32_t{static_cast<const uint16_t*>(src)[i]} << 16);
-  } else {
-    return c10::detail::fp16_ieee_to_fp32_value(static_cast<const uint16_t*>(src)[i]);
-  }
-}
-
-template <FloatKind kKind>
-inline void store(void* dst, int64_t i, float v) {
-  if constexpr (kKind == FloatKind::kF32) {
-    static_cast<float*>(dst)[i] = v;
-  } else if constexpr (kKind == FloatKind::kBF16) {
-    // Round to nearest even as c10::BFloat16 does, NaN to 0x7FC0, without
-    // its branch so the loop vectorises.
-    const uint32_t u = bits_of(v);
-    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-    const uint32_t is_nan = 0u - uint32_t((u & 0x7FFFFFFFu) > 0x7F800000u);
-    static_cast<uint16_t*>(dst)[i] = static_cast<uint16_t>((0x7FC0u & is_nan) | (rounded & ~is_nan));
-  } else {
-    static_cast<c10::Half*>(dst)[i] = c10::Half(v);
-  }
 }
 
 // Branch-free, so the loop below vectorises. Normal range: add the
@@ -86,7 +60,7 @@ DIFFUSIOND_CPU_CLONES
 void encode_range(const void* __restrict__ src, uint8_t* __restrict__ codes, int64_t begin,
                   int64_t end, float inv_scale) {
   for (int64_t i = begin; i < end; ++i) {
-    codes[i] = encode_bits<P>(bits_of(load<kKind>(src, i) * inv_scale));
+    codes[i] = encode_bits<P>(bits_of(load_float<kKind>(src, i) * inv_scale));
   }
 }
 
@@ -122,7 +96,7 @@ template <const Fp8Params& P, FloatKind kKind>
 DIFFUSIOND_CPU_CLONES
 void decode_range(const uint8_t* __restrict__ codes, float scale, void* __restrict__ dst,
                   int64_t begin, int64_t end) {
-  for (int64_t i = begin; i < end; ++i) store<kKind>(dst, i, decode_bits<P>(codes[i]) * scale);
+  for (int64_t i = begin; i < end; ++i) store_float<kKind>(dst, i, decode_bits<P>(codes[i]) * scale);
 }
 
 using DecodeFn = void (*)(const uint8_t*, float, void*, int64_t, int64_t);
@@ -153,7 +127,7 @@ template <FloatKind kKind>
 float abs_max_range(const void* src, int64_t begin, int64_t end) {
   float m = 0.0f;
   for (int64_t i = begin; i < end; ++i) {
-    const float a = std::fabs(load<kKind>(src, i));
+    const float a = std::fabs(load_float<kKind>(src, i));
     m = a > m ? a : m;  // NaN compares false and is skipped
   }
   return m;

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
+#include "kernels/float_kind_cpu.h"
 #include "kernels/torch_compat.h"
 
 namespace diffusiond {
@@ -72,41 +72,30 @@ void rope_row(const float* __restrict__ x, int64_t half, float r, const float* _
   }
 }
 
-// bfloat16 is the top half of a float32: widening is exact.
+// One row of bfloat16 widened into float32, and back (rounded).
 DIFFUSIOND_CPU_CLONES
-void widen_bf16(const uint16_t* __restrict__ in, int64_t n, float* __restrict__ out) {
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
-    std::memcpy(&out[i], &bits, sizeof(bits));
-  }
+void widen_bf16_row(const void* __restrict__ in, int64_t n, float* __restrict__ out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = load_float<FloatKind::kBF16>(in, i);
 }
 
-// Rounds to nearest, ties to even, as c10::BFloat16 does (a NaN becomes its
-// quiet NaN 0x7fc0), so a row narrowed here equals `.to(torch::kBFloat16)`.
 DIFFUSIOND_CPU_CLONES
-void narrow_bf16(const float* __restrict__ in, int64_t n, uint16_t* __restrict__ out) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &in[i], sizeof(bits));
-    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-    const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-    out[i] = nan ? uint16_t{0x7fc0} : static_cast<uint16_t>(rounded);
-  }
+void narrow_bf16_row(const float* __restrict__ in, int64_t n, void* __restrict__ out) {
+  for (int64_t i = 0; i < n; ++i) store_float<FloatKind::kBF16>(out, i, in[i]);
 }
 
 // One task's view of rows of `kind`: float32 rows are used in place,
-// bfloat16 rows are widened into (and narrowed from) buffers of the task's
-// own, reused from row to row.
+// bfloat16 rows are widened into (and narrowed from) two buffers of the
+// task's own, reused from row to row.
 class Rows {
  public:
   Rows(FloatKind kind, int64_t dim) : kind_(kind), dim_(dim) {
-    if (kind_ == FloatKind::kBF16) buffers_.assign(3 * dim, 0.0f);
+    if (kind_ == FloatKind::kBF16) buffers_.assign(2 * dim, 0.0f);
   }
-  // Row `row` of `base` as float32, in buffer `slot` (0-2) when widened.
+  // Row `row` of `base` as float32, in buffer `slot` (0 or 1) when widened.
   const float* in(const void* base, int64_t row, int slot) {
     if (kind_ == FloatKind::kF32) return static_cast<const float*>(base) + row * dim_;
     float* buffer = buffers_.data() + slot * dim_;
-    widen_bf16(static_cast<const uint16_t*>(base) + row * dim_, dim_, buffer);
+    widen_bf16_row(static_cast<const uint16_t*>(base) + row * dim_, dim_, buffer);
     return buffer;
   }
   // Where row `row` of `base` is written as float32: in place, or buffer
@@ -117,7 +106,7 @@ class Rows {
   }
   void store(void* base, int64_t row, int slot) {
     if (kind_ == FloatKind::kF32) return;
-    narrow_bf16(buffers_.data() + slot * dim_, dim_, static_cast<uint16_t*>(base) + row * dim_);
+    narrow_bf16_row(buffers_.data() + slot * dim_, dim_, static_cast<uint16_t*>(base) + row * dim_);
   }
 
  private:

@@ -63,13 +63,12 @@ def read_config(model_dir):
 
 
 def upstream_class(arch, diffusers_src):
-    diffusers = upstream_env.import_diffusers(diffusers_src, only_missing=True)
+    upstream_env.import_diffusers(diffusers_src, only_missing=True)  # puts `diffusers` on sys.path, shimmed
     if arch == "z-image":
         from diffusers.models.transformers import transformer_z_image as zi
         upstream_env.fix_z_image_for_torch1(zi)
         return zi.ZImageTransformer2DModel
     from diffusers.models.transformers import transformer_flux
-    del diffusers
     return transformer_flux.FluxTransformer2DModel
 
 
