@@ -66,12 +66,13 @@ TEST_P(ActivationRss, EstimateCoversThePeakWithin25Percent) {
 }
 
 INSTANTIATE_TEST_SUITE_P(DemoModels, ActivationRss,
+                         // 128x128 at batch 2 only: batch 1 at that size measured
+                         // nothing the two around it do not, for 10 s of a CI run.
                          ::testing::Values(Case{"z-image", 64, 1, "denoise"}, Case{"z-image", 64, 2, "denoise"},
                                            Case{"z-image", 96, 1, "denoise"}, Case{"z-image", 96, 2, "denoise"},
-                                           Case{"z-image", 128, 1, "denoise"}, Case{"z-image", 128, 2, "denoise"},
-                                           Case{"z-image", 96, 2, "step"}, Case{"flux", 64, 1, "denoise"},
-                                           Case{"flux", 64, 2, "denoise"}, Case{"flux", 96, 1, "denoise"},
-                                           Case{"flux", 96, 2, "denoise"}, Case{"flux", 128, 1, "denoise"},
+                                           Case{"z-image", 128, 2, "denoise"}, Case{"z-image", 96, 2, "step"},
+                                           Case{"flux", 64, 1, "denoise"}, Case{"flux", 64, 2, "denoise"},
+                                           Case{"flux", 96, 1, "denoise"}, Case{"flux", 96, 2, "denoise"},
                                            Case{"flux", 128, 2, "denoise"}, Case{"flux", 96, 2, "step"},
                                            Case{"qwen-image", 64, 1, "denoise"}, Case{"qwen-image", 96, 2, "denoise"},
                                            Case{"qwen-image", 96, 2, "step"}, Case{"krea2", 64, 1, "denoise"},
