@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   clang libclang-rt-14-dev
-  libtorch-dev libopenblas0-openmp
+  libtorch-dev libopenblas0-openmp libdnnl-dev
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   libabsl-dev prometheus-cpp-dev nlohmann-json3-dev libicu-dev libpng-dev
   libsentencepiece-dev libjemalloc-dev

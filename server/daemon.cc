@@ -18,6 +18,7 @@
 #include "core/util/bytes.h"
 #include "core/util/status_macros.h"
 #include "grpc/health/v1/health.pb.h"
+#include "kernels/onednn_cpu.h"
 #include "kernels/torch_compat.h"
 #include "server/rpc_metrics.h"
 #include "server/server_credentials.h"
@@ -267,6 +268,9 @@ absl::Status Daemon::start_serving() {
   set_ready(true);
   const std::string health_listen =
       health_port_ != 0 ? absl::StrCat(" health_listen=", host_of(options_.health_listen), ":", health_port_) : "";
+  // What bf16 CPU products run on (kernels/onednn_cpu.h): oneDNN's version
+  // and ISA, "off" in a build without it.
+  const std::string onednn = onednn_description();
   log_.info("ready",
             absl::StrCat("listen=", host_of(options_.listen), ":", grpc_port_,
                          " metrics_listen=", host_of(options_.metrics_listen), ":", metrics_server_->port(),
@@ -276,6 +280,7 @@ absl::Status Daemon::start_serving() {
                          " compute_dtype=", compute_dtype_name(eo.compute_dtype), " threads=", threads,
                          " allocator=", logfmt_value(build.allocator), " blas_threads=", compat::blas_threading(),
                          " blas_core=", logfmt_value(build.blas_core), " blas_chosen_by=", build.blas_chosen_by,
+                         " onednn=", logfmt_value(onednn.empty() ? "off" : onednn),
                          " tls=", options_.tls_cert.empty() ? "off" : "on", auth_fields(authorizer_.get(), options_),
                          health_listen, " version=", DIFFUSIOND_VERSION));
   return absl::OkStatus();

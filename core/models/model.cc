@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "core/models/forward_weights.h"
+#include "kernels/onednn_cpu.h"
 
 namespace diffusiond {
 
@@ -29,7 +30,14 @@ torch::Tensor Model::linear_layer(const torch::Tensor& x, absl::string_view weig
   if (ForwardWeights* source = ForwardWeights::current_for(this)) {
     if (std::optional<torch::Tensor> y = source->linear(x, weight, bias, weights_->compute_dtype())) return *y;
   }
-  return torch::linear(x, param(weight), bias.empty() ? torch::Tensor() : param(bias));
+  const torch::Tensor w = param(weight), b = bias.empty() ? torch::Tensor() : param(bias);
+  // bf16 on a CPU with native bf16 products: oneDNN reading the weight where
+  // it lies (kernels/onednn_cpu.h).
+  if (x.scalar_type() == torch::kBFloat16 && w.scalar_type() == torch::kBFloat16 && x.device().is_cpu() &&
+      have_onednn_bf16()) {
+    return onednn_bf16_linear(x, w, b);
+  }
+  return torch::linear(x, w, b);
 }
 
 torch::Device Model::forward_device() const {

@@ -4,11 +4,20 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/onednn_cpu.h"
 #include "kernels/torch_compat.h"
 
 namespace diffusiond {
 
 namespace {
+
+// The queries the CPU kernels take at a time: float32 score rows that stay
+// in cache, within the scores' cap.
+int64_t scores_chunk_rows(int64_t keys, int64_t queries, const AttentionOptions& options) {
+  const int64_t row_bytes = keys * static_cast<int64_t>(sizeof(float));
+  const int64_t budget = std::min(options.max_scores_bytes, options.cache_scores_bytes);
+  return std::max<int64_t>(1, std::min(queries, budget / std::max<int64_t>(row_bytes, 1)));
+}
 
 // One head at a time, its queries in chunks whose scores stay in cache:
 // scale folded into the first product (BLAS alpha), the mask as the
@@ -19,9 +28,7 @@ torch::Tensor attention_float32_cpu(const torch::Tensor& q_in, const torch::Tens
                                     double scale, const AttentionOptions& options) {
   const torch::Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
   const int64_t batch = q.size(0), heads = q.size(1), seq = q.size(2), keys = k.size(2);
-  const int64_t row_bytes = keys * static_cast<int64_t>(sizeof(float));
-  const int64_t budget = std::min(options.max_scores_bytes, options.cache_scores_bytes);
-  const int64_t chunk = std::max<int64_t>(1, std::min(seq, budget / std::max<int64_t>(row_bytes, 1)));
+  const int64_t chunk = scores_chunk_rows(keys, seq, options);
   torch::Tensor out = torch::empty({batch, heads, seq, v.size(3)}, q.options());
   torch::Tensor scores = torch::empty({chunk, keys}, q.options());
   for (int64_t b = 0; b < batch; ++b) {
@@ -49,9 +56,9 @@ torch::Tensor attention_float32_cpu(const torch::Tensor& q_in, const torch::Tens
   return out;
 }
 
-// Whether attention() takes the float32 CPU kernel: CPU inputs, all float32
-// or all bfloat16 (widened first).
-bool float32_cpu_path(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+// Whether attention() takes a CPU kernel of its own: CPU inputs, all float32
+// or all bfloat16.
+bool cpu_kernel_path(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
   const torch::ScalarType t = q.scalar_type();
   return q.device().is_cpu() && (t == torch::kFloat32 || t == torch::kBFloat16) && k.scalar_type() == t &&
          v.scalar_type() == t;
@@ -73,9 +80,14 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
   // Asked only here: reading it back would stall a device's queue.
   const torch::Tensor key_mask =
       key_mask_in.defined() && !key_mask_in.all().item<bool>() ? key_mask_in : torch::Tensor();
-  if (float32_cpu_path(q, k, v)) {
+  if (cpu_kernel_path(q, k, v)) {
     if (q.scalar_type() == torch::kFloat32) return attention_float32_cpu(q, k, v, key_mask, scale, options);
-    // bf16 on the CPU: the inputs widened (seq × head_dim each), the float32
+    // bf16 on a CPU with native bf16 products: both products at bf16
+    // through oneDNN, the scores and softmax float32.
+    if (have_onednn_bf16()) {
+      return onednn_bf16_attention(q, k, v, key_mask, scale, scores_chunk_rows(keys, seq, options));
+    }
+    // Elsewhere: the inputs widened (seq × head_dim each), the float32
     // kernel, the output rounded once. The generic path below would convert
     // every score (seq² per head) to float32 and back, and libtorch 1.13's
     // bf16 bmm does not reach oneDNN: 3-4× the time.
@@ -116,14 +128,15 @@ int64_t attention_scratch_bytes(const AttentionShape& a, torch::ScalarType dtype
   if (options.prefer_native && compat::kHaveSdpa) return a.batch * a.heads * a.queries * 4;
   const int64_t mask_bytes = a.batch * a.keys * (1 + 4);  // the negated mask and its float bias
   if (device_is_cpu && (dtype == torch::kFloat32 || dtype == torch::kBFloat16)) {
-    const int64_t row_bytes = a.keys * 4;
-    const int64_t budget = std::min(options.max_scores_bytes, options.cache_scores_bytes);
-    const int64_t chunk = std::max<int64_t>(1, std::min(a.queries, budget / std::max<int64_t>(row_bytes, 1)));
-    // bf16: q, k and v widened to float32, and the float32 output before it
+    const int64_t chunk = scores_chunk_rows(a.keys, a.queries, options);
+    const int64_t scores = chunk * a.keys * 4;
+    if (dtype == torch::kFloat32) return scores + mask_bytes;
+    // bf16 through oneDNN: the chunk's probabilities rounded to bf16 beside
+    // its float32 scores.
+    if (have_onednn_bf16()) return scores + chunk * a.keys * 2 + mask_bytes;
+    // bf16 widened: q, k and v in float32, and the float32 output before it
     // is rounded.
-    const int64_t widened =
-        dtype == torch::kBFloat16 ? a.batch * a.heads * (2 * a.queries + 2 * a.keys) * a.head_dim * 4 : 0;
-    return chunk * row_bytes + mask_bytes + widened;
+    return scores + mask_bytes + a.batch * a.heads * (2 * a.queries + 2 * a.keys) * a.head_dim * 4;
   }
   const bool reduced = dtype != torch::kFloat32 && dtype != torch::kFloat64;
   const int64_t score_bytes = a.batch * a.heads * a.keys * (reduced ? 4 : element);

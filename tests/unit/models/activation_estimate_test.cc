@@ -13,6 +13,7 @@
 #include "core/util/bytes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/onednn_cpu.h"
 #include "kernels/torch_compat.h"
 
 namespace diffusiond {
@@ -59,10 +60,12 @@ TEST(AttentionScratch, TheFloat32CpuKernelHoldsOneCacheSizedChunk) {
   const AttentionShape shape{2, 24, 4608, 4608, 128};
   const int64_t chunk_rows = o.cache_scores_bytes / (4608 * 4);
   EXPECT_EQ(attention_scratch_bytes(shape, torch::kFloat32, true, o), chunk_rows * 4608 * 4 + 2 * 4608 * 5);
-  // bf16 on the CPU takes the same kernel on its inputs widened: q, k, v
-  // and the output at float32 besides.
+  // bf16 on the CPU: through oneDNN, the chunk's probabilities at bf16
+  // beside its scores; without native bf16, the float32 kernel on the inputs
+  // widened, with q, k, v and the output at float32 besides.
   const int64_t widened = int64_t{2} * 24 * 4 * 4608 * 128 * 4;
-  EXPECT_EQ(attention_scratch_bytes(shape, torch::kBFloat16, true, o), chunk_rows * 4608 * 4 + 2 * 4608 * 5 + widened);
+  EXPECT_EQ(attention_scratch_bytes(shape, torch::kBFloat16, true, o),
+            chunk_rows * 4608 * (have_onednn_bf16() ? 4 + 2 : 4) + 2 * 4608 * 5 + (have_onednn_bf16() ? 0 : widened));
   // float16 takes the generic path: a float32 chunk under max_scores_bytes
   // beside its float16 copy, and the chunks' outputs.
   const int64_t generic = attention_scratch_bytes(shape, torch::kFloat16, true, o);

@@ -1,0 +1,21 @@
+// kernels/onednn_cpu.h in a build without oneDNN's headers (a CUDA libtorch
+// wheel, which carries its own oneDNN inside and no headers for it): the
+// callers take their float32 kernels instead.
+#include "kernels/onednn_cpu.h"
+
+namespace diffusiond {
+
+bool have_onednn_bf16() { return false; }
+
+std::string onednn_description() { return ""; }
+
+torch::Tensor onednn_bf16_linear(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
+  TORCH_CHECK(false, "onednn_bf16_linear: this build has no oneDNN");
+}
+
+torch::Tensor onednn_bf16_attention(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                    const torch::Tensor&, double, int64_t) {
+  TORCH_CHECK(false, "onednn_bf16_attention: this build has no oneDNN");
+}
+
+}  // namespace diffusiond
