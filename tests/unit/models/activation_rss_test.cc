@@ -1,8 +1,9 @@
 // DiffusionModel::estimate_activations against what one call really holds:
 // the peak RSS growth of one Denoise step (or one Step) of the demo Z-Image
 // and FLUX models (tools/random_models) at three latent sizes, and of the
-// demo Qwen-Image, Krea 2 and Wan at two, batch 1 and 2 (guided), each in
-// its own child process (activation_rss_child). The
+// demo Qwen-Image, Krea 2 and Wan at two, batch 1 and 2 (guided), at
+// float32, and one Z-Image case at bf16; each in its own child process
+// (activation_rss_child). The
 // estimate must cover the peak (less the run-to-run noise of the heap) and
 // be at most 25% (+ 8 MiB) above it.
 //
@@ -30,17 +31,19 @@ struct Case {
   int side;           // latent side
   int batch;          // 2: a guided Denoise, or a Step of two items
   const char* call;   // "denoise" or "step"
+  const char* dtype = "float32";  // or "bfloat16": oneDNN's attention where the CPU has native bf16
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.model << " " << c.call << " " << c.side << "x" << c.side << " batch " << c.batch;
+  *os << c.model << " " << c.call << " " << c.side << "x" << c.side << " batch " << c.batch << " " << c.dtype;
 }
 
 class ActivationRss : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ActivationRss, EstimateCoversThePeakWithin25Percent) {
   const Case& c = GetParam();
-  const std::string command = absl::StrCat(ACTIVATION_RSS_CHILD, " ", c.model, " ", c.side, " ", c.batch, " ", c.call);
+  const std::string command =
+      absl::StrCat(ACTIVATION_RSS_CHILD, " ", c.model, " ", c.side, " ", c.batch, " ", c.call, " ", c.dtype);
   const testing::CommandOutput out = testing::run_command(command);
   ASSERT_EQ(out.exit_status, 0) << command;
   int64_t peak = -1, estimate = -1;
@@ -50,8 +53,8 @@ TEST_P(ActivationRss, EstimateCoversThePeakWithin25Percent) {
     if (line.rfind("estimate_bytes=", 0) == 0) { ASSERT_TRUE(absl::SimpleAtoi(line.substr(15), &estimate)); }
     if (line.rfind("breakdown=", 0) == 0) breakdown = line.substr(10);
   }
-  std::printf("%s %s %dx%d batch %d: peak RSS delta %s, estimate %s (%.2fx)\n  %s\n", c.model, c.call, c.side,
-              c.side, c.batch, format_bytes(peak).c_str(), format_bytes(estimate).c_str(),
+  std::printf("%s %s %dx%d batch %d %s: peak RSS delta %s, estimate %s (%.2fx)\n  %s\n", c.model, c.call, c.side,
+              c.side, c.batch, c.dtype, format_bytes(peak).c_str(), format_bytes(estimate).c_str(),
               static_cast<double>(estimate) / static_cast<double>(peak), breakdown.c_str());
   ASSERT_GT(peak, 0);
   // The peak of the same call moves between runs under jemalloc by up to
@@ -71,6 +74,7 @@ INSTANTIATE_TEST_SUITE_P(DemoModels, ActivationRss,
                          ::testing::Values(Case{"z-image", 64, 1, "denoise"}, Case{"z-image", 64, 2, "denoise"},
                                            Case{"z-image", 96, 1, "denoise"}, Case{"z-image", 96, 2, "denoise"},
                                            Case{"z-image", 128, 2, "denoise"}, Case{"z-image", 96, 2, "step"},
+                                           Case{"z-image", 96, 2, "denoise", "bfloat16"},
                                            Case{"flux", 64, 1, "denoise"}, Case{"flux", 64, 2, "denoise"},
                                            Case{"flux", 96, 1, "denoise"}, Case{"flux", 96, 2, "denoise"},
                                            Case{"flux", 128, 2, "denoise"}, Case{"flux", 96, 2, "step"},
@@ -86,7 +90,8 @@ INSTANTIATE_TEST_SUITE_P(DemoModels, ActivationRss,
                                                : c.model[0] == 'q' ? "QwenImage"
                                                : c.model[0] == 'k' ? "Krea2"
                                                                    : "Wan",
-                                               c.side, "Batch", c.batch, c.call[0] == 's' ? "Step" : "Denoise");
+                                               c.side, "Batch", c.batch, c.call[0] == 's' ? "Step" : "Denoise",
+                                               c.dtype[0] == 'b' ? "Bf16" : "");
                          });
 
 }  // namespace
