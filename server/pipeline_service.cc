@@ -38,14 +38,7 @@ v1::GenerateProgress::Stage stage_to_wire(GenerateEvent::Stage stage) {
 // The stage's label in diffusiond_generate_stage_seconds; empty for an
 // eviction, which is an event rather than time spent.
 absl::string_view stage_label(GenerateEvent::Stage stage) {
-  switch (stage) {
-    case GenerateEvent::Stage::kLoad: return "load";
-    case GenerateEvent::Stage::kEncode: return "encode";
-    case GenerateEvent::Stage::kDenoise: return "denoise";
-    case GenerateEvent::Stage::kDecode: return "decode";
-    case GenerateEvent::Stage::kEvict: return "";
-  }
-  return "";
+  return stage == GenerateEvent::Stage::kEvict ? "" : generate_stage_name(stage);
 }
 
 // Runs `work` on the compute queue with the client's token and finishes

@@ -292,6 +292,17 @@ absl::Status check_cancelled(const GenerateOptions& options, absl::string_view b
 
 }  // namespace
 
+absl::string_view generate_stage_name(GenerateEvent::Stage stage) {
+  switch (stage) {
+    case GenerateEvent::Stage::kLoad: return "load";
+    case GenerateEvent::Stage::kEvict: return "evict";
+    case GenerateEvent::Stage::kEncode: return "encode";
+    case GenerateEvent::Stage::kDenoise: return "denoise";
+    case GenerateEvent::Stage::kDecode: return "decode";
+  }
+  return "unknown";
+}
+
 absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string& id_or_path,
                                             const GenerateOptions& options) {
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/engine/engine_api.h"
 #include "core/util/cancellation.h"
@@ -66,6 +67,9 @@ struct GenerateEvent {
   // left. Empty for loads and evictions from RAM.
   std::string device;
 };
+
+// "load", "evict", "encode", "denoise" or "decode".
+absl::string_view generate_stage_name(GenerateEvent::Stage stage);
 
 struct GenerateOptions {
   std::function<void(const GenerateEvent&)> on_event;  // optional

@@ -8,6 +8,21 @@
 //       architecture's demo or mid-size config, or FILE (a diffusers
 //       config.json). --device cuda:N makes the values there (a real-size
 //       model has billions; the CPU's generator would take minutes).
+//   port_forward_cli write-pipeline DIR [--configs DIR] [--seed N] [--device D]
+//       writes a Z-Image pipeline folder of random bf16 weights: the demo's
+//       sizes, or the text encoder, transformer and VAE configs under
+//       --configs (docs/configs/z-image-turbo: Qwen3-4B, Z-Image-Turbo and
+//       its VAE, 20 GB), with a byte-level tokenizer.
+//   port_forward_cli generate DIR [--device cpu|sim|cuda:N] [--dtype ...]
+//                             [--width W] [--height H] [--steps N]
+//                             [--prompt TEXT] [--seed N] [--vram_budget B]
+//                             [--ram_budget B] [--threads N]
+//       runs one Generate of the pipeline folder DIR through the engine, as
+//       the daemon's Generate does: every stage on the device, the
+//       components placed under the VRAM budget, the device's memory
+//       sampled as in `run`. Prints one JSON line: the stages (load, encode,
+//       each denoise step, decode, evictions) with seconds and device, and
+//       the peaks against the budget.
 //   port_forward_cli run DIR INPUTS... [--device cpu|sim|cuda:N]
 //                        [--dtype float32|bfloat16] [--fp8] [--narrow_weights]
 //                        [--vram_budget BYTES] [--ram_budget BYTES]
@@ -55,8 +70,11 @@
 #include "core/memory/process_memory.h"
 #include "core/models/flux/flux_config.h"
 #include "core/models/flux/flux_model.h"
+#include "core/models/qwen3/qwen3_config.h"
+#include "core/models/vae/vae_config.h"
 #include "core/models/z_image/z_image_config.h"
 #include "core/models/z_image/z_image_model.h"
+#include "core/pipeline/generate.h"
 #include "core/precision/torch_dtype.h"
 #include "core/util/file_text.h"
 #include "core/vram/cuda_device.h"
@@ -64,6 +82,7 @@
 #include "kernels/torch_compat.h"
 #include "tools/random_models/demo_models.h"
 #include "tools/random_models/flux_random.h"
+#include "tools/random_models/pipeline_random.h"
 #include "tools/random_models/z_image_random.h"
 
 namespace diffusiond {
@@ -75,6 +94,10 @@ constexpr char kUsage[] =
     "       port_forward_cli run DIR INPUTS... [--device cpu|sim|cuda:N] [--dtype float32|bfloat16]\n"
     "                            [--fp8] [--narrow_weights] [--vram_budget BYTES] [--ram_budget BYTES]\n"
     "                            [--threads N] [--iters K] [--out_dir DIR] [--profile FILE]\n"
+    "       port_forward_cli write-pipeline DIR [--configs DIR] [--seed N] [--device cpu|cuda:N]\n"
+    "       port_forward_cli generate DIR [--device cpu|sim|cuda:N] [--dtype float32|bfloat16]\n"
+    "                                 [--width W] [--height H] [--steps N] [--prompt TEXT] [--seed N]\n"
+    "                                 [--vram_budget BYTES] [--ram_budget BYTES] [--threads N]\n"
     "run prints one JSON line: impl, arch, device, dtype, fp8, threads, blas, load_seconds,\n"
     "weights_bytes, vram_budget_bytes, device_baseline_free_bytes, runs [{inputs, batch, seconds,\n"
     "vram_plan, placement_bytes, vram_books_high_water_bytes, device_peak_used_bytes,\n"
@@ -150,6 +173,39 @@ int write_model(const std::vector<std::string>& args) {
   } else {
     ok_or_fail(write_random_flux(value_or_fail(parse_flux_config(text, config_path)), dir, seed, device));
   }
+  return 0;
+}
+
+int write_pipeline(const std::vector<std::string>& args) {
+  if (args.empty()) bad_usage("write-pipeline needs DIR");
+  std::string configs;
+  uint64_t seed = 7;
+  torch::Device device(torch::kCPU);
+  for (size_t i = 1; i < args.size(); ++i) {
+    const bool has_value = i + 1 < args.size();
+    if (args[i] == "--configs" && has_value) {
+      configs = args[++i];
+    } else if (args[i] == "--seed" && has_value && absl::SimpleAtoi(args[i + 1], &seed)) {
+      ++i;
+    } else if (args[i] == "--device" && has_value) {
+      device = parse_torch_device(args[++i]);
+    } else {
+      bad_usage(absl::StrCat("bad argument '", args[i], "'"));
+    }
+  }
+  if (device.is_cuda() && !(compat::kHaveCuda && torch::cuda::is_available())) {
+    fail(absl::StrCat("--device ", device.str(), ": this build or machine has no CUDA"));
+  }
+  PipelineSizes sizes = demo_pipeline_sizes();
+  if (!configs.empty()) {
+    const auto config_text = [&](const char* component) {
+      return value_or_fail(read_text_file(absl::StrCat(configs, "/", component, "/config.json")));
+    };
+    sizes.text_encoder = value_or_fail(parse_qwen3_config(config_text("text_encoder"), "text_encoder/config.json"));
+    sizes.transformer = value_or_fail(parse_z_image_config(config_text("transformer"), "transformer/config.json"));
+    sizes.vae = value_or_fail(parse_vae_config(config_text("vae"), "vae/config.json"));
+  }
+  ok_or_fail(write_random_pipeline(sizes, args[0], seed, device));
   return 0;
 }
 
@@ -237,6 +293,33 @@ struct RunOptions {
   std::string profile_path;
 };
 
+// Parses the engine's flag at args[i], shared by run and generate: the
+// arguments it took (1 or 2), or 0 when args[i] is not one of them.
+size_t parse_engine_flag(const std::vector<std::string>& args, size_t i, RunOptions& o) {
+  const bool has_value = i + 1 < args.size();
+  const std::string value = has_value ? args[i + 1] : "";
+  if (args[i] == "--fp8") {
+    o.fp8 = true;
+    return 1;
+  }
+  if (args[i] == "--narrow_weights") {
+    o.narrow_weights = true;
+    return 1;
+  }
+  if (!has_value) return 0;
+  if (args[i] == "--device") {
+    o.device = value;
+  } else if (args[i] == "--dtype" && (value == "float32" || value == "bfloat16")) {
+    o.dtype = value == "float32" ? ComputeDtype::kFloat32 : ComputeDtype::kBFloat16;
+  } else if (args[i] == "--vram_budget" && absl::SimpleAtoi(value, &o.vram_budget) && o.vram_budget > 0) {
+  } else if (args[i] == "--ram_budget" && absl::SimpleAtoi(value, &o.ram_budget) && o.ram_budget > 0) {
+  } else if (args[i] == "--threads" && absl::SimpleAtoi(value, &o.threads) && o.threads > 0) {
+  } else {
+    return 0;
+  }
+  return 2;
+}
+
 RunOptions parse_run(const std::vector<std::string>& args) {
   RunOptions o;
   size_t i = 0;
@@ -244,24 +327,14 @@ RunOptions parse_run(const std::vector<std::string>& args) {
     (o.dir.empty() ? o.dir : o.inputs.emplace_back()) = args[i];
   }
   if (o.dir.empty() || o.inputs.empty()) bad_usage("run needs DIR and at least one INPUTS file");
-  for (; i < args.size(); ++i) {
+  while (i < args.size()) {
+    if (const size_t took = parse_engine_flag(args, i, o)) {
+      i += took;
+      continue;
+    }
     const bool has_value = i + 1 < args.size();
     const std::string value = has_value ? args[i + 1] : "";
-    if (args[i] == "--device" && has_value) {
-      o.device = value;
-    } else if (args[i] == "--dtype" && has_value && (value == "float32" || value == "bfloat16")) {
-      o.dtype = value == "float32" ? ComputeDtype::kFloat32 : ComputeDtype::kBFloat16;
-    } else if (args[i] == "--fp8") {
-      o.fp8 = true;
-      continue;
-    } else if (args[i] == "--narrow_weights") {
-      o.narrow_weights = true;
-      continue;
-    } else if (args[i] == "--vram_budget" && has_value && absl::SimpleAtoi(value, &o.vram_budget) &&
-               o.vram_budget > 0) {
-    } else if (args[i] == "--ram_budget" && has_value && absl::SimpleAtoi(value, &o.ram_budget) && o.ram_budget > 0) {
-    } else if (args[i] == "--threads" && has_value && absl::SimpleAtoi(value, &o.threads) && o.threads > 0) {
-    } else if (args[i] == "--iters" && has_value && absl::SimpleAtoi(value, &o.iters) && o.iters > 0) {
+    if (args[i] == "--iters" && has_value && absl::SimpleAtoi(value, &o.iters) && o.iters > 0) {
     } else if (args[i] == "--out_dir" && has_value) {
       o.out_dir = value;
     } else if (args[i] == "--profile" && has_value) {
@@ -269,7 +342,7 @@ RunOptions parse_run(const std::vector<std::string>& args) {
     } else {
       bad_usage(absl::StrCat("bad argument '", args[i], "'"));
     }
-    ++i;  // the value
+    i += 2;
   }
   return o;
 }
@@ -295,33 +368,57 @@ int64_t batch_of(const NamedTensors& inputs) {
   return 1;
 }
 
-int run(const RunOptions& o) {
+// The engine as the daemon builds it: on o.device (none for cpu) under a
+// RAM budget and a VRAM budget (default: the device's free memory less
+// 2 GiB), with the models directory above o.dir.
+struct Harness {
+  std::unique_ptr<VramDevice> device;
+  int cuda_index = -1;
+  int64_t baseline_free = 0;  // the device's free memory before any model
+  int64_t vram_capacity = 0;
+  std::unique_ptr<Budget> ram, vram;
+  std::unique_ptr<Engine> engine;
+};
+
+Harness make_harness(const RunOptions& o) {
   compat::set_compute_threads(o.threads);
   tune_allocator_for_serving();
-  const auto rss = [] { return read_process_memory().value_or(ProcessMemory{}); };
-  const int64_t start_rss = rss().rss_bytes;
-
-  std::unique_ptr<VramDevice> device = open_device(o);
-  const int cuda_index = device != nullptr && device->torch_device().is_cuda() ? device->torch_device().index() : -1;
-  const int64_t baseline_free = device != nullptr ? device->free_bytes() : 0;
-  int64_t vram_capacity = o.vram_budget;
-  if (device != nullptr && vram_capacity == 0) vram_capacity = std::max<int64_t>(baseline_free - (int64_t{2} << 30), 0);
-
-  Budget ram(Device::kCpu, o.ram_budget);
-  Budget vram(Device::kCuda, std::max<int64_t>(vram_capacity, 1));
-  const std::filesystem::path dir = std::filesystem::absolute(o.dir).lexically_normal();
+  Harness h;
+  h.device = open_device(o);
+  h.cuda_index = h.device != nullptr && h.device->torch_device().is_cuda() ? h.device->torch_device().index() : -1;
+  h.baseline_free = h.device != nullptr ? h.device->free_bytes() : 0;
+  h.vram_capacity = o.vram_budget;
+  if (h.device != nullptr && h.vram_capacity == 0) {
+    h.vram_capacity = std::max<int64_t>(h.baseline_free - (int64_t{2} << 30), 0);
+  }
+  h.ram = std::make_unique<Budget>(Device::kCpu, o.ram_budget);
+  h.vram = std::make_unique<Budget>(Device::kCuda, std::max<int64_t>(h.vram_capacity, 1));
   EngineOptions eo;
-  eo.models_dir = dir.parent_path().string();
-  eo.ram_budget = &ram;
-  if (device != nullptr) {
-    eo.device = device.get();
-    eo.vram_budget = &vram;
+  eo.models_dir = std::filesystem::absolute(o.dir).lexically_normal().parent_path().string();
+  eo.ram_budget = h.ram.get();
+  if (h.device != nullptr) {
+    eo.device = h.device.get();
+    eo.vram_budget = h.vram.get();
   }
   eo.compute_dtype = o.dtype;
   eo.fp8 = Fp8Options{};
   if (o.fp8) eo.fp8.format = Fp8Format::kE4M3Fn;
   eo.keep_narrow_weights = o.narrow_weights;
-  std::unique_ptr<Engine> engine = value_or_fail(Engine::create(eo));
+  h.engine = value_or_fail(Engine::create(eo));
+  return h;
+}
+
+ProcessMemory process_memory() { return read_process_memory().value_or(ProcessMemory{}); }
+
+int run(const RunOptions& o) {
+  const int64_t start_rss = process_memory().rss_bytes;
+  Harness h = make_harness(o);
+  Engine* engine = h.engine.get();
+  Budget& vram = *h.vram;
+  VramDevice* device = h.device.get();
+  const int cuda_index = h.cuda_index;
+  const int64_t baseline_free = h.baseline_free, vram_capacity = h.vram_capacity;
+  const std::filesystem::path dir = std::filesystem::absolute(o.dir).lexically_normal();
 
   const auto load_start = std::chrono::steady_clock::now();
   ModelLoadRequest request;
@@ -329,7 +426,7 @@ int run(const RunOptions& o) {
   request.model_id = "m";
   const ModelInfo loaded = value_or_fail(engine->load(request));
   const std::chrono::duration<double> load_seconds = std::chrono::steady_clock::now() - load_start;
-  const ProcessMemory after_load = rss();
+  const ProcessMemory after_load = process_memory();
 
   nlohmann::json report = {{"impl", "port"},
                            {"arch", loaded.architecture},
@@ -384,7 +481,7 @@ int run(const RunOptions& o) {
     report["runs"].push_back(run);
   }
   if (sampler != nullptr) report["device_peak_used_bytes"] = baseline_free - sampler->min();
-  const ProcessMemory end = rss();
+  const ProcessMemory end = process_memory();
   report["peak_rss_bytes"] = end.peak_rss_bytes;
   report["start_rss_bytes"] = start_rss;
   report["loaded_rss_bytes"] = after_load.rss_bytes;
@@ -395,15 +492,106 @@ int run(const RunOptions& o) {
   return 0;
 }
 
+struct GenerateCliOptions {
+  RunOptions engine;  // dir: the pipeline folder
+  GenerateRequest request;
+};
+
+GenerateCliOptions parse_generate(const std::vector<std::string>& args) {
+  GenerateCliOptions g;
+  if (args.empty() || args[0].rfind("--", 0) == 0) bad_usage("generate needs DIR");
+  g.engine.dir = args[0];
+  g.request.width = g.request.height = 1024;
+  g.request.steps = 8;
+  g.request.prompt = "a lighthouse on a cliff at dawn, waves breaking below, soft golden light";
+  size_t i = 1;
+  while (i < args.size()) {
+    if (const size_t took = parse_engine_flag(args, i, g.engine)) {
+      i += took;
+      continue;
+    }
+    const bool has_value = i + 1 < args.size();
+    const std::string value = has_value ? args[i + 1] : "";
+    if (args[i] == "--width" && has_value && absl::SimpleAtoi(value, &g.request.width) && g.request.width > 0) {
+    } else if (args[i] == "--height" && has_value && absl::SimpleAtoi(value, &g.request.height) &&
+               g.request.height > 0) {
+    } else if (args[i] == "--steps" && has_value && absl::SimpleAtoi(value, &g.request.steps) && g.request.steps > 0) {
+    } else if (args[i] == "--prompt" && has_value) {
+      g.request.prompt = value;
+    } else if (args[i] == "--seed" && has_value && absl::SimpleAtoi(value, &g.request.seed)) {
+    } else {
+      bad_usage(absl::StrCat("bad argument '", args[i], "'"));
+    }
+    i += 2;
+  }
+  return g;
+}
+
+int generate_once(const GenerateCliOptions& g) {
+  const int64_t start_rss = process_memory().rss_bytes;
+  Harness h = make_harness(g.engine);
+  const std::filesystem::path dir = std::filesystem::absolute(g.engine.dir).lexically_normal();
+  GenerateRequest request = g.request;
+  request.pipeline = dir.filename().string();
+
+  nlohmann::json stages = nlohmann::json::array();
+  GenerateOptions options;
+  options.on_event = [&stages](const GenerateEvent& e) {
+    nlohmann::json stage = {{"stage", std::string(generate_stage_name(e.stage))},
+                            {"model", e.model_id},
+                            {"seconds", absl::ToDoubleSeconds(e.time)},
+                            {"device", e.device}};
+    if (e.stage == GenerateEvent::Stage::kDenoise) stage["step"] = e.step;
+    if (!e.detail.empty()) stage["detail"] = e.detail;
+    stages.push_back(std::move(stage));
+  };
+  std::unique_ptr<FreeMemorySampler> sampler;
+  if (h.device != nullptr) sampler = std::make_unique<FreeMemorySampler>(*h.device);
+  if (h.cuda_index >= 0) compat::reset_cuda_allocator_peak(h.cuda_index);
+  const auto start = std::chrono::steady_clock::now();
+  const GeneratedImage image = value_or_fail(generate(*h.engine, dir.parent_path().string(), request, options));
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+
+  nlohmann::json report = {{"impl", "port"},
+                           {"what", "generate"},
+                           {"device", g.engine.device},
+                           {"dtype", compute_dtype_name(g.engine.dtype)},
+                           {"fp8", g.engine.fp8},
+                           {"threads", g.engine.threads},
+                           {"torch", TORCH_VERSION},
+                           {"width", request.width},
+                           {"height", request.height},
+                           {"steps", request.steps},
+                           {"image", image.pixels.sizes().vec()},
+                           {"seconds", took.count()},
+                           {"stages", stages},
+                           {"vram_budget_bytes", h.device != nullptr ? h.vram_capacity : 0},
+                           {"device_baseline_free_bytes", h.baseline_free}};
+  if (sampler != nullptr) {
+    report["device_peak_used_bytes"] = h.baseline_free - sampler->min();
+    report["vram_books_high_water_bytes"] = h.vram->snapshot().high_water_bytes;
+  }
+  if (h.cuda_index >= 0) report["allocator_peak_reserved_bytes"] = compat::cuda_allocator_peak_reserved(h.cuda_index);
+  const ProcessMemory end = process_memory();
+  report["peak_rss_bytes"] = end.peak_rss_bytes;
+  report["start_rss_bytes"] = start_rss;
+  sampler.reset();
+  std::printf("%s\n", report.dump().c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
 int main_impl(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "write-model") return write_model({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "run") return run(parse_run({args.begin() + 1, args.end()}));
+  if (!args.empty() && args[0] == "write-pipeline") return write_pipeline({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "generate") return generate_once(parse_generate({args.begin() + 1, args.end()}));
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     std::printf("%s", kUsage);
     return 0;
   }
-  bad_usage("expected write-model or run");
+  bad_usage("expected write-model, run, write-pipeline or generate");
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# deploy/gpu-check.sh's command line, without a run (a run builds the tree and
-# wants a GPU; docs/gpu.md): the script parses, --help prints the usage line,
-# and what it does not take exits 2 with the usage line on stderr.
+# The command line of deploy/gpu-check.sh or deploy/gpu-generate.sh, without
+# a run (a run builds the tree and wants a GPU; docs/gpu.md): the script
+# parses, --help prints the usage line, and what it does not take exits 2
+# with the usage line on stderr.
 #
-#   gpu_check_script_test.sh PATH/TO/gpu-check.sh
+#   gpu_check_script_test.sh PATH/TO/gpu-check.sh|gpu-generate.sh
 set -euo pipefail
 script=$1
 
@@ -30,4 +31,4 @@ expect_usage_error --out
 expect_usage_error --build
 expect_usage_error --out ""
 
-echo "gpu-check.sh command line: ok"
+echo "$(basename "$script") command line: ok"

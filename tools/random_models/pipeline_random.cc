@@ -113,7 +113,8 @@ PipelineSizes demo_pipeline_sizes() {
   return s;
 }
 
-absl::Status write_random_pipeline(const PipelineSizes& sizes, const std::string& folder, uint64_t seed) {
+absl::Status write_random_pipeline(const PipelineSizes& sizes, const std::string& folder, uint64_t seed,
+                                   const torch::Device& device) {
   DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/model_index.json", z_image_model_index_json()));
   DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/scheduler/scheduler_config.json",
                                              R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "shift": 3.0,)"
@@ -123,9 +124,9 @@ absl::Status write_random_pipeline(const PipelineSizes& sizes, const std::string
   DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/tokenizer/tokenizer_config.json", tokenizer_config_json()));
   DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/text_encoder/config.json", qwen3_config_json(sizes.text_encoder)));
   DIFFUSIOND_RETURN_IF_ERROR(write_random_weights(folder + "/text_encoder/model.safetensors",
-                                                  qwen3_parameter_table(sizes.text_encoder), seed));
-  DIFFUSIOND_RETURN_IF_ERROR(write_random_z_image(sizes.transformer, folder + "/transformer", seed + 1));
-  return write_random_vae(sizes.vae, folder + "/vae", seed + 2);
+                                                  qwen3_parameter_table(sizes.text_encoder), seed, device));
+  DIFFUSIOND_RETURN_IF_ERROR(write_random_z_image(sizes.transformer, folder + "/transformer", seed + 1, device));
+  return write_random_vae(sizes.vae, folder + "/vae", seed + 2, device);
 }
 
 }  // namespace diffusiond

@@ -6,6 +6,8 @@
 #ifndef DIFFUSIOND_TOOLS_RANDOM_MODELS_PIPELINE_RANDOM_H_
 #define DIFFUSIOND_TOOLS_RANDOM_MODELS_PIPELINE_RANDOM_H_
 
+#include <torch/types.h>
+
 #include <cstdint>
 #include <string>
 
@@ -27,10 +29,13 @@ struct PipelineSizes {
 // seconds on two cores).
 PipelineSizes demo_pipeline_sizes();
 
-// Writes the pipeline into `folder` (created), weights drawn from `seed`.
-// The tokenizer has the 256 byte symbols and Qwen3's chat special tokens,
-// and no merges. UNAVAILABLE if it cannot be written.
-absl::Status write_random_pipeline(const PipelineSizes& sizes, const std::string& folder, uint64_t seed);
+// Writes the pipeline into `folder` (created), weights drawn from `seed`
+// on `device` (a real-size pipeline has billions of values; the CPU's
+// generator would take minutes). The tokenizer has the 256 byte symbols and
+// Qwen3's chat special tokens, and no merges. UNAVAILABLE if it cannot be
+// written.
+absl::Status write_random_pipeline(const PipelineSizes& sizes, const std::string& folder, uint64_t seed,
+                                   const torch::Device& device = torch::kCPU);
 
 }  // namespace diffusiond
 

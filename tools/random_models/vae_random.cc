@@ -39,9 +39,11 @@ std::string vae_config_json(const VaeConfig& c) {
   return j.dump(2) + "\n";
 }
 
-absl::Status write_random_vae(const VaeConfig& config, const std::string& folder, uint64_t seed) {
+absl::Status write_random_vae(const VaeConfig& config, const std::string& folder, uint64_t seed,
+                              const torch::Device& device) {
   DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/config.json", vae_config_json(config)));
-  return write_random_weights(folder + "/diffusion_pytorch_model.safetensors", vae_parameter_table(config), seed);
+  return write_random_weights(folder + "/diffusion_pytorch_model.safetensors", vae_parameter_table(config), seed,
+                              device);
 }
 
 }  // namespace diffusiond

@@ -4,6 +4,8 @@
 #ifndef DIFFUSIOND_TOOLS_RANDOM_MODELS_VAE_RANDOM_H_
 #define DIFFUSIOND_TOOLS_RANDOM_MODELS_VAE_RANDOM_H_
 
+#include <torch/types.h>
+
 #include <cstdint>
 #include <string>
 
@@ -21,7 +23,8 @@ std::string vae_config_json(const VaeConfig& config);
 
 // Writes the VAE into `folder` (created), weights drawn from `seed`.
 // UNAVAILABLE if it cannot be written.
-absl::Status write_random_vae(const VaeConfig& config, const std::string& folder, uint64_t seed);
+absl::Status write_random_vae(const VaeConfig& config, const std::string& folder, uint64_t seed,
+                              const torch::Device& device = torch::kCPU);
 
 }  // namespace diffusiond
 
