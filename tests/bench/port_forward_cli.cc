@@ -133,6 +133,13 @@ torch::Device parse_torch_device(const std::string& text) {
   }
 }
 
+// Fails when `device` is a GPU this build or machine cannot use.
+void require_device(const torch::Device& device) {
+  if (device.is_cuda() && !(compat::kHaveCuda && torch::cuda::is_available())) {
+    fail(absl::StrCat("--device ", device.str(), ": this build or machine has no CUDA"));
+  }
+}
+
 int write_model(const std::vector<std::string>& args) {
   if (args.empty()) bad_usage("write-model needs DIR");
   std::string arch, config_path, size = "mid";
@@ -155,9 +162,7 @@ int write_model(const std::vector<std::string>& args) {
     }
   }
   if (arch != kZImageArchitecture && arch != kFluxArchitecture) bad_usage("--arch must be z-image or flux");
-  if (device.is_cuda() && !(compat::kHaveCuda && torch::cuda::is_available())) {
-    fail(absl::StrCat("--device ", device.str(), ": this build or machine has no CUDA"));
-  }
+  require_device(device);
   const std::string& dir = args[0];
   if (config_path.empty()) {
     if (size == "demo") {
@@ -193,9 +198,7 @@ int write_pipeline(const std::vector<std::string>& args) {
       bad_usage(absl::StrCat("bad argument '", args[i], "'"));
     }
   }
-  if (device.is_cuda() && !(compat::kHaveCuda && torch::cuda::is_available())) {
-    fail(absl::StrCat("--device ", device.str(), ": this build or machine has no CUDA"));
-  }
+  require_device(device);
   PipelineSizes sizes = demo_pipeline_sizes();
   if (!configs.empty()) {
     const auto config_text = [&](const char* component) {
