@@ -50,9 +50,11 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 : >"$out/summary.txt"
 rm -f "$out/generate.json"
+pipeline="$build/generate-pipeline"
 exec > >(tee "$out/generate.log") 2>&1
 tee_pid=$!
-trap 'exec >&- 2>&-; wait "$tee_pid" 2>/dev/null || true' EXIT
+# The pipeline goes with the script, whatever ends it; tee writes the last lines.
+trap 'rm -rf "$pipeline"; exec >&- 2>&-; wait "$tee_pid" 2>/dev/null || true' EXIT
 
 deadline=$((SECONDS + (dry_run ? 1800 : 290)))
 failed=0
@@ -87,9 +89,7 @@ if [[ ! -x "$cli" ]]; then
   step build cmake --build "$build" --target port_forward_cli || exit 1
 fi
 
-pipeline="$build/generate-pipeline"
 rm -rf "$pipeline"
-trap 'rm -rf "$pipeline"; exec >&- 2>&-; wait "$tee_pid" 2>/dev/null || true' EXIT
 if ((dry_run)); then
   write=("$cli" write-pipeline "$pipeline")
   run=("$cli" generate "$pipeline" --device sim --dtype bfloat16 --width 256 --height 256 --steps 2 --threads "$(nproc)")

@@ -133,6 +133,25 @@ torch::Device parse_torch_device(const std::string& text) {
   }
 }
 
+// The flags write-model and write-pipeline share: where the random values
+// are drawn, and from which seed.
+struct WriteOptions {
+  uint64_t seed = 7;
+  torch::Device device{torch::kCPU};
+};
+
+// Parses --seed or --device at args[i] into `o`: the arguments taken (2),
+// or 0 when args[i] is neither.
+size_t parse_write_flag(const std::vector<std::string>& args, size_t i, WriteOptions& o) {
+  if (i + 1 >= args.size()) return 0;
+  if (args[i] == "--seed" && absl::SimpleAtoi(args[i + 1], &o.seed)) return 2;
+  if (args[i] == "--device") {
+    o.device = parse_torch_device(args[i + 1]);
+    return 2;
+  }
+  return 0;
+}
+
 // Fails when `device` is a GPU this build or machine cannot use.
 void require_device(const torch::Device& device) {
   if (device.is_cuda() && !(compat::kHaveCuda && torch::cuda::is_available())) {
@@ -143,40 +162,37 @@ void require_device(const torch::Device& device) {
 int write_model(const std::vector<std::string>& args) {
   if (args.empty()) bad_usage("write-model needs DIR");
   std::string arch, config_path, size = "mid";
-  uint64_t seed = 7;
-  torch::Device device(torch::kCPU);
+  WriteOptions w;
   for (size_t i = 1; i < args.size(); ++i) {
     const bool has_value = i + 1 < args.size();
-    if (args[i] == "--arch" && has_value) {
+    if (const size_t took = parse_write_flag(args, i, w)) {
+      i += took - 1;
+    } else if (args[i] == "--arch" && has_value) {
       arch = args[++i];
     } else if (args[i] == "--config" && has_value) {
       config_path = args[++i];
     } else if (args[i] == "--size" && has_value && (args[i + 1] == "demo" || args[i + 1] == "mid")) {
       size = args[++i];
-    } else if (args[i] == "--seed" && has_value && absl::SimpleAtoi(args[i + 1], &seed)) {
-      ++i;
-    } else if (args[i] == "--device" && has_value) {
-      device = parse_torch_device(args[++i]);
     } else {
       bad_usage(absl::StrCat("bad argument '", args[i], "'"));
     }
   }
   if (arch != kZImageArchitecture && arch != kFluxArchitecture) bad_usage("--arch must be z-image or flux");
-  require_device(device);
+  require_device(w.device);
   const std::string& dir = args[0];
   if (config_path.empty()) {
     if (size == "demo") {
-      ok_or_fail(write_demo_model(arch, dir, seed));
+      ok_or_fail(write_demo_model(arch, dir, w.seed));
     } else {
-      (void)value_or_fail(write_mid_size_model(arch, dir, seed));
+      (void)value_or_fail(write_mid_size_model(arch, dir, w.seed));
     }
     return 0;
   }
   const std::string text = value_or_fail(read_text_file(config_path));
   if (arch == kZImageArchitecture) {
-    ok_or_fail(write_random_z_image(value_or_fail(parse_z_image_config(text, config_path)), dir, seed, device));
+    ok_or_fail(write_random_z_image(value_or_fail(parse_z_image_config(text, config_path)), dir, w.seed, w.device));
   } else {
-    ok_or_fail(write_random_flux(value_or_fail(parse_flux_config(text, config_path)), dir, seed, device));
+    ok_or_fail(write_random_flux(value_or_fail(parse_flux_config(text, config_path)), dir, w.seed, w.device));
   }
   return 0;
 }
@@ -184,21 +200,17 @@ int write_model(const std::vector<std::string>& args) {
 int write_pipeline(const std::vector<std::string>& args) {
   if (args.empty()) bad_usage("write-pipeline needs DIR");
   std::string configs;
-  uint64_t seed = 7;
-  torch::Device device(torch::kCPU);
+  WriteOptions w;
   for (size_t i = 1; i < args.size(); ++i) {
-    const bool has_value = i + 1 < args.size();
-    if (args[i] == "--configs" && has_value) {
+    if (const size_t took = parse_write_flag(args, i, w)) {
+      i += took - 1;
+    } else if (args[i] == "--configs" && i + 1 < args.size()) {
       configs = args[++i];
-    } else if (args[i] == "--seed" && has_value && absl::SimpleAtoi(args[i + 1], &seed)) {
-      ++i;
-    } else if (args[i] == "--device" && has_value) {
-      device = parse_torch_device(args[++i]);
     } else {
       bad_usage(absl::StrCat("bad argument '", args[i], "'"));
     }
   }
-  require_device(device);
+  require_device(w.device);
   PipelineSizes sizes = demo_pipeline_sizes();
   if (!configs.empty()) {
     const auto config_text = [&](const char* component) {
@@ -208,7 +220,7 @@ int write_pipeline(const std::vector<std::string>& args) {
     sizes.transformer = value_or_fail(parse_z_image_config(config_text("transformer"), "transformer/config.json"));
     sizes.vae = value_or_fail(parse_vae_config(config_text("vae"), "vae/config.json"));
   }
-  ok_or_fail(write_random_pipeline(sizes, args[0], seed, device));
+  ok_or_fail(write_random_pipeline(sizes, args[0], w.seed, w.device));
   return 0;
 }
 
