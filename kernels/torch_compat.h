@@ -7,6 +7,7 @@
 #define DIFFUSIOND_KERNELS_TORCH_COMPAT_H_
 
 #include <ATen/Parallel.h>
+#include <c10/core/Allocator.h>
 #include <dlfcn.h>
 #include <torch/types.h>
 #include <torch/version.h>
@@ -174,6 +175,28 @@ inline std::optional<torch::Tensor> scaled_mm_e4m3fn(const torch::Tensor& a,
   return std::nullopt;
 #endif
 }
+
+// A c10::Allocator written once for both interfaces: libtorch 2.3 made
+// allocate() non-const and added the pure copy_data(). Subclasses implement
+// allocate_data().
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+class Allocator : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t bytes) override { return allocate_data(bytes); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+
+ protected:
+  virtual c10::DataPtr allocate_data(size_t bytes) const = 0;
+};
+#else
+class Allocator : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t bytes) const override { return allocate_data(bytes); }
+
+ protected:
+  virtual c10::DataPtr allocate_data(size_t bytes) const = 0;
+};
+#endif
 
 }  // namespace diffusiond::compat
 

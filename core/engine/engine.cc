@@ -8,6 +8,7 @@
 #include "core/engine/internal/engine_job.h"
 #include "core/engine/model_admission.h"
 #include "core/engine/step_admission.h"
+#include "core/memory/activation_arena_scope.h"
 #include "core/models/image_decoder.h"
 #include "core/models/model_loader.h"
 #include "core/models/text_encoder.h"
@@ -413,6 +414,7 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
   std::optional<DeviceForward> source;
   if (on_device.has_value()) source.emplace(*on_device->placement.as<DevicePlacement>());
   CancellationScope scope(job.token());
+  ActivationArenaScope arena(activations.reserved_bytes());
   return status_of("the step", [&] { return model.step(inputs); });
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "core/engine/engine.h"
 #include "core/engine/internal/engine_job.h"
+#include "core/memory/activation_arena_scope.h"
 #include "core/models/image_decoder.h"
 #include "core/models/text_encoder.h"
 #include "core/models/vae/image_postprocess.h"
@@ -74,6 +75,7 @@ absl::StatusOr<EncodedText> Engine::encode_text(const std::string& model_id, con
     std::optional<DeviceForward> source;
     if (on_device.has_value()) source.emplace(*on_device->placement.as<DevicePlacement>());
     CancellationScope scope(job.token());
+    ActivationArenaScope arena(activations.reserved_bytes());
     encoded = status_of("the text encoding", [&]() -> absl::StatusOr<EncodedText> {
       DIFFUSIOND_ASSIGN_OR_RETURN(EncodedText out, encoder.encode(request));
       // The caller's tensors live in RAM, wherever the encoder ran.
@@ -153,6 +155,7 @@ absl::StatusOr<torch::Tensor> Engine::decode_image(const std::string& model_id, 
     std::optional<DeviceForward> source;
     if (on_device.has_value()) source.emplace(*on_device->placement.as<DevicePlacement>());
     CancellationScope scope(job.token());
+    ActivationArenaScope arena(activations.reserved_bytes());
     pixels = status_of("the decode", [&]() -> absl::StatusOr<torch::Tensor> {
       DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor image, decoder.decode_latents(latents, tiled));
       DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor rgb, image_to_uint8(image));

@@ -7,6 +7,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/internal/engine_job.h"
 #include "core/engine/step_admission.h"
+#include "core/memory/activation_arena_scope.h"
 #include "core/util/bounded_text.h"
 #include "core/util/cancellation_scope.h"
 #include "core/util/exception_status.h"
@@ -156,6 +157,9 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   std::optional<DeviceForward> source;
   if (first->on_device.has_value()) source.emplace(*first->on_device->placement.as<DevicePlacement>());
   const FlowPredictor first_predict = first->predict;
+  // Sized by the first expert's step; a second expert of the same
+  // architecture admits the same bytes for the same latents.
+  ActivationArenaScope arena(first->activations.reserved_bytes());
   if (two_experts) {
     stoppable.second_expert = [&]() -> absl::StatusOr<FlowPredictor> {
       // The first expert is let go before the second is readied: its pin,
@@ -163,6 +167,7 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
       // evict it.
       source.reset();
       first.reset();
+      arena.release_free_pages();  // what the first's reservation stood for
       std::string id = request.expert_2;
       if (absl::StatusOr<Pin> cached = cache_->get(id); !cached.ok()) {
         ModelLoadRequest load;

@@ -1,8 +1,9 @@
 #include "core/engine/model_admission.h"
 
-#include "core/precision/torch_dtype.h"
+#include "core/memory/activation_arena_scope.h"
 #include "core/models/diffusion_model.h"
 #include "core/models/image_decoder.h"
+#include "core/precision/torch_dtype.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -27,6 +28,9 @@ absl::StatusOr<std::pair<std::unique_ptr<WeightStore>, Reservation>> admit_and_s
 
 absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, const ModelPlan& plan,
                                                ModelCache& cache, const StreamOptions& stream) {
+  // A load inside a call (a second expert) makes tensors that outlive the
+  // call: none of them from its activation arena.
+  ActivationArenaPause weights_outlive_the_call;
   DIFFUSIOND_ASSIGN_OR_RETURN(auto admitted, admit_and_stream(checkpoint, plan.plan, cache, stream));
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                               plan.recipe->build(std::move(admitted.first)));
@@ -63,6 +67,7 @@ absl::StatusOr<LoadedValue> load_model(const Checkpoint& checkpoint, const Model
 
 absl::StatusOr<LoadedValue> load_weights(const Checkpoint& checkpoint, const LoadPlan& plan,
                                          ModelCache& cache, const StreamOptions& stream) {
+  ActivationArenaPause weights_outlive_the_call;
   DIFFUSIOND_ASSIGN_OR_RETURN(auto admitted, admit_and_stream(checkpoint, plan, cache, stream));
   LoadedValue loaded;
   loaded.value = std::make_unique<CachedWeights>(std::move(admitted.first));

@@ -73,7 +73,7 @@ std::vector<std::pair<std::string, int32_t>> vocab() {
   return v;
 }
 
-ClipTokenizerSpec test_spec() {
+ClipTokenizerSpec clip_spec() {
   ClipTokenizerSpec spec;
   spec.bpe.source = "test spec";
   spec.bpe.vocab = vocab();
@@ -84,7 +84,7 @@ ClipTokenizerSpec test_spec() {
   return spec;
 }
 
-std::unique_ptr<ClipTokenizer> make(const ClipTokenizerSpec& spec = test_spec()) {
+std::unique_ptr<ClipTokenizer> make(const ClipTokenizerSpec& spec = clip_spec()) {
   absl::StatusOr<std::unique_ptr<ClipTokenizer>> tokenizer = ClipTokenizer::create(spec);
   EXPECT_THAT(tokenizer, IsOk());
   return tokenizer.ok() ? *std::move(tokenizer) : nullptr;
@@ -175,7 +175,7 @@ TEST(ClipTokenizerTest, DecodesAsTheReferenceWithSpecialTokens) {
   EXPECT_THAT(t->decode({kSot, 999}), StatusIs(absl::StatusCode::kInvalidArgument,
                                                AllOf(HasSubstr("id 999 at position 1"), HasSubstr("test spec"))));
 
-  ClipTokenizerSpec spec = test_spec();
+  ClipTokenizerSpec spec = clip_spec();
   spec.clean_up_tokenization_spaces = true;
   const std::unique_ptr<ClipTokenizer> cleaning = make(spec);
   ASSERT_NE(cleaning, nullptr);
@@ -183,17 +183,17 @@ TEST(ClipTokenizerTest, DecodesAsTheReferenceWithSpecialTokens) {
 }
 
 TEST(ClipTokenizerTest, CreateNamesWhatTheFilesLack) {
-  ClipTokenizerSpec spec = test_spec();
+  ClipTokenizerSpec spec = clip_spec();
   spec.bpe.vocab.erase(std::remove_if(spec.bpe.vocab.begin(), spec.bpe.vocab.end(),
                                       [](const auto& entry) { return entry.first == "q</w>"; }),
                        spec.bpe.vocab.end());
   EXPECT_THAT(ClipTokenizer::create(spec),
               StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("test spec"), HasSubstr("'q</w>'"))));
-  spec = test_spec();
+  spec = clip_spec();
   spec.bos_token = "<s>";
   EXPECT_THAT(ClipTokenizer::create(spec),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bos token '<s>' is neither")));
-  spec = test_spec();
+  spec = clip_spec();
   spec.bpe.merges.push_back({"x", "y"});
   EXPECT_THAT(ClipTokenizer::create(spec), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'xy' is not in")));
 }

@@ -1,0 +1,128 @@
+#include "core/memory/activation_arena.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace diffusiond {
+namespace {
+
+int64_t page_bytes() {
+  static const int64_t page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+  return page;
+}
+
+int64_t round_up_to_pages(int64_t bytes) {
+  const int64_t page = page_bytes();
+  return (bytes + page - 1) / page * page;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ActivationArena>> ActivationArena::map(int64_t capacity_bytes) {
+  if (capacity_bytes <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("an activation arena of ", capacity_bytes, " bytes"));
+  }
+  const int64_t capacity = round_up_to_pages(capacity_bytes);
+  // MAP_NORESERVE: the budget, not the kernel's overcommit accounting, is
+  // what admitted these bytes.
+  void* base = mmap(nullptr, static_cast<size_t>(capacity), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("mapping an activation arena of ", capacity, " bytes: ", std::strerror(errno)));
+  }
+  return std::unique_ptr<ActivationArena>(new ActivationArena(static_cast<char*>(base), capacity));
+}
+
+ActivationArena::ActivationArena(char* base, int64_t capacity) : base_(base), capacity_(capacity) {
+  blocks_.emplace(0, std::make_pair(capacity, true));
+  free_.emplace(capacity, 0);
+  stats_.capacity_bytes = capacity;
+}
+
+ActivationArena::~ActivationArena() { munmap(base_, static_cast<size_t>(capacity_)); }
+
+void* ActivationArena::allocate(int64_t bytes) {
+  const int64_t size = round_up_to_pages(bytes);
+  auto fit = free_.lower_bound({size, 0});
+  if (fit == free_.end()) {
+    ++stats_.refusals;
+    return nullptr;
+  }
+  const auto [block_size, offset] = *fit;
+  free_.erase(fit);
+  blocks_[offset] = {size, false};
+  if (block_size > size) {
+    blocks_.emplace(offset + size, std::make_pair(block_size - size, true));
+    free_.emplace(block_size - size, offset + size);
+  }
+  ++stats_.allocations;
+  ++stats_.live_blocks;
+  stats_.live_bytes += size;
+  stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
+  stats_.high_water_bytes = std::max(stats_.high_water_bytes, offset + size);
+  return base_ + offset;
+}
+
+void ActivationArena::free(void* data) {
+  int64_t offset = static_cast<char*>(data) - base_;
+  auto it = blocks_.find(offset);
+  int64_t size = it->second.first;
+  --stats_.live_blocks;
+  stats_.live_bytes -= size;
+  // Merged with a free neighbour on either side, so that a later larger
+  // tensor finds the whole span.
+  if (auto next = std::next(it); next != blocks_.end() && next->second.second) {
+    free_.erase({next->second.first, next->first});
+    size += next->second.first;
+    blocks_.erase(next);
+  }
+  if (it != blocks_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second.second) {
+      free_.erase({prev->second.first, prev->first});
+      offset = prev->first;
+      size += prev->second.first;
+      blocks_.erase(it);
+      it = prev;
+    }
+  }
+  it->second = {size, true};
+  free_.emplace(size, offset);
+}
+
+bool ActivationArena::contains(const void* data) const {
+  const char* p = static_cast<const char*>(data);
+  return p >= base_ && p < base_ + capacity_;
+}
+
+int64_t ActivationArena::release_free_pages() {
+  int64_t released = 0;
+  for (const auto& [size, offset] : free_) {
+    // Above the high water nothing was ever touched.
+    const int64_t end = std::min(offset + size, stats_.high_water_bytes);
+    if (end <= offset) continue;
+    madvise(base_ + offset, static_cast<size_t>(end - offset), MADV_DONTNEED);
+    released += end - offset;
+  }
+  // What lies above the highest live block is untouched again.
+  int64_t top = 0;
+  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
+    if (!it->second.second) {
+      top = it->first + it->second.first;
+      break;
+    }
+  }
+  stats_.high_water_bytes = top;
+  return released;
+}
+
+ActivationArenaStats ActivationArena::stats() const { return stats_; }
+
+}  // namespace diffusiond
