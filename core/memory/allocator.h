@@ -12,7 +12,9 @@
 // 0.95x; docs/reliability.md has the table) at the same speed, and return
 // free pages on demand: every engine call purges them when it ends, so RSS
 // goes back to where it was. Model weights do not depend on any of this:
-// the loader gives them their own mappings (core/loader/weight_allocation.h).
+// the loader gives them their own mappings (core/loader/weight_allocation.h),
+// and a CPU call's large activations come from an arena of the call's own
+// (core/memory/activation_arena_scope.h).
 //
 // Without jemalloc (sanitizer builds, or -DDIFFUSIOND_JEMALLOC=OFF), glibc
 // maps every block of 1 MiB or more on its own, which keeps RSS close to
