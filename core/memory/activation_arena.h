@@ -14,8 +14,11 @@
 //
 // Best fit, the lowest address among equals, neighbours merged when freed:
 // blocks stay packed at the low end, so a step touches about its peak of
-// live bytes. Sizes are whole pages, so every free block's pages can be
-// given back (release_free_pages) without touching a live one.
+// live bytes. Blocks of an eighth of the capacity or more are placed at the
+// top end instead, in the highest free block that fits, so that smaller
+// tensors do not cut up their holes. Sizes are whole pages, so every free
+// block's pages can be given back (release_free_pages) without touching a
+// live one.
 //
 // Not thread-safe: core/memory/activation_arena_scope.h serialises it.
 #ifndef DIFFUSIOND_CORE_MEMORY_ACTIVATION_ARENA_H_
@@ -69,6 +72,9 @@ class ActivationArena {
 
  private:
   ActivationArena(char* base, int64_t capacity);
+
+  // A block of capacity / kLargeFraction or more is a large one.
+  static constexpr int64_t kLargeFraction = 8;
 
   char* const base_;
   const int64_t capacity_;

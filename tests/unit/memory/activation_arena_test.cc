@@ -33,8 +33,11 @@ TEST(ActivationArena, RefusesANonPositiveCapacity) {
   EXPECT_FALSE(ActivationArena::map(-1).ok());
 }
 
+// 64 pages: a block under 8 pages is small and goes to the low end.
+constexpr int64_t kPages = 64;
+
 TEST(ActivationArena, BlocksAreWholePagesPackedFromTheLowEnd) {
-  std::unique_ptr<ActivationArena> arena = arena_of_pages(8);
+  std::unique_ptr<ActivationArena> arena = arena_of_pages(kPages);
   ASSERT_NE(arena, nullptr);
   char* a = static_cast<char*>(arena->allocate(1));
   char* b = static_cast<char*>(arena->allocate(kPage + 1));
@@ -43,40 +46,54 @@ TEST(ActivationArena, BlocksAreWholePagesPackedFromTheLowEnd) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % kPage, 0u);
   EXPECT_EQ(b - a, kPage);
   EXPECT_TRUE(arena->contains(a));
-  EXPECT_TRUE(arena->contains(b + 2 * kPage - 1));
-  EXPECT_FALSE(arena->contains(a + 8 * kPage));
+  EXPECT_TRUE(arena->contains(a + kPages * kPage - 1));
+  EXPECT_FALSE(arena->contains(a + kPages * kPage));
   const ActivationArenaStats s = arena->stats();
-  EXPECT_EQ(s.capacity_bytes, 8 * kPage);
+  EXPECT_EQ(s.capacity_bytes, kPages * kPage);
   EXPECT_EQ(s.live_bytes, 3 * kPage);
   EXPECT_EQ(s.live_blocks, 2);
   EXPECT_EQ(s.high_water_bytes, 3 * kPage);
 }
 
 TEST(ActivationArena, TakesTheSmallestFreeBlockThatFits) {
-  std::unique_ptr<ActivationArena> arena = arena_of_pages(16);
+  std::unique_ptr<ActivationArena> arena = arena_of_pages(kPages);
   ASSERT_NE(arena, nullptr);
-  // Holes of 3 pages at 0 and 1 page at 4, with live blocks between them.
+  // Holes of 3 pages at 0 and 1 page at 4, with live blocks beside them.
   char* hole3 = static_cast<char*>(arena->allocate(3 * kPage));
-  char* keep1 = static_cast<char*>(arena->allocate(kPage));
+  ASSERT_NE(arena->allocate(kPage), nullptr);
   char* hole1 = static_cast<char*>(arena->allocate(kPage));
-  char* keep2 = static_cast<char*>(arena->allocate(kPage));
-  ASSERT_NE(keep2, nullptr);
+  ASSERT_NE(arena->allocate(kPage), nullptr);
   arena->free(hole3);
   arena->free(hole1);
   EXPECT_EQ(arena->allocate(kPage), hole1) << "the one-page hole fits exactly";
-  EXPECT_EQ(arena->allocate(2 * kPage), hole3) << "the lowest hole large enough";
+  EXPECT_EQ(arena->allocate(2 * kPage), hole3) << "the smallest hole large enough";
   EXPECT_EQ(arena->allocate(kPage), hole3 + 2 * kPage) << "what the split left";
   EXPECT_EQ(arena->stats().high_water_bytes, 6 * kPage);
-  (void)keep1;
+}
+
+TEST(ActivationArena, LargeBlocksGoToTheTopEnd) {
+  std::unique_ptr<ActivationArena> arena = arena_of_pages(kPages);
+  ASSERT_NE(arena, nullptr);
+  char* small = static_cast<char*>(arena->allocate(kPage));
+  char* large = static_cast<char*>(arena->allocate(8 * kPage));  // an eighth of the capacity
+  char* next_large = static_cast<char*>(arena->allocate(8 * kPage));
+  char* next_small = static_cast<char*>(arena->allocate(2 * kPage));
+  ASSERT_NE(next_small, nullptr);
+  EXPECT_EQ(large - small, (kPages - 8) * kPage);
+  EXPECT_EQ(next_large - small, (kPages - 16) * kPage) << "the top of the highest free block";
+  EXPECT_EQ(next_small - small, kPage) << "small ones stay at the bottom";
+  arena->free(large);
+  EXPECT_EQ(arena->allocate(8 * kPage), large) << "the highest hole, not the lowest";
+  EXPECT_EQ(arena->stats().high_water_bytes, kPages * kPage);
 }
 
 TEST(ActivationArena, FreedNeighboursMergeIntoOneBlock) {
-  std::unique_ptr<ActivationArena> arena = arena_of_pages(6);
+  std::unique_ptr<ActivationArena> arena = arena_of_pages(kPages);
   ASSERT_NE(arena, nullptr);
   void* a = arena->allocate(2 * kPage);
   void* b = arena->allocate(2 * kPage);
   void* c = arena->allocate(2 * kPage);
-  ASSERT_NE(c, nullptr);
+  ASSERT_NE(arena->allocate((kPages - 6) * kPage), nullptr) << "the rest, at the top";
   EXPECT_EQ(arena->allocate(1), nullptr) << "full";
   arena->free(a);
   arena->free(c);
@@ -85,12 +102,12 @@ TEST(ActivationArena, FreedNeighboursMergeIntoOneBlock) {
   EXPECT_EQ(arena->allocate(6 * kPage), a);
   const ActivationArenaStats s = arena->stats();
   EXPECT_EQ(s.refusals, 2);
-  EXPECT_EQ(s.allocations, 4);
-  EXPECT_EQ(s.peak_live_bytes, 6 * kPage);
+  EXPECT_EQ(s.allocations, 5);
+  EXPECT_EQ(s.peak_live_bytes, kPages * kPage);
 }
 
 TEST(ActivationArena, ReleaseGivesBackOnlyTheFreePages) {
-  std::unique_ptr<ActivationArena> arena = arena_of_pages(8);
+  std::unique_ptr<ActivationArena> arena = arena_of_pages(kPages);
   ASSERT_NE(arena, nullptr);
   char* live = static_cast<char*>(arena->allocate(2 * kPage));
   char* freed = static_cast<char*>(arena->allocate(2 * kPage));
