@@ -13,6 +13,16 @@ torch::Tensor onednn_bf16_linear(const torch::Tensor&, const torch::Tensor&, con
   TORCH_CHECK(false, "onednn_bf16_linear: this build has no oneDNN");
 }
 
+bool onednn_pack_bf16_weight(const torch::Tensor&) { return false; }
+
+torch::Tensor onednn_unpack_bf16_weight(const torch::Tensor&) {
+  TORCH_CHECK(false, "onednn_unpack_bf16_weight: this build has no oneDNN");
+}
+
+torch::Tensor onednn_bf16_linear_packed(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
+  TORCH_CHECK(false, "onednn_bf16_linear_packed: this build has no oneDNN");
+}
+
 torch::Tensor onednn_bf16_attention(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
                                     const torch::Tensor&, double, int64_t) {
   TORCH_CHECK(false, "onednn_bf16_attention: this build has no oneDNN");

@@ -3,7 +3,10 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -99,17 +102,47 @@ std::string onednn_description() {
                       isa_name(dnnl::get_effective_cpu_isa()));
 }
 
-torch::Tensor onednn_bf16_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  TORCH_CHECK(have_onednn_bf16(), "onednn_bf16_linear: the CPU has no native bf16 products");
-  use_libtorch_threads();
+namespace {
+
+// The blocked layout oneDNN's bf16 matmul wants for a [K, N] weight on this
+// CPU. Asked with 128 rows; it is the same for any (1 to 2304 rows measured
+// on AVX512-BF16), and a matmul of other rows accepts it.
+memory::desc packed_weights_md(int64_t in, int64_t out_features) {
+  static std::mutex mu;
+  static auto* known = new std::map<std::pair<int64_t, int64_t>, memory::desc>;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known->find({in, out_features});
+  if (it == known->end()) {
+    const auto bf16 = memory::data_type::bf16;
+    const memory::desc src_md(Dims{128, in}, bf16, memory::format_tag::ab);
+    const memory::desc any_md(Dims{in, out_features}, bf16, memory::format_tag::any);
+    const memory::desc dst_md(Dims{128, out_features}, bf16, memory::format_tag::ab);
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, any_md, dst_md), cpu_engine());
+    it = known->emplace(std::make_pair(in, out_features), pd.weights_desc()).first;
+  }
+  return it->second;
+}
+
+// The [K, N] view oneDNN takes of a plain [N, K] weight: element (k, n) at
+// n·row_stride + k.
+memory::desc plain_weights_md(int64_t in, int64_t out_features, int64_t row_stride) {
+  return memory::desc(Dims{in, out_features}, memory::data_type::bf16, Dims{1, row_stride});
+}
+
+void check_linear_args(const torch::Tensor& x, const torch::Tensor& weight, const char* what) {
+  TORCH_CHECK(have_onednn_bf16(), what, ": the CPU has no native bf16 products");
   TORCH_CHECK(x.scalar_type() == torch::kBFloat16 && weight.scalar_type() == torch::kBFloat16 && x.device().is_cpu() &&
                   weight.device().is_cpu() && weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1),
-              "onednn_bf16_linear: x [..., K] and weight [N, K] must be bf16 CPU tensors");
-  const int64_t in = weight.size(1), out_features = weight.size(0);
-  if (in == 0) return torch::linear(x, weight, bias);  // no products: the bias alone
+              what, ": x [..., K] and weight [N, K] must be bf16 CPU tensors");
+}
+
+// x Wᵀ + b with the weight described by `weights_md` at `weights_data`.
+torch::Tensor linear_with(const torch::Tensor& x, const memory::desc& weights_md, void* weights_data,
+                          int64_t out_features, const torch::Tensor& bias) {
+  use_libtorch_threads();
+  const int64_t in = x.size(-1);
   torch::Tensor rows = x.reshape({-1, in});
   if (rows.stride(1) != 1) rows = rows.contiguous();
-  const torch::Tensor w = weight.stride(1) == 1 ? weight : weight.contiguous();
   std::vector<int64_t> out_sizes = x.sizes().vec();
   out_sizes.back() = out_features;
   const int64_t m = rows.size(0);
@@ -119,10 +152,8 @@ torch::Tensor onednn_bf16_linear(const torch::Tensor& x, const torch::Tensor& we
   const dnnl::engine& engine = cpu_engine();
   const auto bf16 = memory::data_type::bf16;
   const memory::desc src_md(Dims{m, in}, bf16, Dims{rows.stride(0), 1});
-  // The weight's element (k, n) lies at n·stride(0) + k.
-  const memory::desc weights_md(Dims{in, out_features}, bf16, Dims{1, w.stride(0)});
   const memory::desc dst_md(Dims{m, out_features}, bf16, Dims{out_features, 1});
-  memory src(src_md, engine, rows.data_ptr()), weights(weights_md, engine, w.data_ptr()),
+  memory src(src_md, engine, rows.data_ptr()), weights(weights_md, engine, weights_data),
       dst(dst_md, engine, out.data_ptr());
   dnnl::stream stream(engine);
   if (bias.defined()) {
@@ -141,6 +172,58 @@ torch::Tensor onednn_bf16_linear(const torch::Tensor& x, const torch::Tensor& we
   }
   stream.wait();
   return out.view(out_sizes);
+}
+
+}  // namespace
+
+torch::Tensor onednn_bf16_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  check_linear_args(x, weight, "onednn_bf16_linear");
+  const int64_t in = weight.size(1), out_features = weight.size(0);
+  if (in == 0) return torch::linear(x, weight, bias);  // no products: the bias alone
+  const torch::Tensor w = weight.stride(1) == 1 ? weight : weight.contiguous();
+  return linear_with(x, plain_weights_md(in, out_features, w.stride(0)), w.data_ptr(), out_features, bias);
+}
+
+bool onednn_pack_bf16_weight(const torch::Tensor& weight) {
+  if (!have_onednn_bf16() || weight.scalar_type() != torch::kBFloat16 || !weight.device().is_cpu() ||
+      weight.dim() != 2 || !weight.is_contiguous() || weight.numel() == 0) {
+    return false;
+  }
+  const int64_t in = weight.size(1), out_features = weight.size(0);
+  const memory::desc packed_md = packed_weights_md(in, out_features);
+  if (packed_md.get_size() != static_cast<size_t>(weight.nbytes())) return false;
+  use_libtorch_threads();
+  const dnnl::engine& engine = cpu_engine();
+  const torch::Tensor packed = torch::empty_like(weight);
+  memory plain(plain_weights_md(in, out_features, in), engine, weight.data_ptr()),
+      blocked(packed_md, engine, packed.data_ptr());
+  dnnl::stream stream(engine);
+  dnnl::reorder(plain, blocked).execute(stream, plain, blocked);
+  stream.wait();
+  std::memcpy(weight.data_ptr(), packed.data_ptr(), weight.nbytes());
+  return true;
+}
+
+torch::Tensor onednn_unpack_bf16_weight(const torch::Tensor& packed) {
+  TORCH_CHECK(have_onednn_bf16() && packed.scalar_type() == torch::kBFloat16 && packed.dim() == 2,
+              "onednn_unpack_bf16_weight: a packed bf16 [N, K] weight");
+  use_libtorch_threads();
+  const int64_t in = packed.size(1), out_features = packed.size(0);
+  torch::Tensor plain = torch::empty_like(packed);
+  const dnnl::engine& engine = cpu_engine();
+  memory blocked(packed_weights_md(in, out_features), engine, packed.data_ptr()),
+      out(plain_weights_md(in, out_features, in), engine, plain.data_ptr());
+  dnnl::stream stream(engine);
+  dnnl::reorder(blocked, out).execute(stream, blocked, out);
+  stream.wait();
+  return plain;
+}
+
+torch::Tensor onednn_bf16_linear_packed(const torch::Tensor& x, const torch::Tensor& packed,
+                                        const torch::Tensor& bias) {
+  check_linear_args(x, packed, "onednn_bf16_linear_packed");
+  const int64_t in = packed.size(1), out_features = packed.size(0);
+  return linear_with(x, packed_weights_md(in, out_features), packed.data_ptr(), out_features, bias);
 }
 
 torch::Tensor onednn_bf16_attention(const torch::Tensor& q_in, const torch::Tensor& k_in, const torch::Tensor& v_in,

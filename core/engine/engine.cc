@@ -290,7 +290,7 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard
   };
   stream.cancel = shared.token();
   publish(LoadProgress{0, plan.plan.source_bytes, 0, static_cast<int64_t>(plan.plan.tensors.size()), {}});
-  return load_planned_model(*checkpoint, plan, *cache_, stream);
+  return load_planned_model(*checkpoint, plan, *cache_, stream, /*cpu_only=*/vram_ == nullptr);
 }
 
 absl::StatusOr<ModelInfo> Engine::answer(const ResolvedLoad& load, Pin pinned) const {

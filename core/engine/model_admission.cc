@@ -26,14 +26,15 @@ absl::StatusOr<std::pair<std::unique_ptr<WeightStore>, Reservation>> admit_and_s
 
 }  // namespace
 
-absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, const ModelPlan& plan,
-                                               ModelCache& cache, const StreamOptions& stream) {
+absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, const ModelPlan& plan, ModelCache& cache,
+                                               const StreamOptions& stream, bool cpu_only) {
   // A load inside a call (a second expert) makes tensors that outlive the
   // call: none of them from its activation arena.
   ActivationArenaPause weights_outlive_the_call;
   DIFFUSIOND_ASSIGN_OR_RETURN(auto admitted, admit_and_stream(checkpoint, plan.plan, cache, stream));
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                               plan.recipe->build(std::move(admitted.first)));
+  if (cpu_only) model->enable_cpu_packing();
   ModelDescription d;
   d.path = checkpoint.path();
   d.architecture = std::string(model->architecture());

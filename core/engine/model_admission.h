@@ -26,8 +26,10 @@ namespace diffusiond {
 // the budget cannot admit it, after waiting in line for room (up to the
 // cache's max_room_wait, or until stream.cancel fires) when work in flight
 // holds what it needs.
-absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, const ModelPlan& plan,
-                                               ModelCache& cache, const StreamOptions& stream = {});
+// `cpu_only`: no device will ever place the model, so its bf16 linears may
+// pack their weights for the CPU (Model::enable_cpu_packing).
+absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, const ModelPlan& plan, ModelCache& cache,
+                                               const StreamOptions& stream = {}, bool cpu_only = false);
 
 // plan_model, then load_planned_model with options.stream.
 absl::StatusOr<LoadedValue> load_model(const Checkpoint& checkpoint, const ModelLoadOptions& options,

@@ -30,7 +30,13 @@ torch::Tensor Model::linear_layer(const torch::Tensor& x, absl::string_view weig
   if (ForwardWeights* source = ForwardWeights::current_for(this)) {
     if (std::optional<torch::Tensor> y = source->linear(x, weight, bias, weights_->compute_dtype())) return *y;
   }
-  const torch::Tensor w = param(weight), b = bias.empty() ? torch::Tensor() : param(bias);
+  const torch::Tensor b = bias.empty() ? torch::Tensor() : param(bias);
+  // bf16 on a CPU with native bf16 products, the weight packed for them at
+  // its first use where the engine allows it.
+  if (x.scalar_type() == torch::kBFloat16 && x.device().is_cpu() && have_onednn_bf16()) {
+    if (std::optional<torch::Tensor> y = weights_->packed_linear(weight, x, b)) return *y;
+  }
+  const torch::Tensor w = param(weight);
   // bf16 on a CPU with native bf16 products: oneDNN reading the weight where
   // it lies (kernels/onednn_cpu.h).
   if (x.scalar_type() == torch::kBFloat16 && w.scalar_type() == torch::kBFloat16 && x.device().is_cpu() &&

@@ -42,6 +42,10 @@ class Model {
   virtual absl::string_view architecture() const = 0;
   virtual ModelRole role() const = 0;
   const WeightStore& weights() const { return *weights_; }
+  // Lets bf16 linears on the CPU pack their weights at first use
+  // (WeightStore::packed_linear). For an engine without a device only: a
+  // placement copies the stored bytes as they are. Call before any forward.
+  void enable_cpu_packing() { weights_->enable_cpu_packing(); }
 
   // One forward over the architecture's named inputs, returning its named
   // outputs at the compute dtype. INVALID_ARGUMENT naming any missing,

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kernels/onednn_cpu.h"
 
 namespace diffusiond {
 
@@ -110,7 +111,37 @@ absl::StatusOr<torch::Tensor> WeightStore::materialize(absl::string_view name,
   }
   if (const Fp8Weight* f = std::get_if<Fp8Weight>(&it->second)) return f->decode(dtype);
   const torch::Tensor& t = std::get<torch::Tensor>(it->second);
+  if (cpu_packing_) {
+    std::shared_lock<std::shared_mutex> lock(pack_mu_);
+    if (packed_locked(name)) {
+      const torch::Tensor plain = onednn_unpack_bf16_weight(t);
+      return plain.scalar_type() == dtype ? plain : plain.to(dtype);
+    }
+  }
   return t.scalar_type() == dtype ? t : t.to(dtype);
+}
+
+std::optional<torch::Tensor> WeightStore::packed_linear(absl::string_view name, const torch::Tensor& x,
+                                                        const torch::Tensor& bias) const {
+  if (!cpu_packing_) return std::nullopt;
+  auto it = weights_.find(name);
+  if (it == weights_.end()) return std::nullopt;
+  const torch::Tensor* w = std::get_if<torch::Tensor>(&it->second);
+  if (w == nullptr) return std::nullopt;
+  {
+    std::shared_lock<std::shared_mutex> lock(pack_mu_);
+    if (packed_locked(name)) return onednn_bf16_linear_packed(x, *w, bias);
+    if (unpackable_.count(name) != 0) return std::nullopt;
+  }
+  {
+    // Packed once, while no other linear reads it: the shared holders
+    // above finish their products first.
+    std::unique_lock<std::shared_mutex> lock(pack_mu_);
+    if (!packed_locked(name) && unpackable_.count(name) == 0) {
+      (onednn_pack_bf16_weight(*w) ? packed_ : unpackable_).emplace(name);
+    }
+  }
+  return packed_linear(name, x, bias);
 }
 
 std::vector<std::string> WeightStore::names() const {

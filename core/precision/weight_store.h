@@ -10,6 +10,9 @@
 #include <torch/types.h>
 
 #include <map>
+#include <optional>
+#include <set>
+#include <shared_mutex>
 #include <string>
 #include <variant>
 #include <vector>
@@ -20,7 +23,8 @@
 
 namespace diffusiond {
 
-// Filled by one loader, then read-only: concurrent reads are safe.
+// Filled by one loader, then read-only: concurrent reads are safe. The one
+// exception is packing (packed_linear), which takes its own lock.
 class WeightStore {
  public:
   explicit WeightStore(torch::ScalarType compute_dtype) : compute_dtype_(compute_dtype) {}
@@ -58,7 +62,23 @@ class WeightStore {
   absl::StatusOr<torch::Tensor> at_compute_dtype(absl::string_view name) const {
     return materialize(name, compute_dtype_);
   }
-  // The stored representation, for tests and tools.
+  // Packing for the CPU's bf16 matmuls (kernels/onednn_cpu.h): off until
+  // the engine that loaded the model enables it, which it does only where
+  // no device will ever copy the weights (a device placement reads the
+  // stored bytes as they are).
+  void enable_cpu_packing() { cpu_packing_ = true; }
+  bool cpu_packing() const { return cpu_packing_; }
+  // x · weightᵀ + bias through oneDNN, with the weight `name` packed in its
+  // own bytes on its first use (so the bytes admitted stay the same). Empty
+  // when packing is off or the weight cannot be packed (FP8, not bf16, a
+  // layout of other size): the caller takes the plain path. materialize()
+  // unpacks a packed weight into a fresh tensor, so every other reader sees
+  // it plain.
+  std::optional<torch::Tensor> packed_linear(absl::string_view name, const torch::Tensor& x,
+                                             const torch::Tensor& bias) const;
+
+  // The stored representation, for tests and tools (a packed weight's bytes
+  // as they are).
   const Fp8Weight* fp8(absl::string_view name) const;
   const torch::Tensor* dense(absl::string_view name) const;
 
@@ -74,8 +94,16 @@ class WeightStore {
   // Bytes already counted under another name (views made by split_rows).
   void add_view(const std::string& name, Stored stored);
 
+  // Whether `name` is packed; REQUIRES: pack_mu_ held (shared or not).
+  bool packed_locked(absl::string_view name) const { return packed_.count(name) != 0; }
+
   const torch::ScalarType compute_dtype_;
   std::map<std::string, Stored, std::less<>> weights_;
+  bool cpu_packing_ = false;
+  // Shared while a packed weight is read, exclusive while one is packed.
+  mutable std::shared_mutex pack_mu_;
+  mutable std::set<std::string, std::less<>> packed_;      // packed in place
+  mutable std::set<std::string, std::less<>> unpackable_;  // tried and refused
   int64_t nbytes_ = 0;
   int64_t fp8_count_ = 0;
 };

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "core/precision/weight_store.h"
 #include "gtest/gtest.h"
 
 namespace diffusiond {
@@ -44,6 +45,58 @@ TEST(OneDnnLinear, Bfloat16IsTheFloat64ResultRoundedOnce) {
   EXPECT_LT(max_error(onednn_bf16_linear(wide.narrow(1, 96, 96), wt, bias), wide.narrow(1, 96, 96), wt, bias), 1e-2);
   // No rows: an empty result of the right shape.
   EXPECT_EQ(onednn_bf16_linear(x.narrow(1, 0, 0), w, bias).sizes(), (std::vector<int64_t>{2, 0, 40}));
+}
+
+TEST(OneDnnPacking, APackedWeightGivesThePlainProductsAndUnpacksExactly) {
+  if (!have_onednn_bf16()) GTEST_SKIP() << "no native bf16 products on this CPU: " << onednn_description();
+  torch::manual_seed(11);
+  const auto bf16 = [](torch::Tensor t) { return t.to(torch::kBFloat16); };
+  // Rows of a fused weight, as WeightStore::split_rows leaves them.
+  const torch::Tensor fused = bf16(torch::randn({3 * 128, 64}));
+  const torch::Tensor w = fused.narrow(0, 128, 128), original = w.clone();
+  ASSERT_TRUE(onednn_pack_bf16_weight(w));
+  EXPECT_FALSE(torch::equal(w, original)) << "rewritten in its own bytes";
+  EXPECT_TRUE(torch::equal(fused.narrow(0, 0, 128), fused.narrow(0, 0, 128).clone())) << "its neighbours untouched";
+  EXPECT_TRUE(torch::equal(onednn_unpack_bf16_weight(w), original));
+  const torch::Tensor bias = bf16(torch::randn({128}));
+  for (int64_t rows : {1, 5, 300}) {
+    const torch::Tensor x = bf16(torch::randn({rows, 64}));
+    for (const torch::Tensor& b : {bias, torch::Tensor()}) {
+      EXPECT_TRUE(torch::equal(onednn_bf16_linear_packed(x, w, b), onednn_bf16_linear(x, original, b)))
+          << rows << " rows";
+    }
+  }
+  // What cannot be packed is left as it is.
+  const torch::Tensor odd = bf16(torch::randn({24, 8})), odd_before = odd.clone();
+  const torch::Tensor f32 = torch::randn({128, 64});
+  EXPECT_FALSE(onednn_pack_bf16_weight(f32));
+  EXPECT_FALSE(onednn_pack_bf16_weight(bf16(torch::randn({64, 256})).t()));  // not contiguous
+  if (!onednn_pack_bf16_weight(odd)) EXPECT_TRUE(torch::equal(odd, odd_before));
+}
+
+TEST(OneDnnPacking, AStoreWeightIsPackedAtItsFirstLinearAndReadPlainElsewhere) {
+  if (!have_onednn_bf16()) GTEST_SKIP() << "no native bf16 products on this CPU: " << onednn_description();
+  torch::manual_seed(12);
+  WeightStore store(torch::kBFloat16);
+  const torch::Tensor w = torch::randn({128, 64}).to(torch::kBFloat16), original = w.clone();
+  store.add("proj.weight", w);
+  store.add("proj32.weight", torch::randn({128, 64}));
+  const torch::Tensor x = torch::randn({7, 64}).to(torch::kBFloat16);
+  EXPECT_FALSE(store.packed_linear("proj.weight", x, {}).has_value()) << "off until the engine enables it";
+  store.enable_cpu_packing();
+  const torch::Tensor want = onednn_bf16_linear(x, original, {});
+  for (int use = 0; use < 2; ++use) {
+    std::optional<torch::Tensor> y = store.packed_linear("proj.weight", x, {});
+    ASSERT_TRUE(y.has_value());
+    EXPECT_TRUE(torch::equal(*y, want)) << "use " << use;
+  }
+  EXPECT_FALSE(torch::equal(*store.dense("proj.weight"), original)) << "packed where it lies";
+  EXPECT_EQ(store.nbytes(), 128 * 64 * 2 + 128 * 64 * 4) << "in the bytes admitted";
+  absl::StatusOr<torch::Tensor> plain = store.at_compute_dtype("proj.weight");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(torch::equal(*plain, original));
+  EXPECT_FALSE(store.packed_linear("proj32.weight", x, {}).has_value()) << "a float32 weight stays plain";
+  EXPECT_FALSE(store.packed_linear("absent.weight", x, {}).has_value());
 }
 
 }  // namespace
