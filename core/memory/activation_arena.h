@@ -39,8 +39,9 @@ struct ActivationArenaStats {
   int64_t live_bytes = 0;  // in blocks handed out and not yet freed
   int64_t live_blocks = 0;
   int64_t peak_live_bytes = 0;
-  // The highest end of any block handed out: the arena's pages above it
-  // were never touched.
+  // The highest end of any block handed out since the last
+  // release_free_pages (which lowers it to the highest live block): the
+  // arena's pages above it are not resident.
   int64_t high_water_bytes = 0;
   int64_t allocations = 0;
   int64_t refusals = 0;  // requests no free block could serve
