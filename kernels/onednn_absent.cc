@@ -15,6 +15,12 @@ torch::Tensor onednn_bf16_linear(const torch::Tensor&, const torch::Tensor&, con
 
 bool onednn_pack_bf16_weight(const torch::Tensor&) { return false; }
 
+bool onednn_pack_fp8_codes(const torch::Tensor&) { return false; }
+
+torch::Tensor onednn_unpack_fp8_codes(const torch::Tensor&) {
+  TORCH_CHECK(false, "onednn_unpack_fp8_codes: this build has no oneDNN");
+}
+
 torch::Tensor onednn_unpack_bf16_weight(const torch::Tensor&) {
   TORCH_CHECK(false, "onednn_unpack_bf16_weight: this build has no oneDNN");
 }

@@ -184,18 +184,35 @@ torch::Tensor onednn_bf16_linear(const torch::Tensor& x, const torch::Tensor& we
   return linear_with(x, plain_weights_md(in, out_features, w.stride(0)), w.data_ptr(), out_features, bias);
 }
 
-bool onednn_pack_bf16_weight(const torch::Tensor& weight) {
-  if (!have_onednn_bf16() || weight.scalar_type() != torch::kBFloat16 || !weight.device().is_cpu() ||
-      weight.dim() != 2 || !weight.is_contiguous() || weight.numel() == 0) {
+namespace {
+
+// The packed layout for elements of `type` (bf16 weights, or their FP8
+// codes as u8: the blocking is in elements, whatever their size).
+memory::desc packed_md_of(int64_t in, int64_t out_features, memory::data_type type) {
+  memory::desc md = packed_weights_md(in, out_features);
+  md.data.data_type = static_cast<dnnl_data_type_t>(type);
+  return md;
+}
+
+memory::desc plain_md_of(int64_t in, int64_t out_features, memory::data_type type) {
+  return memory::desc(Dims{in, out_features}, type, Dims{1, in});
+}
+
+// Rewrites `weight` ([N, K], contiguous, elements of `type`) in place in the
+// packed order; false, changing nothing, where that order needs other than
+// N·K elements.
+bool pack_in_place(const torch::Tensor& weight, memory::data_type type) {
+  if (!have_onednn_bf16() || !weight.device().is_cpu() || weight.dim() != 2 || !weight.is_contiguous() ||
+      weight.numel() == 0) {
     return false;
   }
   const int64_t in = weight.size(1), out_features = weight.size(0);
-  const memory::desc packed_md = packed_weights_md(in, out_features);
+  const memory::desc packed_md = packed_md_of(in, out_features, type);
   if (packed_md.get_size() != static_cast<size_t>(weight.nbytes())) return false;
   use_libtorch_threads();
   const dnnl::engine& engine = cpu_engine();
   const torch::Tensor packed = torch::empty_like(weight);
-  memory plain(plain_weights_md(in, out_features, in), engine, weight.data_ptr()),
+  memory plain(plain_md_of(in, out_features, type), engine, weight.data_ptr()),
       blocked(packed_md, engine, packed.data_ptr());
   dnnl::stream stream(engine);
   dnnl::reorder(plain, blocked).execute(stream, plain, blocked);
@@ -204,19 +221,39 @@ bool onednn_pack_bf16_weight(const torch::Tensor& weight) {
   return true;
 }
 
-torch::Tensor onednn_unpack_bf16_weight(const torch::Tensor& packed) {
-  TORCH_CHECK(have_onednn_bf16() && packed.scalar_type() == torch::kBFloat16 && packed.dim() == 2,
-              "onednn_unpack_bf16_weight: a packed bf16 [N, K] weight");
+torch::Tensor unpack(const torch::Tensor& packed, memory::data_type type) {
   use_libtorch_threads();
   const int64_t in = packed.size(1), out_features = packed.size(0);
   torch::Tensor plain = torch::empty_like(packed);
   const dnnl::engine& engine = cpu_engine();
-  memory blocked(packed_weights_md(in, out_features), engine, packed.data_ptr()),
-      out(plain_weights_md(in, out_features, in), engine, plain.data_ptr());
+  memory blocked(packed_md_of(in, out_features, type), engine, packed.data_ptr()),
+      out(plain_md_of(in, out_features, type), engine, plain.data_ptr());
   dnnl::stream stream(engine);
   dnnl::reorder(blocked, out).execute(stream, blocked, out);
   stream.wait();
   return plain;
+}
+
+}  // namespace
+
+bool onednn_pack_bf16_weight(const torch::Tensor& weight) {
+  return weight.scalar_type() == torch::kBFloat16 && pack_in_place(weight, memory::data_type::bf16);
+}
+
+torch::Tensor onednn_unpack_bf16_weight(const torch::Tensor& packed) {
+  TORCH_CHECK(have_onednn_bf16() && packed.scalar_type() == torch::kBFloat16 && packed.dim() == 2,
+              "onednn_unpack_bf16_weight: a packed bf16 [N, K] weight");
+  return unpack(packed, memory::data_type::bf16);
+}
+
+bool onednn_pack_fp8_codes(const torch::Tensor& codes) {
+  return codes.scalar_type() == torch::kUInt8 && pack_in_place(codes, memory::data_type::u8);
+}
+
+torch::Tensor onednn_unpack_fp8_codes(const torch::Tensor& packed_codes) {
+  TORCH_CHECK(have_onednn_bf16() && packed_codes.scalar_type() == torch::kUInt8 && packed_codes.dim() == 2,
+              "onednn_unpack_fp8_codes: packed uint8 [N, K] codes");
+  return unpack(packed_codes, memory::data_type::u8);
 }
 
 torch::Tensor onednn_bf16_linear_packed(const torch::Tensor& x, const torch::Tensor& packed,

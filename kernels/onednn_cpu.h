@@ -56,6 +56,12 @@ torch::Tensor onednn_bf16_linear(const torch::Tensor& x, const torch::Tensor& we
 bool onednn_pack_bf16_weight(const torch::Tensor& weight);
 // The plain [N, K] weight of a packed one, in a fresh tensor.
 torch::Tensor onednn_unpack_bf16_weight(const torch::Tensor& packed);
+// The same for the uint8 codes of an [N, K] FP8 weight: they are put in the
+// element order of the bf16 blocked layout. The layout is a permutation of
+// the elements and an FP8 decode goes element by element, so the decode of
+// packed codes is the packed bf16 weight, with no reorder per forward.
+bool onednn_pack_fp8_codes(const torch::Tensor& codes);
+torch::Tensor onednn_unpack_fp8_codes(const torch::Tensor& packed_codes);
 // onednn_bf16_linear on a weight packed by onednn_pack_bf16_weight.
 torch::Tensor onednn_bf16_linear_packed(const torch::Tensor& x, const torch::Tensor& packed, const torch::Tensor& bias);
 

@@ -109,7 +109,13 @@ absl::StatusOr<torch::Tensor> WeightStore::materialize(absl::string_view name,
   if (it == weights_.end()) {
     return absl::NotFoundError(absl::StrCat("model has no parameter '", name, "'"));
   }
-  if (const Fp8Weight* f = std::get_if<Fp8Weight>(&it->second)) return f->decode(dtype);
+  if (const Fp8Weight* f = std::get_if<Fp8Weight>(&it->second)) {
+    if (cpu_packing_) {
+      std::shared_lock<std::shared_mutex> lock(pack_mu_);
+      if (packed_locked(name)) return Fp8Weight{onednn_unpack_fp8_codes(f->codes), f->scale, f->format}.decode(dtype);
+    }
+    return f->decode(dtype);
+  }
   const torch::Tensor& t = std::get<torch::Tensor>(it->second);
   if (cpu_packing_) {
     std::shared_lock<std::shared_mutex> lock(pack_mu_);
@@ -127,10 +133,16 @@ std::optional<torch::Tensor> WeightStore::packed_linear(absl::string_view name, 
   auto it = weights_.find(name);
   if (it == weights_.end()) return std::nullopt;
   const torch::Tensor* w = std::get_if<torch::Tensor>(&it->second);
-  if (w == nullptr) return std::nullopt;
+  const Fp8Weight* f8 = std::get_if<Fp8Weight>(&it->second);
   {
     std::shared_lock<std::shared_mutex> lock(pack_mu_);
-    if (packed_locked(name)) return onednn_bf16_linear_packed(x, *w, bias);
+    if (packed_locked(name)) {
+      if (w != nullptr) return onednn_bf16_linear_packed(x, *w, bias);
+      // Decoded in the packed order: the packed bf16 weight.
+      absl::StatusOr<torch::Tensor> decoded = f8->decode(torch::kBFloat16);
+      if (!decoded.ok()) return std::nullopt;
+      return onednn_bf16_linear_packed(x, *decoded, bias);
+    }
     if (unpackable_.count(name) != 0) return std::nullopt;
   }
   {
@@ -138,7 +150,8 @@ std::optional<torch::Tensor> WeightStore::packed_linear(absl::string_view name, 
     // above finish their products first.
     std::unique_lock<std::shared_mutex> lock(pack_mu_);
     if (!packed_locked(name) && unpackable_.count(name) == 0) {
-      (onednn_pack_bf16_weight(*w) ? packed_ : unpackable_).emplace(name);
+      const bool packed = w != nullptr ? onednn_pack_bf16_weight(*w) : onednn_pack_fp8_codes(f8->codes);
+      (packed ? packed_ : unpackable_).emplace(name);
     }
   }
   return packed_linear(name, x, bias);

@@ -69,9 +69,11 @@ class WeightStore {
   void enable_cpu_packing() { cpu_packing_ = true; }
   bool cpu_packing() const { return cpu_packing_; }
   // x · weightᵀ + bias through oneDNN, with the weight `name` packed in its
-  // own bytes on its first use (so the bytes admitted stay the same). Empty
-  // when packing is off or the weight cannot be packed (FP8, not bf16, a
-  // layout of other size): the caller takes the plain path. materialize()
+  // own bytes on its first use (so the bytes admitted stay the same): a bf16
+  // weight, or an FP8 weight's codes, which then decode into the packed bf16
+  // weight each forward. Empty when packing is off or the weight cannot be
+  // packed (float32, a layout of other size): the caller takes the plain
+  // path. REQUIRES: x is bf16 on the CPU. materialize()
   // unpacks a packed weight into a fresh tensor, so every other reader sees
   // it plain.
   std::optional<torch::Tensor> packed_linear(absl::string_view name, const torch::Tensor& x,

@@ -96,6 +96,20 @@ TEST(OneDnnPacking, AStoreWeightIsPackedAtItsFirstLinearAndReadPlainElsewhere) {
   ASSERT_TRUE(plain.ok());
   EXPECT_TRUE(torch::equal(*plain, original));
   EXPECT_FALSE(store.packed_linear("proj32.weight", x, {}).has_value()) << "a float32 weight stays plain";
+  // An FP8 weight: its codes packed, decoded each forward into the packed
+  // bf16 weight.
+  const torch::Tensor codes = torch::randint(0, 0x7F, {128, 64}, torch::kUInt8), codes_before = codes.clone();
+  store.add("fp8.weight", Fp8Weight{codes, 0.5f, Fp8Format::kE4M3Fn});
+  absl::StatusOr<torch::Tensor> fp8_plain = store.at_compute_dtype("fp8.weight");
+  ASSERT_TRUE(fp8_plain.ok());
+  const torch::Tensor fp8_want = onednn_bf16_linear(x, *fp8_plain, {});
+  std::optional<torch::Tensor> fp8_y = store.packed_linear("fp8.weight", x, {});
+  ASSERT_TRUE(fp8_y.has_value());
+  EXPECT_TRUE(torch::equal(*fp8_y, fp8_want));
+  EXPECT_FALSE(torch::equal(store.fp8("fp8.weight")->codes, codes_before)) << "the codes packed where they lie";
+  absl::StatusOr<torch::Tensor> fp8_after = store.materialize("fp8.weight", torch::kFloat32);
+  ASSERT_TRUE(fp8_after.ok());
+  EXPECT_TRUE(torch::equal(*fp8_after, *Fp8Weight{codes_before, 0.5f, Fp8Format::kE4M3Fn}.decode(torch::kFloat32)));
   EXPECT_FALSE(store.packed_linear("absent.weight", x, {}).has_value());
 }
 
