@@ -105,9 +105,12 @@ std::string onednn_description() {
 namespace {
 
 // The blocked layout oneDNN's bf16 matmul wants for a [K, N] weight on this
-// CPU. Asked with 128 rows; it is the same for any (1 to 2304 rows measured
-// on AVX512-BF16), and a matmul of other rows accepts it.
-memory::desc packed_weights_md(int64_t in, int64_t out_features) {
+// CPU, for elements of `type` (bf16 weights, or their FP8 codes as u8: the
+// blocking is in elements, whatever their size). Asked with 128 rows; it is
+// the same for any (1 to 2304 rows measured on AVX512-BF16), and a matmul
+// of other rows accepts it.
+memory::desc packed_weights_md(int64_t in, int64_t out_features,
+                               memory::data_type type = memory::data_type::bf16) {
   static std::mutex mu;
   static auto* known = new std::map<std::pair<int64_t, int64_t>, memory::desc>;
   std::lock_guard<std::mutex> lock(mu);
@@ -120,13 +123,16 @@ memory::desc packed_weights_md(int64_t in, int64_t out_features) {
     const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, any_md, dst_md), cpu_engine());
     it = known->emplace(std::make_pair(in, out_features), pd.weights_desc()).first;
   }
-  return it->second;
+  memory::desc md = it->second;
+  md.data.data_type = static_cast<dnnl_data_type_t>(type);
+  return md;
 }
 
 // The [K, N] view oneDNN takes of a plain [N, K] weight: element (k, n) at
 // n·row_stride + k.
-memory::desc plain_weights_md(int64_t in, int64_t out_features, int64_t row_stride) {
-  return memory::desc(Dims{in, out_features}, memory::data_type::bf16, Dims{1, row_stride});
+memory::desc plain_weights_md(int64_t in, int64_t out_features, int64_t row_stride,
+                              memory::data_type type = memory::data_type::bf16) {
+  return memory::desc(Dims{in, out_features}, type, Dims{1, row_stride});
 }
 
 void check_linear_args(const torch::Tensor& x, const torch::Tensor& weight, const char* what) {
@@ -186,18 +192,6 @@ torch::Tensor onednn_bf16_linear(const torch::Tensor& x, const torch::Tensor& we
 
 namespace {
 
-// The packed layout for elements of `type` (bf16 weights, or their FP8
-// codes as u8: the blocking is in elements, whatever their size).
-memory::desc packed_md_of(int64_t in, int64_t out_features, memory::data_type type) {
-  memory::desc md = packed_weights_md(in, out_features);
-  md.data.data_type = static_cast<dnnl_data_type_t>(type);
-  return md;
-}
-
-memory::desc plain_md_of(int64_t in, int64_t out_features, memory::data_type type) {
-  return memory::desc(Dims{in, out_features}, type, Dims{1, in});
-}
-
 // Rewrites `weight` ([N, K], contiguous, elements of `type`) in place in the
 // packed order; false, changing nothing, where that order needs other than
 // N·K elements.
@@ -207,12 +201,12 @@ bool pack_in_place(const torch::Tensor& weight, memory::data_type type) {
     return false;
   }
   const int64_t in = weight.size(1), out_features = weight.size(0);
-  const memory::desc packed_md = packed_md_of(in, out_features, type);
+  const memory::desc packed_md = packed_weights_md(in, out_features, type);
   if (packed_md.get_size() != static_cast<size_t>(weight.nbytes())) return false;
   use_libtorch_threads();
   const dnnl::engine& engine = cpu_engine();
   const torch::Tensor packed = torch::empty_like(weight);
-  memory plain(plain_md_of(in, out_features, type), engine, weight.data_ptr()),
+  memory plain(plain_weights_md(in, out_features, in, type), engine, weight.data_ptr()),
       blocked(packed_md, engine, packed.data_ptr());
   dnnl::stream stream(engine);
   dnnl::reorder(plain, blocked).execute(stream, plain, blocked);
@@ -226,8 +220,8 @@ torch::Tensor unpack(const torch::Tensor& packed, memory::data_type type) {
   const int64_t in = packed.size(1), out_features = packed.size(0);
   torch::Tensor plain = torch::empty_like(packed);
   const dnnl::engine& engine = cpu_engine();
-  memory blocked(packed_md_of(in, out_features, type), engine, packed.data_ptr()),
-      out(plain_md_of(in, out_features, type), engine, plain.data_ptr());
+  memory blocked(packed_weights_md(in, out_features, type), engine, packed.data_ptr()),
+      out(plain_weights_md(in, out_features, in, type), engine, plain.data_ptr());
   dnnl::stream stream(engine);
   dnnl::reorder(blocked, out).execute(stream, blocked, out);
   stream.wait();
