@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -17,9 +18,25 @@ int64_t page_bytes() {
   return page;
 }
 
-int64_t round_up_to_pages(int64_t bytes) {
-  const int64_t page = page_bytes();
-  return (bytes + page - 1) / page * page;
+int64_t round_up(int64_t bytes, int64_t granule) { return (bytes + granule - 1) / granule * granule; }
+
+int64_t round_up_to_pages(int64_t bytes) { return round_up(bytes, page_bytes()); }
+
+// x86-64's PMD size; a transparent huge page is never another size there.
+constexpr int64_t kHugePageBytes = int64_t{2} << 20;
+
+// `capacity` bytes at a huge-page boundary: a huge page is only ever mapped
+// at one, so an unaligned arena would lose its first and last.
+void* map_huge_aligned(int64_t capacity) {
+  const size_t span = static_cast<size_t>(capacity + kHugePageBytes);
+  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) return MAP_FAILED;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePageBytes - 1) & ~uintptr_t(kHugePageBytes - 1);
+  if (aligned > start) munmap(raw, aligned - start);
+  const uintptr_t end = start + span, used_end = aligned + static_cast<uintptr_t>(capacity);
+  if (end > used_end) munmap(reinterpret_cast<void*>(used_end), end - used_end);
+  return reinterpret_cast<void*>(aligned);
 }
 
 }  // namespace
@@ -31,16 +48,22 @@ absl::StatusOr<std::unique_ptr<ActivationArena>> ActivationArena::map(int64_t ca
   const int64_t capacity = round_up_to_pages(capacity_bytes);
   // MAP_NORESERVE: the budget, not the kernel's overcommit accounting, is
   // what admitted these bytes.
-  void* base = mmap(nullptr, static_cast<size_t>(capacity), PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  const bool huge = capacity >= kHugePageBytes;
+  void* base = huge ? map_huge_aligned(capacity)
+                    : mmap(nullptr, static_cast<size_t>(capacity), PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) {
     return absl::ResourceExhaustedError(
         absl::StrCat("mapping an activation arena of ", capacity, " bytes: ", std::strerror(errno)));
   }
-  return std::unique_ptr<ActivationArena>(new ActivationArena(static_cast<char*>(base), capacity));
+  // EINVAL where the kernel has no transparent huge pages: 4 KiB pages then.
+  const bool advised = huge && madvise(base, static_cast<size_t>(capacity), MADV_HUGEPAGE) == 0;
+  return std::unique_ptr<ActivationArena>(
+      new ActivationArena(static_cast<char*>(base), capacity, advised ? kHugePageBytes : page_bytes()));
 }
 
-ActivationArena::ActivationArena(char* base, int64_t capacity) : base_(base), capacity_(capacity) {
+ActivationArena::ActivationArena(char* base, int64_t capacity, int64_t touch_granule)
+    : base_(base), capacity_(capacity), touch_granule_(touch_granule) {
   blocks_.emplace(0, std::make_pair(capacity, true));
   free_.emplace(capacity, 0);
   stats_.capacity_bytes = capacity;
@@ -119,8 +142,8 @@ bool ActivationArena::contains(const void* data) const {
 int64_t ActivationArena::release_free_pages() {
   int64_t released = 0;
   for (const auto& [size, offset] : free_) {
-    // Above the high water nothing was ever touched.
-    const int64_t end = std::min(offset + size, stats_.high_water_bytes);
+    // Beyond the high water's granule nothing was ever touched.
+    const int64_t end = std::min(offset + size, round_up(stats_.high_water_bytes, touch_granule_));
     if (end <= offset) continue;
     madvise(base_ + offset, static_cast<size_t>(end - offset), MADV_DONTNEED);
     released += end - offset;

@@ -20,6 +20,12 @@
 // block's pages can be given back (release_free_pages) without touching a
 // live one.
 //
+// An arena of a huge page or more is mapped on a huge-page boundary and
+// advised to use transparent huge pages where the kernel allows them: a
+// step then touches its 60 MB in tens of faults, not in fifteen thousand at
+// 12 us each on a virtual machine. The kernel still maps no page beyond the
+// mapping, so residency stays within the capacity admitted.
+//
 // Not thread-safe: core/memory/activation_arena_scope.h serialises it.
 #ifndef DIFFUSIOND_CORE_MEMORY_ACTIVATION_ARENA_H_
 #define DIFFUSIOND_CORE_MEMORY_ACTIVATION_ARENA_H_
@@ -41,7 +47,8 @@ struct ActivationArenaStats {
   int64_t peak_live_bytes = 0;
   // The highest end of any block handed out since the last
   // release_free_pages (which lowers it to the highest live block): the
-  // arena's pages above it are not resident.
+  // arena's pages above it, rounded up to the huge page where the arena uses
+  // them, are not resident.
   int64_t high_water_bytes = 0;
   int64_t allocations = 0;
   int64_t refusals = 0;  // requests no free block could serve
@@ -51,6 +58,7 @@ class ActivationArena {
  public:
   // Maps `capacity_bytes`, rounded up to whole pages, of address space;
   // nothing is resident until a block is written. REQUIRES: capacity > 0.
+  // The huge-page advice is a hint: an arena works the same without it.
   static absl::StatusOr<std::unique_ptr<ActivationArena>> map(int64_t capacity_bytes);
   ActivationArena(const ActivationArena&) = delete;
   ActivationArena& operator=(const ActivationArena&) = delete;
@@ -72,13 +80,16 @@ class ActivationArena {
   ActivationArenaStats stats() const;
 
  private:
-  ActivationArena(char* base, int64_t capacity);
+  ActivationArena(char* base, int64_t capacity, int64_t touch_granule);
 
   // A block of capacity / kLargeFraction or more is a large one.
   static constexpr int64_t kLargeFraction = 8;
 
   char* const base_;
   const int64_t capacity_;
+  // What one write can make resident: a page, or a huge page where the
+  // arena advised them. Releases round the high water up to it.
+  const int64_t touch_granule_;
   // Every block by its offset: its size, and whether it is free.
   std::map<int64_t, std::pair<int64_t, bool>> blocks_;
   // The free blocks as (size, offset): the best fit is the first not less
