@@ -10,6 +10,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "kernels/float_kind_cpu.h"
 #include "kernels/torch_compat.h"
 
@@ -101,6 +105,39 @@ void decode_range(const uint8_t* __restrict__ codes, float scale, void* __restri
 
 using DecodeFn = void (*)(const uint8_t*, float, void*, int64_t, int64_t);
 
+#if defined(__x86_64__)
+// A 16-bit decode by table: the 256 results, made by decode_range itself
+// (so equal to it bit for bit), held in eight registers and looked up 32
+// codes at a time with AVX-512BW's two-register word permute. Four
+// lookups of 64 entries each, merged on the code's two top bits: about
+// seven instructions per 32 weights against about forty for the arithmetic
+// decode, so a forward's decode of every FP8 weight runs at memory speed.
+__attribute__((target("avx512f,avx512bw"))) void lookup_u16_avx512(const uint16_t* table,
+                                                                   const uint8_t* __restrict__ codes,
+                                                                   uint16_t* __restrict__ dst, int64_t begin,
+                                                                   int64_t end) {
+  __m512i t[8];
+  for (int k = 0; k < 8; ++k) t[k] = _mm512_loadu_si512(table + 32 * k);
+  const __m512i bit6 = _mm512_set1_epi16(0x40), bit7 = _mm512_set1_epi16(0x80);
+  int64_t i = begin;
+  for (; i + 32 <= end; i += 32) {
+    const __m512i c = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + i)));
+    const __mmask32 high6 = _mm512_test_epi16_mask(c, bit6), high7 = _mm512_test_epi16_mask(c, bit7);
+    const __m512i low = _mm512_mask_blend_epi16(high6, _mm512_permutex2var_epi16(t[0], c, t[1]),
+                                                _mm512_permutex2var_epi16(t[2], c, t[3]));
+    const __m512i high = _mm512_mask_blend_epi16(high6, _mm512_permutex2var_epi16(t[4], c, t[5]),
+                                                 _mm512_permutex2var_epi16(t[6], c, t[7]));
+    _mm512_storeu_si512(dst + i, _mm512_mask_blend_epi16(high7, low, high));
+  }
+  for (; i < end; ++i) dst[i] = table[codes[i]];
+}
+
+bool has_avx512bw() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  return has;
+}
+#endif
+
 template <const Fp8Params& P>
 DecodeFn pick_decoder(FloatKind kind) {
   switch (kind) {
@@ -148,6 +185,21 @@ void fp8_decode_cpu(const uint8_t* codes, int64_t n, Fp8Format format, float sca
                     FloatKind kind, void* dst) {
   const DecodeFn fn = format == Fp8Format::kE4M3Fn ? pick_decoder<kE4M3FnParams>(kind)
                                                    : pick_decoder<kE5M2Params>(kind);
+#if defined(__x86_64__)
+  if (kind != FloatKind::kF32 && has_avx512bw()) {
+    static const std::array<uint8_t, 256> kEveryCode = [] {
+      std::array<uint8_t, 256> a{};
+      for (int c = 0; c < 256; ++c) a[c] = static_cast<uint8_t>(c);
+      return a;
+    }();
+    alignas(64) uint16_t table[256];
+    fn(kEveryCode.data(), scale, table, 0, 256);
+    at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+      lookup_u16_avx512(table, codes, static_cast<uint16_t*>(dst), begin, end);
+    });
+    return;
+  }
+#endif
   at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
     fn(codes, scale, dst, begin, end);
   });

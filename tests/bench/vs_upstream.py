@@ -183,6 +183,10 @@ def main():
 def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_device, size, workdir, failures, rows,
             runs):
     """Runs both sides for every model, dtype and thread count; appends to rows, runs and failures."""
+    for v in variants:
+        if v not in ("fp8", "half"):
+            failures.append(f"--variants: unknown variant {v}")
+    variants = [v for v in variants if v in ("fp8", "half")]
     for mi, model in enumerate(models):
         model_dir = os.path.join(workdir, model)
         write = [args.port_bin, "write-model", model_dir, "--arch", model, "--seed", str(args.seed)]
@@ -227,42 +231,43 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
                                                   args.device, "--dtype", dtype, "--threads", str(n),
                                                   "--iters", str(args.iters), "--out-dir", outs["upstream"],
                                                   "--count-flops"])
-                results = {impl: [] for impl in sides}
+
+                def variant_cmd(v, base):
+                    """The port's command for variant v, or None where it does not apply."""
+                    if v == "fp8":
+                        return port_cmd(outs[v], ["--fp8"])
+                    if v == "half" and port_device != "cpu" and base is not None:
+                        run0 = base["runs"][-1]
+                        placement = run0.get("placement_bytes", 0)
+                        activations = max(run0.get("vram_books_high_water_bytes", 0) - placement, 0)
+                        return port_cmd(outs[v], ["--vram_budget",
+                                                  str(int(placement * args.resident_fraction) + activations)])
+                    return None
+
+                # Every variant runs in every round, alternated with both sides, so that a
+                # variant's ratio is no more exposed to the machine's drift than the port's.
+                results = {impl: [] for impl in list(sides) + variants}
                 for r in range(args.rounds):
-                    order = sorted(sides, reverse=(r + mi) % 2 == 1)
+                    order = sorted(sides) + variants
+                    if (r + mi) % 2 == 1:
+                        order.reverse()
                     for impl in order:
+                        if impl in sides:
+                            cmd = sides[impl]()
+                        else:
+                            cmd = variant_cmd(impl, results["port"][-1] if results["port"] else None)
+                            if cmd is None:
+                                continue
                         shutil.rmtree(outs[impl], ignore_errors=True)  # no pass on a stale file
-                        res = run_json(sides[impl](), f"{model} {dtype} {impl}")
+                        label = f"{model} {dtype} " + (impl if impl in sides else f"port {impl}")
+                        res = run_json(cmd, label)
                         if res is None:
-                            failures.append(f"{model} {dtype} threads {n}: {impl} failed")
+                            failures.append(f"{model} {dtype} threads {n}: {label.split(' ', 2)[2]} failed")
                             continue
                         res.update(model=model, round=r, variant=impl)
                         results[impl].append(res)
                         runs.append(res)
-                base = results["port"][-1] if results["port"] else None
-                extra_results = {}
-                for v in variants:
-                    if base is None:
-                        break
-                    if v == "fp8":
-                        extra = ["--fp8"]
-                    elif v == "half":
-                        if port_device == "cpu":
-                            continue
-                        run0 = base["runs"][-1]
-                        placement = run0.get("placement_bytes", 0)
-                        activations = max(run0.get("vram_books_high_water_bytes", 0) - placement, 0)
-                        extra = ["--vram_budget", str(int(placement * args.resident_fraction) + activations)]
-                    else:
-                        failures.append(f"--variants: unknown variant {v}")
-                        continue
-                    res = run_json(port_cmd(outs[v], extra), f"{model} {dtype} port {v}")
-                    if res is None:
-                        failures.append(f"{model} {dtype} threads {n}: port {v} failed")
-                        continue
-                    res.update(model=model, variant=v)
-                    extra_results[v] = res
-                    runs.append(res)
+                extra_results = {v: rs for v, rs in ((v, results.pop(v)) for v in variants) if rs}
 
                 for bi, b in enumerate(batches):
                     row = {"model": model, "dtype": dtype, "threads": n, "batch": b}
@@ -290,13 +295,15 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
                         if not row["rel_diff"] <= TOLERANCE[dtype]:
                             failures.append(f"{model} {dtype} batch {b}: port and upstream differ by "
                                             f"{row['rel_diff']:.3g} of max |out| (tolerance {TOLERANCE[dtype]})")
-                    for v, res in extra_results.items():
-                        row[f"{v}_s"] = statistics.median(res["runs"][bi]["seconds"])
-                        row[f"{v}_plan"] = res["runs"][bi].get("vram_plan", "").split(" (")[0]
+                    for v, rs in extra_results.items():
+                        row[f"{v}_s"] = median_seconds(rs, bi)
+                        row[f"{v}_peak"] = (max(x["runs"][bi].get("allocator_peak_reserved_bytes", 0) for x in rs)
+                                            if on_gpu else max(x["peak_rss_bytes"] for x in rs))
+                        row[f"{v}_plan"] = rs[-1]["runs"][bi].get("vram_plan", "").split(" (")[0]
                         row[f"{v}_rel_diff"] = compare(os.path.join(outs[v], f"port.{bi}.safetensors"), port_file)
                     # The VRAM promise, in device memory: each port process at its fullest, its
                     # placement and warm-up included.
-                    for res in results.get("port", []) + list(extra_results.values()):
+                    for res in results.get("port", []) + [x for rs in extra_results.values() for x in rs]:
                         used, budget = res.get("device_peak_used_bytes"), res["vram_budget_bytes"]
                         if used is None:
                             continue
@@ -313,20 +320,24 @@ def report(args, on_gpu, rows, runs, failures):
     peak_label = "peak VRAM (allocator)" if on_gpu else "peak RSS"
     lines = [f"| model | dtype | threads | batch | upstream s/step | port s/step | port/upstream "
              f"| upstream {peak_label} | port {peak_label} | port MFU | max diff / max out "
-             f"| FP8 s/step (×port, diff) | half resident s/step (×port) | device over budget |",
-             "|" + "---|" * 14]
+             f"| FP8 s/step (×port, ×upstream, diff) | FP8 {peak_label} (×upstream) "
+             f"| half resident s/step (×port) | device over budget |",
+             "|" + "---|" * 15]
     for r in rows:
         def f(key, fmt="{:.4f}"):
             return fmt.format(r[key]) if key in r else "n/a"
         ratio = f"{r['port_s'] / r['upstream_s']:.2f}" if "port_s" in r and "upstream_s" in r else "n/a"
-        fp8 = (f"{r['fp8_s']:.4f} (×{r['fp8_s'] / r['port_s']:.2f}, {r['fp8_rel_diff']:.3g})"
-               if "fp8_s" in r and "port_s" in r else "n/a")
+        fp8 = (f"{r['fp8_s']:.4f} (×{r['fp8_s'] / r['port_s']:.2f}, "
+               f"{'×%.2f' % (r['fp8_s'] / r['upstream_s']) if 'upstream_s' in r else 'n/a'}, "
+               f"{r['fp8_rel_diff']:.3g})" if "fp8_s" in r and "port_s" in r else "n/a")
+        fp8_peak = (f"{mib(r['fp8_peak'])}" + (f" (×{r['fp8_peak'] / r['upstream_peak']:.2f})"
+                                               if r.get("upstream_peak") else "") if "fp8_peak" in r else "n/a")
         half = (f"{r['half_s']:.4f} (×{r['half_s'] / r['port_s']:.2f}; {r['half_plan']})"
                 if "half_s" in r and "port_s" in r else "n/a")
         over = mib(r["vram_worst_over_budget"]) if "vram_worst_over_budget" in r else "n/a"
         lines.append(f"| {r['model']} | {r['dtype']} | {r['threads']} | {r['batch']} | {f('upstream_s')} "
                      f"| {f('port_s')} | {ratio} | {mib(r.get('upstream_peak'))} | {mib(r.get('port_peak'))} "
-                     f"| {f('port_mfu', '{:.1%}')} | {f('rel_diff', '{:.3g}')} | {fp8} | {half} | {over} |")
+                     f"| {f('port_mfu', '{:.1%}')} | {f('rel_diff', '{:.3g}')} | {fp8} | {fp8_peak} | {half} | {over} |")
     lines.append("")
     counted = set()
     for r in rows:

@@ -94,6 +94,37 @@ TEST_P(Fp8Cpu, DecodesEveryCodeIntoEachOutputType) {
   }
 }
 
+// The 16-bit decodes go 32 codes at a time where the CPU has AVX-512BW:
+// a start off any alignment, a length that leaves a tail, and a negative
+// scale (which must not flip a NaN's sign differently from the reference).
+TEST_P(Fp8Cpu, DecodesAnUnalignedTailWithANegativeScale) {
+  std::vector<uint8_t> buffer(3 + 32 * 7 + 19);
+  std::mt19937 rng(7);
+  for (uint8_t& c : buffer) c = static_cast<uint8_t>(rng());
+  buffer[3 + 32 * 7 + 18] = 0x7F;  // the tail's last: NaN in e4m3fn, infinity in e5m2
+  const uint8_t* codes = buffer.data() + 3;
+  const size_t n = buffer.size() - 3;
+  const float scale = -1.75f;
+  std::vector<c10::BFloat16> bf16(n + 1, c10::BFloat16(5.0f));
+  std::vector<c10::Half> f16(n);
+  fp8_decode_cpu(codes, n, GetParam(), scale, FloatKind::kBF16, bf16.data());
+  fp8_decode_cpu(codes, n, GetParam(), scale, FloatKind::kF16, f16.data());
+  for (size_t i = 0; i < n; ++i) {
+    const float want = fp8_decode_ref(codes[i], GetParam()) * scale;
+    uint16_t got_bits, want_bits;
+    const c10::BFloat16 want_bf16(want);
+    std::memcpy(&got_bits, &bf16[i], 2);
+    std::memcpy(&want_bits, &want_bf16, 2);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(float(bf16[i])) && std::isnan(float(f16[i]))) << "code " << int{codes[i]};
+      continue;
+    }
+    ASSERT_EQ(got_bits, want_bits) << "index " << i << ", code " << int{codes[i]};
+    ASSERT_EQ(float(f16[i]), float(c10::Half(want))) << "index " << i << ", code " << int{codes[i]};
+  }
+  EXPECT_EQ(float(bf16[n]), 5.0f) << "nothing written past the end";
+}
+
 TEST(AbsMax, IgnoresNanAndSeesSign) {
   std::vector<float> v = {0.5f, -3.25f, NAN, 2.0f};
   EXPECT_EQ(abs_max_cpu(v.data(), FloatKind::kF32, v.size()), 3.25f);

@@ -71,7 +71,9 @@ TEST(OneDnnPacking, APackedWeightGivesThePlainProductsAndUnpacksExactly) {
   const torch::Tensor f32 = torch::randn({128, 64});
   EXPECT_FALSE(onednn_pack_bf16_weight(f32));
   EXPECT_FALSE(onednn_pack_bf16_weight(bf16(torch::randn({64, 256})).t()));  // not contiguous
-  if (!onednn_pack_bf16_weight(odd)) EXPECT_TRUE(torch::equal(odd, odd_before));
+  if (!onednn_pack_bf16_weight(odd)) {
+    EXPECT_TRUE(torch::equal(odd, odd_before));
+  }
 }
 
 TEST(OneDnnPacking, AStoreWeightIsPackedAtItsFirstLinearAndReadPlainElsewhere) {
