@@ -1,7 +1,9 @@
 // FP8 encode/decode on the CPU: vectorisable inner loops (compiled for AVX2
 // and baseline x86-64 with run-time selection) spread over all cores with
-// at::parallel_for. The format and rounding rule are in fp8_format.h; the
-// results equal fp8_encode_ref / fp8_decode_ref bit for bit.
+// at::parallel_for; 16-bit decodes on AVX-512BW look each code up in a
+// table of the 256 results instead. The format and rounding rule are in
+// fp8_format.h; the results equal fp8_encode_ref / fp8_decode_ref bit for
+// bit.
 //
 // Not here: tensors, devices, dispatch (fp8_codec.h).
 #ifndef DIFFUSIOND_KERNELS_FP8_CPU_H_
