@@ -45,11 +45,13 @@ const char* isa_name(dnnl::cpu_isa isa) {
 }
 
 // One chunk's two products, for chunks of `rows` queries: scores (float32) =
-// scale · q kᵀ (+ the mask's bias), and out (bf16) = probabilities (bf16) v.
-// The same primitives serve every batch item and head; only the data
-// handles change.
+// scale · q kᵀ (+ the mask's bias), and out (bf16) = probabilities (bf16) v;
+// between them the softmax, float32 in, rounded to bf16 as it is written,
+// in one pass over the scores. The same primitives serve every batch item
+// and head; only the data handles change.
 struct ChunkProducts {
   dnnl::matmul scores, values;
+  dnnl::softmax_v2_forward softmax;
   memory q, kt, bias, s, p, v, o;
 
   ChunkProducts(int64_t rows, int64_t keys, int64_t head_dim, int64_t value_dim, bool masked, double scale) {
@@ -70,6 +72,10 @@ struct ChunkProducts {
         masked ? dnnl::matmul::desc(q_md, kt_md, bias_md, s_md) : dnnl::matmul::desc(q_md, kt_md, s_md);
     scores = dnnl::matmul(dnnl::matmul::primitive_desc(scores_desc, scaled, engine));
     values = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p_md, v_md, o_md), engine));
+    softmax = dnnl::softmax_v2_forward(dnnl::softmax_v2_forward::primitive_desc(
+        dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_accurate, s_md,
+                                       p_md, /*softmax_axis=*/1),
+        engine));
     q = memory(q_md, engine, nullptr);
     kt = memory(kt_md, engine, nullptr);
     bias = memory(bias_md, engine, nullptr);
@@ -308,11 +314,8 @@ torch::Tensor onednn_bf16_attention(const torch::Tensor& q_in, const torch::Tens
         } else {
           c.scores.execute(stream, {{DNNL_ARG_SRC, c.q}, {DNNL_ARG_WEIGHTS, c.kt}, {DNNL_ARG_DST, c.s}});
         }
-        stream.wait();
-        torch::Tensor s = scores.narrow(0, 0, n);
-        at::_softmax_out(s, s, -1, /*half_to_float=*/false);
-        probs.narrow(0, 0, n).copy_(s);
         c.p.set_data_handle(probs.data_ptr());
+        c.softmax.execute(stream, {{DNNL_ARG_SRC, c.s}, {DNNL_ARG_DST, c.p}});
         c.v.set_data_handle(bytes_at(v, head * keys * value_dim));
         c.o.set_data_handle(bytes_at(out, (head * seq + first) * value_dim));
         c.values.execute(stream, {{DNNL_ARG_SRC, c.p}, {DNNL_ARG_WEIGHTS, c.v}, {DNNL_ARG_DST, c.o}});

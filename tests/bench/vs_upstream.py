@@ -16,8 +16,8 @@ warmer machine:
 - the port: the same folder through the engine, as the daemon runs it (`PORT_BIN run`): on a GPU
   placed in the VRAM tier, on the CPU (the dry run) placed on the simulated device with --port-device
   sim, so that the dry run goes through the same placement path.
-After the rounds, the port's variants run once each: `fp8` (e4m3fn storage, the scaled FP8 matmul
-where the device has it) and, with a device, `half` (a VRAM budget of --resident-fraction of the
+The port's variants run in every round, right after the port: `fp8` (e4m3fn storage, the scaled FP8
+matmul where the device has it) and, with a device, `half` (a VRAM budget of --resident-fraction of the
 placement plus the activations, so that about half the blocks stream; the tiny demo models need more
 than half, since their weights outside the blocks and two streaming slots already take most of it).
 
@@ -137,7 +137,7 @@ def main():
     p.add_argument("--dtypes", default="bfloat16")
     p.add_argument("--threads", default="1", help="CPU threads per side, comma-separated")
     p.add_argument("--batches", default="1,2")
-    p.add_argument("--variants", default="fp8,half", help="the port's variants run after the rounds")
+    p.add_argument("--variants", default="fp8,half", help="the port's variants, run in every round after the port")
     p.add_argument("--resident-fraction", type=float, default=0.5,
                    help="`half`'s VRAM budget: this share of the full placement, plus the activations")
     p.add_argument("--flux-blocks", default="2,4", help="double,single blocks of the real-width FLUX")
@@ -248,9 +248,11 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
                 # variant's ratio is no more exposed to the machine's drift than the port's.
                 results = {impl: [] for impl in list(sides) + variants}
                 for r in range(args.rounds):
-                    order = sorted(sides) + variants
-                    if (r + mi) % 2 == 1:
-                        order.reverse()
+                    # Upstream and the port swap places each round; the variants follow the port
+                    # so that `half` sizes its budget from this round's placement.
+                    port_group = ["port"] + variants
+                    order = (["upstream"] + port_group if (r + mi) % 2 == 0 else port_group + ["upstream"])
+                    order = [impl for impl in order if impl in sides or impl in variants]
                     for impl in order:
                         if impl in sides:
                             cmd = sides[impl]()

@@ -106,6 +106,12 @@ TEST(Attention, Bfloat16OnTheCpu) {
   EXPECT_LT(
       (f64(unmasked) - naive(f64(q), f64(k), f64(v), torch::ones({2, 29}, torch::kBool))).abs().max().item<double>(),
       0.02 * scale);
+  // A query whose keys are all masked gives NaN, as the float32 kernel does.
+  torch::Tensor none = mask.clone();
+  none[0].fill_(false);
+  const torch::Tensor blind = attention(q, k, v, none, options);
+  EXPECT_TRUE(torch::isnan(blind[0]).all().item<bool>());
+  EXPECT_TRUE(blind[1].equal(got[1]));
 }
 
 }  // namespace
