@@ -104,8 +104,22 @@ bool have_onednn_bf16() {
 
 std::string onednn_description() {
   const dnnl_version_t* version = dnnl_version();
+  // The kernel a bf16 matmul gets here, as ONEDNN_VERBOSE would name it:
+  // "brg:avx512_core_bf16" on native bf16, a reference or emulating one
+  // elsewhere.
+  std::string matmul = "none";
+  try {
+    const auto bf16 = memory::data_type::bf16;
+    const dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(memory::desc(Dims{128, 256}, bf16, memory::format_tag::ab),
+                           memory::desc(Dims{256, 256}, bf16, memory::format_tag::any),
+                           memory::desc(Dims{128, 256}, bf16, memory::format_tag::ab)),
+        cpu_engine());
+    matmul = pd.impl_info_str();
+  } catch (const dnnl::error&) {
+  }
   return absl::StrCat("oneDNN ", version->major, ".", version->minor, ".", version->patch, ", ",
-                      isa_name(dnnl::get_effective_cpu_isa()));
+                      isa_name(dnnl::get_effective_cpu_isa()), ", bf16 matmul ", matmul);
 }
 
 namespace {

@@ -28,8 +28,9 @@ namespace diffusiond {
 // slower than widening to float32.
 bool have_onednn_bf16();
 
-// The oneDNN version and ISA, for logs: "oneDNN 2.6.3, avx512_core_bf16", or
-// "" without oneDNN.
+// The oneDNN version, ISA and the kernel a bf16 matmul gets, for logs:
+// "oneDNN 2.6.3, avx512_core_bf16, bf16 matmul brg:avx512_core_bf16", or ""
+// without oneDNN.
 std::string onednn_description();
 
 // x Wᵀ + b at bf16, accumulated in float32 and rounded once, as

@@ -79,6 +79,7 @@
 #include "core/util/file_text.h"
 #include "core/vram/cuda_device.h"
 #include "core/vram/sim_device.h"
+#include "kernels/onednn_cpu.h"
 #include "kernels/torch_compat.h"
 #include "tools/random_models/demo_models.h"
 #include "tools/random_models/flux_random.h"
@@ -98,7 +99,7 @@ constexpr char kUsage[] =
     "       port_forward_cli generate DIR [--device cpu|sim|cuda:N] [--dtype float32|bfloat16]\n"
     "                                 [--width W] [--height H] [--steps N] [--prompt TEXT] [--seed N]\n"
     "                                 [--vram_budget BYTES] [--ram_budget BYTES] [--threads N]\n"
-    "run prints one JSON line: impl, arch, device, dtype, fp8, threads, blas, load_seconds,\n"
+    "run prints one JSON line: impl, arch, device, dtype, fp8, threads, blas, onednn, load_seconds,\n"
     "weights_bytes, vram_budget_bytes, device_baseline_free_bytes, runs [{inputs, batch, seconds,\n"
     "vram_plan, placement_bytes, vram_books_high_water_bytes, device_peak_used_bytes,\n"
     "allocator_peak_reserved_bytes}], device_peak_used_bytes (placement and warm-up included),\n"
@@ -451,6 +452,8 @@ int run(const RunOptions& o) {
                            {"narrow_weights", o.narrow_weights},
                            {"threads", o.threads},
                            {"torch", TORCH_VERSION},
+                           {"blas", choose_blas_kernels(probe_blas_kernels()).summary},
+                           {"onednn", onednn_description()},
                            {"load_seconds", load_seconds.count()},
                            {"weights_bytes", loaded.bytes[kCpuIndex]},
                            {"vram_budget_bytes", device != nullptr ? vram_capacity : 0},

@@ -191,6 +191,8 @@ def cmd_run(args):
     report = {"impl": "upstream", "arch": args.arch, "device": str(device), "dtype": args.dtype,
               "torch": torch.__version__, "threads": args.threads, "load_seconds": time.perf_counter() - start,
               "device_baseline_used_bytes": baseline, "runs": []}
+    if device.type == "cpu":
+        report.update(upstream_env.cpu_kernels(dtype))
     if device.type == "cuda":
         # What building at float32 and casting left cached is not the forward's: give it back, so that
         # the peaks below are the forwards' own.

@@ -24,7 +24,9 @@ than half, since their weights outside the blocks and two streaming slots alread
 Reported per model, dtype, threads and batch: seconds per step (median over every timed forward of
 every round), their ratio, peak memory (on a GPU the caching allocator's peak reserved bytes on both
 sides, on the CPU the process's peak RSS), the port's model FLOP utilisation, the variants' times
-against the port's, the largest output differences, and the VRAM check below. The FLOP of a step are
+against the port's, the largest output differences, and the VRAM check below; on the CPU, the BLAS
+kernels and oneDNN kernels each side ran (openblas_get_corename; the ISA and matmul kernel oneDNN's
+verbose mode names). The FLOP of a step are
 counted in upstream's warm-up forward from the shapes each op is called with: every nn.Linear as
 2·M·K·N, every attention as 4·B·H·Sq·Sk·D (QKᵀ and PV); MFU = FLOP / port seconds / the device's dense
 bf16 peak (--peak-tflops, default 989.4 for an H100 or H200 SXM, else none).
@@ -347,6 +349,13 @@ def report(args, on_gpu, rows, runs, failures):
             counted.add((r["model"], r["batch"]))
             lines.append(f"{r['model']} batch {r['batch']}: {r['flop'] / 1e12:.3f} TFLOP per step "
                          f"({r['attention_flop'] / 1e12:.3f} of it attention)")
+    # Which CPU kernels each side ran, so that no figure is taken on a fallback unnoticed.
+    kernels = {}
+    for run in runs if not on_gpu else []:
+        key = (run.get("variant", run.get("impl")), run.get("dtype"))
+        kernels.setdefault(key, f"{run.get('blas') or 'BLAS n/a'}; {run.get('onednn') or 'oneDNN n/a'}")
+    for (side, dtype), what in sorted(kernels.items()):
+        lines.append(f"kernels, {side} {dtype}: {what}")
     print("\n".join(lines))
     if args.markdown:
         with open(args.markdown, "w") as f:

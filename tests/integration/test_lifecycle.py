@@ -67,8 +67,8 @@ class HealthAndMetricsTest(DaemonTestCase):
         self.assertIn(chosen_by, ("openblas", "diffusiond", "OPENBLAS_CORETYPE", "none"))
         samples = parse_metrics(self.daemon.scrape())
         self.assertEqual(metric(samples, "diffusiond_blas_info", core=core.strip('"'), chosen_by=chosen_by), 1)
-        # And what bf16 products run on: oneDNN's version and ISA, or off.
-        onednn = self.daemon.wait_for_line(r'msg=ready\b.*\sonednn=(off|"oneDNN \d+\.\d+\.\d+, \w+")', 1)
+        # And what bf16 products run on: oneDNN's version, ISA and matmul kernel, or off.
+        onednn = self.daemon.wait_for_line(r'msg=ready\b.*\sonednn=(off|"oneDNN \d+\.\d+\.\d+, \w+, bf16 matmul [\w:]+")', 1)
         self.assertIsNotNone(onednn, self.daemon.output())
 
     def test_process_and_model_metrics(self):

@@ -18,6 +18,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 import textwrap
 import types
 
@@ -282,21 +283,69 @@ def fix_z_image_for_torch1(zi):
     SHIMS.append("RopeEmbedder.__call__: int32 position ids -> int64 before indexing (same values)")
 
 
+def _openblas():
+    """The OpenBLAS this process has loaded, as a ctypes library, or None."""
+    import ctypes
+    with open("/proc/self/maps") as f:
+        libs = sorted({line.split()[-1] for line in f if "blas" in line.split()[-1]})
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_corename  # raises AttributeError where it is another BLAS
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
 def limit_openblas_threads(n):
     """torch.set_num_threads sets OpenMP's pool, but a pthreads OpenBLAS (Debian's default, which runs
     torch 1.13's CPU matmuls) keeps one worker per core regardless. Tell it `n` too, through its own
     API, so that the thread count holds for the GEMMs (and results do not depend on the core count);
     the environment is left alone. Returns the library told, or None."""
     import ctypes
-    with open("/proc/self/maps") as f:
-        libs = sorted({line.split()[-1] for line in f if "blas" in line.split()[-1]})
-    for path in libs:
+    lib = _openblas()
+    if lib is None:
+        return None
+    lib.openblas_set_num_threads(ctypes.c_int(n))
+    return lib._name
+
+
+def cpu_kernels(dtype):
+    """What this process's torch runs on the CPU, for a report: {"blas": OpenBLAS's kernel set
+    (openblas_get_corename), "onednn": oneDNN's ISA and the kernel a `dtype` linear gets, as
+    ONEDNN_VERBOSE prints them}, None where a library is absent. The oneDNN part runs one small
+    linear with oneDNN's verbose mode on and reads what it printed to the process's stdout."""
+    import ctypes
+    report = {"blas": None, "onednn": None}
+    lib = _openblas()
+    if lib is not None:
+        lib.openblas_get_corename.restype = lib.openblas_get_config.restype = ctypes.c_char_p
+        version = " ".join(lib.openblas_get_config().decode().split()[:2])  # "OpenBLAS 0.3.21"
+        report["blas"] = f"{version}, {lib.openblas_get_corename().decode()} kernels"
+    mkldnn = getattr(torch.backends, "mkldnn", None)
+    if mkldnn is None or not mkldnn.is_available() or not hasattr(mkldnn, "verbose"):
+        return report
+    x, w = torch.randn(128, 256).to(dtype), torch.randn(256, 256).to(dtype)
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile(mode="w+") as out:
+        os.dup2(out.fileno(), 1)
         try:
-            ctypes.CDLL(path).openblas_set_num_threads(ctypes.c_int(n))
-            return path
-        except (OSError, AttributeError):
-            continue
-    return None
+            with mkldnn.verbose(mkldnn.VERBOSE_ON):
+                torch.nn.functional.linear(x, w)
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+        out.seek(0)
+        printed = out.read()
+    isa = re.search(r"verbose,info,cpu,isa:([^\n]*)", printed)
+    kernels = sorted({f"{m.group(1)} {m.group(2)}" for m in
+                      re.finditer(r"verbose,exec,cpu,(matmul|inner_product|convolution),([^,]+)", printed)})
+    if isa or kernels:
+        report["onednn"] = "oneDNN: " + ", ".join(([isa.group(1)] if isa else []) + kernels)
+    return report
 
 
 def import_diffusers(src, only_missing=False):
