@@ -26,7 +26,8 @@ every round), their ratio, peak memory (on a GPU the caching allocator's peak re
 sides, on the CPU the process's peak RSS), the port's model FLOP utilisation, the variants' times
 against the port's, the largest output differences, and the VRAM check below; on the CPU, the BLAS
 kernels and oneDNN kernels each side ran (openblas_get_corename; the ISA and matmul kernel oneDNN's
-verbose mode names). The FLOP of a step are
+verbose mode names). Both sides run the OpenBLAS kernels the port chooses (OPENBLAS_CORETYPE, unless
+it is set already), and sides that ran different ones fail the comparison. The FLOP of a step are
 counted in upstream's warm-up forward from the shapes each op is called with: every nn.Linear as
 2·M·K·N, every attention as 4·B·H·Sq·Sk·D (QKᵀ and PV); MFU = FLOP / port seconds / the device's dense
 bf16 peak (--peak-tflops, default 989.4 for an H100 or H200 SXM, else none).
@@ -42,6 +43,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -100,6 +102,20 @@ def run_json(cmd, what):
             return json.loads(line)
     print(f"{what}: no JSON line in its output\n{out[-2000:]}", file=sys.stderr, flush=True)
     return None
+
+
+def openblas_core(summary):
+    """The kernel set named in a BLAS summary ("OpenBLAS 0.3.21, Cooperlake kernels (...)"), or None."""
+    match = re.search(r"OpenBLAS [^,]*, (\w+) kernels", summary or "")
+    return match.group(1) if match else None
+
+
+def port_openblas_core(port_bin):
+    """The OpenBLAS kernels the port runs on: port_forward_cli chooses them as it starts (correcting a
+    generic fallback) and says so on stderr."""
+    proc = subprocess.run([port_bin, "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    line = next((l for l in proc.stderr.splitlines() if l.startswith("blas: ")), "")
+    return openblas_core(line)
 
 
 def read_out(path):
@@ -167,6 +183,14 @@ def main():
     for d in dtypes:
         if d not in TOLERANCE:
             raise SystemExit(f"--dtypes: unknown dtype {d} (float32, bfloat16)")
+
+    if not on_gpu and "OPENBLAS_CORETYPE" not in os.environ:
+        # Upstream's torch would take whatever OpenBLAS detects, a generic fallback on a CPU newer than
+        # the library: give it the kernels the port chose, so that the two sides' matmuls compare.
+        core = port_openblas_core(args.port_bin)
+        if core:
+            os.environ["OPENBLAS_CORETYPE"] = core
+            print(f"OPENBLAS_CORETYPE={core} for both sides, the kernels the port chose", file=sys.stderr)
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="vs_upstream_")
     os.makedirs(workdir, exist_ok=True)
@@ -356,6 +380,10 @@ def report(args, on_gpu, rows, runs, failures):
         kernels.setdefault(key, f"{run.get('blas') or 'BLAS n/a'}; {run.get('onednn') or 'oneDNN n/a'}")
     for (side, dtype), what in sorted(kernels.items()):
         lines.append(f"kernels, {side} {dtype}: {what}")
+    cores = {openblas_core(run.get("blas")) for run in (runs if not on_gpu else [])} - {None}
+    if len(cores) > 1:
+        failures.append(f"the sides ran different OpenBLAS kernels ({', '.join(sorted(cores))}): their "
+                        f"float32 figures do not compare; set OPENBLAS_CORETYPE for both")
     print("\n".join(lines))
     if args.markdown:
         with open(args.markdown, "w") as f:
