@@ -71,9 +71,10 @@ torch::Tensor onednn_bf16_linear_packed(const torch::Tensor& x, const torch::Ten
 //   key_mask [B, T] bool (true = attend) or undefined.
 // Queries go `chunk_rows` at a time; for each chunk the scores are float32
 // [chunk_rows, T] (4 bytes each), and oneDNN's softmax writes the
-// probabilities beside them rounded to bf16 (2 bytes each): attention_scratch_bytes in core/models/common counts
-// both. Returns [B, H, S, Dv] bf16. A query whose keys are all masked gives
-// NaN, as the float32 kernel does. REQUIRES: have_onednn_bf16().
+// probabilities beside them rounded to bf16 (2 bytes each):
+// attention_scratch_bytes in core/models/common counts both. Returns
+// [B, H, S, Dv] bf16. A query whose keys are all masked gives NaN, as the
+// float32 kernel does. REQUIRES: have_onednn_bf16().
 torch::Tensor onednn_bf16_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                     const torch::Tensor& key_mask, double scale, int64_t chunk_rows);
 

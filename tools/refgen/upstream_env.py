@@ -291,10 +291,10 @@ def _openblas():
     for path in libs:
         try:
             lib = ctypes.CDLL(path)
-            lib.openblas_get_corename  # raises AttributeError where it is another BLAS
-            return lib
-        except (OSError, AttributeError):
+        except OSError:
             continue
+        if hasattr(lib, "openblas_get_corename"):  # not another BLAS
+            return lib
     return None
 
 
