@@ -374,13 +374,14 @@ def report(args, on_gpu, rows, runs, failures):
             lines.append(f"{r['model']} batch {r['batch']}: {r['flop'] / 1e12:.3f} TFLOP per step "
                          f"({r['attention_flop'] / 1e12:.3f} of it attention)")
     # Which CPU kernels each side ran, so that no figure is taken on a fallback unnoticed.
+    cpu_runs = [] if on_gpu else runs
     kernels = {}
-    for run in runs if not on_gpu else []:
+    for run in cpu_runs:
         key = (run.get("variant", run.get("impl")), run.get("dtype"))
         kernels.setdefault(key, f"{run.get('blas') or 'BLAS n/a'}; {run.get('onednn') or 'oneDNN n/a'}")
     for (side, dtype), what in sorted(kernels.items()):
         lines.append(f"kernels, {side} {dtype}: {what}")
-    cores = {openblas_core(run.get("blas")) for run in (runs if not on_gpu else [])} - {None}
+    cores = {openblas_core(run.get("blas")) for run in cpu_runs} - {None}
     if len(cores) > 1:
         failures.append(f"the sides ran different OpenBLAS kernels ({', '.join(sorted(cores))}): their "
                         f"float32 figures do not compare; set OPENBLAS_CORETYPE for both")
