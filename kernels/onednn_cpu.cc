@@ -44,6 +44,17 @@ const char* isa_name(dnnl::cpu_isa isa) {
   }
 }
 
+// A bf16 matmul of 128 rows by a [K, N] weight in whatever blocked layout
+// oneDNN prefers on this CPU: its weights_desc() is that layout, its
+// impl_info_str() the kernel it runs.
+dnnl::matmul::primitive_desc bf16_matmul_with_blocked_weights(int64_t in, int64_t out_features) {
+  const auto bf16 = memory::data_type::bf16;
+  const memory::desc src_md(Dims{128, in}, bf16, memory::format_tag::ab);
+  const memory::desc any_md(Dims{in, out_features}, bf16, memory::format_tag::any);
+  const memory::desc dst_md(Dims{128, out_features}, bf16, memory::format_tag::ab);
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, any_md, dst_md), cpu_engine());
+}
+
 // One chunk's two products, for chunks of `rows` queries: scores (float32) =
 // scale · q kᵀ (+ the mask's bias), and out (bf16) = probabilities (bf16) v;
 // between them the softmax, float32 in, rounded to bf16 as it is written,
@@ -109,13 +120,7 @@ std::string onednn_description() {
   // elsewhere.
   std::string matmul = "none";
   try {
-    const auto bf16 = memory::data_type::bf16;
-    const dnnl::matmul::primitive_desc pd(
-        dnnl::matmul::desc(memory::desc(Dims{128, 256}, bf16, memory::format_tag::ab),
-                           memory::desc(Dims{256, 256}, bf16, memory::format_tag::any),
-                           memory::desc(Dims{128, 256}, bf16, memory::format_tag::ab)),
-        cpu_engine());
-    matmul = pd.impl_info_str();
+    matmul = bf16_matmul_with_blocked_weights(256, 256).impl_info_str();
   } catch (const dnnl::error&) {
   }
   return absl::StrCat("oneDNN ", version->major, ".", version->minor, ".", version->patch, ", ",
@@ -136,12 +141,8 @@ memory::desc packed_weights_md(int64_t in, int64_t out_features,
   std::lock_guard<std::mutex> lock(mu);
   auto it = known->find({in, out_features});
   if (it == known->end()) {
-    const auto bf16 = memory::data_type::bf16;
-    const memory::desc src_md(Dims{128, in}, bf16, memory::format_tag::ab);
-    const memory::desc any_md(Dims{in, out_features}, bf16, memory::format_tag::any);
-    const memory::desc dst_md(Dims{128, out_features}, bf16, memory::format_tag::ab);
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, any_md, dst_md), cpu_engine());
-    it = known->emplace(std::make_pair(in, out_features), pd.weights_desc()).first;
+    const memory::desc blocked = bf16_matmul_with_blocked_weights(in, out_features).weights_desc();
+    it = known->emplace(std::make_pair(in, out_features), blocked).first;
   }
   memory::desc md = it->second;
   md.data.data_type = static_cast<dnnl_data_type_t>(type);
