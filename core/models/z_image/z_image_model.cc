@@ -41,9 +41,12 @@ torch::Tensor pad_items(const std::vector<torch::Tensor>& items) {
 
 // A [items, longest] mask, true on each item's real (not batch-padding) positions.
 // Built on the CPU and moved once: filling rows on a device would be one
-// launch per item.
+// launch per item. Undefined when no item is padded, as upstream's: a mask
+// keeps a device's SDPA off its flash kernel, and attention() cannot drop an
+// all-true one there without reading it back, which stalls the queue.
 torch::Tensor item_mask(const std::vector<int64_t>& lengths, torch::Device device) {
   const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  if (std::all_of(lengths.begin(), lengths.end(), [&](int64_t n) { return n == longest; })) return {};
   torch::Tensor mask = torch::zeros({static_cast<int64_t>(lengths.size()), longest}, torch::kBool);
   for (size_t i = 0; i < lengths.size(); ++i) mask[i].narrow(0, 0, lengths[i]).fill_(true);
   return mask.to(device);
