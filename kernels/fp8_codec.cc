@@ -83,6 +83,27 @@ absl::Status fp8_encode(const torch::Tensor& src, Fp8Format format, float inv_sc
   return absl::OkStatus();
 }
 
+absl::Status fp8_quantize(const torch::Tensor& src, Fp8Format format, float min_scale, torch::Tensor& codes,
+                          torch::Tensor& scale, KernelStream stream) {
+  const absl::StatusOr<FloatKind> kind = check_pair(src, codes, "fp8_quantize");
+  if (!kind.ok()) return kind.status();
+  if (!(min_scale > 0.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat("fp8_quantize: min_scale ", min_scale, " is not > 0"));
+  }
+  if (scale.scalar_type() != torch::kFloat32 || scale.numel() != 1 || scale.device() != src.device()) {
+    return absl::InvalidArgumentError(absl::StrCat("fp8_quantize: scale must be one float32 on ", src.device().str()));
+  }
+#if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
+  if (src.is_cuda()) {
+    return cuda_status(fp8_quantize_cuda(src.data_ptr(), *kind, src.numel(), format, min_scale, scale.data_ptr<float>(),
+                                         codes.data_ptr<uint8_t>(), stream_for(src, stream)),
+                       "fp8_quantize");
+  }
+#endif
+  scale.fill_(fp8_quantize_cpu(src.data_ptr(), *kind, src.numel(), format, min_scale, codes.data_ptr<uint8_t>()));
+  return absl::OkStatus();
+}
+
 absl::Status fp8_decode(const torch::Tensor& codes, Fp8Format format, float scale,
                         torch::Tensor& dst, KernelStream stream) {
   const absl::StatusOr<FloatKind> kind = check_pair(dst, codes, "fp8_decode");

@@ -30,6 +30,15 @@ absl::StatusOr<FloatKind> float_kind_of(torch::ScalarType dtype);
 absl::Status fp8_encode(const torch::Tensor& src, Fp8Format format, float inv_scale,
                         torch::Tensor& codes, KernelStream stream = {});
 
+// Quantises src per tensor, as a scaled FP8 matmul takes its input
+// (fp8_quantize_cpu in fp8_cpu.h states the rule): the codes into `codes`
+// and the scale into `scale`, a one-element float32 tensor on src's device.
+// On CUDA the scale is made and used on the device, so the host never
+// waits for it. The same argument checks as fp8_encode, and
+// INVALID_ARGUMENT for another `scale` or a min_scale that is not > 0.
+absl::Status fp8_quantize(const torch::Tensor& src, Fp8Format format, float min_scale, torch::Tensor& codes,
+                          torch::Tensor& scale, KernelStream stream = {});
+
 // Decodes codes * scale into `dst` (float32 / bfloat16 / float16), with the
 // same argument checks as fp8_encode.
 absl::Status fp8_decode(const torch::Tensor& codes, Fp8Format format, float scale,

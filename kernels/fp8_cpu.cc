@@ -59,12 +59,14 @@ inline uint8_t encode_bits(uint32_t bits) {
   return static_cast<uint8_t>((0x7Fu & is_nan) | ((code | sign) & ~is_nan));
 }
 
-template <const Fp8Params& P, FloatKind kKind>
-DIFFUSIOND_CPU_CLONES
-void encode_range(const void* __restrict__ src, uint8_t* __restrict__ codes, int64_t begin,
-                  int64_t end, float inv_scale) {
+// kDivide: code(src[i] / factor), as a quantiser that divides by its scale
+// rounds (fp8_quantize_cpu); else code(src[i] * factor).
+template <const Fp8Params& P, FloatKind kKind, bool kDivide>
+DIFFUSIOND_CPU_CLONES void encode_range(const void* __restrict__ src, uint8_t* __restrict__ codes, int64_t begin,
+                                        int64_t end, float factor) {
   for (int64_t i = begin; i < end; ++i) {
-    codes[i] = encode_bits<P>(bits_of(load_float<kKind>(src, i) * inv_scale));
+    const float v = load_float<kKind>(src, i);
+    codes[i] = encode_bits<P>(bits_of(kDivide ? v / factor : v * factor));
   }
 }
 
@@ -150,14 +152,24 @@ DecodeFn pick_decoder(FloatKind kind) {
 
 using EncodeFn = void (*)(const void*, uint8_t*, int64_t, int64_t, float);
 
-template <const Fp8Params& P>
+template <const Fp8Params& P, bool kDivide>
 EncodeFn pick_encoder(FloatKind kind) {
   switch (kind) {
-    case FloatKind::kF32: return &encode_range<P, FloatKind::kF32>;
-    case FloatKind::kBF16: return &encode_range<P, FloatKind::kBF16>;
-    case FloatKind::kF16: return &encode_range<P, FloatKind::kF16>;
+    case FloatKind::kF32:
+      return &encode_range<P, FloatKind::kF32, kDivide>;
+    case FloatKind::kBF16:
+      return &encode_range<P, FloatKind::kBF16, kDivide>;
+    case FloatKind::kF16:
+      return &encode_range<P, FloatKind::kF16, kDivide>;
   }
   return nullptr;
+}
+
+template <bool kDivide>
+void encode_all(const void* src, FloatKind kind, int64_t n, Fp8Format format, float factor, uint8_t* codes) {
+  const EncodeFn fn = format == Fp8Format::kE4M3Fn ? pick_encoder<kE4M3FnParams, kDivide>(kind)
+                                                   : pick_encoder<kE5M2Params, kDivide>(kind);
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) { fn(src, codes, begin, end, factor); });
 }
 
 template <FloatKind kKind>
@@ -174,11 +186,13 @@ float abs_max_range(const void* src, int64_t begin, int64_t end) {
 
 void fp8_encode_cpu(const void* src, FloatKind kind, int64_t n, Fp8Format format,
                     float inv_scale, uint8_t* codes) {
-  const EncodeFn fn = format == Fp8Format::kE4M3Fn ? pick_encoder<kE4M3FnParams>(kind)
-                                                   : pick_encoder<kE5M2Params>(kind);
-  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
-    fn(src, codes, begin, end, inv_scale);
-  });
+  encode_all</*kDivide=*/false>(src, kind, n, format, inv_scale, codes);
+}
+
+float fp8_quantize_cpu(const void* src, FloatKind kind, int64_t n, Fp8Format format, float min_scale, uint8_t* codes) {
+  const float scale = std::max(abs_max_cpu(src, kind, n) / fp8_max_finite(format), min_scale);
+  encode_all</*kDivide=*/true>(src, kind, n, format, scale, codes);
+  return scale;
 }
 
 void fp8_decode_cpu(const uint8_t* codes, int64_t n, Fp8Format format, float scale,

@@ -21,6 +21,13 @@ namespace diffusiond {
 void fp8_encode_cpu(const void* src, FloatKind kind, int64_t n, Fp8Format format,
                     float inv_scale, uint8_t* codes);
 
+// Quantises src per tensor, as a scaled FP8 matmul takes its input, and
+// returns the scale: scale = max(abs_max_cpu(src) / fp8_max_finite(format),
+// min_scale), codes[i] = code(src[i] / scale). It divides, as
+// `(x / scale).to(float8)` does, so the codes are those; the encoder
+// saturates at the largest finite value, which a rounded division can pass.
+float fp8_quantize_cpu(const void* src, FloatKind kind, int64_t n, Fp8Format format, float min_scale, uint8_t* codes);
+
 // Writes decode(codes[i]) * scale to dst[i] as `kind` (rounded to nearest
 // even when narrower than float32).
 void fp8_decode_cpu(const uint8_t* codes, int64_t n, Fp8Format format, float scale,

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "kernels/fp8_codec.h"
 #include "kernels/fp8_format.h"
 #include "kernels/torch_compat.h"
 
@@ -55,18 +56,22 @@ std::optional<torch::Tensor> scaled_fp8_linear(const torch::Tensor& x,
   }
   const int64_t in_features = codes_e4m3.size(1);
   const int64_t out_features = codes_e4m3.size(0);
-  const torch::Tensor x2 = x.reshape({-1, in_features}).to(torch::kFloat32);
-  // Scales stay on the device: reading max|x| back would stall the stream
-  // at every layer.
-  const float max_finite = fp8_max_finite(Fp8Format::kE4M3Fn);
-  const torch::Tensor scale_x = (x2.abs().amax() / max_finite).clamp_min(kMinActivationScale);
-  const torch::Tensor scaled_x = (x2 / scale_x).clamp(-max_finite, max_finite);
-  const torch::Tensor scale_w = torch::scalar_tensor(weight_scale, x2.options());
+  const torch::Tensor x2 = x.reshape({-1, in_features}).contiguous();
+  // One pass for max|x| and one that writes the codes, reading x in its own
+  // dtype: the ops this replaced (a float32 copy, abs, amax, divide, clamp,
+  // cast) moved about 43 bytes per bf16 element against 5, on every layer's
+  // input. The scale stays on the device: reading it back would stall the
+  // stream at every layer.
+  torch::Tensor codes_x = torch::empty(x2.sizes(), x2.options().dtype(torch::kUInt8));
+  torch::Tensor scale_x = torch::empty({}, x2.options().dtype(torch::kFloat32));
+  const absl::Status quantized = fp8_quantize(x2, Fp8Format::kE4M3Fn, kMinActivationScale, codes_x, scale_x);
+  TORCH_CHECK(quantized.ok(), "scaled_fp8_linear: ", std::string(quantized.message()));
+  const torch::Tensor scale_w = torch::scalar_tensor(weight_scale, scale_x.options());
   // _scaled_mm adds a bias only into bf16/fp16 outputs, and of that dtype.
   const bool fuse_bias = bias.defined() && out_dtype != torch::kFloat32;
-  std::optional<torch::Tensor> y = compat::scaled_mm_e4m3fn(
-      scaled_x, codes_e4m3, scale_x, scale_w, fuse_bias ? bias.to(out_dtype) : torch::Tensor(),
-      out_dtype, kUseFastAccum);
+  std::optional<torch::Tensor> y =
+      compat::scaled_mm_e4m3fn(codes_x, codes_e4m3, scale_x, scale_w, fuse_bias ? bias.to(out_dtype) : torch::Tensor(),
+                               out_dtype, kUseFastAccum);
   if (!y.has_value()) return std::nullopt;
   if (bias.defined() && !fuse_bias) y->add_(bias.to(out_dtype));
   std::vector<int64_t> shape = x.sizes().vec();

@@ -2,8 +2,9 @@
 // e4m3fn and the matmul runs on FP8 tensor cores through libtorch's
 // at::_scaled_mm, instead of upcasting the whole weight first.
 //
-// Quantisation: per tensor, scale_x = max|x| / 448 (1 when x is all zero),
-// codes_x = round_to_nearest_even(x / scale_x) clamped to ±448, so
+// Quantisation: per tensor, by fp8_quantize (kernels/fp8_codec.h): scale_x =
+// max(max|x| / 448, 1e-12) over x's non-NaN values, codes_x =
+// round_to_nearest_even(x / scale_x) saturated at ±448, so
 // y = (codes_x @ codes_w^T) * scale_x * weight_scale + bias.
 //
 // Not here: the upcast path callers fall back to (decode the codes with

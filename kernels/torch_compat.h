@@ -147,31 +147,26 @@ inline void reset_cuda_allocator_peak(int index) {
 #endif
 inline constexpr bool kHaveScaledMm = DIFFUSIOND_COMPAT_SCALED_MM;
 
-// Returns (a rounded to e4m3fn) @ (b_codes as e4m3fn)^T * scale_a * scale_b
+// Returns (a_codes as e4m3fn) @ (b_codes as e4m3fn)^T * scale_a * scale_b
 // (+ bias) as `out_dtype`, through at::_scaled_mm; nothing where
 // kHaveScaledMm is false. Throws c10::Error where libtorch refuses.
-// REQUIRES: a: float [m, k], |values| <= 448 (the cast to e4m3fn turns
-// larger ones into NaN); b_codes: contiguous uint8 e4m3fn codes [n, k] (a
-// row-major weight, which _scaled_mm gets as the column-major [k, n] it
-// wants); scales: float32 one-element tensors; bias: undefined, or [n] of
-// out_dtype, which must then be bf16 or fp16; all on one CUDA device; k and
-// n multiples of 16.
-inline std::optional<torch::Tensor> scaled_mm_e4m3fn(const torch::Tensor& a,
-                                                     const torch::Tensor& b_codes,
-                                                     const torch::Tensor& scale_a,
-                                                     const torch::Tensor& scale_b,
-                                                     const torch::Tensor& bias,
-                                                     torch::ScalarType out_dtype,
+// REQUIRES: a_codes: contiguous uint8 e4m3fn codes [m, k]; b_codes:
+// contiguous uint8 e4m3fn codes [n, k] (a row-major weight, which
+// _scaled_mm gets as the column-major [k, n] it wants); scales: float32
+// one-element tensors; bias: undefined, or [n] of out_dtype, which must
+// then be bf16 or fp16; all on one CUDA device; k and n multiples of 16.
+inline std::optional<torch::Tensor> scaled_mm_e4m3fn(const torch::Tensor& a_codes, const torch::Tensor& b_codes,
+                                                     const torch::Tensor& scale_a, const torch::Tensor& scale_b,
+                                                     const torch::Tensor& bias, torch::ScalarType out_dtype,
                                                      bool use_fast_accum) {
 #if DIFFUSIOND_COMPAT_SCALED_MM
-  const torch::Tensor a8 = a.to(at::kFloat8_e4m3fn).contiguous();
+  const torch::Tensor a8 = a_codes.view(at::kFloat8_e4m3fn);
   const torch::Tensor b8 = b_codes.view(at::kFloat8_e4m3fn).t();
   return at::_scaled_mm(a8, b8, scale_a, scale_b,
                         bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt,
                         /*scale_result=*/std::nullopt, out_dtype, use_fast_accum);
 #else
-  (void)a, (void)b_codes, (void)scale_a, (void)scale_b, (void)bias, (void)out_dtype,
-      (void)use_fast_accum;
+  (void)a_codes, (void)b_codes, (void)scale_a, (void)scale_b, (void)bias, (void)out_dtype, (void)use_fast_accum;
   return std::nullopt;
 #endif
 }

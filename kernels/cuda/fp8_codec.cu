@@ -1,7 +1,9 @@
-#include "kernels/cuda/fp8_codec.cuh"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "kernels/cuda/fp8_codec.cuh"
 
 namespace diffusiond {
 namespace {
@@ -51,6 +53,43 @@ __global__ void encode_kernel(const void* src, FloatKind kind, int64_t n, Fp8Par
   }
 }
 
+// max |src[i]| over the non-NaN values, as float32 bits, max'd into
+// *amax_bits (zeroed before). Non-negative floats order as their bits do,
+// so one integer atomic per block merges the blocks.
+__global__ void abs_max_kernel(const void* src, FloatKind kind, int64_t n, unsigned* amax_bits) {
+  float m = 0.0f;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    m = fmaxf(m, fabsf(load(src, kind, i)));  // fmaxf returns the non-NaN operand
+  }
+  unsigned bits = __float_as_uint(m);
+  for (int offset = 16; offset > 0; offset /= 2) bits = max(bits, __shfl_xor_sync(0xFFFFFFFFu, bits, offset));
+  __shared__ unsigned warp_max[kThreads / 32];
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  if (lane == 0) warp_max[warp] = bits;
+  __syncthreads();
+  if (warp != 0) return;
+  bits = lane < kThreads / 32 ? warp_max[lane] : 0u;
+  for (int offset = 16; offset > 0; offset /= 2) bits = max(bits, __shfl_xor_sync(0xFFFFFFFFu, bits, offset));
+  if (lane == 0) atomicMax(amax_bits, bits);
+}
+
+// *scale holds abs_max's bits on entry and the scale on return.
+__global__ void scale_from_abs_max_kernel(float* scale, float max_finite, float min_scale) {
+  const float amax = __uint_as_float(*reinterpret_cast<const unsigned*>(scale));
+  *scale = fmaxf(__fdiv_rn(amax, max_finite), min_scale);
+}
+
+__global__ void quantize_kernel(const void* src, FloatKind kind, int64_t n, Fp8Params p, const float* scale,
+                                uint8_t* codes) {
+  const float s = *scale;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const float v = __fdiv_rn(load(src, kind, i), s);
+    codes[i] = encode_bits(__float_as_uint(v), p.mantissa_bits, p.exponent_bias, p.max_code, p.min_normal_f32_bits,
+                           p.subnormal_magic_f32_bits);
+  }
+}
+
 __global__ void decode_kernel(const uint8_t* codes, int64_t n, Fp8Params p, bool e4m3,
                               float scale, FloatKind kind, void* dst) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -80,6 +119,9 @@ unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
 }
 
+// A reduction wants few blocks (one atomic each), enough to fill the device.
+unsigned reduction_blocks_for(int64_t n) { return std::min(blocks_for(n), 1024u); }
+
 }  // namespace
 
 cudaError_t fp8_encode_cuda(const void* src, FloatKind kind, int64_t n, Fp8Format format,
@@ -87,6 +129,20 @@ cudaError_t fp8_encode_cuda(const void* src, FloatKind kind, int64_t n, Fp8Forma
   if (n == 0) return cudaSuccess;
   encode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, kind, n, fp8_params(format),
                                                         inv_scale, codes);
+  return cudaGetLastError();
+}
+
+cudaError_t fp8_quantize_cuda(const void* src, FloatKind kind, int64_t n, Fp8Format format, float min_scale,
+                              float* scale, uint8_t* codes, cudaStream_t stream) {
+  cudaError_t err = cudaMemsetAsync(scale, 0, sizeof(float), stream);
+  if (err != cudaSuccess) return err;
+  if (n > 0) {
+    abs_max_kernel<<<reduction_blocks_for(n), kThreads, 0, stream>>>(src, kind, n, reinterpret_cast<unsigned*>(scale));
+  }
+  scale_from_abs_max_kernel<<<1, 1, 0, stream>>>(scale, fp8_max_finite(format), min_scale);
+  if (n > 0) {
+    quantize_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, kind, n, fp8_params(format), scale, codes);
+  }
   return cudaGetLastError();
 }
 

@@ -20,6 +20,13 @@ namespace diffusiond {
 cudaError_t fp8_encode_cuda(const void* src, FloatKind kind, int64_t n, Fp8Format format,
                             float inv_scale, uint8_t* codes, cudaStream_t stream);
 
+// Enqueues the per-tensor quantisation of fp8_quantize_cpu (fp8_cpu.h):
+// *scale = max(abs_max(src) / max finite, min_scale), NaN skipped, then
+// codes[i] = encode(src[i] / *scale). The scale is made and read on the
+// device, so nothing waits for the host. Returns the first launch error.
+cudaError_t fp8_quantize_cuda(const void* src, FloatKind kind, int64_t n, Fp8Format format, float min_scale,
+                              float* scale, uint8_t* codes, cudaStream_t stream);
+
 // Enqueues dst[i] = decode(codes[i]) * scale, written as `kind`.
 cudaError_t fp8_decode_cuda(const uint8_t* codes, int64_t n, Fp8Format format, float scale,
                             FloatKind kind, void* dst, cudaStream_t stream);

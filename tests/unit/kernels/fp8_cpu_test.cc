@@ -1,6 +1,6 @@
 // The vectorised, threaded CPU codec against the scalar reference: every
-// bf16 and fp16 input, millions of float32 bit patterns, scales, and every
-// decode code into each output type.
+// bf16 and fp16 input, millions of float32 bit patterns, scales, every
+// decode code into each output type, and the per-tensor quantiser.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -123,6 +123,42 @@ TEST_P(Fp8Cpu, DecodesAnUnalignedTailWithANegativeScale) {
     ASSERT_EQ(float(f16[i]), float(c10::Half(want))) << "index " << i << ", code " << int{codes[i]};
   }
   EXPECT_EQ(float(bf16[n]), 5.0f) << "nothing written past the end";
+}
+
+// Per-tensor quantisation against its rule written out with the scalar
+// reference: bf16 values with outliers, a NaN (skipped by the scale, NaN
+// in its code) and values whose quotient rounds past the largest finite
+// value (saturated).
+TEST_P(Fp8Cpu, QuantisesPerTensorByDividingByItsScale) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<c10::BFloat16> src(70001);
+  for (c10::BFloat16& v : src) v = c10::BFloat16(normal(rng));
+  src[17] = c10::BFloat16(-900.0f);
+  src[18] = c10::BFloat16(899.0f);
+  src[19] = c10::BFloat16(NAN);
+  std::vector<uint8_t> codes(src.size());
+  const float scale = fp8_quantize_cpu(src.data(), FloatKind::kBF16, src.size(), GetParam(), 1e-12f, codes.data());
+  EXPECT_EQ(scale, 900.0f / fp8_max_finite(GetParam()));
+  int mismatches = 0;
+  for (size_t i = 0; i < src.size(); ++i) {
+    const uint8_t want = fp8_encode_ref(float(src[i]) / scale, GetParam());
+    if (codes[i] != want && ++mismatches <= 5) {
+      ADD_FAILURE() << "index " << i << " (" << float(src[i]) << "): 0x" << std::hex << int{codes[i]}
+                    << ", reference 0x" << int{want};
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_TRUE(std::isnan(fp8_decode_ref(codes[19], GetParam())));
+  EXPECT_EQ(fp8_decode_ref(codes[17], GetParam()), -fp8_max_finite(GetParam()));
+}
+
+TEST_P(Fp8Cpu, QuantisesZerosAndNothingAtTheLeastScale) {
+  std::vector<float> zeros(100, 0.0f);
+  std::vector<uint8_t> codes(zeros.size(), 0xAB);
+  EXPECT_EQ(fp8_quantize_cpu(zeros.data(), FloatKind::kF32, zeros.size(), GetParam(), 0.25f, codes.data()), 0.25f);
+  EXPECT_EQ(codes, std::vector<uint8_t>(zeros.size(), 0));
+  EXPECT_EQ(fp8_quantize_cpu(zeros.data(), FloatKind::kF32, 0, GetParam(), 0.25f, codes.data()), 0.25f);
 }
 
 TEST(AbsMax, IgnoresNanAndSeesSign) {

@@ -3,8 +3,9 @@
 // the shared fixtures: every bf16 and fp16 bit pattern encoded from its own
 // dtype and from float32, all 256 codes of each format decoded bit for bit
 // into float32, bfloat16 and float16; then random float32 patterns with
-// scales against the scalar reference, and tensors large enough that each
-// kernel strides over its whole grid. Skips without a CUDA device.
+// scales against the scalar reference, tensors large enough that each
+// kernel strides over its whole grid, and the per-tensor quantiser against
+// the CPU's. Skips without a CUDA device.
 #include <torch/types.h>
 
 #include <cmath>
@@ -223,6 +224,58 @@ TEST_P(Fp8CudaCodec, EmptyTensorsAreNoOps) {
   torch::Tensor floats = torch::empty({0}, cuda_options(torch::kBFloat16));
   EXPECT_THAT(fp8_encode(floats, GetParam(), 1.0f, codes), IsOk());
   EXPECT_THAT(fp8_decode(codes, GetParam(), 1.0f, floats), IsOk());
+}
+
+// The CUDA quantiser equals the CPU one (fp8_cpu_test.cc checks that against
+// the scalar reference) bit for bit, codes and scale, from each dtype: with a
+// NaN and outliers, over more elements than the reduction's grid, and for
+// zeros and an empty tensor (the least scale).
+TEST_P(Fp8CudaCodec, QuantisesPerTensorLikeTheCpu) {
+  const Fp8Format format = GetParam();
+  constexpr float kMinScale = 1e-12f;
+  torch::manual_seed(5);
+  for (const int64_t n : {int64_t{1}, int64_t{4099}, kGridStrideElements}) {
+    torch::Tensor values = torch::randn({n}) * 3.0;
+    values[0] = -7000.0;
+    if (n > 2) values[n / 2] = NAN;
+    for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16, torch::kFloat16}) {
+      const torch::Tensor host = values.to(dtype);
+      torch::Tensor want_codes = torch::empty({n}, torch::kUInt8);
+      torch::Tensor want_scale = torch::empty({}, torch::kFloat32);
+      ASSERT_THAT(fp8_quantize(host, format, kMinScale, want_codes, want_scale), IsOk());
+      const torch::Tensor src = host.to(torch::kCUDA);
+      torch::Tensor codes = torch::empty({n}, cuda_options(torch::kUInt8));
+      torch::Tensor scale = torch::empty({}, cuda_options(torch::kFloat32));
+      ASSERT_THAT(fp8_quantize(src, format, kMinScale, codes, scale), IsOk());
+      EXPECT_EQ(scale.item<float>(), want_scale.item<float>()) << c10::toString(dtype) << ", " << n << " values";
+      const int64_t mismatches = codes.to(torch::kCPU).ne(want_codes).sum().item<int64_t>();
+      EXPECT_EQ(mismatches, 0) << c10::toString(dtype) << ", " << n << " values";
+    }
+  }
+  for (const int64_t n : {int64_t{0}, int64_t{300}}) {
+    const torch::Tensor zeros = torch::zeros({n}, cuda_options(torch::kBFloat16));
+    torch::Tensor codes = torch::full({n}, 0xAB, cuda_options(torch::kUInt8));
+    torch::Tensor scale = torch::full({}, 5.0f, cuda_options(torch::kFloat32));
+    ASSERT_THAT(fp8_quantize(zeros, format, kMinScale, codes, scale), IsOk());
+    EXPECT_EQ(scale.item<float>(), kMinScale) << n << " zeros";
+    EXPECT_EQ(codes.ne(0).sum().item<int64_t>(), 0) << n << " zeros";
+  }
+}
+
+// The dispatch's checks, which hold on any device.
+TEST(Fp8Codec, QuantiseRefusesABadScaleTensorOrLeastScale) {
+  const torch::Tensor src = torch::ones({8}, torch::kBFloat16);
+  torch::Tensor codes = torch::empty({8}, torch::kUInt8);
+  torch::Tensor scale = torch::empty({}, torch::kFloat32);
+  EXPECT_EQ(fp8_quantize(src, Fp8Format::kE4M3Fn, 0.0f, codes, scale).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fp8_quantize(src, Fp8Format::kE4M3Fn, NAN, codes, scale).code(), absl::StatusCode::kInvalidArgument);
+  torch::Tensor two = torch::empty({2}, torch::kFloat32);
+  EXPECT_EQ(fp8_quantize(src, Fp8Format::kE4M3Fn, 1e-12f, codes, two).code(), absl::StatusCode::kInvalidArgument);
+  torch::Tensor wide = torch::empty({}, torch::kFloat64);
+  EXPECT_EQ(fp8_quantize(src, Fp8Format::kE4M3Fn, 1e-12f, codes, wide).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(fp8_quantize(src, Fp8Format::kE4M3Fn, 1e-12f, codes, scale), IsOk());
+  EXPECT_EQ(scale.item<float>(), 1.0f / 448.0f);
+  EXPECT_EQ(codes.eq(0x7E).sum().item<int64_t>(), 8) << "1 / (1/448) is 448, e4m3fn's largest: code 0x7E";
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, Fp8CudaCodec,
