@@ -3,9 +3,13 @@
 //
 // Deterministic: the same blocks and budget give the same plan. Everything
 // resident when it fits. Otherwise the model's global weights (embedders,
-// final layer: everything outside a block) stay, the first blocks in forward
-// order stay while they fit, and the rest stream through two slots the size
-// of the largest streamed block, one in use and one being filled.
+// final layer: everything outside a block) stay, and as many blocks as fit
+// stay with the rest streamed through two slots the size of the largest
+// streamed block, one in use and one being filled. The count is the most
+// that fits with the last blocks streamed; the streamed blocks are then
+// spread evenly along the forward where that fits and copies no more bytes
+// (blocks of one size: always), so that each copy overlaps the compute of
+// the resident blocks before it instead of the copies queueing at the end.
 //
 // Torch-free: a plan is bytes and names.
 #ifndef DIFFUSIOND_CORE_VRAM_RESIDENCY_PLAN_H_

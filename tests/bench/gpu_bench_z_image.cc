@@ -151,8 +151,8 @@ nlohmann::json z_image_step_section(const BenchOptions& options) {
     const int64_t before = p->placement->bytes_streamed();
     const double stream_s = best_seconds_per_call(options.device, trials, 1, [&] {
       DeviceForward source(*p->placement);
-      for (size_t b = plan.resident_blocks; b < layout.blocks.size(); ++b) {
-        (void)source.param(layout.blocks[b].weights.front(), torch::kBFloat16);
+      for (size_t b = 0; b < layout.blocks.size(); ++b) {
+        if (!plan.resident[b]) (void)source.param(layout.blocks[b].weights.front(), torch::kBFloat16);
       }
     });
     const int64_t streamed = (p->placement->bytes_streamed() - before) / (trials + 1);

@@ -16,6 +16,7 @@
 //   port_forward_cli generate DIR [--device cpu|sim|cuda:N] [--dtype ...]
 //                             [--width W] [--height H] [--steps N]
 //                             [--prompt TEXT] [--seed N] [--vram_budget B]
+//                             [--sim_copy_rate BYTES_PER_S]
 //                             [--ram_budget B] [--threads N]
 //       runs one Generate of the pipeline folder DIR through the engine, as
 //       the daemon's Generate does: every stage on the device, the
@@ -26,6 +27,7 @@
 //   port_forward_cli run DIR INPUTS... [--device cpu|sim|cuda:N]
 //                        [--dtype float32|bfloat16] [--fp8] [--narrow_weights]
 //                        [--vram_budget BYTES] [--ram_budget BYTES]
+//                        [--sim_copy_rate BYTES_PER_S]
 //                        [--threads N] [--iters K] [--out_dir DIR]
 //                        [--profile FILE]
 //       loads DIR through the engine, as the daemon does (FP8 e4m3fn storage
@@ -38,7 +40,9 @@
 //       what the device really holds is sampled every millisecond during the
 //       calls: its free memory (cudaMemGetInfo on CUDA) against the baseline
 //       taken before the first call, and the caching allocator's peak.
-//       Prints one JSON line; see kUsage below for its fields. --out_dir
+//       --sim_copy_rate makes the sim device's copies as slow as a bus (a
+//       PCIe link: about 25e9), so that streaming's overlap with compute
+//       shows on a CPU machine. Prints one JSON line; see kUsage below for its fields. --out_dir
 //       writes each run's output as port.<i>.safetensors (`out`, float32);
 //       --profile records the last Step of the last run with libtorch's
 //       profiler as a Chrome trace (tests/bench/profile_summary.py).
@@ -94,11 +98,13 @@ constexpr char kUsage[] =
     "                                    [--seed N] [--device cpu|cuda:N]\n"
     "       port_forward_cli run DIR INPUTS... [--device cpu|sim|cuda:N] [--dtype float32|bfloat16]\n"
     "                            [--fp8] [--narrow_weights] [--vram_budget BYTES] [--ram_budget BYTES]\n"
+    "                            [--sim_copy_rate BYTES_PER_S]\n"
     "                            [--threads N] [--iters K] [--out_dir DIR] [--profile FILE]\n"
     "       port_forward_cli write-pipeline DIR [--configs DIR] [--seed N] [--device cpu|cuda:N]\n"
     "       port_forward_cli generate DIR [--device cpu|sim|cuda:N] [--dtype float32|bfloat16]\n"
     "                                 [--width W] [--height H] [--steps N] [--prompt TEXT] [--seed N]\n"
-    "                                 [--vram_budget BYTES] [--ram_budget BYTES] [--threads N]\n"
+    "                                 [--vram_budget BYTES] [--ram_budget BYTES] [--sim_copy_rate BYTES_PER_S]\n"
+    "                                 [--threads N]\n"
     "run prints one JSON line: impl, arch, device, dtype, fp8, threads, blas, onednn, load_seconds,\n"
     "weights_bytes, vram_budget_bytes, device_baseline_free_bytes, runs [{inputs, batch, seconds,\n"
     "vram_plan, placement_bytes, vram_books_high_water_bytes, device_peak_used_bytes,\n"
@@ -302,6 +308,7 @@ struct RunOptions {
   bool fp8 = false;
   bool narrow_weights = false;
   int64_t vram_budget = 0;  // 0: the default
+  double sim_copy_rate = 0;  // bytes/s of the sim device's copies; 0: unthrottled
   int64_t ram_budget = int64_t{64} << 30;
   int threads = 1;
   int iters = 1;
@@ -329,6 +336,7 @@ size_t parse_engine_flag(const std::vector<std::string>& args, size_t i, RunOpti
     o.dtype = value == "float32" ? ComputeDtype::kFloat32 : ComputeDtype::kBFloat16;
   } else if (args[i] == "--vram_budget" && absl::SimpleAtoi(value, &o.vram_budget) && o.vram_budget > 0) {
   } else if (args[i] == "--ram_budget" && absl::SimpleAtoi(value, &o.ram_budget) && o.ram_budget > 0) {
+  } else if (args[i] == "--sim_copy_rate" && absl::SimpleAtod(value, &o.sim_copy_rate) && o.sim_copy_rate > 0) {
   } else if (args[i] == "--threads" && absl::SimpleAtoi(value, &o.threads) && o.threads > 0) {
   } else {
     return 0;
@@ -367,7 +375,8 @@ RunOptions parse_run(const std::vector<std::string>& args) {
 std::unique_ptr<VramDevice> open_device(const RunOptions& o) {
   if (o.device == "cpu") return nullptr;
   if (o.device == "sim") {
-    return std::make_unique<SimDevice>(SimDeviceOptions{o.vram_budget > 0 ? o.vram_budget : int64_t{8} << 30, 0});
+    return std::make_unique<SimDevice>(
+        SimDeviceOptions{o.vram_budget > 0 ? o.vram_budget : int64_t{8} << 30, o.sim_copy_rate});
   }
   const torch::Device d = parse_torch_device(o.device);
   if (!d.is_cuda()) bad_usage("--device must be cpu, sim or cuda:N");

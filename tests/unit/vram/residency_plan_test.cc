@@ -31,18 +31,53 @@ TEST(VramResidencyPlanTest, EverythingStaysWhenItFits) {
   EXPECT_EQ(plan->summary(), "all 10 blocks resident");
 }
 
-TEST(VramResidencyPlanTest, KeepsTheFirstBlocksAndStreamsTheRestThroughTwoSlots) {
-  // 100 globals + 2 slots of 50 leave 150: three blocks stay.
+TEST(VramResidencyPlanTest, KeepsWhatFitsAndStreamsTheRestSpreadOutThroughTwoSlots) {
+  // 100 globals + 2 slots of 50 leave 150: three blocks stay, spread out.
   absl::StatusOr<ResidencyPlan> plan = plan_residency(ten_blocks(350));
   ASSERT_THAT(plan, IsOk());
   EXPECT_EQ(plan->resident_blocks, 3);
-  EXPECT_THAT(plan->resident, ElementsAre(true, true, true, false, false, false, false, false, false, false));
+  EXPECT_THAT(plan->resident, ElementsAre(false, true, false, false, true, false, false, false, true, false));
   EXPECT_EQ(plan->slots, 2);
   EXPECT_EQ(plan->slot_bytes, 50);
   EXPECT_EQ(plan->resident_bytes, 250);
   EXPECT_EQ(plan->device_bytes(), 350);
   EXPECT_EQ(plan->streamed_bytes_per_forward, 350);
   EXPECT_LE(plan->device_bytes(), 350);
+}
+
+TEST(VramResidencyPlanTest, HalfStreamedAlternatesFromAResidentFirstBlock) {
+  // 100 + 5 x 50 + 2 slots of 50.
+  absl::StatusOr<ResidencyPlan> plan = plan_residency(ten_blocks(450));
+  ASSERT_THAT(plan, IsOk());
+  EXPECT_THAT(plan->resident, ElementsAre(true, false, true, false, true, false, true, false, true, false));
+  EXPECT_EQ(plan->device_bytes(), 450);
+  EXPECT_EQ(plan->streamed_bytes_per_forward, 250);
+}
+
+TEST(VramResidencyPlanTest, StreamsOnlyBlocksAsSmallAsTheTailWould) {
+  // Two large blocks, then six small ones (FLUX: double, then single
+  // blocks). Streaming the last three small ones fits: 40 + 40 + 30 + 2 x 10.
+  ResidencyInput in;
+  in.blocks = {{"d.0", 40}, {"d.1", 40}, {"s.0", 10}, {"s.1", 10}, {"s.2", 10}, {"s.3", 10}, {"s.4", 10}, {"s.5", 10}};
+  in.budget_bytes = 130;
+  absl::StatusOr<ResidencyPlan> plan = plan_residency(in);
+  ASSERT_THAT(plan, IsOk());
+  EXPECT_THAT(plan->resident, ElementsAre(true, true, true, false, true, false, true, false));
+  EXPECT_EQ(plan->slot_bytes, 10);
+  EXPECT_EQ(plan->streamed_bytes_per_forward, 30);
+  EXPECT_EQ(plan->device_bytes(), 130);
+}
+
+TEST(VramResidencyPlanTest, KeepsTheLastBlocksStreamedWhenSpreadingThemDoesNotFit) {
+  // The tail streams 5 + 20 + 20 through slots of 20: 15 + 40 = 55. Spread
+  // out, it would stream 5 + 5 + 20 and keep 30 resident: 30 + 40 = 70.
+  ResidencyInput in;
+  in.blocks = {{"a.0", 5}, {"a.1", 5}, {"a.2", 5}, {"a.3", 5}, {"a.4", 20}, {"a.5", 20}};
+  in.budget_bytes = 59;
+  absl::StatusOr<ResidencyPlan> plan = plan_residency(in);
+  ASSERT_THAT(plan, IsOk());
+  EXPECT_THAT(plan->resident, ElementsAre(true, true, true, false, false, false));
+  EXPECT_EQ(plan->device_bytes(), 55);
 }
 
 TEST(VramResidencyPlanTest, TheSameInputGivesTheSamePlan) {
