@@ -23,8 +23,9 @@ namespace diffusiond {
 // string, for a log line), or nullptr when it can. It can when libtorch is
 // >= 2.5 with CUDA, x and codes are on one CUDA device of compute
 // capability >= 9.0, x is bf16/fp16/fp32 with x.size(-1) == codes.size(1),
-// codes is a contiguous uint8 [out, in] with in and out multiples of 16,
-// and out_dtype is bf16/fp16/fp32.
+// codes is a contiguous uint8 [out, in], and out_dtype is bf16/fp16/fp32.
+// In and out features that are not multiples of 16 (cuBLAS's FP8 matmul
+// needs them) are padded with zero codes per call.
 const char* scaled_fp8_linear_unavailable_reason(const torch::Tensor& x,
                                                  const torch::Tensor& codes_e4m3,
                                                  torch::ScalarType out_dtype);
