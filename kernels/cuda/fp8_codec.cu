@@ -1,9 +1,9 @@
+#include "kernels/cuda/fp8_codec.cuh"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
-
-#include "kernels/cuda/fp8_codec.cuh"
 
 namespace diffusiond {
 namespace {

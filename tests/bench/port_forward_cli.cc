@@ -40,9 +40,10 @@
 //       what the device really holds is sampled every millisecond during the
 //       calls: its free memory (cudaMemGetInfo on CUDA) against the baseline
 //       taken before the first call, and the caching allocator's peak.
-//       --sim_copy_rate makes the sim device's copies as slow as a bus (a
-//       PCIe link: about 25e9), so that streaming's overlap with compute
-//       shows on a CPU machine. Prints one JSON line; see kUsage below for its fields. --out_dir
+//       --sim_copy_rate makes the sim device's copies as slow as a bus
+//       (an H200's pinned copies ran at 55e9 bytes/s), so that streaming's
+//       overlap with compute shows on a CPU machine. Prints one JSON line;
+//       see kUsage below for its fields. --out_dir
 //       writes each run's output as port.<i>.safetensors (`out`, float32);
 //       --profile records the last Step of the last run with libtorch's
 //       profiler as a Chrome trace (tests/bench/profile_summary.py).
