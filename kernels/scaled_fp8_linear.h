@@ -22,7 +22,7 @@ namespace diffusiond {
 // Returns why scaled_fp8_linear cannot run these arguments (a static
 // string, for a log line), or nullptr when it can. It can when libtorch is
 // >= 2.5 with CUDA, x and codes are on one CUDA device of compute
-// capability >= 9.0, x is bf16/fp16/fp32 with x.size(-1) == codes.size(1),
+// capability >= 8.9, x is bf16/fp16/fp32 with x.size(-1) == codes.size(1),
 // codes is a contiguous uint8 [out, in], and out_dtype is bf16/fp16/fp32.
 // In and out features that are not multiples of 16 (cuBLAS's FP8 matmul
 // needs them) are padded with zero codes per call.

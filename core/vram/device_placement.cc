@@ -142,20 +142,38 @@ std::optional<torch::Tensor> DeviceForward::linear(const torch::Tensor& x, absl:
   if (f8 == nullptr) return std::nullopt;
   const char* why = f8->format != Fp8Format::kE4M3Fn ? "the weight is e5m2, not e4m3fn"
                                                       : scaled_fp8_linear_unavailable_reason(x, f8->codes, dtype);
-  placement_.note_choice(weight, why);
-  if (why != nullptr) return std::nullopt;
-  return scaled_fp8_linear(x, f8->codes, f8->scale, bias.empty() ? torch::Tensor() : param(bias, dtype), dtype);
+  if (!placement_.note_choice(weight, why)) return std::nullopt;
+  try {
+    return scaled_fp8_linear(x, f8->codes, f8->scale, bias.empty() ? torch::Tensor() : param(bias, dtype), dtype);
+  } catch (const c10::Error& e) {
+    // cuBLAS may still refuse what the checks allow, on a GPU or libtorch
+    // this has not run on: the layer is upcast from now on, and says why.
+    placement_.note_refusal(weight, e.what_without_backtrace());
+    return std::nullopt;
+  }
 }
 
-void DevicePlacement::note_choice(absl::string_view name, const char* unavailable_reason) {
+bool DevicePlacement::note_choice(absl::string_view name, const char* unavailable_reason) {
   {
     MutexLock lock(&choices_mu_);
-    if (!choices_.emplace(std::string(name), unavailable_reason != nullptr ? unavailable_reason : "").second) return;
+    const auto [it, first] =
+        choices_.emplace(std::string(name), unavailable_reason != nullptr ? unavailable_reason : "");
+    if (!first) return it->second.empty();
   }
   if (options_.note) {
     options_.note(absl::StrCat(name, ": ", unavailable_reason == nullptr ? "scaled FP8 matmul"
                                                                          : absl::StrCat("upcast (", unavailable_reason, ")")));
   }
+  return unavailable_reason == nullptr;
+}
+
+void DevicePlacement::note_refusal(absl::string_view name, absl::string_view what) {
+  const std::string reason = absl::StrCat("the scaled matmul failed: ", what);
+  {
+    MutexLock lock(&choices_mu_);
+    choices_[std::string(name)] = reason;
+  }
+  if (options_.note) options_.note(absl::StrCat(name, ": upcast (", reason, ")"));
 }
 
 std::string DevicePlacement::fp8_matmul_summary() const {

@@ -86,8 +86,11 @@ class DevicePlacement final : public CacheValue {
   DevicePlacement(const Model& model, VramDevice& device, const ResidencyPlan& plan, PlacementOptions options)
       : model_(model), device_(device), plan_(plan), options_(std::move(options)) {}
   // Records `name`'s matmul choice (null reason: scaled), noting it the
-  // first time only.
-  void note_choice(absl::string_view name, const char* unavailable_reason);
+  // first time only. Returns whether the layer may run scaled: its first
+  // choice was, and no call has failed since (note_refusal).
+  bool note_choice(absl::string_view name, const char* unavailable_reason);
+  // Upcasts `name` from now on: a scaled call failed with `what`.
+  void note_refusal(absl::string_view name, absl::string_view what);
 
   const Model& model_;
   VramDevice& device_;

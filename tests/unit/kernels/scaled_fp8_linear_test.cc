@@ -1,6 +1,6 @@
 // scaled_fp8_linear (an FP8 tensor-core matmul through at::_scaled_mm)
 // against the upcast path it replaces, on random data, and the arguments it
-// must decline so that callers upcast. Needs an sm_90 device and libtorch
+// must decline so that callers upcast. Needs an sm_89+ device and libtorch
 // >= 2.5 with CUDA; skips saying which is missing.
 //
 // Tolerances, as mean |error| / mean |value| over the output:
@@ -42,8 +42,8 @@ std::string no_scaled_mm_reason() {
   if (std::string why = no_cuda_reason(); !why.empty()) return why;
   if (!compat::kHaveScaledMm) return "libtorch is older than 2.5: no at::_scaled_mm as called";
   const int capability = compat::cuda_compute_capability(0);
-  if (capability < 90) {
-    return "device capability " + std::to_string(capability) + " is below 9.0 (sm_90)";
+  if (capability < 89) {
+    return "device capability " + std::to_string(capability) + " is below 8.9 (sm_89)";
   }
   return "";
 }
@@ -169,7 +169,7 @@ TEST(ScaledMmCuda, DeclinesShapesAndDtypesItCannotRun) {
     torch::Tensor x;
     torch::Tensor codes;
     torch::ScalarType out_dtype;
-    const char* reason;  // a substring of the reason on an sm_90 device
+    const char* reason;  // a substring of the reason on an sm_89+ device
   };
   const Case cases[] = {
       {"float64 input", x.to(torch::kFloat64), codes, torch::kBFloat16, "input dtype"},

@@ -137,7 +137,7 @@ TEST_F(VramZImageParity, Bfloat16ForwardIsWithinBfloat16Rounding) {
   EXPECT_LT(diff, kBfloat16Tolerance);
 }
 
-// The scaled FP8 matmul (CUDA, sm_90, libtorch >= 2.5) against upcasting
+// The scaled FP8 matmul (CUDA, sm_89+, libtorch >= 2.5) against upcasting
 // each FP8 weight, both at bfloat16. The scaled path also rounds every
 // activation to e4m3fn (3 mantissa bits: a rounding error of up to 2^-4,
 // 6.25%, per element), so the two agree to a few percent of the output's
