@@ -66,6 +66,10 @@ bool cpu_kernel_path(const torch::Tensor& q, const torch::Tensor& k, const torch
 
 }  // namespace
 
+bool admits_every_key(const torch::Tensor& key_mask) {
+  return key_mask.defined() && key_mask.to(torch::kBool).all().item<bool>();
+}
+
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& key_mask_in, const AttentionOptions& options) {
   const int64_t batch = q.size(0), heads = q.size(1), seq = q.size(2), keys = k.size(2);
@@ -78,8 +82,7 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
   }
   // A mask that admits every key is no mask (a batch of one, equal lengths).
   // Asked only here: reading it back would stall a device's queue.
-  const torch::Tensor key_mask =
-      key_mask_in.defined() && !key_mask_in.all().item<bool>() ? key_mask_in : torch::Tensor();
+  const torch::Tensor key_mask = admits_every_key(key_mask_in) ? torch::Tensor() : key_mask_in;
   if (cpu_kernel_path(q, k, v)) {
     if (q.scalar_type() == torch::kFloat32) return attention_float32_cpu(q, k, v, key_mask, scale, options);
     // bf16 on a CPU with native bf16 products: both products at bf16

@@ -29,6 +29,14 @@ struct AttentionOptions {
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& key_mask, const AttentionOptions& options = {});
 
+// Whether key_mask is defined and true for every key: in effect no mask.
+// Reads the mask: for a device tensor, a wait for its queue. A model asks it
+// of a mask it was given while the mask is still on the host, before moving
+// its inputs to a device: there a mask keeps SDPA off its flash kernel, and
+// attention() cannot ask without that wait. Upstream's pipelines drop such
+// a mask too (Qwen-Image's `prompt_embeds_mask.all()`).
+bool admits_every_key(const torch::Tensor& key_mask);
+
 // The shape of one attention() call, for sizing it before it runs.
 struct AttentionShape {
   int64_t batch = 0;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/models/common/attention.h"
 #include "core/models/common/layers.h"
 #include "core/models/common/tensor_text.h"
 #include "core/models/krea2/krea2_params.h"
@@ -82,8 +83,13 @@ absl::StatusOr<torch::Tensor> Krea2Model::forward(const Krea2Inputs& inputs, Nam
     // On a placement's device the inputs go there and the output comes
     // back; run() makes every other tensor from them.
     const torch::Device device = forward_device(), home = inputs.hidden_states.device();
-    if (device == home) return run(inputs, intermediates);
     Krea2Inputs moved = inputs;
+    // Asked while the mask is on the host (common/attention.h).
+    if (moved.encoder_attention_mask.defined() && moved.encoder_attention_mask.device().is_cpu() &&
+        admits_every_key(moved.encoder_attention_mask)) {
+      moved.encoder_attention_mask = torch::Tensor();
+    }
+    if (device == home) return run(moved, intermediates);
     for (torch::Tensor* t : {&moved.hidden_states, &moved.encoder_hidden_states, &moved.encoder_attention_mask,
                              &moved.timestep, &moved.position_ids}) {
       if (t->defined()) *t = t->to(device);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/models/common/attention.h"
 #include "core/models/common/layers.h"
 #include "core/models/common/tensor_text.h"
 #include "core/models/qwen_image/qwen_image_params.h"
@@ -99,8 +100,13 @@ absl::StatusOr<torch::Tensor> QwenImageModel::forward(const QwenImageInputs& inp
     // On a placement's device the inputs go there and the output comes
     // back; run() makes every other tensor from them.
     const torch::Device device = forward_device(), home = inputs.hidden_states.device();
-    if (device == home) return run(inputs, tables, intermediates);
     QwenImageInputs moved = inputs;
+    // Asked while the mask is on the host (common/attention.h).
+    if (moved.encoder_hidden_states_mask.defined() && moved.encoder_hidden_states_mask.device().is_cpu() &&
+        admits_every_key(moved.encoder_hidden_states_mask)) {
+      moved.encoder_hidden_states_mask = torch::Tensor();
+    }
+    if (device == home) return run(moved, tables, intermediates);
     for (torch::Tensor* t :
          {&moved.hidden_states, &moved.encoder_hidden_states, &moved.encoder_hidden_states_mask, &moved.timestep}) {
       if (t->defined()) *t = t->to(device);

@@ -20,6 +20,15 @@ torch::Tensor naive(const torch::Tensor& q, const torch::Tensor& k, const torch:
   return torch::matmul(torch::softmax(scores, -1), v);
 }
 
+TEST(Attention, AMaskAdmitsEveryKeyOnlyWhenTrueEverywhere) {
+  EXPECT_FALSE(admits_every_key(torch::Tensor()));
+  EXPECT_TRUE(admits_every_key(torch::ones({2, 5}, torch::kBool)));
+  EXPECT_TRUE(admits_every_key(torch::ones({2, 5}, torch::kFloat32))) << "upstream takes any mask as bool";
+  torch::Tensor padded = torch::ones({2, 5}, torch::kInt64);
+  padded[1][4] = 0;
+  EXPECT_FALSE(admits_every_key(padded));
+}
+
 TEST(Attention, ChunkedMatchesNaiveWithAKeyMask) {
   torch::manual_seed(3);
   const auto q = torch::randn({2, 3, 70, 16}, torch::kFloat64);
