@@ -154,13 +154,13 @@ std::optional<torch::Tensor> DeviceForward::linear(const torch::Tensor& x, absl:
 }
 
 bool DevicePlacement::note_choice(absl::string_view name, const char* unavailable_reason) {
+  bool first = false;
   {
     MutexLock lock(&choices_mu_);
-    const auto [it, first] =
-        choices_.emplace(std::string(name), unavailable_reason != nullptr ? unavailable_reason : "");
-    if (!first) return it->second.empty();
+    if (refused_.count(name) > 0) return false;
+    first = choices_.emplace(std::string(name), unavailable_reason != nullptr ? unavailable_reason : "").second;
   }
-  if (options_.note) {
+  if (first && options_.note) {
     options_.note(absl::StrCat(name, ": ", unavailable_reason == nullptr ? "scaled FP8 matmul"
                                                                          : absl::StrCat("upcast (", unavailable_reason, ")")));
   }
@@ -171,6 +171,7 @@ void DevicePlacement::note_refusal(absl::string_view name, absl::string_view wha
   const std::string reason = absl::StrCat("the scaled matmul failed: ", what);
   {
     MutexLock lock(&choices_mu_);
+    refused_.emplace(name);
     choices_[std::string(name)] = reason;
   }
   if (options_.note) options_.note(absl::StrCat(name, ": upcast (", reason, ")"));

@@ -14,9 +14,10 @@
 
 #include <atomic>
 #include <functional>
-#include <optional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -86,8 +87,8 @@ class DevicePlacement final : public CacheValue {
   DevicePlacement(const Model& model, VramDevice& device, const ResidencyPlan& plan, PlacementOptions options)
       : model_(model), device_(device), plan_(plan), options_(std::move(options)) {}
   // Records `name`'s matmul choice (null reason: scaled), noting it the
-  // first time only. Returns whether the layer may run scaled: its first
-  // choice was, and no call has failed since (note_refusal).
+  // first time only. Returns whether the layer may run scaled: the reason
+  // is null and no scaled call of the layer has failed (note_refusal).
   bool note_choice(absl::string_view name, const char* unavailable_reason);
   // Upcasts `name` from now on: a scaled call failed with `what`.
   void note_refusal(absl::string_view name, absl::string_view what);
@@ -112,6 +113,8 @@ class DevicePlacement final : public CacheValue {
   mutable Mutex choices_mu_;
   // FP8 layer → why it is upcast, or empty when it runs scaled.
   std::map<std::string, std::string, std::less<>> choices_ ABSL_GUARDED_BY(choices_mu_);
+  // FP8 layers whose scaled matmul failed: upcast from then on.
+  std::set<std::string, std::less<>> refused_ ABSL_GUARDED_BY(choices_mu_);
 };
 
 // Serves one model's weights from its placement to forwards on the calling
