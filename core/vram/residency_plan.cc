@@ -50,9 +50,7 @@ std::optional<ResidencyPlan> spread_out(const ResidencyInput& input, const Resid
     plan.slot_bytes = std::max(plan.slot_bytes, input.blocks[b].bytes);
     plan.streamed_bytes_per_forward += input.blocks[b].bytes;
   }
-  int64_t total = input.global_bytes;
-  for (const PlanBlock& b : input.blocks) total += b.bytes;
-  plan.resident_bytes = total - plan.streamed_bytes_per_forward;
+  plan.resident_bytes = tail.resident_bytes + tail.streamed_bytes_per_forward - plan.streamed_bytes_per_forward;
   if (plan.streamed_bytes_per_forward > tail.streamed_bytes_per_forward || plan.device_bytes() > input.budget_bytes) {
     return std::nullopt;
   }

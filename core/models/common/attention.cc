@@ -70,6 +70,10 @@ bool admits_every_key(const torch::Tensor& key_mask) {
   return key_mask.defined() && key_mask.to(torch::kBool).all().item<bool>();
 }
 
+torch::Tensor without_host_mask_admitting_every_key(const torch::Tensor& key_mask) {
+  return key_mask.defined() && key_mask.device().is_cpu() && admits_every_key(key_mask) ? torch::Tensor() : key_mask;
+}
+
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& key_mask_in, const AttentionOptions& options) {
   const int64_t batch = q.size(0), heads = q.size(1), seq = q.size(2), keys = k.size(2);

@@ -30,12 +30,15 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
                         const torch::Tensor& key_mask, const AttentionOptions& options = {});
 
 // Whether key_mask is defined and true for every key: in effect no mask.
-// Reads the mask: for a device tensor, a wait for its queue. A model asks it
-// of a mask it was given while the mask is still on the host, before moving
-// its inputs to a device: there a mask keeps SDPA off its flash kernel, and
-// attention() cannot ask without that wait. Upstream's pipelines drop such
-// a mask too (Qwen-Image's `prompt_embeds_mask.all()`).
+// Reads the mask: for a device tensor, a wait for its queue.
 bool admits_every_key(const torch::Tensor& key_mask);
+
+// key_mask, or an undefined tensor when it is on the host and admits every
+// key. A model calls it on a mask it was given before moving its inputs to
+// a device: there a mask keeps SDPA off its flash kernel, and attention()
+// cannot ask admits_every_key without that wait. Upstream's pipelines drop
+// such a mask too (Qwen-Image's `prompt_embeds_mask.all()`).
+torch::Tensor without_host_mask_admitting_every_key(const torch::Tensor& key_mask);
 
 // The shape of one attention() call, for sizing it before it runs.
 struct AttentionShape {

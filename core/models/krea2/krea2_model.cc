@@ -84,11 +84,7 @@ absl::StatusOr<torch::Tensor> Krea2Model::forward(const Krea2Inputs& inputs, Nam
     // back; run() makes every other tensor from them.
     const torch::Device device = forward_device(), home = inputs.hidden_states.device();
     Krea2Inputs moved = inputs;
-    // Asked while the mask is on the host (common/attention.h).
-    if (moved.encoder_attention_mask.defined() && moved.encoder_attention_mask.device().is_cpu() &&
-        admits_every_key(moved.encoder_attention_mask)) {
-      moved.encoder_attention_mask = torch::Tensor();
-    }
+    moved.encoder_attention_mask = without_host_mask_admitting_every_key(moved.encoder_attention_mask);
     if (device == home) return run(moved, intermediates);
     for (torch::Tensor* t : {&moved.hidden_states, &moved.encoder_hidden_states, &moved.encoder_attention_mask,
                              &moved.timestep, &moved.position_ids}) {

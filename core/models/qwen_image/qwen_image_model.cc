@@ -101,11 +101,7 @@ absl::StatusOr<torch::Tensor> QwenImageModel::forward(const QwenImageInputs& inp
     // back; run() makes every other tensor from them.
     const torch::Device device = forward_device(), home = inputs.hidden_states.device();
     QwenImageInputs moved = inputs;
-    // Asked while the mask is on the host (common/attention.h).
-    if (moved.encoder_hidden_states_mask.defined() && moved.encoder_hidden_states_mask.device().is_cpu() &&
-        admits_every_key(moved.encoder_hidden_states_mask)) {
-      moved.encoder_hidden_states_mask = torch::Tensor();
-    }
+    moved.encoder_hidden_states_mask = without_host_mask_admitting_every_key(moved.encoder_hidden_states_mask);
     if (device == home) return run(moved, tables, intermediates);
     for (torch::Tensor* t :
          {&moved.hidden_states, &moved.encoder_hidden_states, &moved.encoder_hidden_states_mask, &moved.timestep}) {
