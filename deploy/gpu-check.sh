@@ -6,7 +6,8 @@
 # Z-Image parity, VRAM tiers, other CUDA tests — then gpu_bench, then the side
 # by side against upstream diffusers (tests/bench/vs_upstream.py: real-size
 # Z-Image and real-width FLUX, bf16, batch 1 and 2, the port's FP8 and
-# half-resident variants, device memory sampled against the VRAM budget).
+# half-resident variants, device memory sampled against the VRAM budget,
+# and a profiled Z-Image step of the port and its FP8 variant).
 # Budget: under 8 minutes on one H200 with 16 cores; every step is cut at a
 # shared deadline.
 #
@@ -282,8 +283,11 @@ torch_python=""
 for py in python3 /usr/bin/python3; do
   if "$py" -c 'import torch' 2>/dev/null; then torch_python="$(command -v "$py")"; break; fi
 done
+# --profile: one more Z-Image step of the port and its FP8 variant under
+# libtorch's profiler, each op timed to its kernels' end: where the FP8
+# step's extra time goes.
 side=(tests/bench/vs_upstream.py --port-bin "$build/tests/bench/port_forward_cli" --json "$out/side-by-side.json"
-      --markdown "$out/side-by-side.md")
+      --markdown "$out/side-by-side.md" --profile z-image)
 if ((dry_run)); then
   side+=(--device cpu --size demo --threads 2 --resident-fraction 0.65)
 else

@@ -1,5 +1,7 @@
 #include "kernels/fp8_codec.h"
 
+#include <ATen/record_function.h>
+
 #include "absl/strings/str_cat.h"
 #include "kernels/fp8_cpu.h"
 #include "kernels/torch_compat.h"
@@ -70,6 +72,8 @@ absl::StatusOr<FloatKind> float_kind_of(torch::ScalarType dtype) {
 
 absl::Status fp8_encode(const torch::Tensor& src, Fp8Format format, float inv_scale,
                         torch::Tensor& codes, KernelStream stream) {
+  // Named in profiles (tests/bench/profile_summary.py), as libtorch ops are.
+  RECORD_FUNCTION("diffusiond::fp8_encode", c10::ArrayRef<const c10::IValue>{});
   const absl::StatusOr<FloatKind> kind = check_pair(src, codes, "fp8_encode");
   if (!kind.ok()) return kind.status();
 #if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA
@@ -85,6 +89,7 @@ absl::Status fp8_encode(const torch::Tensor& src, Fp8Format format, float inv_sc
 
 absl::Status fp8_quantize(const torch::Tensor& src, Fp8Format format, float min_scale, torch::Tensor& codes,
                           torch::Tensor& scale, KernelStream stream) {
+  RECORD_FUNCTION("diffusiond::fp8_quantize", c10::ArrayRef<const c10::IValue>{});
   const absl::StatusOr<FloatKind> kind = check_pair(src, codes, "fp8_quantize");
   if (!kind.ok()) return kind.status();
   if (!(min_scale > 0.0f)) {
@@ -106,6 +111,7 @@ absl::Status fp8_quantize(const torch::Tensor& src, Fp8Format format, float min_
 
 absl::Status fp8_decode(const torch::Tensor& codes, Fp8Format format, float scale,
                         torch::Tensor& dst, KernelStream stream) {
+  RECORD_FUNCTION("diffusiond::fp8_decode", c10::ArrayRef<const c10::IValue>{});
   const absl::StatusOr<FloatKind> kind = check_pair(dst, codes, "fp8_decode");
   if (!kind.ok()) return kind.status();
 #if defined(DIFFUSIOND_HAVE_CUDA) && DIFFUSIOND_HAVE_CUDA

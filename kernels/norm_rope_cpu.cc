@@ -29,6 +29,36 @@ float sum_of_squares(const float* __restrict__ x, int64_t n) {
   return total;
 }
 
+// The sum of (x[i] - mean)^2, in the same lanes.
+DIFFUSIOND_CPU_CLONES
+float sum_of_squared_deviations(const float* __restrict__ x, int64_t n, float mean) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const float d = x[i + j] - mean;
+      acc[j] += d * d;
+    }
+  }
+  for (; i < n; ++i) acc[0] += (x[i] - mean) * (x[i] - mean);
+  float total = 0;
+  for (int j = 0; j < kLanes; ++j) total += acc[j];
+  return total;
+}
+
+DIFFUSIOND_CPU_CLONES
+float sum(const float* __restrict__ x, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) acc[j] += x[i + j];
+  }
+  for (; i < n; ++i) acc[0] += x[i];
+  float total = 0;
+  for (int j = 0; j < kLanes; ++j) total += acc[j];
+  return total;
+}
+
 inline float inverse_rms(const float* x, int64_t n, float eps) {
   const float mean = sum_of_squares(x, n) / static_cast<float>(n);
   return 1.0f / std::sqrt(mean + eps);
@@ -53,6 +83,24 @@ void norm_row(const float* x, int64_t n, float r, const float* weight, const flo
       if (scale != nullptr) v *= scale[i];
       if (gate != nullptr) v = gate[i] * v;
       if (residual != nullptr) v = residual[i] + v;
+      out[i] = v;
+    }
+  }
+}
+
+// One row of layer_norm_rows_cpu; out may alias x (each element is read
+// before it is written).
+DIFFUSIOND_CPU_CLONES
+void layer_norm_row(const float* x, int64_t n, float eps, const float* scale, const float* shift, float* out) {
+  const float mean = sum(x, n) / static_cast<float>(n);
+  const float r = 1.0f / std::sqrt(sum_of_squared_deviations(x, n, mean) / static_cast<float>(n) + eps);
+  if (scale != nullptr && shift != nullptr) {
+    for (int64_t i = 0; i < n; ++i) out[i] = ((x[i] - mean) * r) * (1.0f + scale[i]) + shift[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      float v = (x[i] - mean) * r;
+      if (scale != nullptr) v = v * (1.0f + scale[i]);
+      if (shift != nullptr) v = v + shift[i];
       out[i] = v;
     }
   }
@@ -132,6 +180,18 @@ void rms_norm_rows_cpu(const RmsNormRowsArgs& a) {
       norm_row(x, a.dim, inverse_rms(x, a.dim, a.eps), a.weight, a.scale != nullptr ? a.scale + group * a.dim : nullptr,
                a.gate != nullptr ? a.gate + group * a.dim : nullptr,
                a.residual != nullptr ? rows.in(a.residual, row, 1) : nullptr, out);
+      rows.store(a.out, row, 0);
+    }
+  });
+}
+
+void layer_norm_rows_cpu(const LayerNormRowsArgs& a) {
+  at::parallel_for(0, a.rows, grain_rows(a.dim), [&](int64_t begin, int64_t end) {
+    Rows rows(a.kind, a.dim);
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t group = row / a.rows_per_group;
+      layer_norm_row(rows.in(a.x, row, 0), a.dim, a.eps, a.scale != nullptr ? a.scale + group * a.dim : nullptr,
+                     a.shift != nullptr ? a.shift + group * a.dim : nullptr, rows.out(a.out, row, 0));
       rows.store(a.out, row, 0);
     }
   });

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
+#include "kernels/fp8_codec.h"
 #include "kernels/scaled_fp8_linear.h"
 
 namespace diffusiond {
@@ -53,6 +54,7 @@ absl::StatusOr<std::unique_ptr<DevicePlacement>> DevicePlacement::create(
     device.copy_async(source, copy);
     Stored placed = copy;
     if (const Fp8Weight* f8 = std::get_if<Fp8Weight>(&host)) placed = Fp8Weight{copy, f8->scale, f8->format};
+    p->note_size(host);
     p->resident_.emplace(name, std::move(placed));
     p->where_[name] = Where{};
     return absl::OkStatus();
@@ -78,6 +80,7 @@ absl::StatusOr<std::unique_ptr<DevicePlacement>> DevicePlacement::create(
         if (std::unique_ptr<HostPin> pin = device.pin_host(t)) p->pins_.push_back(std::move(pin));
       }
       p->where_[name] = Where{static_cast<int>(p->streamed_.size()), static_cast<int>(s.entries.size())};
+      p->note_size(host);
       s.names.push_back(name);
       s.entries.push_back({host, offset});
       offset += device_bytes(static_cast<int64_t>(t.nbytes()));
@@ -136,21 +139,37 @@ torch::Tensor DeviceForward::param(absl::string_view name, torch::ScalarType dty
 
 std::optional<torch::Tensor> DeviceForward::linear(const torch::Tensor& x, absl::string_view weight,
                                                    absl::string_view bias, torch::ScalarType dtype) {
-  if (!placement_.options_.fp8_matmul || dtype == torch::kFloat32) return std::nullopt;
   const std::variant<torch::Tensor, Fp8Weight> w = stored(weight);
   const Fp8Weight* f8 = std::get_if<Fp8Weight>(&w);
   if (f8 == nullptr) return std::nullopt;
-  const char* why = f8->format != Fp8Format::kE4M3Fn ? "the weight is e5m2, not e4m3fn"
-                                                      : scaled_fp8_linear_unavailable_reason(x, f8->codes, dtype);
-  if (!placement_.note_choice(weight, why)) return std::nullopt;
-  try {
-    return scaled_fp8_linear(x, f8->codes, f8->scale, bias.empty() ? torch::Tensor() : param(bias, dtype), dtype);
-  } catch (const c10::Error& e) {
-    // cuBLAS may still refuse what the checks allow, on a GPU or libtorch
-    // this has not run on: the layer is upcast from now on, and says why.
-    placement_.note_refusal(weight, e.what_without_backtrace());
-    return std::nullopt;
+  const torch::Tensor b = bias.empty() ? torch::Tensor() : param(bias, dtype);
+  if (placement_.options_.fp8_matmul && dtype != torch::kFloat32) {
+    const char* why = f8->format != Fp8Format::kE4M3Fn ? "the weight is e5m2, not e4m3fn"
+                                                       : scaled_fp8_linear_unavailable_reason(x, f8->codes, dtype);
+    if (placement_.note_choice(weight, why)) {
+      try {
+        return scaled_fp8_linear(x, f8->codes, f8->scale, b, dtype);
+      } catch (const c10::Error& e) {
+        // cuBLAS may still refuse what the checks allow, on a GPU or libtorch
+        // this has not run on: the layer is upcast from now on, and says why.
+        placement_.note_refusal(weight, e.what_without_backtrace());
+      }
+    }
   }
+  return torch::linear(x, decode_into_workspace(*f8, dtype), b);
+}
+
+torch::Tensor DeviceForward::decode_into_workspace(const Fp8Weight& f8, torch::ScalarType dtype) {
+  const int64_t numel = f8.codes.numel();
+  if (!workspace_.defined() || workspace_.scalar_type() != dtype || workspace_.numel() < numel) {
+    workspace_ = torch::empty({std::max(numel, placement_.largest_fp8_numel_)}, f8.codes.options().dtype(dtype));
+    ++workspace_allocations_;
+  }
+  torch::Tensor decoded = workspace_.narrow(0, 0, numel).view(f8.codes.sizes());
+  const absl::Status status = fp8_decode(f8.codes, f8.format, f8.scale, decoded);
+  assert(status.ok() && "decoding a placed FP8 weight failed");
+  (void)status;
+  return decoded;
 }
 
 bool DevicePlacement::note_choice(absl::string_view name, const char* unavailable_reason) {

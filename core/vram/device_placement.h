@@ -4,14 +4,16 @@
 // forward-time source that serves them (forward_weights.h), streaming each
 // block in on the copy queue one block ahead of the compute queue.
 //
-// FP8 weights stay FP8 on the device and are decoded per use, as on the
-// CPU. A placement is a cache value of the VramTier: destroying it frees
-// its device memory, never the model's RAM copy.
+// FP8 weights stay FP8 on the device: a linear runs them as a scaled FP8
+// matmul where it can, else decodes each into one workspace per forward.
+// A placement is a cache value of the VramTier: destroying it frees its
+// device memory, never the model's RAM copy.
 #ifndef DIFFUSIOND_CORE_VRAM_DEVICE_PLACEMENT_H_
 #define DIFFUSIOND_CORE_VRAM_DEVICE_PLACEMENT_H_
 
 #include <torch/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -92,6 +94,12 @@ class DevicePlacement final : public CacheValue {
   bool note_choice(absl::string_view name, const char* unavailable_reason);
   // Upcasts `name` from now on: a scaled call failed with `what`.
   void note_refusal(absl::string_view name, absl::string_view what);
+  // Keeps largest_fp8_numel_ the size of the largest FP8 weight placed.
+  void note_size(const Stored& weight) {
+    if (const Fp8Weight* f8 = std::get_if<Fp8Weight>(&weight)) {
+      largest_fp8_numel_ = std::max(largest_fp8_numel_, f8->codes.numel());
+    }
+  }
 
   const Model& model_;
   VramDevice& device_;
@@ -102,6 +110,7 @@ class DevicePlacement final : public CacheValue {
   std::map<std::string, Where, std::less<>> where_;
   std::vector<std::unique_ptr<HostPin>> pins_;
   std::vector<torch::Tensor> slots_;  // uint8 [slot_bytes] each
+  int64_t largest_fp8_numel_ = 0;     // the decode workspace's size
 
   // Streaming state, shared by consecutive forwards (a block left in a
   // slot by one is not copied again by the next).
@@ -127,10 +136,20 @@ class DeviceForward final : public ForwardWeights {
 
   torch::Device device() const override { return placement_.device_.torch_device(); }
   torch::Tensor param(absl::string_view name, torch::ScalarType dtype) override;
+  // An FP8 weight's linear: the scaled FP8 matmul where the placement,
+  // layer and device allow it, else the weight decoded into this forward's
+  // workspace and upcast. Nothing for a dense weight (the caller's path).
   std::optional<torch::Tensor> linear(const torch::Tensor& x, absl::string_view weight, absl::string_view bias,
                                       torch::ScalarType dtype) override;
+  // How many times this forward allocated its decode workspace: once, at
+  // the placement's largest FP8 weight, unless the compute dtype changes.
+  int decode_workspace_allocations() const { return workspace_allocations_; }
 
  private:
+  // `f8` decoded at `dtype` into the workspace, valid until the next call:
+  // an upcast linear's weight, read by its matmul before the next decode
+  // overwrites it (on the same stream on a GPU).
+  torch::Tensor decode_into_workspace(const Fp8Weight& f8, torch::ScalarType dtype);
   // The weight as stored on the device: resident, or a view of its slot.
   std::variant<torch::Tensor, Fp8Weight> stored(absl::string_view name);
   // Makes streamed block k readable by compute, and starts the next one.
@@ -141,6 +160,8 @@ class DeviceForward final : public ForwardWeights {
   DevicePlacement& placement_;
   const bool streaming_;
   int current_ = -1;
+  torch::Tensor workspace_;  // 1-D, of the compute dtype, on the device
+  int workspace_allocations_ = 0;
 };
 
 }  // namespace diffusiond

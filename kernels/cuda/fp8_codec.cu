@@ -1,30 +1,13 @@
 #include "kernels/cuda/fp8_codec.cuh"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
+
+#include "kernels/cuda/float_kind.cuh"
 
 namespace diffusiond {
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ float load(const void* src, FloatKind kind, int64_t i) {
-  switch (kind) {
-    case FloatKind::kF32: return static_cast<const float*>(src)[i];
-    case FloatKind::kBF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(src)[i]);
-    default: return __half2float(static_cast<const __half*>(src)[i]);
-  }
-}
-
-__device__ __forceinline__ void store(void* dst, FloatKind kind, int64_t i, float v) {
-  switch (kind) {
-    case FloatKind::kF32: static_cast<float*>(dst)[i] = v; break;
-    case FloatKind::kBF16: static_cast<__nv_bfloat16*>(dst)[i] = __float2bfloat16_rn(v); break;
-    default: static_cast<__half*>(dst)[i] = __float2half_rn(v); break;
-  }
-}
 
 // The same bit algorithm as the CPU encoder (see kernels/fp8_cpu.cc).
 __device__ __forceinline__ uint8_t encode_bits(uint32_t bits, int mantissa_bits, int bias,
@@ -47,7 +30,7 @@ __global__ void encode_kernel(const void* src, FloatKind kind, int64_t n, Fp8Par
                               float inv_scale, uint8_t* codes) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const float v = __fmul_rn(load(src, kind, i), inv_scale);
+    const float v = __fmul_rn(load_float(src, kind, i), inv_scale);
     codes[i] = encode_bits(__float_as_uint(v), p.mantissa_bits, p.exponent_bias, p.max_code,
                            p.min_normal_f32_bits, p.subnormal_magic_f32_bits);
   }
@@ -59,7 +42,7 @@ __global__ void encode_kernel(const void* src, FloatKind kind, int64_t n, Fp8Par
 __global__ void abs_max_kernel(const void* src, FloatKind kind, int64_t n, unsigned* amax_bits) {
   float m = 0.0f;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    m = fmaxf(m, fabsf(load(src, kind, i)));  // fmaxf returns the non-NaN operand
+    m = fmaxf(m, fabsf(load_float(src, kind, i)));  // fmaxf returns the non-NaN operand
   }
   unsigned bits = __float_as_uint(m);
   for (int offset = 16; offset > 0; offset /= 2) bits = max(bits, __shfl_xor_sync(0xFFFFFFFFu, bits, offset));
@@ -84,7 +67,7 @@ __global__ void quantize_kernel(const void* src, FloatKind kind, int64_t n, Fp8P
                                 uint8_t* codes) {
   const float s = *scale;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    const float v = __fdiv_rn(load(src, kind, i), s);
+    const float v = __fdiv_rn(load_float(src, kind, i), s);
     codes[i] = encode_bits(__float_as_uint(v), p.mantissa_bits, p.exponent_bias, p.max_code, p.min_normal_f32_bits,
                            p.subnormal_magic_f32_bits);
   }
@@ -110,7 +93,7 @@ __global__ void decode_kernel(const uint8_t* codes, int64_t n, Fp8Params p, bool
                          int(exponent_field) - p.exponent_bias - p.mantissa_bits);
     }
     const float value = (c & 0x80u) ? -magnitude : magnitude;
-    store(dst, kind, i, __fmul_rn(value, scale));
+    store_float(dst, kind, i, __fmul_rn(value, scale));
   }
 }
 

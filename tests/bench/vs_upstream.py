@@ -3,7 +3,7 @@
 
   vs_upstream.py --port-bin PATH [--diffusers SRC] [--device cpu|cuda:0] [--size demo|mid|real]
                  [--models z-image,flux] [--dtypes bfloat16] [--threads 1] [--batches 1,2]
-                 [--variants fp8,half] [--rounds 1] [--iters 3] [--json OUT] [--workdir DIR]
+                 [--variants fp8,half] [--rounds 1] [--iters 3] [--profile z-image] [--json OUT] [--workdir DIR]
 
 For each model the port writes a folder of random bf16 weights (`PORT_BIN write-model`; on a GPU the
 values are drawn there) and upstream_forward.py writes the inputs, one file per batch size (2 is
@@ -31,6 +31,12 @@ it is set already), and sides that ran different ones fail the comparison. The F
 counted in upstream's warm-up forward from the shapes each op is called with: every nn.Linear as
 2·M·K·N, every attention as 4·B·H·Sq·Sk·D (QKᵀ and PV); MFU = FLOP / port seconds / the device's dense
 bf16 peak (--peak-tflops, default 989.4 for an H100 or H200 SXM, else none).
+
+With --profile MODELS, the port and its fp8 variant each run one more batch-1 step of those models under libtorch's profiler
+(port_forward_cli --profile), after the timed rounds, and the table is followed by each one's ops by
+self time (profile_summary.py). On a GPU these runs set CUDA_LAUNCH_BLOCKING=1, so that each op's time
+is its kernels' (plus a launch's overhead) rather than the time to enqueue them; their step times are
+not the figures of record.
 
 The VRAM check (a GPU or the simulated device): what the device really held during the port's calls
 (the lowest free memory sampled every millisecond, against the free memory before the first call)
@@ -66,6 +72,8 @@ SIZES = {"demo": {"latent": 16, "text": {"z-image": 16, "flux": 16}},
 # Largest |port − upstream| / max |upstream| that still says "the same forward".
 TOLERANCE = {"float32": 1e-4, "bfloat16": 0.1}
 DENSE_BF16_TFLOPS = {"H100": 989.4, "H200": 989.4}
+# Ops per profile kept in the table and the JSON (the rest are in the trace).
+PROFILE_TOP = 15
 
 
 CHILD = None  # the side running now, ended with this driver (a deadline's SIGTERM)
@@ -81,19 +89,20 @@ def on_term(signum, _frame):
     raise Deadline(f"signal {signum}")
 
 
-def run(cmd, stdout=None):
-    """Runs `cmd` as the current child; returns (exit status, its stdout when captured)."""
+def run(cmd, stdout=None, env=None):
+    """Runs `cmd` as the current child (with `env` added to the environment); returns (exit status, its
+    stdout when captured)."""
     global CHILD
-    print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
-    CHILD = subprocess.Popen(cmd, stdout=stdout, text=True)
+    print("$ " + " ".join([f"{k}={v}" for k, v in (env or {}).items()] + list(cmd)), file=sys.stderr, flush=True)
+    CHILD = subprocess.Popen(cmd, stdout=stdout, text=True, env=dict(os.environ, **env) if env else None)
     out, _ = CHILD.communicate()
     CHILD, status = None, CHILD.returncode
     return status, out
 
 
-def run_json(cmd, what):
+def run_json(cmd, what, env=None):
     """Runs `cmd`; returns the last JSON line of its stdout, or None (with the reason on stderr)."""
-    status, out = run(cmd, subprocess.PIPE)
+    status, out = run(cmd, subprocess.PIPE, env)
     if status != 0:
         print(f"{what}: exit {status}\n{out[-2000:]}", file=sys.stderr, flush=True)
         return None
@@ -161,6 +170,9 @@ def main():
     p.add_argument("--flux-blocks", default="2,4", help="double,single blocks of the real-width FLUX")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--iters", type=int, default=3, help="timed forwards per process, after one warm-up")
+    p.add_argument("--profile", default="",
+                   help="models (comma-separated) whose port and fp8 variant run one more, profiled, batch-1 "
+                        "step after the rounds")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--peak-tflops", type=float, help="the device's dense bf16 peak (default: by device name)")
     p.add_argument("--vram-overhead-mib", type=int, default=1024)
@@ -194,10 +206,10 @@ def main():
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="vs_upstream_")
     os.makedirs(workdir, exist_ok=True)
-    failures, rows, runs = [], [], []
+    failures, rows, runs, profiles = [], [], [], []
     try:
         measure(args, models, dtypes, threads, batches, variants, on_gpu, port_device, size, workdir, failures, rows,
-                runs)
+                runs, profiles)
     except Deadline as stop:
         failures.append(f"stopped by {stop}: what follows is what ran before")
     finally:
@@ -207,7 +219,7 @@ def main():
 
 
 def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_device, size, workdir, failures, rows,
-            runs):
+            runs, profiles):
     """Runs both sides for every model, dtype and thread count; appends to rows, runs and failures."""
     for v in variants:
         if v not in ("fp8", "half"):
@@ -296,6 +308,9 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
                         results[impl].append(res)
                         runs.append(res)
                 extra_results = {v: rs for v, rs in ((v, results.pop(v)) for v in variants) if rs}
+                if model in args.profile.split(","):
+                    profile_port(args, model, dtype, n, model_dir, inputs[0], port_device, on_gpu,
+                                 [v for v in variants if v == "fp8"], workdir, failures, profiles)
 
                 for bi, b in enumerate(batches):
                     row = {"model": model, "dtype": dtype, "threads": n, "batch": b}
@@ -343,6 +358,28 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
                     rows.append(row)
 
 
+def profile_port(args, model, dtype, n, model_dir, batch1_input, port_device, on_gpu, variants, workdir, failures,
+                 profiles):
+    """One profiled batch-1 step of the port and of each of `variants`, summarised into `profiles`."""
+    from profile_summary import self_times
+    for impl in ["port"] + variants:
+        trace = os.path.join(workdir, f"profile.{model}.{dtype}.{n}.{impl}.json")
+        out_dir = os.path.join(workdir, f"profile.{model}.{dtype}.{n}.{impl}")
+        cmd = ([args.port_bin, "run", model_dir, batch1_input, "--device", port_device, "--dtype", dtype,
+                "--threads", str(n), "--iters", "1", "--out_dir", out_dir, "--profile", trace] +
+               (["--fp8"] if impl == "fp8" else []))
+        label = f"{model} {dtype} profile of the " + ("port" if impl == "port" else f"port {impl}")
+        res = run_json(cmd, label, {"CUDA_LAUNCH_BLOCKING": "1"} if on_gpu else None)
+        if res is None or not os.path.exists(trace):
+            failures.append(f"{label} failed")
+            continue
+        self_us, calls, total_us = self_times(trace)
+        profiles.append({"model": model, "dtype": dtype, "threads": n, "variant": impl, "trace": trace,
+                         "launch_blocking": on_gpu, "total_ms": total_us / 1000,
+                         "ops": [{"op": name, "calls": calls[name], "self_ms": us / 1000}
+                                 for name, us in self_us.most_common(PROFILE_TOP)]})
+
+
 def report(args, on_gpu, rows, runs, failures):
     """Prints the table (and writes it and the JSON where asked); exits 1 on any failure."""
     peak_label = "peak VRAM (allocator)" if on_gpu else "peak RSS"
@@ -385,13 +422,22 @@ def report(args, on_gpu, rows, runs, failures):
     if len(cores) > 1:
         failures.append(f"the sides ran different OpenBLAS kernels ({', '.join(sorted(cores))}): their "
                         f"float32 figures do not compare; set OPENBLAS_CORETYPE for both")
+    for prof in profiles:
+        lines.append("")
+        lines.append(f"profile, {prof['model']} {prof['dtype']} batch 1, {prof['variant']}"
+                     f"{' (CUDA_LAUNCH_BLOCKING=1)' if prof['launch_blocking'] else ''}: "
+                     f"{prof['total_ms']:.2f} ms in top-level ops; by self time:")
+        for op in prof["ops"]:
+            lines.append(f"  {op['op']:40s} {op['calls']:6d} calls {op['self_ms']:10.2f} ms "
+                         f"{100 * op['self_ms'] / max(prof['total_ms'], 1e-9):5.1f}%")
     print("\n".join(lines))
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write("\n".join(lines) + "\n")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "rows": rows, "runs": runs, "failures": failures}, f, indent=1)
+            json.dump({"args": vars(args), "rows": rows, "runs": runs, "profiles": profiles, "failures": failures}, f,
+                      indent=1)
     for message in failures:
         print(f"FAIL: {message}")
     sys.exit(1 if failures else 0)

@@ -3,25 +3,29 @@
 #include <cmath>
 #include <optional>
 
-#include "kernels/norm_rope_cpu.h"
+#include "kernels/norm_rope.h"
 
 namespace diffusiond {
 namespace {
 
-// The fused CPU loops (kernels/norm_rope_cpu.h) take CPU activations that
-// are all float32 or all bfloat16, and any floating-point vectors beside
-// them (norm weights, modulation, cos/sin), read as float32. Everything else
-// (CUDA, float16, mixed activations) takes the composed libtorch ops.
-std::optional<FloatKind> fused_cpu(std::initializer_list<const torch::Tensor*> activations,
-                                   std::initializer_list<const torch::Tensor*> vectors) {
+// The fused loops (kernels/norm_rope.h) take activations that are all
+// float32 or all bfloat16, on the CPU or a CUDA device, and any
+// floating-point vectors beside them on the same device (norm weights,
+// modulation, cos/sin), read as float32. Everything else (float16, mixed
+// dtypes or devices, other devices) takes the composed libtorch ops.
+std::optional<FloatKind> fused_kind(std::initializer_list<const torch::Tensor*> activations,
+                                    std::initializer_list<const torch::Tensor*> vectors) {
   std::optional<torch::ScalarType> dtype;
+  std::optional<torch::Device> device;
   for (const torch::Tensor* t : activations) {
     if (!t->defined()) continue;
-    if (!t->device().is_cpu() || (dtype.has_value() && t->scalar_type() != *dtype)) return std::nullopt;
+    if (device.has_value() && (t->device() != *device || t->scalar_type() != *dtype)) return std::nullopt;
     dtype = t->scalar_type();
+    device = t->device();
   }
+  if (!device.has_value() || !fused_norm_rope_runs_on(*device)) return std::nullopt;
   for (const torch::Tensor* t : vectors) {
-    if (t->defined() && (!t->device().is_cpu() || !t->is_floating_point())) return std::nullopt;
+    if (t->defined() && (t->device() != *device || !t->is_floating_point())) return std::nullopt;
   }
   if (dtype == torch::kFloat32) return FloatKind::kF32;
   if (dtype == torch::kBFloat16) return FloatKind::kBF16;
@@ -61,19 +65,21 @@ torch::Tensor rms_norm_fused(FloatKind kind, const torch::Tensor& h, const torch
     a.residual = res.data_ptr();
   }
   a.out = out.data_ptr();
-  if (a.rows > 0) rms_norm_rows_cpu(a);
+  if (a.rows > 0) rms_norm_rows(a, x.device());
   return out;
 }
 
-// The fused paths need x [batch, seq, dim] and per-item [batch, 1, dim]
-// vectors; other shapes take the composed ops.
-bool per_item_shapes(const torch::Tensor& x, const torch::Tensor& weight,
-                     std::initializer_list<const torch::Tensor*> vectors) {
-  if (x.dim() != 3 || weight.numel() != x.size(2)) return false;
+// The fused paths need x [batch, seq, dim], a norm weight of dim values
+// (when there is one) and per-item [batch, 1, dim] vectors, or with
+// `per_token` also [batch, seq, dim] ones; other shapes take the composed
+// ops.
+bool fusable_shapes(const torch::Tensor& x, const torch::Tensor& weight,
+                    std::initializer_list<const torch::Tensor*> vectors, bool per_token = false) {
+  if (x.dim() != 3 || (weight.defined() && weight.numel() != x.size(2))) return false;
   for (const torch::Tensor* v : vectors) {
-    if (v->defined() && (v->dim() != 3 || v->size(0) != x.size(0) || v->size(1) != 1 || v->size(2) != x.size(2))) {
-      return false;
-    }
+    if (!v->defined()) continue;
+    const bool rows_ok = v->dim() == 3 && (v->size(1) == 1 || (per_token && v->size(1) == x.size(1)));
+    if (!rows_ok || v->size(0) != x.size(0) || v->size(2) != x.size(2)) return false;
   }
   return true;
 }
@@ -81,7 +87,7 @@ bool per_item_shapes(const torch::Tensor& x, const torch::Tensor& weight,
 }  // namespace
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
-  if (const std::optional<FloatKind> kind = fused_cpu({&x}, {&weight});
+  if (const std::optional<FloatKind> kind = fused_kind({&x}, {&weight});
       kind.has_value() && x.dim() >= 1 && weight.numel() == x.size(-1)) {
     return rms_norm_fused(*kind, x, weight, eps, {}, {}, {});
   }
@@ -92,8 +98,8 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
 
 torch::Tensor rms_norm_scaled(const torch::Tensor& x, const torch::Tensor& weight, double eps,
                               const torch::Tensor& scale) {
-  if (const std::optional<FloatKind> kind = fused_cpu({&x}, {&weight, &scale});
-      kind.has_value() && per_item_shapes(x, weight, {&scale})) {
+  if (const std::optional<FloatKind> kind = fused_kind({&x}, {&weight, &scale});
+      kind.has_value() && fusable_shapes(x, weight, {&scale})) {
     return rms_norm_fused(*kind, x, weight, eps, scale, {}, {});
   }
   const torch::Tensor normed = rms_norm(x, weight, eps);
@@ -102,8 +108,8 @@ torch::Tensor rms_norm_scaled(const torch::Tensor& x, const torch::Tensor& weigh
 
 torch::Tensor add_gated_rms_norm(const torch::Tensor& residual, const torch::Tensor& h,
                                  const torch::Tensor& weight, double eps, const torch::Tensor& gate) {
-  if (const std::optional<FloatKind> kind = fused_cpu({&residual, &h}, {&weight, &gate});
-      kind.has_value() && per_item_shapes(h, weight, {&gate}) && residual.sizes() == h.sizes()) {
+  if (const std::optional<FloatKind> kind = fused_kind({&residual, &h}, {&weight, &gate});
+      kind.has_value() && fusable_shapes(h, weight, {&gate}) && residual.sizes() == h.sizes()) {
     return rms_norm_fused(*kind, h, weight, eps, {}, gate, residual);
   }
   const torch::Tensor normed = rms_norm(h, weight, eps);
@@ -112,6 +118,31 @@ torch::Tensor add_gated_rms_norm(const torch::Tensor& residual, const torch::Ten
 
 torch::Tensor modulated_layer_norm(const torch::Tensor& x, const torch::Tensor& scale, const torch::Tensor& shift,
                                    double eps) {
+  if (const std::optional<FloatKind> kind = fused_kind({&x}, {&scale, &shift});
+      kind.has_value() && fusable_shapes(x, torch::Tensor(), {&scale, &shift}, /*per_token=*/true)) {
+    const torch::Tensor in = x.contiguous();
+    torch::Tensor out = torch::empty_like(in), scale_rows, shift_rows;
+    // Qwen-Image's zero_cond_t modulates per token (reference images at
+    // t = 0); then both vectors are taken per token.
+    const auto by_token = [&](const torch::Tensor& v) { return v.defined() && v.size(1) != 1; };
+    const int64_t group_rows = by_token(scale) || by_token(shift) ? 1 : in.size(1);
+    const auto rows_of = [&](const torch::Tensor& v, torch::Tensor* keep) -> const float* {
+      if (!v.defined()) return nullptr;
+      return float32_of(v.expand({in.size(0), group_rows == 1 ? in.size(1) : 1, in.size(2)}), keep);
+    };
+    LayerNormRowsArgs a;
+    a.kind = *kind;
+    a.x = in.data_ptr();
+    a.dim = in.size(2);
+    a.rows = in.size(0) * in.size(1);
+    a.eps = static_cast<float>(eps);
+    a.rows_per_group = group_rows;
+    a.scale = rows_of(scale, &scale_rows);
+    a.shift = rows_of(shift, &shift_rows);
+    a.out = out.data_ptr();
+    if (a.rows > 0 && a.dim > 0) layer_norm_rows(a, in.device());
+    return out;
+  }
   return torch::layer_norm(x, {x.size(-1)}, {}, {}, eps).mul_(1.0 + scale).add_(shift);
 }
 
@@ -163,7 +194,7 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
 
 torch::Tensor norm_rope_heads(const torch::Tensor& x, const torch::Tensor& norm_weight, double eps,
                               const torch::Tensor& cos, const torch::Tensor& sin) {
-  const std::optional<FloatKind> kind = fused_cpu({&x}, {&norm_weight, &cos, &sin});
+  const std::optional<FloatKind> kind = fused_kind({&x}, {&norm_weight, &cos, &sin});
   if (kind.has_value() && x.dim() == 4 && x.size(3) % 2 == 0 &&
       (!norm_weight.defined() || norm_weight.numel() == x.size(3))) {
     const torch::Tensor in = x.contiguous();
@@ -178,7 +209,7 @@ torch::Tensor norm_rope_heads(const torch::Tensor& x, const torch::Tensor& norm_
     a.cos = float32_of(cos, &c);
     a.sin = float32_of(sin, &s);
     a.out = out.data_ptr();
-    if (out.numel() > 0) rope_heads_cpu(a);
+    if (out.numel() > 0) rope_heads(a, x.device());
     return out;
   }
   const torch::Tensor normed = norm_weight.defined() ? rms_norm(x, norm_weight, eps) : x;

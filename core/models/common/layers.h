@@ -18,7 +18,7 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
 
 // rms_norm(x, weight, eps) * scale, with scale [batch, 1, dim] broadcast
 // over x [batch, seq, dim] or undefined (then rms_norm alone): adaLN's
-// modulated norm, in one pass on the CPU.
+// modulated norm, in one pass on the CPU or a CUDA device.
 torch::Tensor rms_norm_scaled(const torch::Tensor& x, const torch::Tensor& weight, double eps,
                               const torch::Tensor& scale);
 
@@ -29,7 +29,9 @@ torch::Tensor add_gated_rms_norm(const torch::Tensor& residual, const torch::Ten
 
 // LN(x) * (1 + scale) + shift: LayerNorm over the last dim without affine,
 // modulated per item (scale and shift [batch, 1, dim] broadcast over x
-// [batch, seq, dim]) -- adaLN as the FLUX and Qwen-Image blocks apply it.
+// [batch, seq, dim]) or per token ([batch, seq, dim]) -- adaLN as the FLUX and Qwen-Image blocks apply it.
+// In one pass on the CPU or a CUDA device, float32 inside and rounded once,
+// where composed bf16 ops would round the norm, 1 + scale and each step.
 torch::Tensor modulated_layer_norm(const torch::Tensor& x, const torch::Tensor& scale, const torch::Tensor& shift,
                                    double eps);
 
@@ -65,7 +67,7 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
 // What attention takes from a q or k projection x [batch, seq, heads,
 // head_dim]: the per-head RMSNorm (when norm_weight is defined), the rotary
 // embedding, and the transpose to [batch, heads, seq, head_dim], contiguous.
-// One pass on the CPU at float32.
+// One pass on the CPU or a CUDA device, at float32.
 torch::Tensor norm_rope_heads(const torch::Tensor& x, const torch::Tensor& norm_weight, double eps,
                               const torch::Tensor& cos, const torch::Tensor& sin);
 

@@ -47,6 +47,30 @@ TEST_F(FusedLayers, GatedResidualMatchesTheComposedOps) {
             4e-6);
 }
 
+// LayerNorm's moments are taken in two passes, so a mean far from zero
+// (the rows here sit at 5 +- 3) costs no precision.
+TEST_F(FusedLayers, ModulatedLayerNormMatchesTheComposedOps) {
+  const torch::Tensor shifted = x + 5, shift = torch::randn({2, 1, 96}) * 0.5;
+  const auto composed = [](const torch::Tensor& in, const torch::Tensor& sc, const torch::Tensor& sh) {
+    return torch::layer_norm(in, {in.size(-1)}, {}, {}, 1e-6) * (1 + sc) + sh;
+  };
+  EXPECT_LT(max_diff(modulated_layer_norm(shifted, scale, shift, 1e-6), composed(shifted, scale, shift)), 4e-6);
+  // Per token (Qwen-Image's zero_cond_t), alone or beside a per-item vector.
+  const torch::Tensor token_scale = torch::randn({2, 37, 96}) * 0.1;
+  EXPECT_LT(max_diff(modulated_layer_norm(shifted, token_scale, shift, 1e-6), composed(shifted, token_scale, shift)),
+            4e-6);
+  // A token's row is the per-item result where its modulation is the item's.
+  const torch::Tensor item_rows = scale.expand({2, 37, 96}).contiguous();
+  EXPECT_TRUE(
+      modulated_layer_norm(shifted, item_rows, shift, 1e-6).equal(modulated_layer_norm(shifted, scale, shift, 1e-6)));
+  // bf16: the float32 path on the widened inputs, rounded once.
+  const auto bf16 = [](const torch::Tensor& t) { return t.to(torch::kBFloat16); };
+  const auto wide = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kFloat32); };
+  const torch::Tensor got = modulated_layer_norm(bf16(shifted), bf16(scale), bf16(shift), 1e-6);
+  EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(got.equal(bf16(modulated_layer_norm(wide(shifted), wide(scale), wide(shift), 1e-6))));
+}
+
 // Under bf16 compute the fused loops widen each row, compute as float32 and
 // round once: bit for bit the float32 path on the widened inputs, rounded.
 TEST_F(FusedLayers, Bfloat16IsTheFloat32ResultRoundedOnce) {

@@ -192,6 +192,25 @@ TEST_P(VramPlacementTest, ForwardsOfOneStreamingPlacementFromTwoThreadsTakeTurns
   charge_.release();  // before the budget goes
 }
 
+// An FP8 linear that is upcast (float32 compute here) decodes its weight
+// into one workspace per forward, sized once to the largest FP8 weight,
+// never into a fresh tensor per weight; streamed weights (read from their
+// slots) share it.
+TEST_P(VramPlacementTest, UpcastFp8LinearsShareOneDecodeWorkspacePerForward) {
+  const Inputs in = inputs();
+  const std::vector<torch::Tensor> cpu = forward(in);
+  Budget vram(Device::kCuda, kGiB);
+  std::unique_ptr<DevicePlacement> half = place(*device_, vram, half_budget());
+  ASSERT_NE(half, nullptr);
+  for (int pass = 0; pass < 2; ++pass) {
+    DeviceForward source(*half);
+    expect_cpu_like(forward(in), cpu);
+    EXPECT_EQ(source.decode_workspace_allocations(), GetParam() ? 1 : 0) << "pass " << pass;
+  }
+  half.reset();
+  charge_.release();
+}
+
 TEST_P(VramPlacementTest, ADeviceThatRefusesMemoryFailsThePlacementCleanly) {
   SimDeviceOptions so;
   so.capacity_bytes = layout_.global_bytes / 2;  // less than the plan asks
