@@ -16,6 +16,18 @@ constexpr float kMinActivationScale = 1e-12f;
 // parity with the upcast path matters more here than the speed it gains.
 constexpr bool kUseFastAccum = false;
 
+// cuBLAS's FP8 matmul needs in and out features that are multiples of 16.
+constexpr int64_t kFeatureMultiple = 16;
+
+int64_t padding_to_multiple(int64_t n) { return (kFeatureMultiple - n % kFeatureMultiple) % kFeatureMultiple; }
+
+// `codes` [rows, cols] with `extra_rows` and `extra_cols` of zero codes (+0)
+// after its own: a zero code adds nothing to a product.
+torch::Tensor pad_codes(const torch::Tensor& codes, int64_t extra_rows, int64_t extra_cols) {
+  if (extra_rows == 0 && extra_cols == 0) return codes;
+  return torch::constant_pad_nd(codes, {0, extra_cols, 0, extra_rows}, 0);
+}
+
 bool is_float_dtype(torch::ScalarType dtype) {
   return dtype == torch::kBFloat16 || dtype == torch::kFloat16 || dtype == torch::kFloat32;
 }
@@ -43,9 +55,6 @@ const char* scaled_fp8_linear_unavailable_reason(const torch::Tensor& x,
   if (x.dim() < 1 || x.size(-1) != codes_e4m3.size(1)) {
     return "input's last dimension differs from the weight's in features";
   }
-  if (codes_e4m3.size(0) % 16 != 0 || codes_e4m3.size(1) % 16 != 0) {
-    return "in or out features are not a multiple of 16";
-  }
   return nullptr;
 }
 
@@ -69,12 +78,17 @@ std::optional<torch::Tensor> scaled_fp8_linear(const torch::Tensor& x,
   const absl::Status quantized = fp8_quantize(x2, Fp8Format::kE4M3Fn, kMinActivationScale, codes_x, scale_x);
   TORCH_CHECK(quantized.ok(), "scaled_fp8_linear: ", std::string(quantized.message()));
   const torch::Tensor scale_w = torch::scalar_tensor(weight_scale, scale_x.options());
-  // _scaled_mm adds a bias only into bf16/fp16 outputs, and of that dtype.
-  const bool fuse_bias = bias.defined() && out_dtype != torch::kFloat32;
+  // Features that are not multiples of 16 are padded with zero codes, per
+  // call: such layers are an embedder's or a head's, small beside a block's.
+  const int64_t pad_in = padding_to_multiple(in_features), pad_out = padding_to_multiple(out_features);
+  // _scaled_mm adds a bias only into bf16/fp16 outputs, of that dtype and
+  // of the (padded) out features; otherwise it is added after.
+  const bool fuse_bias = bias.defined() && out_dtype != torch::kFloat32 && pad_out == 0;
   std::optional<torch::Tensor> y =
-      compat::scaled_mm_e4m3fn(codes_x, codes_e4m3, scale_x, scale_w, fuse_bias ? bias.to(out_dtype) : torch::Tensor(),
-                               out_dtype, kUseFastAccum);
+      compat::scaled_mm_e4m3fn(pad_codes(codes_x, 0, pad_in), pad_codes(codes_e4m3, pad_out, pad_in), scale_x, scale_w,
+                               fuse_bias ? bias.to(out_dtype) : torch::Tensor(), out_dtype, kUseFastAccum);
   if (!y.has_value()) return std::nullopt;
+  if (pad_out > 0) *y = y->narrow(1, 0, out_features).contiguous();
   if (bias.defined() && !fuse_bias) y->add_(bias.to(out_dtype));
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = out_features;
