@@ -15,12 +15,12 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/strings/numbers.h"
 #include "kernels/torch_compat.h"
+#include "tests/bench/gpu_bench_layers.h"
 #include "tests/bench/gpu_bench_memory.h"
 #include "tests/bench/gpu_bench_section.h"
 #include "tests/bench/gpu_bench_z_image.h"
@@ -34,6 +34,7 @@ namespace {
 constexpr Section kSections[] = {
     {"fp8_decode", &fp8_decode_section},
     {"host_to_device", &host_to_device_section},
+    {"fused_layers", &fused_layers_section},
     {"z_image_step", &z_image_step_section},
 };
 

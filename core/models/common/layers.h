@@ -29,9 +29,10 @@ torch::Tensor add_gated_rms_norm(const torch::Tensor& residual, const torch::Ten
 
 // LN(x) * (1 + scale) + shift: LayerNorm over the last dim without affine,
 // modulated per item (scale and shift [batch, 1, dim] broadcast over x
-// [batch, seq, dim]) or per token ([batch, seq, dim]) -- adaLN as the FLUX and Qwen-Image blocks apply it.
-// In one pass on the CPU or a CUDA device, float32 inside and rounded once,
-// where composed bf16 ops would round the norm, 1 + scale and each step.
+// [batch, seq, dim]) or per token ([batch, seq, dim]) -- adaLN as the FLUX
+// and Qwen-Image blocks apply it. In one pass on the CPU or a CUDA device,
+// float32 inside and rounded once, where composed bf16 ops would round the
+// norm, 1 + scale and each step.
 torch::Tensor modulated_layer_norm(const torch::Tensor& x, const torch::Tensor& scale, const torch::Tensor& shift,
                                    double eps);
 
