@@ -215,7 +215,7 @@ def main():
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
-    report(args, on_gpu, rows, runs, failures)
+    report(args, on_gpu, rows, runs, profiles, failures)
 
 
 def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_device, size, workdir, failures, rows,
@@ -380,7 +380,7 @@ def profile_port(args, model, dtype, n, model_dir, batch1_input, port_device, on
                                  for name, us in self_us.most_common(PROFILE_TOP)]})
 
 
-def report(args, on_gpu, rows, runs, failures):
+def report(args, on_gpu, rows, runs, profiles, failures):
     """Prints the table (and writes it and the JSON where asked); exits 1 on any failure."""
     peak_label = "peak VRAM (allocator)" if on_gpu else "peak RSS"
     lines = [f"| model | dtype | threads | batch | upstream s/step | port s/step | port/upstream "
