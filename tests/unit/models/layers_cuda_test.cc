@@ -77,7 +77,7 @@ TEST_P(FusedLayersCuda, RmsNormsMatchTheCpuLoops) {
   }
 }
 
-// FLUX's and Qwen-Image's widths, rows sitting away from zero.
+// A small width and FLUX's and Qwen-Image's, rows sitting away from zero.
 TEST_P(FusedLayersCuda, ModulatedLayerNormsMatchTheCpuLoops) {
   for (const int64_t dim : {96, 3072}) {
     const torch::Tensor x = (torch::randn({2, 301, dim}) * 3 + 5).to(dtype());
@@ -85,6 +85,10 @@ TEST_P(FusedLayersCuda, ModulatedLayerNormsMatchTheCpuLoops) {
     const torch::Tensor shift = (torch::randn({2, 1, dim}) * 0.5).to(dtype());
     expect_close(modulated_layer_norm(cuda(x), cuda(scale), cuda(shift), 1e-6),
                  modulated_layer_norm(x, scale, shift, 1e-6), "modulated_layer_norm");
+    // Per token (Qwen-Image's zero_cond_t) beside a per-item shift.
+    const torch::Tensor token_scale = (torch::randn({2, 301, dim}) * 0.1).to(dtype());
+    expect_close(modulated_layer_norm(cuda(x), cuda(token_scale), cuda(shift), 1e-6),
+                 modulated_layer_norm(x, token_scale, shift, 1e-6), "modulated_layer_norm per token");
   }
 }
 
