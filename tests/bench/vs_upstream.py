@@ -32,11 +32,11 @@ counted in upstream's warm-up forward from the shapes each op is called with: ev
 2·M·K·N, every attention as 4·B·H·Sq·Sk·D (QKᵀ and PV); MFU = FLOP / port seconds / the device's dense
 bf16 peak (--peak-tflops, default 989.4 for an H100 or H200 SXM, else none).
 
-With --profile MODELS, the port and its fp8 variant each run one more batch-1 step of those models under libtorch's profiler
-(port_forward_cli --profile), after the timed rounds, and the table is followed by each one's ops by
-self time (profile_summary.py). On a GPU these runs set CUDA_LAUNCH_BLOCKING=1, so that each op's time
-is its kernels' (plus a launch's overhead) rather than the time to enqueue them; their step times are
-not the figures of record.
+With --profile MODELS, the port and its fp8 variant each run one more batch-1 step of those models
+under libtorch's profiler (port_forward_cli --profile), after every model's timed rounds, and the
+table is followed by each one's ops by self time (profile_summary.py). On a GPU these runs set
+CUDA_LAUNCH_BLOCKING=1, so that each op's time is its kernels' (plus a launch's overhead) rather than
+the time to enqueue them; their step times are not the figures of record.
 
 The VRAM check (a GPU or the simulated device): what the device really held during the port's calls
 (the lowest free memory sampled every millisecond, against the free memory before the first call)
@@ -46,6 +46,7 @@ tolerance, or a side that fails, makes the exit status 1 (the table is printed f
 """
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -225,6 +226,9 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
         if v not in ("fp8", "half"):
             failures.append(f"--variants: unknown variant {v}")
     variants = [v for v in variants if v in ("fp8", "half")]
+    # Profiles run after every model's figures, so that a deadline reached while profiling costs no
+    # figure of record.
+    profile_jobs = []
     for mi, model in enumerate(models):
         model_dir = os.path.join(workdir, model)
         write = [args.port_bin, "write-model", model_dir, "--arch", model, "--seed", str(args.seed)]
@@ -309,8 +313,9 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
                         runs.append(res)
                 extra_results = {v: rs for v, rs in ((v, results.pop(v)) for v in variants) if rs}
                 if model in args.profile.split(","):
-                    profile_port(args, model, dtype, n, model_dir, inputs[0], port_device, on_gpu,
-                                 [v for v in variants if v == "fp8"], workdir, failures, profiles)
+                    profile_jobs.append(functools.partial(
+                        profile_port, args, model, dtype, n, model_dir, inputs[0], port_device, on_gpu,
+                        [v for v in variants if v == "fp8"], workdir, failures, profiles))
 
                 for bi, b in enumerate(batches):
                     row = {"model": model, "dtype": dtype, "threads": n, "batch": b}
@@ -356,6 +361,8 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
                             failures.append(f"{model} {dtype} batch {b} port {res['variant']}: the device held "
                                             f"{mib(used)} against a VRAM budget of {mib(budget)}")
                     rows.append(row)
+    for job in profile_jobs:
+        job()
 
 
 def profile_port(args, model, dtype, n, model_dir, batch1_input, port_device, on_gpu, variants, workdir, failures,
