@@ -12,10 +12,6 @@ namespace {
 // The smallest activation scale: an all-zero x would otherwise divide 0/0.
 constexpr float kMinActivationScale = 1e-12f;
 
-// cuBLAS's fast accumulation sums in reduced precision between promotions;
-// parity with the upcast path matters more here than the speed it gains.
-constexpr bool kUseFastAccum = false;
-
 // cuBLAS's FP8 matmul needs in and out features that are multiples of 16.
 constexpr int64_t kFeatureMultiple = 16;
 
@@ -58,10 +54,9 @@ const char* scaled_fp8_linear_unavailable_reason(const torch::Tensor& x,
   return nullptr;
 }
 
-std::optional<torch::Tensor> scaled_fp8_linear(const torch::Tensor& x,
-                                               const torch::Tensor& codes_e4m3,
+std::optional<torch::Tensor> scaled_fp8_linear(const torch::Tensor& x, const torch::Tensor& codes_e4m3,
                                                float weight_scale, const torch::Tensor& bias,
-                                               torch::ScalarType out_dtype) {
+                                               torch::ScalarType out_dtype, bool fast_accum) {
   if (scaled_fp8_linear_unavailable_reason(x, codes_e4m3, out_dtype) != nullptr) {
     return std::nullopt;
   }
@@ -86,7 +81,7 @@ std::optional<torch::Tensor> scaled_fp8_linear(const torch::Tensor& x,
   const bool fuse_bias = bias.defined() && out_dtype != torch::kFloat32 && pad_out == 0;
   std::optional<torch::Tensor> y =
       compat::scaled_mm_e4m3fn(pad_codes(codes_x, 0, pad_in), pad_codes(codes_e4m3, pad_out, pad_in), scale_x, scale_w,
-                               fuse_bias ? bias.to(out_dtype) : torch::Tensor(), out_dtype, kUseFastAccum);
+                               fuse_bias ? bias.to(out_dtype) : torch::Tensor(), out_dtype, fast_accum);
   if (!y.has_value()) return std::nullopt;
   if (pad_out > 0) *y = y->narrow(1, 0, out_features).contiguous();
   if (bias.defined() && !fuse_bias) y->add_(bias.to(out_dtype));

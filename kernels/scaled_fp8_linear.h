@@ -34,11 +34,12 @@ const char* scaled_fp8_linear_unavailable_reason(const torch::Tensor& x,
 // W = decode_e4m3fn(codes_e4m3) * weight_scale; bias is undefined or [out].
 // Returns nothing when scaled_fp8_linear_unavailable_reason() gives a
 // reason: the caller then upcasts. Throws c10::Error, as any libtorch op,
-// when cuBLAS refuses the call.
-std::optional<torch::Tensor> scaled_fp8_linear(const torch::Tensor& x,
-                                               const torch::Tensor& codes_e4m3,
+// when cuBLAS refuses the call. `fast_accum` lets cuBLAS accumulate in
+// reduced precision between its promotions to float32 (Hopper's fast
+// path): quicker, further from the upcast path; off unless asked.
+std::optional<torch::Tensor> scaled_fp8_linear(const torch::Tensor& x, const torch::Tensor& codes_e4m3,
                                                float weight_scale, const torch::Tensor& bias,
-                                               torch::ScalarType out_dtype);
+                                               torch::ScalarType out_dtype, bool fast_accum = false);
 
 }  // namespace diffusiond
 

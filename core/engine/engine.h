@@ -58,6 +58,8 @@ struct EngineOptions {
   // Placements run FP8 linear layers as scaled FP8 matmuls where they can
   // (core/vram/device_placement.h PlacementOptions).
   bool fp8_matmul = true;
+  // ... accumulating in cuBLAS's reduced precision (PlacementOptions).
+  bool fp8_fast_accum = false;
   // One-line notes for the daemon's log (e.g. each layer's FP8 matmul
   // choice, once); may be empty.
   std::function<void(const std::string&)> note;

@@ -96,10 +96,10 @@ absl::StatusOr<Pin> Engine::place(const std::string& model_id, const Model& mode
     DIFFUSIOND_ASSIGN_OR_RETURN(const ResidencyPlan plan, plan_for(model_id, layout, activation_bytes));
     std::vector<std::string> evicted;
     DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation, vram_->make_room(plan.device_bytes(), &evicted));
-    DIFFUSIOND_ASSIGN_OR_RETURN(
-        std::unique_ptr<DevicePlacement> placement,
-        DevicePlacement::create(model, *options_.device, layout, plan, reservation,
-                                PlacementOptions{options_.fp8_matmul, placement_note(model_id)}));
+    DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<DevicePlacement> placement,
+                                DevicePlacement::create(model, *options_.device, layout, plan, reservation,
+                                                        PlacementOptions{options_.fp8_matmul, options_.fp8_fast_accum,
+                                                                         placement_note(model_id)}));
     if (where != nullptr) {
       where->placed = true;
       where->evicted.insert(where->evicted.end(), evicted.begin(), evicted.end());

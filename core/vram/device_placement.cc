@@ -148,7 +148,7 @@ std::optional<torch::Tensor> DeviceForward::linear(const torch::Tensor& x, absl:
                                                        : scaled_fp8_linear_unavailable_reason(x, f8->codes, dtype);
     if (placement_.note_choice(weight, why)) {
       try {
-        return scaled_fp8_linear(x, f8->codes, f8->scale, b, dtype);
+        return scaled_fp8_linear(x, f8->codes, f8->scale, b, dtype, placement_.options_.fp8_fast_accum);
       } catch (const c10::Error& e) {
         // cuBLAS may still refuse what the checks allow, on a GPU or libtorch
         // this has not run on: the layer is upcast from now on, and says why.

@@ -42,6 +42,10 @@ struct PlacementOptions {
   // compute dtype other than float32 (float32 asks for the exact upcast).
   // Each layer's choice, and why a layer was upcast, is noted once.
   bool fp8_matmul = true;
+  // Let those matmuls accumulate in cuBLAS's reduced precision between its
+  // promotions (scaled_fp8_linear's fast_accum): quicker on Hopper, further
+  // from the upcast path. Off by default; gpu-check measures both.
+  bool fp8_fast_accum = false;
   // One-line notes for the daemon's log; may be empty.
   std::function<void(const std::string&)> note;
 };

@@ -25,13 +25,14 @@
 //       each denoise step, decode, evictions) with seconds and device, and
 //       the peaks against the budget.
 //   port_forward_cli run DIR INPUTS... [--device cpu|sim|cuda:N]
-//                        [--dtype float32|bfloat16] [--fp8] [--narrow_weights]
-//                        [--vram_budget BYTES] [--ram_budget BYTES]
+//                        [--dtype float32|bfloat16] [--fp8] [--fp8_fast_accum]
+//                        [--narrow_weights] [--vram_budget BYTES] [--ram_budget BYTES]
 //                        [--sim_copy_rate BYTES_PER_S]
 //                        [--threads N] [--iters K] [--out_dir DIR]
 //                        [--profile FILE]
 //       loads DIR through the engine, as the daemon does (FP8 e4m3fn storage
-//       with --fp8; weights kept narrow with --narrow_weights), then for each
+//       with --fp8, its scaled matmuls on cuBLAS's fast accumulation with
+//       --fp8_fast_accum; weights kept narrow with --narrow_weights), then for each
 //       INPUTS file (the model's Step inputs, by name; docs/api.md) runs one
 //       untimed Step and K timed ones through Engine::step, outputs back on
 //       the host. With a device (cuda:N, or sim: host memory posing as one)
@@ -98,16 +99,16 @@ constexpr char kUsage[] =
     "usage: port_forward_cli write-model DIR --arch z-image|flux [--config FILE | --size demo|mid]\n"
     "                                    [--seed N] [--device cpu|cuda:N]\n"
     "       port_forward_cli run DIR INPUTS... [--device cpu|sim|cuda:N] [--dtype float32|bfloat16]\n"
-    "                            [--fp8] [--narrow_weights] [--vram_budget BYTES] [--ram_budget BYTES]\n"
-    "                            [--sim_copy_rate BYTES_PER_S]\n"
+    "                            [--fp8] [--fp8_fast_accum] [--narrow_weights] [--vram_budget BYTES]\n"
+    "                            [--ram_budget BYTES] [--sim_copy_rate BYTES_PER_S]\n"
     "                            [--threads N] [--iters K] [--out_dir DIR] [--profile FILE]\n"
     "       port_forward_cli write-pipeline DIR [--configs DIR] [--seed N] [--device cpu|cuda:N]\n"
     "       port_forward_cli generate DIR [--device cpu|sim|cuda:N] [--dtype float32|bfloat16]\n"
     "                                 [--width W] [--height H] [--steps N] [--prompt TEXT] [--seed N]\n"
     "                                 [--vram_budget BYTES] [--ram_budget BYTES] [--sim_copy_rate BYTES_PER_S]\n"
     "                                 [--threads N]\n"
-    "run prints one JSON line: impl, arch, device, dtype, fp8, threads, blas, onednn, load_seconds,\n"
-    "weights_bytes, vram_budget_bytes, device_baseline_free_bytes, runs [{inputs, batch, seconds,\n"
+    "run prints one JSON line: impl, arch, device, dtype, fp8, fp8_fast_accum, threads, blas, onednn,\n"
+    "load_seconds, weights_bytes, vram_budget_bytes, device_baseline_free_bytes, runs [{inputs, batch, seconds,\n"
     "vram_plan, placement_bytes, vram_books_high_water_bytes, device_peak_used_bytes,\n"
     "allocator_peak_reserved_bytes}], device_peak_used_bytes (placement and warm-up included),\n"
     "peak_rss_bytes, start_rss_bytes, loaded_rss_bytes\n";
@@ -307,6 +308,7 @@ struct RunOptions {
   std::string device = "cpu";
   ComputeDtype dtype = ComputeDtype::kFloat32;
   bool fp8 = false;
+  bool fp8_fast_accum = false;
   bool narrow_weights = false;
   int64_t vram_budget = 0;  // 0: the default
   double sim_copy_rate = 0;  // bytes/s of the sim device's copies; 0: unthrottled
@@ -328,6 +330,10 @@ size_t parse_engine_flag(const std::vector<std::string>& args, size_t i, RunOpti
   }
   if (args[i] == "--narrow_weights") {
     o.narrow_weights = true;
+    return 1;
+  }
+  if (args[i] == "--fp8_fast_accum") {
+    o.fp8_fast_accum = true;
     return 1;
   }
   if (!has_value) return 0;
@@ -430,6 +436,7 @@ Harness make_harness(const RunOptions& o) {
   eo.fp8 = Fp8Options{};
   if (o.fp8) eo.fp8.format = Fp8Format::kE4M3Fn;
   eo.keep_narrow_weights = o.narrow_weights;
+  eo.fp8_fast_accum = o.fp8_fast_accum;
   h.engine = value_or_fail(Engine::create(eo));
   return h;
 }
@@ -459,6 +466,7 @@ int run(const RunOptions& o) {
                            {"device", o.device},
                            {"dtype", compute_dtype_name(o.dtype)},
                            {"fp8", o.fp8},
+                           {"fp8_fast_accum", o.fp8_fast_accum},
                            {"narrow_weights", o.narrow_weights},
                            {"threads", o.threads},
                            {"torch", TORCH_VERSION},

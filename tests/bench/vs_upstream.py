@@ -33,8 +33,9 @@ counted in upstream's warm-up forward from the shapes each op is called with: ev
 bf16 peak (--peak-tflops, default 989.4 for an H100 or H200 SXM, else none).
 
 With --profile MODELS, the port and its fp8 variant each run one more batch-1 step of those models
-under libtorch's profiler (port_forward_cli --profile), after every model's timed rounds, and the
-table is followed by each one's ops by self time (profile_summary.py). On a GPU these runs set
+under libtorch's profiler (port_forward_cli --profile), after every model's timed rounds, and so does
+fp8fast (fp8 with cuBLAS's fast accumulation, --fp8_fast_accum); the table is followed by each one's
+ops by self time (profile_summary.py) and its output's difference from the port's. On a GPU these runs set
 CUDA_LAUNCH_BLOCKING=1, so that each op's time is its kernels' (plus a launch's overhead) rather than
 the time to enqueue them; their step times are not the figures of record.
 
@@ -367,22 +368,31 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
 
 def profile_port(args, model, dtype, n, model_dir, batch1_input, port_device, on_gpu, variants, workdir, failures,
                  profiles):
-    """One profiled batch-1 step of the port and of each of `variants`, summarised into `profiles`."""
+    """One profiled batch-1 step of the port and of each of `variants`, summarised into `profiles`. With
+    fp8, also fp8fast: the same with cuBLAS's fast accumulation in the scaled FP8 matmuls, the figure that
+    decides whether to turn it on (its time beside its output's difference from the port's)."""
     from profile_summary import self_times
-    for impl in ["port"] + variants:
+    flags = {"port": [], "fp8": ["--fp8"], "fp8fast": ["--fp8", "--fp8_fast_accum"]}
+    impls = ["port"] + variants + (["fp8fast"] if "fp8" in variants else [])
+    port_out = None
+    for impl in impls:
         trace = os.path.join(workdir, f"profile.{model}.{dtype}.{n}.{impl}.json")
         out_dir = os.path.join(workdir, f"profile.{model}.{dtype}.{n}.{impl}")
+        shutil.rmtree(out_dir, ignore_errors=True)
         cmd = ([args.port_bin, "run", model_dir, batch1_input, "--device", port_device, "--dtype", dtype,
-                "--threads", str(n), "--iters", "1", "--out_dir", out_dir, "--profile", trace] +
-               (["--fp8"] if impl == "fp8" else []))
+                "--threads", str(n), "--iters", "1", "--out_dir", out_dir, "--profile", trace] + flags[impl])
         label = f"{model} {dtype} profile of the " + ("port" if impl == "port" else f"port {impl}")
         res = run_json(cmd, label, {"CUDA_LAUNCH_BLOCKING": "1"} if on_gpu else None)
         if res is None or not os.path.exists(trace):
             failures.append(f"{label} failed")
             continue
         self_us, calls, total_us = self_times(trace)
+        out = os.path.join(out_dir, "port.0.safetensors")
+        if impl == "port":
+            port_out = out
         profiles.append({"model": model, "dtype": dtype, "threads": n, "variant": impl, "trace": trace,
                          "launch_blocking": on_gpu, "total_ms": total_us / 1000,
+                         "rel_diff_vs_port": compare(out, port_out) if impl != "port" and port_out else None,
                          "ops": [{"op": name, "calls": calls[name], "self_ms": us / 1000}
                                  for name, us in self_us.most_common(PROFILE_TOP)]})
 
@@ -431,9 +441,11 @@ def report(args, on_gpu, rows, runs, profiles, failures):
                         f"float32 figures do not compare; set OPENBLAS_CORETYPE for both")
     for prof in profiles:
         lines.append("")
+        diff = (f", output {prof['rel_diff_vs_port']:.3g} of max |out| from the port's"
+                if prof.get("rel_diff_vs_port") is not None else "")
         lines.append(f"profile, {prof['model']} {prof['dtype']} batch 1, {prof['variant']}"
                      f"{' (CUDA_LAUNCH_BLOCKING=1)' if prof['launch_blocking'] else ''}: "
-                     f"{prof['total_ms']:.2f} ms in top-level ops; by self time:")
+                     f"{prof['total_ms']:.2f} ms in top-level ops{diff}; by self time:")
         for op in prof["ops"]:
             lines.append(f"  {op['op']:40s} {op['calls']:6d} calls {op['self_ms']:10.2f} ms "
                          f"{100 * op['self_ms'] / max(prof['total_ms'], 1e-9):5.1f}%")

@@ -133,6 +133,20 @@ TEST_P(ScaledMmCudaLinear, MatchesTheUpcastPathOnRandomData) {
   EXPECT_LT(relative_error(*y, same_rounding), 0.01);
 }
 
+// cuBLAS's fast accumulation (PlacementOptions::fp8_fast_accum) sums in
+// reduced precision between promotions; over a real model's 4096-long
+// rows it must still be near the exact sum of the same codes.
+TEST(ScaledMmCuda, FastAccumulationStaysNearTheExactSum) {
+  if (const std::string why = no_scaled_mm_reason(); !why.empty()) GTEST_SKIP() << why;
+  torch::manual_seed(11);
+  const torch::Tensor x = torch::randn({64, 4096}, cuda_options(torch::kBFloat16));
+  const QuantizedWeight w = quantize_weight(torch::randn({256, 4096}, cuda_options(torch::kFloat32)) * 0.02);
+  const std::optional<torch::Tensor> fast =
+      scaled_fp8_linear(x, w.codes, w.scale, torch::Tensor(), torch::kBFloat16, /*fast_accum=*/true);
+  ASSERT_TRUE(fast.has_value());
+  EXPECT_LT(relative_error(*fast, torch::linear(round_activation(x), upcast(w))), 0.02);
+}
+
 // In 100 and out 24 features, padded to 112 and 32 inside: the same
 // tolerances, with the bias (not fused then) added after.
 TEST(ScaledMmCuda, PadsFeaturesThatAreNotMultiplesOf16) {
