@@ -316,7 +316,7 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
                 if model in args.profile.split(","):
                     profile_jobs.append(functools.partial(
                         profile_port, args, model, dtype, n, model_dir, inputs[0], port_device, on_gpu,
-                        [v for v in variants if v == "fp8"], workdir, failures, profiles))
+                        "fp8" in variants, workdir, failures, profiles))
 
                 for bi, b in enumerate(batches):
                     row = {"model": model, "dtype": dtype, "threads": n, "batch": b}
@@ -366,16 +366,15 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
         job()
 
 
-def profile_port(args, model, dtype, n, model_dir, batch1_input, port_device, on_gpu, variants, workdir, failures,
+def profile_port(args, model, dtype, n, model_dir, batch1_input, port_device, on_gpu, with_fp8, workdir, failures,
                  profiles):
-    """One profiled batch-1 step of the port and of each of `variants`, summarised into `profiles`. With
-    fp8, also fp8fast: the same with cuBLAS's fast accumulation in the scaled FP8 matmuls, the figure that
-    decides whether to turn it on (its time beside its output's difference from the port's)."""
+    """One profiled batch-1 step of the port and, `with_fp8`, of fp8 and fp8fast (the same with cuBLAS's
+    fast accumulation in the scaled FP8 matmuls, the figure that decides whether to turn it on: its time
+    beside its output's difference from the port's), summarised into `profiles`."""
     from profile_summary import self_times
     flags = {"port": [], "fp8": ["--fp8"], "fp8fast": ["--fp8", "--fp8_fast_accum"]}
-    impls = ["port"] + variants + (["fp8fast"] if "fp8" in variants else [])
     port_out = None
-    for impl in impls:
+    for impl in ["port", "fp8", "fp8fast"] if with_fp8 else ["port"]:
         trace = os.path.join(workdir, f"profile.{model}.{dtype}.{n}.{impl}.json")
         out_dir = os.path.join(workdir, f"profile.{model}.{dtype}.{n}.{impl}")
         shutil.rmtree(out_dir, ignore_errors=True)

@@ -39,10 +39,12 @@ const float* float32_of(const torch::Tensor& t, torch::Tensor* keep) {
   return keep->data_ptr<float>();
 }
 
-// A per-item [batch, 1, dim] vector as [batch, dim] float32 rows, or null.
-const float* per_item(const torch::Tensor& t, const torch::Tensor& x, torch::Tensor* keep) {
+// A modulation vector of x [batch, seq, dim] as float32 rows, or null: per
+// item ([batch, 1, dim] as [batch, dim]) or, `by_token`, per token ([batch,
+// seq, dim]; a per-item vector repeated over its item's tokens).
+const float* modulation_rows(const torch::Tensor& t, const torch::Tensor& x, bool by_token, torch::Tensor* keep) {
   if (!t.defined()) return nullptr;
-  return float32_of(t.expand({x.size(0), 1, x.size(-1)}), keep);
+  return float32_of(t.expand({x.size(0), by_token ? x.size(1) : 1, x.size(-1)}), keep);
 }
 
 torch::Tensor rms_norm_fused(FloatKind kind, const torch::Tensor& h, const torch::Tensor& weight, double eps,
@@ -58,8 +60,8 @@ torch::Tensor rms_norm_fused(FloatKind kind, const torch::Tensor& h, const torch
   a.eps = static_cast<float>(eps);
   // scale and gate are per batch item: the rows of one item share them.
   a.rows_per_group = x.dim() == 3 ? x.size(1) : a.rows;
-  a.scale = per_item(scale, x, &scale_rows);
-  a.gate = per_item(gate, x, &gate_rows);
+  a.scale = modulation_rows(scale, x, /*by_token=*/false, &scale_rows);
+  a.gate = modulation_rows(gate, x, /*by_token=*/false, &gate_rows);
   if (residual.defined()) {
     res = residual.contiguous();
     a.residual = res.data_ptr();
@@ -124,21 +126,17 @@ torch::Tensor modulated_layer_norm(const torch::Tensor& x, const torch::Tensor& 
     torch::Tensor out = torch::empty_like(in), scale_rows, shift_rows;
     // Qwen-Image's zero_cond_t modulates per token (reference images at
     // t = 0); then both vectors are taken per token.
-    const auto by_token = [&](const torch::Tensor& v) { return v.defined() && v.size(1) != 1; };
-    const int64_t group_rows = by_token(scale) || by_token(shift) ? 1 : in.size(1);
-    const auto rows_of = [&](const torch::Tensor& v, torch::Tensor* keep) -> const float* {
-      if (!v.defined()) return nullptr;
-      return float32_of(v.expand({in.size(0), group_rows == 1 ? in.size(1) : 1, in.size(2)}), keep);
-    };
+    const auto per_token = [](const torch::Tensor& v) { return v.defined() && v.size(1) != 1; };
+    const bool by_token = per_token(scale) || per_token(shift);
     LayerNormRowsArgs a;
     a.kind = *kind;
     a.x = in.data_ptr();
     a.dim = in.size(2);
     a.rows = in.size(0) * in.size(1);
     a.eps = static_cast<float>(eps);
-    a.rows_per_group = group_rows;
-    a.scale = rows_of(scale, &scale_rows);
-    a.shift = rows_of(shift, &shift_rows);
+    a.rows_per_group = by_token ? 1 : in.size(1);
+    a.scale = modulation_rows(scale, in, by_token, &scale_rows);
+    a.shift = modulation_rows(shift, in, by_token, &shift_rows);
     a.out = out.data_ptr();
     if (a.rows > 0 && a.dim > 0) layer_norm_rows(a, in.device());
     return out;
