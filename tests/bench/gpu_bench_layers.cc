@@ -47,6 +47,11 @@ nlohmann::json fused_layers_section(const BenchOptions& options) {
   const torch::Tensor fscale = torch::randn({1, 1, flux_dim}, bf16) * 0.1,
                       fshift = torch::randn({1, 1, flux_dim}, bf16);
   const int64_t row_bytes = x.numel() * 2;  // one bf16 activation
+  // Z-Image's feed-forward width; up in [0, 1) so that the gate, written
+  // over call after call, shrinks rather than overflows.
+  const int64_t hidden = small ? 512 : 10240;
+  torch::Tensor ffn_gate = torch::randn({1, tokens, hidden}, bf16);
+  const torch::Tensor ffn_up = torch::rand({1, tokens, hidden}, bf16);
 
   nlohmann::json out = {{"device", options.device.str()}, {"tokens", tokens}, {"dim", dim}};
   out["rms_norm_scaled"] = compare(
@@ -61,6 +66,9 @@ nlohmann::json fused_layers_section(const BenchOptions& options) {
   out["modulated_layer_norm"] = compare(
       options, 2 * fx.numel() * 2, [&] { modulated_layer_norm(fx, fscale, fshift, 1e-6); },
       [&] { (void)(torch::layer_norm(fx, {flux_dim}, {}, {}, 1e-6) * (1 + fscale) + fshift); });
+  out["silu_mul"] = compare(
+      options, 3 * ffn_gate.numel() * 2, [&] { silu_mul_(ffn_gate, ffn_up); },
+      [&] { torch::silu_(ffn_gate).mul_(ffn_up); });
   return out;
 }
 

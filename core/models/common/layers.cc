@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "kernels/norm_rope.h"
+#include "kernels/swiglu.h"
 
 namespace diffusiond {
 namespace {
@@ -142,6 +143,17 @@ torch::Tensor modulated_layer_norm(const torch::Tensor& x, const torch::Tensor& 
     return out;
   }
   return torch::layer_norm(x, {x.size(-1)}, {}, {}, eps).mul_(1.0 + scale).add_(shift);
+}
+
+torch::Tensor silu_mul_(torch::Tensor gate, const torch::Tensor& up) {
+  const torch::ScalarType t = gate.scalar_type();
+  const bool fused = fused_swiglu_runs_on(gate.device()) && up.device() == gate.device() && up.scalar_type() == t &&
+                     up.sizes() == gate.sizes() && gate.is_contiguous() && up.is_contiguous() &&
+                     (t == torch::kFloat32 || t == torch::kBFloat16);
+  if (!fused) return torch::silu_(gate).mul_(up);
+  const FloatKind kind = t == torch::kFloat32 ? FloatKind::kF32 : FloatKind::kBF16;
+  silu_mul(kind, gate.data_ptr(), up.data_ptr(), gate.numel(), gate.device());
+  return gate;
 }
 
 torch::Tensor timestep_features(const torch::Tensor& t, int64_t dim, double max_period, double scale) {

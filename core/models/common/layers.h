@@ -1,6 +1,6 @@
 // Small functional building blocks shared by the architectures: RMSNorm,
-// LayerNorm without affine, the sinusoidal timestep features, and the
-// multi-axis rotary embedding. Each takes its weights as tensors already at
+// LayerNorm without affine, SwiGLU's gate, the sinusoidal timestep
+// features, and the multi-axis rotary embedding. Each takes its weights as tensors already at
 // the compute dtype; none reads a dtype from a parameter.
 #ifndef DIFFUSIOND_CORE_MODELS_COMMON_LAYERS_H_
 #define DIFFUSIOND_CORE_MODELS_COMMON_LAYERS_H_
@@ -35,6 +35,13 @@ torch::Tensor add_gated_rms_norm(const torch::Tensor& residual, const torch::Ten
 // norm, 1 + scale and each step.
 torch::Tensor modulated_layer_norm(const torch::Tensor& x, const torch::Tensor& scale, const torch::Tensor& shift,
                                    double eps);
+
+// silu(gate) * up, written over `gate`, which it returns: SwiGLU's gate
+// between a feed-forward's matmuls (Z-Image, Qwen3, Krea 2). On a CUDA
+// device one fused pass (kernels/swiglu.h), float32 inside and rounded once;
+// elsewhere (float16 too, as the norms), libtorch's silu_ and mul_ in
+// place. `up` has gate's shape.
+torch::Tensor silu_mul_(torch::Tensor gate, const torch::Tensor& up);
 
 // Sinusoidal features [cos(a), sin(a)] of `t` (shape [batch]), a_j =
 // float32(t) * exp(float32(-ln max_period) * j / (dim/2)), all in float32

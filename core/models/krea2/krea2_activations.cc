@@ -13,8 +13,8 @@
 //     K/V before the repeat: 7 D over T) plus the score chunk
 //     (attention_scratch_bytes); the SwiGLU (the block input, the modulated
 //     norm, the new residual, the FF input, the down projection, the gated
-//     product and the sum: 7 D, plus gate, SiLU, up and their product: 4 F,
-//     over T);
+//     product and the sum: 7 D, plus gate and up: 2 F, over T, silu(gate)
+//     * up written over gate);
 //   or the text stage when larger: the layerwise blocks run the same
 //     shapes over L x num_text_layers rows of width text_hidden_dim (and
 //     text_intermediate_size), with the input stack and its compute-dtype
@@ -49,7 +49,7 @@ std::pair<double, std::string> krea2_block_peak(double b, double e, double rows,
   const std::pair<double, std::string> peaks[] = {
       {b * e * 11 * d * rows, absl::StrCat(what, " peak (attention output)")},
       {b * e * 7 * d * rows + scores, absl::StrCat(what, " peak (attention scores)")},
-      {b * e * (7 * d + 4 * f) * rows, absl::StrCat(what, " peak (SwiGLU ", static_cast<int64_t>(f), " wide)")}};
+      {b * e * (7 * d + 2 * f) * rows, absl::StrCat(what, " peak (SwiGLU ", static_cast<int64_t>(f), " wide)")}};
   return *std::max_element(std::begin(peaks), std::end(peaks),
                            [](const auto& x, const auto& y) { return x.first < y.first; });
 }

@@ -141,7 +141,10 @@ torch::Tensor Krea2Model::attention_layer(const torch::Tensor& h, const std::str
 
 torch::Tensor Krea2Model::swiglu(const torch::Tensor& h, const std::string& prefix) const {
   const std::string f = prefix + ".ff.";
-  return linear(torch::silu(linear(h, f + "gate", false)) * linear(h, f + "up", false), f + "down", false);
+  // silu(gate) * up over gate's output; up's dies with this statement,
+  // before the down projection runs.
+  const torch::Tensor hidden = silu_mul_(linear(h, f + "gate", false), linear(h, f + "up", false));
+  return linear(hidden, f + "down", false);
 }
 
 torch::Tensor Krea2Model::text_stage(const torch::Tensor& text, const torch::Tensor& text_mask,

@@ -95,8 +95,8 @@ torch::Tensor Qwen3Model::decoder_layer(int64_t index, const torch::Tensor& h_in
 
   // SwiGLU: silu(gate) * up in place, the largest activation allocated once.
   const torch::Tensor y = rms_norm(h, param(p + "post_attention_layernorm.weight"), eps);
-  torch::Tensor hidden = linear(y, p + "mlp.gate_proj.weight");
-  torch::silu_(hidden).mul_(linear(y, p + "mlp.up_proj.weight"));
+  // up_proj's output dies with this statement, before down_proj runs.
+  const torch::Tensor hidden = silu_mul_(linear(y, p + "mlp.gate_proj.weight"), linear(y, p + "mlp.up_proj.weight"));
   return h.add_(linear(hidden, p + "mlp.down_proj.weight"));
 }
 

@@ -279,8 +279,8 @@ torch::Tensor ZImageModel::block(const std::string& prefix, torch::Tensor x, con
     const std::string ff = prefix + ".feed_forward";
     // silu(w1 h) * w3 h, in place: the hidden activations are the block's
     // largest, so no third buffer of their size.
-    torch::Tensor hidden = linear(h, ff + ".w1", false);
-    torch::silu_(hidden).mul_(linear(h, ff + ".w3", false));
+    // w3's output dies with this statement, before w2 runs.
+    const torch::Tensor hidden = silu_mul_(linear(h, ff + ".w1", false), linear(h, ff + ".w3", false));
     return linear(hidden, ff + ".w2", false);
   };
   // Upstream: x + gate * norm2(f(norm1(x) * scale)); without adaLN (the

@@ -1,6 +1,7 @@
 // The fused norm and RoPE loops on a CUDA device (kernels/cuda/norm_rope.cu,
 // reached through layers.h as a forward reaches them) against the CPU loops,
-// which layers_test.cc checks against the composed libtorch ops. A row's sum
+// which layers_test.cc checks against the composed libtorch ops; and SwiGLU's
+// gate (kernels/cuda/swiglu.cu) against the float32 product rounded once. A row's sum
 // of squares is added in another order on the device, so normed results
 // agree to float32 rounding, and bfloat16 ones to within one bfloat16 unit,
 // almost all bit for bit; the rotation alone is the CPU's bit for bit.
@@ -118,6 +119,25 @@ TEST_P(FusedLayersCuda, NormRopeHeadsMatchTheCpuLoops) {
                   .equal(norm_rope_heads(x, torch::Tensor(), 1e-6, cos, sin)));
 }
 
+// SwiGLU's gate: the float32 product of the widened inputs, rounded once.
+// Sizes with a tail after the 16-byte vectors, a real-size hidden row
+// (Z-Image's 10240), and a gate one element into its storage, which the
+// vectors cannot read aligned.
+TEST_P(FusedLayersCuda, SiluMulIsTheFloat32ProductRoundedOnce) {
+  for (const int64_t n : {int64_t{3}, int64_t{301}, int64_t{2} * 10240 + 5}) {
+    const torch::Tensor a = act({n}, 4), b = act({n}, 1);
+    const torch::Tensor want = (torch::silu(a.to(torch::kFloat32)) * b.to(torch::kFloat32)).to(dtype());
+    torch::Tensor gate = cuda(a);
+    const void* storage = gate.data_ptr();
+    const torch::Tensor got = silu_mul_(gate, cuda(b));
+    EXPECT_EQ(got.data_ptr(), storage) << n;
+    expect_close(got, want, "silu_mul_");
+    torch::Tensor offset = cuda(torch::cat({act({1}, 1), a}));
+    silu_mul_(offset.narrow(0, 1, n), cuda(b));
+    expect_close(offset.narrow(0, 1, n), want, "silu_mul_ on an unaligned gate");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, FusedLayersCuda, ::testing::Values(torch::kFloat32, torch::kBFloat16),
                          [](const ::testing::TestParamInfo<torch::ScalarType>& info) {
                            return std::string(c10::toString(info.param));
@@ -132,6 +152,8 @@ TEST(FusedLayersCudaHalf, TakesTheComposedOps) {
   const torch::Tensor x32 = x.to(torch::kFloat32);
   const torch::Tensor composed = (x32 * torch::rsqrt(x32.pow(2).mean(-1, true) + 1e-6)).to(torch::kFloat16) * w;
   EXPECT_TRUE(rms_norm(x, w, 1e-6).equal(composed));
+  const torch::Tensor up = cuda(torch::randn({2, 9, 32}).to(torch::kFloat16));
+  EXPECT_TRUE(silu_mul_(x.clone(), up).equal(torch::silu(x) * up));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The fused CPU paths of layers.h against the same formulas composed from
-// libtorch ops, which is what upstream runs. Sums of squares are added in
+// libtorch ops, which is what upstream runs, and SwiGLU's gate, which the
+// CPU runs as those ops. Sums of squares are added in
 // another order, so float32 results agree to float32 rounding; bfloat16
 // ones are the float32 result of the widened inputs, rounded once.
 #include "core/models/common/layers.h"
@@ -122,6 +123,28 @@ TEST(NormRopeHeads, MatchesNormThenRopeThenTranspose) {
   EXPECT_EQ(got_bf16.scalar_type(), torch::kBFloat16);
   EXPECT_TRUE(got_bf16.equal(
       norm_rope_heads(xb.to(torch::kFloat32), wb.to(torch::kFloat32), 1e-5, cos, sin).to(torch::kBFloat16)));
+}
+
+// On the CPU silu_mul_ is libtorch's silu_ then mul_, over the gate's own
+// storage: the feed-forwards rely on it allocating nothing of the hidden
+// width.
+TEST(SiluMul, WritesSiluOfTheGateTimesUpOverTheGate) {
+  torch::manual_seed(25);
+  for (const torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const torch::Tensor a = (torch::randn({2, 37, 160}) * 4).to(dtype), b = torch::randn({2, 37, 160}).to(dtype);
+    torch::Tensor gate = a.clone();
+    const void* storage = gate.data_ptr();
+    const torch::Tensor got = silu_mul_(gate, b);
+    EXPECT_EQ(got.data_ptr(), storage);
+    EXPECT_TRUE(gate.equal(got));
+    EXPECT_TRUE(got.equal(torch::silu(a) * b));
+  }
+  // A strided gate is written in place too.
+  torch::Tensor wide = torch::randn({5, 8});
+  const torch::Tensor before = wide.clone(), up = torch::randn({5, 4});
+  silu_mul_(wide.narrow(1, 2, 4), up);
+  EXPECT_TRUE(wide.narrow(1, 2, 4).equal(torch::silu(before.narrow(1, 2, 4)) * up));
+  EXPECT_TRUE(wide.narrow(1, 0, 2).equal(before.narrow(1, 0, 2)));
 }
 
 }  // namespace
