@@ -1,7 +1,7 @@
 // Small functional building blocks shared by the architectures: RMSNorm,
 // LayerNorm without affine, SwiGLU's gate, the sinusoidal timestep
-// features, and the multi-axis rotary embedding. Each takes its weights as tensors already at
-// the compute dtype; none reads a dtype from a parameter.
+// features, and the multi-axis rotary embedding. Each takes its weights as
+// tensors already at the compute dtype; none reads a dtype from a parameter.
 #ifndef DIFFUSIOND_CORE_MODELS_COMMON_LAYERS_H_
 #define DIFFUSIOND_CORE_MODELS_COMMON_LAYERS_H_
 

@@ -1,10 +1,11 @@
 // The fused norm and RoPE loops on a CUDA device (kernels/cuda/norm_rope.cu,
 // reached through layers.h as a forward reaches them) against the CPU loops,
 // which layers_test.cc checks against the composed libtorch ops; and SwiGLU's
-// gate (kernels/cuda/swiglu.cu) against the float32 product rounded once. A row's sum
-// of squares is added in another order on the device, so normed results
-// agree to float32 rounding, and bfloat16 ones to within one bfloat16 unit,
-// almost all bit for bit; the rotation alone is the CPU's bit for bit.
+// gate (kernels/cuda/swiglu.cu) against the float32 product rounded once. A
+// row's sum of squares is added in another order on the device, so normed
+// results agree to float32 rounding, and bfloat16 ones to within one
+// bfloat16 unit, almost all bit for bit; the rotation alone is the CPU's bit
+// for bit.
 // Skips without a CUDA device.
 #include <torch/types.h>
 #include <torch/utils.h>

@@ -1,8 +1,8 @@
 // The fused CPU paths of layers.h against the same formulas composed from
 // libtorch ops, which is what upstream runs, and SwiGLU's gate, which the
-// CPU runs as those ops. Sums of squares are added in
-// another order, so float32 results agree to float32 rounding; bfloat16
-// ones are the float32 result of the widened inputs, rounded once.
+// CPU runs as those ops. Sums of squares are added in another order, so
+// float32 results agree to float32 rounding; bfloat16 ones are the float32
+// result of the widened inputs, rounded once.
 #include "core/models/common/layers.h"
 
 #include <torch/utils.h>
