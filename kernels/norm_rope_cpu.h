@@ -1,9 +1,9 @@
 // Fused CPU loops for the element-wise work around a transformer block's
 // matmuls: RMSNorm with its modulation and gated residual, LayerNorm with
-// its modulation, and rotary embedding with the per-head q/k norm. Composed from libtorch ops the same
-// work takes 4 to 9 passes over the activations (pow, mean, rsqrt, mul, mul,
-// mul, add; or select, 4 muls, 2 adds, stack); here it takes one read to
-// reduce and one read-write to produce. Each result equals the composed
+// its modulation, and rotary embedding with the per-head q/k norm. Composed
+// from libtorch ops the same work takes 4 to 9 passes over the activations
+// (pow, mean, rsqrt, mul, mul, mul, add; or select, 4 muls, 2 adds, stack);
+// here it takes one read to reduce and one read-write to produce. Each result equals the composed
 // float32 ops' arithmetic in the same order, except that sums (of squares,
 // and LayerNorm's moments, taken in two passes) are added in another order
 // (float32 rounding, ~1e-7 relative).

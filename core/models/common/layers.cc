@@ -9,11 +9,12 @@
 namespace diffusiond {
 namespace {
 
-// The fused loops (kernels/norm_rope.h) take activations that are all
-// float32 or all bfloat16, on the CPU or a CUDA device, and any
-// floating-point vectors beside them on the same device (norm weights,
-// modulation, cos/sin), read as float32. Everything else (float16, mixed
-// dtypes or devices, other devices) takes the composed libtorch ops.
+// The fused loops (kernels/norm_rope.h, and on CUDA kernels/swiglu.h) take
+// activations that are all float32 or all bfloat16, on the CPU or a CUDA
+// device, and any floating-point vectors beside them on the same device
+// (norm weights, modulation, cos/sin), read as float32. Everything else
+// (float16, mixed dtypes or devices, other devices) takes the composed
+// libtorch ops.
 std::optional<FloatKind> fused_kind(std::initializer_list<const torch::Tensor*> activations,
                                     std::initializer_list<const torch::Tensor*> vectors) {
   std::optional<torch::ScalarType> dtype;
@@ -146,13 +147,12 @@ torch::Tensor modulated_layer_norm(const torch::Tensor& x, const torch::Tensor& 
 }
 
 torch::Tensor silu_mul_(torch::Tensor gate, const torch::Tensor& up) {
-  const torch::ScalarType t = gate.scalar_type();
-  const bool fused = fused_swiglu_runs_on(gate.device()) && up.device() == gate.device() && up.scalar_type() == t &&
-                     up.sizes() == gate.sizes() && gate.is_contiguous() && up.is_contiguous() &&
-                     (t == torch::kFloat32 || t == torch::kBFloat16);
-  if (!fused) return torch::silu_(gate).mul_(up);
-  const FloatKind kind = t == torch::kFloat32 ? FloatKind::kF32 : FloatKind::kBF16;
-  silu_mul(kind, gate.data_ptr(), up.data_ptr(), gate.numel(), gate.device());
+  const std::optional<FloatKind> kind = fused_kind({&gate, &up}, {});
+  if (!kind.has_value() || !fused_swiglu_runs_on(gate.device()) || up.sizes() != gate.sizes() ||
+      !gate.is_contiguous() || !up.is_contiguous()) {
+    return torch::silu_(gate).mul_(up);
+  }
+  silu_mul(*kind, gate.data_ptr(), up.data_ptr(), gate.numel(), gate.device());
   return gate;
 }
 
