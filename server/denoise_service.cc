@@ -25,19 +25,21 @@ absl::StatusOr<EngineDenoiseRequest> denoise_request(const v1::DenoiseRequest& w
   if (wire.has_negative()) {
     DIFFUSIOND_ASSIGN_OR_RETURN(r.negative, from_wire(wire.negative(), "negative conditioning"));
   }
-  DenoiseRequest& loop = r.loop;
   if (wire.has_initial_latents()) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(loop.initial_latents, from_wire(wire.initial_latents(), "initial_latents"));
+    DIFFUSIOND_ASSIGN_OR_RETURN(r.initial_latents, from_wire(wire.initial_latents(), "initial_latents"));
   }
-  loop.latent_shape.assign(wire.latent_shape().begin(), wire.latent_shape().end());
-  loop.seed = wire.seed();
-  loop.guidance_scale = wire.guidance_scale();
-  loop.schedule.steps = wire.steps() == 0 ? kDefaultDenoiseSteps : wire.steps();
-  loop.schedule.shift = wire.shift();  // 0: the engine uses the model's default
-  loop.schedule.sigmas.assign(wire.sigmas().begin(), wire.sigmas().end());
-  r.expert_2 = wire.expert_2();
-  r.boundary_ratio = wire.boundary_ratio();
-  loop.guidance_scale_2 = wire.guidance_scale_2();
+  r.latent_shape.assign(wire.latent_shape().begin(), wire.latent_shape().end());
+  r.seed = wire.seed();
+  r.guidance_scale = wire.guidance_scale();
+  r.steps = wire.steps() == 0 ? kDefaultDenoiseSteps : wire.steps();
+  r.shift = wire.shift();  // 0: the engine uses the model's default
+  r.sigmas.assign(wire.sigmas().begin(), wire.sigmas().end());
+  if (!wire.expert_2().empty()) {
+    r.later_segments.push_back({wire.expert_2(), wire.boundary_ratio(), wire.guidance_scale_2()});
+  }
+  for (const v1::DenoiseSegment& s : wire.later_segments()) {
+    r.later_segments.push_back({s.model_id(), s.boundary_ratio(), s.guidance_scale()});
+  }
   return r;
 }
 
@@ -87,12 +89,19 @@ grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::Ca
     return stream;
   }
   const ServiceDeps deps = deps_;
-  absl::Status queued = deps.compute_queue->submit([deps, stream, request = *std::move(request)] {
+  absl::Status queued = deps.compute_queue->submit([deps, stream, request = *std::move(request)]() mutable {
     const absl::Time start = absl::Now();
+    // What readying the segment now running did, for its first step's event.
+    SegmentStart segment;
+    bool segment_reported = false;
+    request.on_segment = [&](const SegmentStart& s) {
+      segment = s;
+      segment_reported = false;
+    };
     DenoiseOptions options;
     options.cancel = stream->token();
     options.on_step = [&](const StepEvent& e) {
-      const std::string& model_id = e.expert == 0 ? request.model_id : request.expert_2;
+      const std::string& model_id = segment.model_id;
       deps.metrics->observe_step(model_id, e.step_time);
       v1::DenoiseEvent event;
       v1::DenoiseStep* step = event.mutable_step();
@@ -101,8 +110,11 @@ grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::Ca
       step->set_steps(e.steps);
       step->set_sigma(e.sigma);
       step->set_step_seconds(absl::ToDoubleSeconds(e.step_time));
-      for (const std::string& key : e.evicted) step->add_evicted_model_ids(key);
-      step->set_model_loaded(e.loaded);
+      if (!segment_reported) {
+        for (const std::string& key : segment.evicted) step->add_evicted_model_ids(key);
+        step->set_model_loaded(segment.loaded);
+        segment_reported = true;
+      }
       stream->send(std::move(event));
     };
     absl::StatusOr<torch::Tensor> latents = deps.engine->denoise(request, options);

@@ -60,6 +60,26 @@ absl::Status check_denoise_request(const v1::DenoiseRequest& wire) {
     return absl::InvalidArgumentError(
         absl::StrCat("boundary_ratio must be in (0, 1] with a second expert, got ", wire.boundary_ratio()));
   }
+  if (!wire.expert_2().empty() && wire.later_segments_size() > 0) {
+    return absl::InvalidArgumentError("give expert_2 or later_segments, not both: expert_2 is one later segment");
+  }
+  if (wire.later_segments_size() > kMaxDenoiseSegments) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("at most ", kMaxDenoiseSegments, " later segments, got ", wire.later_segments_size()));
+  }
+  double above = 1;
+  for (int k = 0; k < wire.later_segments_size(); ++k) {
+    const v1::DenoiseSegment& s = wire.later_segments(k);
+    const std::string name = absl::StrCat("later_segments[", k, "]");
+    if (s.model_id().empty()) return absl::InvalidArgumentError(absl::StrCat(name, " names no model_id"));
+    DIFFUSIOND_RETURN_IF_ERROR(check_finite_non_negative(s.guidance_scale(), name + ".guidance_scale"));
+    if (!(s.boundary_ratio() > 0 && (k == 0 ? s.boundary_ratio() <= above : s.boundary_ratio() < above))) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ".boundary_ratio must be in (0, ", above,
+                                                     k == 0 ? "]" : ") (below the segment before it)", ", got ",
+                                                     s.boundary_ratio()));
+    }
+    above = s.boundary_ratio();
+  }
   return absl::OkStatus();
 }
 

@@ -18,6 +18,7 @@ namespace diffusiond {
 
 inline constexpr int kDefaultDenoiseSteps = 8;  // steps 0
 inline constexpr int kMaxDenoiseSteps = 1000;   // steps and explicit sigmas
+inline constexpr int kMaxDenoiseSegments = 8;   // a Denoise's later_segments
 
 // Conditioning tensors; initial_latents (floating, every value finite) or a
 // latent_shape; guidance_scale and shift finite and >= 0; steps in [0, 1000];

@@ -2,11 +2,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
-#include <optional>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/denoise/unipc_multistep.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -37,18 +34,7 @@ torch::Tensor seeded_noise(const std::vector<int64_t>& shape, uint64_t seed) {
   return torch::randn(shape, generator, torch::TensorOptions().dtype(torch::kFloat32));
 }
 
-absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowConvention& convention,
-                                      const DenoiseRequest& request, const DenoiseOptions& options) {
-  Clock* clock = options.clock != nullptr ? options.clock : real_clock();
-  const double scale_2 = request.guidance_scale_2 > 0 ? request.guidance_scale_2 : request.guidance_scale;
-  for (double scale : {request.guidance_scale, request.expert_boundary > 0 ? scale_2 : 1.0}) {
-    if (scale > 1.0 && !request.has_negative) {
-      return absl::InvalidArgumentError(absl::StrCat("guidance scale ", scale, " needs negative conditioning"));
-    }
-  }
-  if (request.expert_boundary > 0 && !options.second_expert) {
-    return absl::InvalidArgumentError("an expert boundary needs a second expert");
-  }
+absl::StatusOr<DenoiseRun> DenoiseRun::start(const FlowConvention& convention, const DenoiseRequest& request) {
   torch::Tensor latents;
   if (request.initial_latents.defined()) {
     // The rank is the model's to check (its LatentLayout): images are
@@ -70,62 +56,87 @@ absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowCo
     }
     latents = seeded_noise(request.latent_shape, request.seed);
   }
-  const int64_t patch = convention.guidance_norm_patch;
-  const bool any_guided = request.guidance_scale > 1.0 || (request.expert_boundary > 0 && scale_2 > 1.0);
-  if (any_guided && patch > 0 && (latents.dim() < 3 || latents.size(-2) % patch != 0 || latents.size(-1) % patch != 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("latents [", absl::StrJoin(latents.sizes(), ", "),
+  DIFFUSIOND_ASSIGN_OR_RETURN(Schedule schedule, flow_match_schedule(request.schedule));
+  return DenoiseRun(convention, request, std::move(latents), std::move(schedule));
+}
+
+DenoiseRun::DenoiseRun(const FlowConvention& convention, const DenoiseRequest& request, torch::Tensor latents,
+                       Schedule schedule)
+    : convention_(convention), has_negative_(request.has_negative), latents_(std::move(latents)) {
+  result_.schedule = std::move(schedule);
+  if (request.schedule.solver == FlowSolver::kUniPc) unipc_.emplace(result_.schedule, request.schedule.solver_order);
+}
+
+absl::Status DenoiseRun::run(const FlowPredictor& predict, double guidance_scale, int end, int segment,
+                             const DenoiseOptions& options) {
+  const Schedule& s = result_.schedule;
+  if (end <= next_ || end > s.steps()) {
+    return absl::InvalidArgumentError(absl::StrCat("a segment must end after step ", next_, " and by step ",
+                                                   s.steps(), ", got ", end));
+  }
+  const bool guided = guidance_scale > 1.0;
+  if (guided && !has_negative_) {
+    return absl::InvalidArgumentError(absl::StrCat("guidance scale ", guidance_scale, " needs negative conditioning"));
+  }
+  const int64_t patch = convention_.guidance_norm_patch;
+  if (guided && patch > 0 &&
+      (latents_.dim() < 3 || latents_.size(-2) % patch != 0 || latents_.size(-1) % patch != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("latents [", absl::StrJoin(latents_.sizes(), ", "),
                                                    "] do not split into the ", patch, "x", patch,
                                                    " patches the model's guidance rescale works on"));
   }
-  DenoiseResult result;
-  DIFFUSIOND_ASSIGN_OR_RETURN(result.schedule, flow_match_schedule(request.schedule));
-  const Schedule& s = result.schedule;
-  std::optional<UniPcSolver> unipc;
-  if (request.schedule.solver == FlowSolver::kUniPc) unipc.emplace(s, request.schedule.solver_order);
-  const FlowPredictor* model = &predict;
-  FlowPredictor second;
-  int expert = 0;
-  for (int i = 0; i < s.steps(); ++i) {
+  Clock* clock = options.clock != nullptr ? options.clock : real_clock();
+  // Upstream's g: pred = pos + g·(pos − neg).
+  const float g = static_cast<float>(guidance_scale - 1.0);
+  for (; next_ < end; ++next_) {
+    const int i = next_;
     if (options.cancel.cancelled()) {
       const absl::Status why = options.cancel.status();
       return absl::Status(why.code(), absl::StrCat("denoise cancelled after ", i, " of ", s.steps(), " steps: ",
                                                    why.message()));
     }
     const absl::Time start = clock->now();
-    // Upstream compares the scheduler's (integer) timestep with the boundary.
-    if (expert == 0 && request.expert_boundary > 0 && s.timesteps[i] < request.expert_boundary) {
-      DIFFUSIOND_ASSIGN_OR_RETURN(second, options.second_expert());
-      model = &second;
-      expert = 1;
-    }
-    const double scale = expert == 0 ? request.guidance_scale : scale_2;
-    const bool guided = scale > 1.0;
-    // Upstream's g: pred = pos + g·(pos − neg).
-    const float g = static_cast<float>(scale - 1.0);
     DIFFUSIOND_ASSIGN_OR_RETURN(FlowPrediction p,
-                                (*model)(latents, model_time(convention.time, s.timesteps[i]), guided));
+                                predict(latents_, model_time(convention_.time, s.timesteps[i]), guided));
     torch::Tensor pred = p.positive.to(torch::kFloat32);
     if (guided && patch > 0) {
-      pred = norm_rescaled_guidance(pred, p.negative.to(torch::kFloat32), static_cast<float>(scale), patch);
+      pred = norm_rescaled_guidance(pred, p.negative.to(torch::kFloat32), static_cast<float>(guidance_scale), patch);
     } else if (guided) {
       pred = pred + g * (pred - p.negative.to(torch::kFloat32));
     }
-    const torch::Tensor velocity = convention.velocity_sign == 1.0f ? pred : convention.velocity_sign * pred;
-    latents =
-        unipc.has_value() ? unipc->step(i, latents, velocity) : latents + (s.sigmas[i + 1] - s.sigmas[i]) * velocity;
-    if (options.keep_history) result.history.push_back(latents);
+    const torch::Tensor velocity = convention_.velocity_sign == 1.0f ? pred : convention_.velocity_sign * pred;
+    latents_ = unipc_.has_value() ? unipc_->step(i, latents_, velocity)
+                                  : latents_ + (s.sigmas[i + 1] - s.sigmas[i]) * velocity;
+    if (options.keep_history) result_.history.push_back(latents_);
     if (options.on_step) {
       StepEvent event;
       event.step = i + 1;
       event.steps = s.steps();
       event.sigma = s.sigmas[i];
       event.step_time = clock->now() - start;
-      event.expert = expert;
+      event.segment = segment;
       options.on_step(event);
     }
   }
-  result.latents = latents;
-  return result;
+  return absl::OkStatus();
+}
+
+DenoiseResult DenoiseRun::finish() && {
+  result_.latents = std::move(latents_);
+  return std::move(result_);
+}
+
+int first_step_below(const Schedule& schedule, float boundary, int from) {
+  int i = from;
+  while (i < schedule.steps() && !(schedule.timesteps[i] < boundary)) ++i;
+  return i;
+}
+
+absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowConvention& convention,
+                                      const DenoiseRequest& request, const DenoiseOptions& options) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseRun run, DenoiseRun::start(convention, request));
+  DIFFUSIOND_RETURN_IF_ERROR(run.run(predict, request.guidance_scale, run.schedule().steps(), 0, options));
+  return std::move(run).finish();
 }
 
 }  // namespace diffusiond

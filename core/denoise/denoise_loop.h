@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "core/denoise/flow_convention.h"
 #include "core/denoise/flow_match_schedule.h"
+#include "core/denoise/unipc_multistep.h"
 #include "core/util/cancellation.h"
 #include "core/util/clock.h"
 
@@ -46,16 +47,11 @@ struct DenoiseRequest {
   // s <= 1 runs without it (one model call per step). Upstream Z-Image's
   // `guidance_scale` g is this s − 1 (it writes pos + g·(pos − neg)), and
   // FLUX's `true_cfg_scale` is s. (FLUX.1-dev's distilled guidance is
-  // conditioning, not this.)
+  // conditioning, not this.) A segment may run at its own scale
+  // (DenoiseRun::run).
   double guidance_scale = 1.0;
   bool has_negative = false;  // guidance needs negative conditioning
   ScheduleOptions schedule;
-  // A second expert (Wan 2.2's low-noise transformer): the steps whose
-  // scheduler timestep is below `expert_boundary` (boundary_ratio × 1000)
-  // run the predictor DenoiseOptions::second_expert readies, guided by
-  // `guidance_scale_2` (0: guidance_scale). 0: one model runs every step.
-  float expert_boundary = 0;
-  double guidance_scale_2 = 0;
 };
 
 struct StepEvent {
@@ -63,12 +59,7 @@ struct StepEvent {
   int steps = 0;
   float sigma = 0;  // sigma the step started from
   absl::Duration step_time;
-  int expert = 0;  // which model ran it: 0 the first, 1 the second expert
-  // Set by the engine on the first step of each expert: the models evicted
-  // to make room for it, and whether it was loaded for this call (the
-  // second expert when not cached).
-  std::vector<std::string> evicted;
-  bool loaded = false;
+  int segment = 0;  // which segment ran it (DenoiseRun::run), 0 the first
 };
 
 struct DenoiseOptions {
@@ -78,11 +69,6 @@ struct DenoiseOptions {
   CancellationToken cancel;
   Clock* clock = nullptr;                         // default real_clock()
   bool keep_history = false;  // fill DenoiseResult::history (for tests)
-  // With DenoiseRequest::expert_boundary: called once, before the first
-  // step below it, to ready the second expert (the first model's predictor
-  // is not called again); returns its predictor, of the same
-  // FlowConvention. Its error ends the loop.
-  std::function<absl::StatusOr<FlowPredictor>()> second_expert;
 };
 
 struct DenoiseResult {
@@ -91,13 +77,60 @@ struct DenoiseResult {
   Schedule schedule;
 };
 
+// One loop over a schedule, run in segments: each segment runs the next
+// steps with its own predictor and guidance scale, and the latents and the
+// solver's history carry from one segment to the next, as upstream's one
+// scheduler carries them across Wan 2.2's two experts. So whoever runs the
+// loop may ready each segment's model only when its turn comes (and let the
+// previous one go first). Not thread-safe; movable.
+class DenoiseRun {
+ public:
+  // Draws or takes the initial latents and computes the schedule.
+  // INVALID_ARGUMENT for a bad request (shape, schedule).
+  static absl::StatusOr<DenoiseRun> start(const FlowConvention& convention, const DenoiseRequest& request);
+
+  const Schedule& schedule() const { return result_.schedule; }
+  int steps_done() const { return next_; }
+  bool done() const { return next_ == schedule().steps(); }
+
+  // Runs steps [steps_done(), end) with `predict` at `guidance_scale`,
+  // reporting them as segment `segment`. INVALID_ARGUMENT for an `end`
+  // outside (steps_done(), steps], or guidance without a negative (or on
+  // latents the convention's rescale cannot split); the token's reason
+  // between steps once options.cancel fires; the predictor's errors as
+  // they come (the run then stays where it was).
+  absl::Status run(const FlowPredictor& predict, double guidance_scale, int end, int segment,
+                   const DenoiseOptions& options);
+
+  // The final latents (and the history kept). REQUIRES: done().
+  DenoiseResult finish() &&;
+
+ private:
+  DenoiseRun(const FlowConvention& convention, const DenoiseRequest& request, torch::Tensor latents,
+             Schedule schedule);
+
+  FlowConvention convention_;
+  bool has_negative_ = false;
+  torch::Tensor latents_;
+  DenoiseResult result_;
+  std::optional<UniPcSolver> unipc_;
+  int next_ = 0;  // the next step to run
+};
+
+// The step a segment that takes over below scheduler timestep `boundary`
+// starts at: the first step at or after `from` whose timestep is below it
+// (upstream's `t < boundary_ratio * num_train_timesteps` picks the later
+// expert), or schedule.steps() when none is.
+int first_step_below(const Schedule& schedule, float boundary, int from);
+
 // Draws the initial noise: torch.randn(shape) from a CPU generator seeded
 // with `seed` — the same values as PyTorch's
 // torch.randn(shape, generator=torch.Generator().manual_seed(seed)).
 torch::Tensor seeded_noise(const std::vector<int64_t>& shape, uint64_t seed);
 
-// Runs the loop: each step gives `predict` the time `convention` maps the
-// step's timestep to, and integrates convention.velocity_sign × output.
+// Runs the whole loop with one predictor: each step gives `predict` the time
+// `convention` maps the step's timestep to, and integrates
+// convention.velocity_sign × output.
 // CANCELLED between steps when `cancelled` reads true; INVALID_ARGUMENT for
 // a bad request; errors of the predictor as they come.
 absl::StatusOr<DenoiseResult> denoise(const FlowPredictor& predict, const FlowConvention& convention,

@@ -13,10 +13,14 @@
 
 namespace diffusiond {
 
-// Returns `defaults` with the fields the config sets replaced (shift,
-// use_dynamic_shifting, base_shift, max_shift, base_image_seq_len,
+// Returns `defaults` with the scheduler's fields replaced by the config's
+// (shift, use_dynamic_shifting, base_shift, max_shift, base_image_seq_len,
 // max_image_seq_len, shift_terminal; for UniPC the solver, flow_shift and
-// solver_order). INVALID_ARGUMENT naming `path` for malformed JSON, another
+// solver_order): a field it leaves out or sets to null takes upstream's
+// class default (shift 1, no dynamic shift, 0.5 / 1.15 over 256 / 4096
+// tokens, no shift_terminal), as diffusers' from_config gives it. The
+// fields that are not the scheduler's (steps, float64_linspace, mu) stay
+// as in `defaults`. INVALID_ARGUMENT naming `path` for malformed JSON, another
 // scheduler class, out-of-range values, or unsupported settings
 // (Karras/exponential/beta sigmas, invert_sigmas, stochastic sampling, a
 // linear time shift, num_train_timesteps other than 1000).

@@ -143,11 +143,12 @@ class Engine final : public EngineApi {
                                     const CancellationToken& cancel = {}) override;
 
   // The whole loop. The activations of one step (guided: both passes) are
-  // reserved on the CPU for the whole loop, as step() reserves them. With
-  // a second expert (request.expert_2) the first is pinned only for its
-  // steps: at the boundary it is let go, then the second is loaded if it
-  // is not (which may evict the first) and pinned with its own
-  // activations; a second expert of another architecture is refused before
+  // reserved on the CPU for each segment, as step() reserves them. With
+  // later segments (Wan 2.2's second expert) each model is pinned only for
+  // its steps: at a boundary it is let go, then the next is loaded if it
+  // is not (which may evict the one before) and pinned with its own
+  // activations; one solver state runs across them. A later segment of
+  // another architecture, or boundaries out of order, are refused before
   // any step.
   // `options.cancel` and cancel_all() stop it between steps and inside a
   // step between the forward's blocks, with the token's reason (CANCELLED)
@@ -220,15 +221,15 @@ class Engine final : public EngineApi {
   };
   absl::StatusOr<OpenedLoad> open_and_plan(const ResolvedLoad& load) const;
   absl::StatusOr<Pin> pin(const std::string& model_id);
-  // One expert of a Denoise (engine_denoise.cc): `model_id` pinned with one
-  // step's activations of `loop` reserved, and its predictor.
-  struct DenoiseExpert;
-  absl::StatusOr<DenoiseExpert> ready_expert(const std::string& model_id, const EngineDenoiseRequest& request,
-                                             const DenoiseRequest& loop, const Job& job,
-                                             std::vector<std::string>* evicted, CallDevice* where = nullptr);
-  // OK when request.expert_2 names a model of `first`'s architecture
-  // (described, not loaded) and the boundary is in (0, 1].
-  absl::Status check_second_expert(const EngineDenoiseRequest& request, const DiffusionModel& first);
+  // One segment of a Denoise (engine_denoise.cc): `model_id` pinned with
+  // one step's activations at `guidance_scale` reserved, and its predictor;
+  // what readying it did goes to `start`.
+  struct SegmentModel;
+  absl::StatusOr<SegmentModel> ready_segment(const std::string& model_id, const EngineDenoiseRequest& request,
+                                             double guidance_scale, const Job& job, SegmentStart& start);
+  // OK when every later segment names a model of `first`'s architecture
+  // (described, not loaded) with boundaries decreasing in (0, 1].
+  absl::Status check_later_segments(const EngineDenoiseRequest& request, const DiffusionModel& first);
   // step_admission.h's pin_with_room on the RAM cache, waiting (if `wait`)
   // until `job` is cancelled; NOT_FOUND as pin() says it.
   absl::StatusOr<PinnedRoom> pin_with_room(const std::string& model_id,

@@ -58,26 +58,57 @@ struct ModelInfo : ModelDescription {
 // shared load is cancelled once every waiter has given up.
 using LoadWatcher = LoadBoard::Watcher;
 
-struct EngineDenoiseRequest {
+// A stretch of a Denoise run by another model than the one before it:
+// Wan 2.2's low-noise expert takes over from the high-noise one at its
+// boundary, as upstream's pipeline switches from transformer to
+// transformer_2; a refiner would be another. One solver state runs across
+// every segment (denoise_loop.h DenoiseRun).
+struct DenoiseSegment {
+  // A loaded model's id or a path to load (relative to the models
+  // directory), of the same architecture as the first model. Readied when
+  // its turn comes, after the model before it is let go.
+  std::string model;
+  // Where it takes over: at the first step whose scheduler timestep is
+  // below boundary_ratio × 1000 (upstream's `t < boundary_ratio *
+  // num_train_timesteps`). In (0, 1], below the segment before it.
+  double boundary_ratio = 0;
+  double guidance_scale = 0;  // its classifier-free guidance; 0: the request's
+};
+
+// What readying one segment's model did, told before its first step.
+struct SegmentStart {
+  int segment = 0;     // 0: the request's model_id, k: later_segments[k - 1]
+  int first_step = 0;  // 0-based
   std::string model_id;
-  // loop.schedule: steps and sigmas as given; shift 0 means the model's
-  // default schedule (static or resolution-dependent), another value a
-  // static shift.
-  DenoiseRequest loop;
+  bool loaded = false;  // loaded for this call (a later segment not cached)
+  // The models evicted from RAM to make room for its load and activations.
+  std::vector<std::string> evicted;
+  CallDevice where;  // where it runs, and what its placement did
+};
+
+struct EngineDenoiseRequest {
+  // The model that runs from the first step; a loaded model's id.
+  std::string model_id;
+  // Initial latents (the model's layout: [C, H, W], video [C, F, H, W]);
+  // when undefined, noise of `latent_shape` is drawn from `seed`.
+  torch::Tensor initial_latents;
+  std::vector<int64_t> latent_shape;
+  uint64_t seed = 0;
+  // The schedule: the model's own (static or resolution-dependent shift,
+  // from its scheduler config) for `steps`, unless `shift` (> 0) sets a
+  // static shift or `sigmas` are given.
+  int steps = 8;
+  double shift = 0;
+  std::vector<float> sigmas;
+  double guidance_scale = 1.0;  // denoise_loop.h's s; <= 1: unguided
   Conditioning positive;                // the model's conditioning_inputs()
   std::optional<Conditioning> negative;  // for classifier-free guidance
-  // Optional: gets the keys of the models evicted to admit the activations,
-  // before the first step runs.
-  std::vector<std::string>* evicted = nullptr;
-  // Optional: gets where the first expert runs and what its placement did,
-  // before the first step runs.
-  CallDevice* where = nullptr;
-  // Wan 2.2's low-noise expert: a loaded model's id or a path to load, of
-  // the same architecture as `model_id`. The steps whose scheduler
-  // timestep is below boundary_ratio × 1000 run it, guided by
-  // loop.guidance_scale_2. Empty: `model_id` runs every step.
-  std::string expert_2;
-  double boundary_ratio = 0;  // in (0, 1] with expert_2
+  // The models that take over after model_id's steps, in order. Empty:
+  // model_id runs every step.
+  std::vector<DenoiseSegment> later_segments;
+  // Optional: told as each segment's model is readied, before its first
+  // step (a segment with no steps in the schedule is never readied).
+  std::function<void(const SegmentStart&)> on_segment;
 };
 
 // The least RAM one call needs, known without loading its model.

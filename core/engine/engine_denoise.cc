@@ -1,8 +1,9 @@
-// Engine::denoise: the loop over one denoiser, or over Wan 2.2's two
-// experts, each pinned with one step's activations reserved while its own
-// steps run. At the boundary the first expert is let go before the second
-// is readied, so a budget for one model serves both: loading the second
-// may evict the first.
+// Engine::denoise: one loop (one DenoiseRun, one solver state) over one or
+// more segments, each run by its own model: Wan 2.2's high-noise expert and
+// then its low-noise one. Each segment's model is pinned with one step's
+// activations reserved only while its own steps run, and the model before
+// it is let go before the next is readied, so a budget for one model
+// serves both: loading the second may evict the first.
 #include "absl/strings/str_cat.h"
 #include "core/engine/engine.h"
 #include "core/engine/internal/engine_job.h"
@@ -18,8 +19,7 @@ namespace diffusiond {
 
 // Member order is teardown order: the predictor (which points into the
 // model) goes before the device run and the pin that keep the model.
-struct Engine::DenoiseExpert {
-  std::string model_id;
+struct Engine::SegmentModel {
   Pin pinned;
   Reservation activations;
   std::optional<DeviceRun> on_device;
@@ -27,12 +27,25 @@ struct Engine::DenoiseExpert {
   FlowPredictor predict;
 };
 
-absl::StatusOr<Engine::DenoiseExpert> Engine::ready_expert(const std::string& model_id,
-                                                           const EngineDenoiseRequest& request,
-                                                           const DenoiseRequest& loop, const Job& job,
-                                                           std::vector<std::string>* evicted, CallDevice* where) {
-  const std::vector<int64_t> shape =
-      loop.initial_latents.defined() ? loop.initial_latents.sizes().vec() : loop.latent_shape;
+namespace {
+
+std::vector<int64_t> latent_shape_of(const EngineDenoiseRequest& request) {
+  return request.initial_latents.defined() ? request.initial_latents.sizes().vec() : request.latent_shape;
+}
+
+// The guidance scale of segment `k` (0: the request's model).
+double guidance_of(const EngineDenoiseRequest& request, size_t k) {
+  if (k == 0) return request.guidance_scale;
+  const double own = request.later_segments[k - 1].guidance_scale;
+  return own > 0 ? own : request.guidance_scale;
+}
+
+}  // namespace
+
+absl::StatusOr<Engine::SegmentModel> Engine::ready_segment(const std::string& model_id,
+                                                           const EngineDenoiseRequest& request, double guidance_scale,
+                                                           const Job& job, SegmentStart& start) {
+  const std::vector<int64_t> shape = latent_shape_of(request);
   const Conditioning* negative = request.negative.has_value() ? &*request.negative : nullptr;
   // The request against the model, before any room is waited for, and
   // again against the model admitted. The shape is checked before the
@@ -51,62 +64,71 @@ absl::StatusOr<Engine::DenoiseExpert> Engine::ready_expert(const std::string& mo
     }
     return d;
   };
-  DenoiseExpert expert;
-  expert.model_id = model_id;
+  SegmentModel segment;
+  start.model_id = model_id;
   // Held until its steps end, where the forwards run (step_admission.h).
   // On the CPU a request the model refuses is refused by the room's
   // function, before any wait for room.
   if (vram_ != nullptr) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(expert.pinned, pin(model_id));
+    DIFFUSIOND_ASSIGN_OR_RETURN(segment.pinned, pin(model_id));
   } else {
-    DIFFUSIOND_ASSIGN_OR_RETURN(PinnedRoom room,
-                                pin_with_room(
-                                    model_id,
-                                    [&](const Model& m) -> absl::StatusOr<CallRoom> {
-                                      DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* d, denoiser_of(m));
-                                      return activation_room(
-                                          *d, denoise_activation_query(*d, loop, request.positive, negative), model_id);
-                                    },
-                                    job, evicted));
-    expert.pinned = std::move(room.pin);
-    expert.activations = std::move(room.reservation);
+    DIFFUSIOND_ASSIGN_OR_RETURN(
+        PinnedRoom room,
+        pin_with_room(
+            model_id,
+            [&](const Model& m) -> absl::StatusOr<CallRoom> {
+              DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* d, denoiser_of(m));
+              return activation_room(
+                  *d, denoise_activation_query(*d, shape, guidance_scale, request.positive, negative), model_id);
+            },
+            job, &start.evicted));
+    segment.pinned = std::move(room.pin);
+    segment.activations = std::move(room.reservation);
   }
-  DIFFUSIOND_ASSIGN_OR_RETURN(expert.model, denoiser_of(expert.pinned.as<LoadedModel>()->model()));
-  DIFFUSIOND_ASSIGN_OR_RETURN(expert.predict, expert.model->flow_predictor(request.positive, negative));
+  DIFFUSIOND_ASSIGN_OR_RETURN(segment.model, denoiser_of(segment.pinned.as<LoadedModel>()->model()));
+  DIFFUSIOND_ASSIGN_OR_RETURN(segment.predict, segment.model->flow_predictor(request.positive, negative));
   if (vram_ != nullptr) {
-    ActivationQuery query = denoise_activation_query(*expert.model, loop, request.positive, negative);
+    ActivationQuery query = denoise_activation_query(*segment.model, shape, guidance_scale, request.positive, negative);
     query.device_is_cpu = false;
     DIFFUSIOND_ASSIGN_OR_RETURN(
-        expert.on_device,
-        prepare_device(model_id, *expert.model, expert.model->estimate_activations(query).bytes, where));
+        segment.on_device,
+        prepare_device(model_id, *segment.model, segment.model->estimate_activations(query).bytes, &start.where));
   }
-  return expert;
+  return segment;
 }
 
-absl::Status Engine::check_second_expert(const EngineDenoiseRequest& request, const DiffusionModel& first) {
-  if (!(request.boundary_ratio > 0 && request.boundary_ratio <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("boundary_ratio must be in (0, 1] with a second expert, got ", request.boundary_ratio));
-  }
-  // Described, not loaded: a cached model by its id, else the checkpoint
-  // the path names, from its headers and config.
-  ModelInfo info;
-  bool cached = false;
-  for (ModelInfo& m : list()) {
-    if (m.model_id == request.expert_2) {
-      info = std::move(m);
-      cached = true;
+absl::Status Engine::check_later_segments(const EngineDenoiseRequest& request, const DiffusionModel& first) {
+  double above = 1;
+  for (size_t k = 0; k < request.later_segments.size(); ++k) {
+    const DenoiseSegment& s = request.later_segments[k];
+    if (s.model.empty()) return absl::InvalidArgumentError(absl::StrCat("segment ", k + 1, " names no model"));
+    const bool first_later = k == 0;
+    if (!(s.boundary_ratio > 0 && (first_later ? s.boundary_ratio <= above : s.boundary_ratio < above))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "segment ", k + 1, " (\"", bounded(s.model), "\") has boundary_ratio ", s.boundary_ratio,
+          first_later ? ", expected one in (0, 1]" : absl::StrCat(", expected one in (0, ", above, "): below the segment before it")));
     }
-  }
-  if (!cached) {
-    ModelLoadRequest load;
-    load.path = request.expert_2;
-    DIFFUSIOND_ASSIGN_OR_RETURN(info, inspect(load));
-  }
-  if (info.architecture != first.architecture()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the second expert \"", bounded(request.expert_2), "\" is ", info.architecture, ", but model \"",
-        bounded(request.model_id), "\" is ", first.architecture(), ": both experts must be one architecture"));
+    above = s.boundary_ratio;
+    if (!(s.guidance_scale >= 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("segment ", k + 1, " has guidance_scale ", s.guidance_scale, ", expected >= 0"));
+    }
+    // Described, not loaded: a cached model by its id, else the checkpoint
+    // the path names, from its headers and config.
+    std::optional<ModelInfo> info;
+    for (ModelInfo& m : list()) {
+      if (m.model_id == s.model) info = std::move(m);
+    }
+    if (!info.has_value()) {
+      ModelLoadRequest load;
+      load.path = s.model;
+      DIFFUSIOND_ASSIGN_OR_RETURN(info, inspect(load));
+    }
+    if (info->architecture != first.architecture()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "segment ", k + 1, "'s model \"", bounded(s.model), "\" is ", info->architecture, ", but model \"",
+          bounded(request.model_id), "\" is ", first.architecture(), ": every segment must be one architecture"));
+    }
   }
   return absl::OkStatus();
 }
@@ -114,102 +136,90 @@ absl::Status Engine::check_second_expert(const EngineDenoiseRequest& request, co
 absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options) {
   Job job(this, options.cancel);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
-  DenoiseRequest loop = request.loop;
-  const bool two_experts = !request.expert_2.empty();
-  std::optional<DenoiseExpert> first, second;
-  // What each expert's first step reports: the models evicted to make room
-  // for it, and whether it was loaded for this call.
-  struct Readied {
-    std::vector<std::string> evicted;
-    bool loaded = false;
-    bool reported = false;
-  };
-  Readied readied_for[2];
+  SegmentStart start;
+  std::optional<SegmentModel> current;
   {
-    DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseExpert readied, ready_expert(request.model_id, request, loop, job,
-                                                                    &readied_for[0].evicted, request.where));
-    first.emplace(std::move(readied));
-    if (request.evicted != nullptr) {
-      request.evicted->insert(request.evicted->end(), readied_for[0].evicted.begin(), readied_for[0].evicted.end());
-    }
+    DIFFUSIOND_ASSIGN_OR_RETURN(SegmentModel readied,
+                                ready_segment(request.model_id, request, request.guidance_scale, job, start));
+    current.emplace(std::move(readied));
   }
-  const DiffusionModel& model = *first->model;
+  const DiffusionModel& model = *current->model;
   const FlowConvention convention = model.flow_convention();
   const std::string architecture(model.architecture());
-  if (two_experts) DIFFUSIOND_RETURN_IF_ERROR(check_second_expert(request, model));
-  const std::vector<int64_t> shape =
-      loop.initial_latents.defined() ? loop.initial_latents.sizes().vec() : loop.latent_shape;
-  ScheduleOptions schedule = model.default_schedule(shape);
-  schedule.steps = loop.schedule.steps;
-  schedule.sigmas = loop.schedule.sigmas;
-  if (loop.schedule.shift != 0) {
-    schedule.shift = loop.schedule.shift;
-    schedule.dynamic_shift = false;
-  }
-  loop.schedule = schedule;
+  DIFFUSIOND_RETURN_IF_ERROR(check_later_segments(request, model));
+
+  DenoiseRequest loop;
+  loop.initial_latents = request.initial_latents;
+  loop.latent_shape = request.latent_shape;
+  loop.seed = request.seed;
   loop.has_negative = request.negative.has_value();
-  if (two_experts) loop.expert_boundary = static_cast<float>(request.boundary_ratio * 1000.0);
+  loop.schedule = model.default_schedule(latent_shape_of(request));
+  loop.schedule.steps = request.steps;
+  loop.schedule.sigmas = request.sigmas;
+  if (request.shift != 0) {
+    loop.schedule.shift = request.shift;
+    loop.schedule.dynamic_shift = false;
+  }
+  DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseRun run, status_of("the denoise loop", [&]() -> absl::StatusOr<DenoiseRun> {
+                                return DenoiseRun::start(convention, loop);
+                              }));
+  // The steps each segment runs: [begin[k], begin[k + 1]).
+  const size_t segments = request.later_segments.size() + 1;
+  std::vector<int> begin(segments + 1, run.schedule().steps());
+  begin[0] = 0;
+  for (size_t k = 1; k < segments; ++k) {
+    const float boundary = static_cast<float>(request.later_segments[k - 1].boundary_ratio * 1000.0);
+    begin[k] = first_step_below(run.schedule(), boundary, begin[k - 1]);
+  }
+
   // The caller and the drain stop the loop before its next step, and the
   // forward in progress before its next block.
   DenoiseOptions stoppable = options;
   stoppable.cancel = job.token();
   if (stoppable.clock == nullptr) stoppable.clock = clock_;
-  std::optional<DeviceForward> source;
-  if (first->on_device.has_value()) source.emplace(*first->on_device->placement.as<DevicePlacement>());
-  const FlowPredictor first_predict = first->predict;
-  // Sized by the first expert's step; a second expert of the same
+  // Sized by the first segment's step; a later model of the same
   // architecture admits the same bytes for the same latents.
-  ActivationArenaScope arena(first->activations.reserved_bytes());
-  if (two_experts) {
-    stoppable.second_expert = [&]() -> absl::StatusOr<FlowPredictor> {
-      // The first expert is let go before the second is readied: its pin,
-      // its activations and its placement, so that loading the second may
-      // evict it.
-      source.reset();
-      first.reset();
-      arena.release_free_pages();  // what the first's reservation stood for
-      std::string id = request.expert_2;
+  ActivationArenaScope arena(current->activations.reserved_bytes());
+  CancellationScope scope(job.token());
+  for (size_t k = 0; k < segments; ++k) {
+    if (begin[k] == begin[k + 1]) continue;  // no steps: never readied
+    if (k > 0) {
+      // The model before is let go first, its pin, its activations and its
+      // placement, so that readying this one may evict it.
+      current.reset();
+      arena.release_free_pages();
+      start = SegmentStart();
+      const std::string& named = request.later_segments[k - 1].model;
+      std::string id = named;
       if (absl::StatusOr<Pin> cached = cache_->get(id); !cached.ok()) {
         ModelLoadRequest load;
-        load.path = request.expert_2;
+        load.path = named;
         LoadWatcher watcher;
         watcher.cancel = job.token();
-        watcher.on_progress = [&readied_for](const LoadProgress& p) {
-          readied_for[1].evicted.insert(readied_for[1].evicted.end(), p.evicted.begin(), p.evicted.end());
+        watcher.on_progress = [&start](const LoadProgress& p) {
+          start.evicted.insert(start.evicted.end(), p.evicted.begin(), p.evicted.end());
         };
         DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo loaded, this->load(load, watcher));
         id = loaded.model_id;
-        readied_for[1].loaded = true;
+        start.loaded = true;
       }
-      DenoiseRequest expert_loop = loop;
-      expert_loop.guidance_scale = loop.guidance_scale_2 > 0 ? loop.guidance_scale_2 : loop.guidance_scale;
-      DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseExpert readied,
-                                  ready_expert(id, request, expert_loop, job, &readied_for[1].evicted));
+      DIFFUSIOND_ASSIGN_OR_RETURN(SegmentModel readied, ready_segment(id, request, guidance_of(request, k), job, start));
       if (readied.model->architecture() != architecture) {  // the path now holds another model
-        return absl::FailedPreconditionError(absl::StrCat("the second expert \"", bounded(id), "\" is ",
+        return absl::FailedPreconditionError(absl::StrCat("segment ", k, "'s model \"", bounded(id), "\" is ",
                                                           readied.model->architecture(), ", not ", architecture));
       }
-      second.emplace(std::move(readied));
-      if (second->on_device.has_value()) source.emplace(*second->on_device->placement.as<DevicePlacement>());
-      return second->predict;
-    };
+      current.emplace(std::move(readied));
+    }
+    start.segment = static_cast<int>(k);
+    start.first_step = begin[k];
+    if (request.on_segment) request.on_segment(start);
+    std::optional<DeviceForward> source;
+    if (current->on_device.has_value()) source.emplace(*current->on_device->placement.as<DevicePlacement>());
+    DIFFUSIOND_RETURN_IF_ERROR(status_of("the denoise loop", [&]() -> absl::Status {
+      return run.run(current->predict, guidance_of(request, k), begin[k + 1], static_cast<int>(k), stoppable);
+    }));
   }
-  if (options.on_step) {
-    stoppable.on_step = [&readied_for, &on_step = options.on_step](const StepEvent& e) {
-      Readied& r = readied_for[e.expert == 0 ? 0 : 1];
-      if (r.reported) return on_step(e);
-      r.reported = true;
-      StepEvent first_of_expert = e;
-      first_of_expert.evicted = std::move(r.evicted);
-      first_of_expert.loaded = r.loaded;
-      on_step(first_of_expert);
-    };
-  }
-  CancellationScope scope(job.token());
-  return status_of("the denoise loop", [&]() -> absl::StatusOr<torch::Tensor> {
-    DIFFUSIOND_ASSIGN_OR_RETURN(DenoiseResult result, diffusiond::denoise(first_predict, convention, loop, stoppable));
-    return std::move(result.latents);
-  });
+  return std::move(run).finish().latents;
 }
 
 }  // namespace diffusiond

@@ -41,12 +41,13 @@ CallRoom step_room(const Model& model, const NamedTensors& inputs, absl::string_
   return activation_room(*denoiser, *query, model_id);
 }
 
-ActivationQuery denoise_activation_query(const DiffusionModel& model, const DenoiseRequest& loop,
-                                         const Conditioning& positive, const Conditioning* negative) {
-  const bool guided = loop.guidance_scale > 1.0 && negative != nullptr;
+ActivationQuery denoise_activation_query(const DiffusionModel& model, const std::vector<int64_t>& latent_shape,
+                                         double guidance_scale, const Conditioning& positive,
+                                         const Conditioning* negative) {
+  const bool guided = guidance_scale > 1.0 && negative != nullptr;
   const std::vector<ConditioningInput> inputs = model.conditioning_inputs();
   ActivationQuery q;
-  q.latent_shape = loop.initial_latents.defined() ? loop.initial_latents.sizes().vec() : loop.latent_shape;
+  q.latent_shape = latent_shape;
   q.batch = guided ? 2 : 1;
   q.text_tokens = text_tokens_of(positive, inputs);
   if (guided) q.text_tokens = std::max(q.text_tokens, text_tokens_of(*negative, inputs));

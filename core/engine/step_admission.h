@@ -43,12 +43,13 @@ CallRoom activation_room(const DiffusionModel& model, ActivationQuery query, abs
 // then refuses them), need none.
 CallRoom step_room(const Model& model, const NamedTensors& inputs, absl::string_view model_id);
 
-// The query of one step of a Denoise `loop` (its latent shape or initial
-// latents) over `positive` and, when the loop is guided, `negative`: batch 2
+// The query of one step of a Denoise over latents of `latent_shape` and
+// `positive` and, when guided (guidance_scale > 1), `negative`: batch 2
 // when guided, the longest text among the conditionings' free-length
 // tensors, at the model's compute dtype.
-ActivationQuery denoise_activation_query(const DiffusionModel& model, const DenoiseRequest& loop,
-                                         const Conditioning& positive, const Conditioning* negative);
+ActivationQuery denoise_activation_query(const DiffusionModel& model, const std::vector<int64_t>& latent_shape,
+                                         double guidance_scale, const Conditioning& positive,
+                                         const Conditioning* negative);
 
 // Pins cached model `model_id` and reserves `room_of(its model)` on the CPU
 // beside it in one step (ModelCache::make_room_beside), so that a call that

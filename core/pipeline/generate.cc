@@ -408,11 +408,11 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
 
   EngineDenoiseRequest denoise;
   denoise.model_id = transformer;
-  denoise.loop.latent_shape = family.latent_shape(denoiser, decoder_info, width, height);
-  denoise.loop.seed = r.seed;
-  denoise.loop.guidance_scale = cfg ? family.cfg_scale(guidance) : 1.0;
-  denoise.loop.schedule.steps = steps;
-  denoise.loop.schedule.shift = r.shift;
+  denoise.latent_shape = family.latent_shape(denoiser, decoder_info, width, height);
+  denoise.seed = r.seed;
+  denoise.guidance_scale = cfg ? family.cfg_scale(guidance) : 1.0;
+  denoise.steps = steps;
+  denoise.shift = r.shift;
   for (auto& [name, part] : positive_parts) {
     for (auto& [k, t] : part.tensors) denoise.positive.tensors[k] = std::move(t);
   }
@@ -425,23 +425,27 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
     }
     denoise.negative->scalars = scalars.scalars;
   }
-  std::vector<std::string> evicted_for_denoise;
-  denoise.evicted = &evicted_for_denoise;
-  CallDevice denoise_where;
-  denoise.where = &denoise_where;
+  // What readying the segment now running did; its first step reports it.
+  SegmentStart segment;
+  bool segment_reported = false;
+  denoise.on_segment = [&](const SegmentStart& s) {
+    segment = s;
+    segment_reported = false;
+  };
   DenoiseOptions loop_options;
   loop_options.cancel = options.cancel;
   loop_options.clock = clock;
   loop_options.on_step = [&](const StepEvent& e) {
     // The first step says where the loop runs and what its placement did.
     std::string detail;
-    if (e.step == 1) {
-      report_evictions(options, evicted_for_denoise, absl::StrCat("the activations of ", transformer));
-      report_placement_evictions(options, denoise_where, absl::StrCat("the denoise of ", transformer));
-      detail = denoise_where.summary();
+    if (!segment_reported) {
+      segment_reported = true;
+      report_evictions(options, segment.evicted, absl::StrCat("the activations of ", segment.model_id));
+      report_placement_evictions(options, segment.where, absl::StrCat("the denoise of ", segment.model_id));
+      detail = segment.where.summary();
     }
-    emit_to(options,
-            {GenerateEvent::Stage::kDenoise, transformer, e.step, e.steps, e.step_time, detail, denoise_where.device});
+    emit_to(options, {GenerateEvent::Stage::kDenoise, segment.model_id, e.step, e.steps, e.step_time, detail,
+                      segment.where.device});
   };
   DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor latents, on_component<torch::Tensor>(
                                                          engine, denoiser_id, options,

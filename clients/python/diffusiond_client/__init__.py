@@ -17,6 +17,7 @@ torch and PIL are used only when asked to convert.
 from ._base import DEFAULT
 from ._stream_call import DenoiseCall, EventWatch, GenerateCall, StreamCall
 from ._transport import DEFAULT_MAX_MESSAGE_BYTES, KEEPALIVE_OPTIONS, MODEL_HEADER, RetryPolicy
+from ._calls import DenoiseSegment
 from .aio import AsyncClient, AsyncDenoiseCall, AsyncEventWatch, AsyncGenerateCall
 from .auth import TOKEN_ENV, TOKEN_FILE_ENV, TokenSource, tls_credentials
 from .client import Client
@@ -32,7 +33,7 @@ __all__ = [
     "EventWatch", "AsyncEventWatch", "Available", "AvailableModel", "AvailableSize", "CacheEvent",
     "RetryPolicy", "TokenSource", "tls_credentials", "TOKEN_ENV", "TOKEN_FILE_ENV", "MODEL_HEADER", "KEEPALIVE_OPTIONS", "DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT",
     "WireTensor", "TensorLike", "to_wire_proto", "DTYPE_NAMES",
-    "ModelInfo", "ConditioningInput", "LoadProgress", "DenoiseStep", "UnloadResult", "DeviceBudget", "Stats",
+    "ModelInfo", "ConditioningInput", "LoadProgress", "DenoiseSegment", "DenoiseStep", "UnloadResult", "DeviceBudget", "Stats",
     "MakeRoomResult", "GenerateProgress", "Image",
     "DiffusiondError", "InvalidArgumentError", "NotFoundError", "PermissionDeniedError", "UnauthenticatedError",
     "ResourceExhaustedError", "FailedPreconditionError", "CancelledError", "DeadlineExceededError",

@@ -31,6 +31,20 @@ R = TypeVar("R")
 
 Conditioning = Mapping[str, Union[TensorLike, float]]
 
+
+@dataclasses.dataclass(frozen=True)
+class DenoiseSegment:
+    """A stretch of a Denoise run by another model (diffusiond.v1.DenoiseSegment).
+
+    ``model_id`` (a loaded model's id or a path) takes over at the first step
+    whose scheduler timestep is below ``boundary_ratio`` x 1000, guided by
+    ``guidance_scale`` (0: the request's).
+    """
+
+    model_id: str
+    boundary_ratio: float
+    guidance_scale: float = 0.0
+
 _FP8_MODES: Dict[Optional[str], int] = {
     None: _ms.FP8_MODE_DEFAULT,
     "default": _ms.FP8_MODE_DEFAULT,
@@ -203,7 +217,8 @@ def step(model_id: str, inputs: Mapping[str, TensorLike]) -> "Unary[Dict[str, Wi
 def denoise(model_id: str, conditioning: Conditioning, negative: Optional[Conditioning],
             latents: Optional[TensorLike], shape: Optional[Sequence[int]], seed: int, steps: Optional[int],
             guidance_scale: float, shift: float, sigmas: Optional[Sequence[float]], expert_2: str,
-            boundary_ratio: float, guidance_scale_2: float) -> "Stream[WireTensor]":
+            boundary_ratio: float, guidance_scale_2: float,
+            later_segments: Sequence[DenoiseSegment] = ()) -> "Stream[WireTensor]":
     if (latents is None) == (shape is None):
         raise ValueError("give exactly one of latents= and shape=")
     if steps is None:
@@ -211,6 +226,9 @@ def denoise(model_id: str, conditioning: Conditioning, negative: Optional[Condit
     request = _ds.DenoiseRequest(model_id=model_id, seed=seed, steps=steps, guidance_scale=guidance_scale,
                                  shift=shift, expert_2=expert_2, boundary_ratio=boundary_ratio,
                                  guidance_scale_2=guidance_scale_2)
+    for segment in later_segments:
+        request.later_segments.add(model_id=segment.model_id, boundary_ratio=segment.boundary_ratio,
+                                   guidance_scale=segment.guidance_scale)
     fill_conditioning(request.conditioning, conditioning)
     if negative is not None:
         fill_conditioning(request.negative, negative)

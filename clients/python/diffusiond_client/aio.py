@@ -15,7 +15,7 @@ import grpc
 from . import _calls
 from ._aio_stream_call import AsyncDenoiseCall, AsyncEventWatch, AsyncGenerateCall, AsyncStreamCall
 from ._base import DEFAULT, ClientBase, Timeout
-from ._calls import Conditioning
+from ._calls import Conditioning, DenoiseSegment
 from ._transport import DEFAULT_MAX_MESSAGE_BYTES, Attempts, RetryPolicy, channel_options
 from .auth import TokenSource
 from .errors import NotFoundError, from_rpc_error
@@ -182,7 +182,8 @@ class AsyncClient(ClientBase):
                        latents: Optional[TensorLike] = None, shape: Optional[Sequence[int]] = None, seed: int = 0,
                        steps: Optional[int] = None, guidance_scale: float = 1.0, shift: float = 0.0,
                        sigmas: Optional[Sequence[float]] = None, timeout: Timeout = DEFAULT, *, expert_2: str = "",
-                       boundary_ratio: float = 0.0, guidance_scale_2: float = 0.0) -> AsyncDenoiseCall:
+                       boundary_ratio: float = 0.0, guidance_scale_2: float = 0.0,
+                       later_segments: Sequence[DenoiseSegment] = ()) -> AsyncDenoiseCall:
         """Starts a Denoise and returns its DenoiseCall (async-iterable, cancellable).
 
         ``conditioning`` (and the optional ``negative``, for classifier-free
@@ -195,10 +196,12 @@ class AsyncClient(ClientBase):
         ``shift`` 0 is the model's own schedule. ``expert_2`` (Wan 2.2's
         low-noise expert, a loaded model's id or a path) runs the steps whose
         timestep is below ``boundary_ratio`` x 1000, guided by
-        ``guidance_scale_2`` (0: ``guidance_scale``).
+        ``guidance_scale_2`` (0: ``guidance_scale``): an alias of one of
+        ``later_segments``, the models that take over in order, each at its
+        boundary, with one scheduler state across them.
         """
         spec = _calls.denoise(model_id, conditioning, negative, latents, shape, seed, steps, guidance_scale, shift,
-                              sigmas, expert_2, boundary_ratio, guidance_scale_2)
+                              sigmas, expert_2, boundary_ratio, guidance_scale_2, later_segments)
         return self._stream(spec, timeout, AsyncDenoiseCall)
 
     async def denoise(self, model_id: str, conditioning: Conditioning, negative: Optional[Conditioning] = None,
@@ -208,8 +211,8 @@ class AsyncClient(ClientBase):
                 timeout: Timeout = DEFAULT, **experts: Any) -> WireTensor:
         """Runs the denoise loop and returns the final latents (a float32 WireTensor).
 
-        Arguments as denoise_stream (``expert_2``, ``boundary_ratio`` and
-        ``guidance_scale_2`` by keyword); ``on_step(DenoiseStep)`` is called per
+        Arguments as denoise_stream (``expert_2``, ``boundary_ratio``,
+        ``guidance_scale_2`` and ``later_segments`` by keyword); ``on_step(DenoiseStep)`` is called per
         step, and if it raises the call is cancelled and the exception propagates.
         """
         return await self.denoise_stream(model_id, conditioning, negative, latents, shape, seed, steps, guidance_scale,

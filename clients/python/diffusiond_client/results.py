@@ -87,7 +87,7 @@ class DenoiseStep(_FromProto):
     steps: int
     sigma: float
     step_seconds: float
-    model_id: str  # the model that ran it: model_id, or expert_2 past the boundary
+    model_id: str  # the model that ran it: model_id, or a later segment's past its boundary
     evicted_model_ids: Tuple[str, ...] = ()  # on a model's first step: what was evicted to make room for it
     model_loaded: bool = False  # on a model's first step: it was loaded for this call
 

@@ -103,41 +103,62 @@ TEST(Denoise, TheConventionSetsTheSignAndTheModelTime) {
   EXPECT_THAT(times, ::testing::ElementsAre(0.0f, 0.75f));
 }
 
-TEST(Denoise, ASecondExpertRunsTheStepsBelowTheBoundaryWithItsOwnGuidance) {
-  int first_calls = 0, second_calls = 0, switches = 0;
+// Two segments of one run, as Wan 2.2's two experts: the second takes over
+// below its boundary with its own guidance, and the latents carry over.
+TEST(DenoiseRun, SegmentsRunTheirStepsWithTheirOwnPredictorAndGuidance) {
+  int first_calls = 0, second_calls = 0;
   std::vector<bool> first_negatives, second_negatives;
   DenoiseRequest r;
   r.initial_latents = torch::zeros({1, 1, 1});
   r.schedule.sigmas = {1.0f, 0.75f, 0.5f, 0.25f};  // timesteps 1000, 750, 500, 250
   r.has_negative = true;
-  r.guidance_scale = 3.0;    // first: 1 + 3 (2 - 1) = 4
-  r.guidance_scale_2 = 1.0;  // second: unguided, its positive 10
-  r.expert_boundary = 600;   // steps at 500 and 250 run the second expert
   DenoiseOptions options;
-  std::vector<int> experts;
-  options.on_step = [&](const StepEvent& e) { experts.push_back(e.expert); };
-  options.second_expert = [&]() -> absl::StatusOr<FlowPredictor> {
-    ++switches;
-    return constant(10.0f, 0.0f, &second_calls, &second_negatives);
-  };
-  absl::StatusOr<DenoiseResult> out =
-      denoise(constant(2.0f, 1.0f, &first_calls, &first_negatives), {1.0f, ModelTime::kSigma}, r, options);
-  ASSERT_THAT(out, IsOk());
-  EXPECT_EQ(switches, 1);
+  std::vector<int> segments;
+  options.on_step = [&](const StepEvent& e) { segments.push_back(e.segment); };
+  absl::StatusOr<DenoiseRun> run = DenoiseRun::start({1.0f, ModelTime::kSigma}, r);
+  ASSERT_THAT(run, IsOk());
+  const int boundary = first_step_below(run->schedule(), 600, 0);  // steps at 500 and 250 run the second
+  EXPECT_EQ(boundary, 2);
+  EXPECT_EQ(first_step_below(run->schedule(), 250, 0), 4);  // none below: the segment has no steps
+  EXPECT_EQ(first_step_below(run->schedule(), 2000, 3), 3);
+  // first: 1 + 3 (2 - 1) = 4; second: unguided, its positive 10.
+  ASSERT_THAT(run->run(constant(2.0f, 1.0f, &first_calls, &first_negatives), 3.0, boundary, 0, options), IsOk());
+  EXPECT_EQ(run->steps_done(), 2);
+  EXPECT_FALSE(run->done());
+  EXPECT_THAT(run->run(constant(0, 0, &second_calls, &second_negatives), 1.0, boundary, 1, options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must end after step 2")));
+  ASSERT_THAT(run->run(constant(10.0f, 0.0f, &second_calls, &second_negatives), 1.0, 4, 1, options), IsOk());
+  ASSERT_TRUE(run->done());
   EXPECT_EQ(first_calls, 2);
   EXPECT_EQ(second_calls, 2);
   EXPECT_THAT(first_negatives, ::testing::ElementsAre(true, true));
   EXPECT_THAT(second_negatives, ::testing::ElementsAre(false, false));
-  EXPECT_THAT(experts, ::testing::ElementsAre(0, 0, 1, 1));
+  EXPECT_THAT(segments, ::testing::ElementsAre(0, 0, 1, 1));
   // (0.75 - 1) 4 + (0.5 - 0.75) 4 + (0.25 - 0.5) 10 + (0 - 0.25) 10 = -7.
-  EXPECT_FLOAT_EQ(out->latents.item<float>(), -7.0f);
+  EXPECT_FLOAT_EQ(std::move(*run).finish().latents.item<float>(), -7.0f);
+}
 
-  options.second_expert = [&]() -> absl::StatusOr<FlowPredictor> { return absl::NotFoundError("gone"); };
-  EXPECT_THAT(denoise(constant(2.0f, 1.0f, &first_calls, &first_negatives), {1.0f, ModelTime::kSigma}, r, options),
-              StatusIs(absl::StatusCode::kNotFound, HasSubstr("gone")));
-  options.second_expert = nullptr;
-  EXPECT_THAT(denoise(constant(2.0f, 1.0f, &first_calls, &first_negatives), {1.0f, ModelTime::kSigma}, r, options),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("second expert")));
+// A UniPC run split in two segments of the same predictor gives the
+// unsplit run's latents bit for bit: the solver's history carries over.
+TEST(DenoiseRun, ASplitUniPcRunEqualsTheWholeRun) {
+  const FlowPredictor predict = [](const torch::Tensor& latents, float t, bool) -> absl::StatusOr<FlowPrediction> {
+    FlowPrediction p;
+    p.positive = latents * 0.5f + t * 1e-3f;
+    return p;
+  };
+  DenoiseRequest r;
+  r.latent_shape = {2, 3, 4};
+  r.seed = 7;
+  r.schedule.solver = FlowSolver::kUniPc;
+  r.schedule.steps = 6;
+  const FlowConvention convention = {-1.0f, ModelTime::kSigma};
+  absl::StatusOr<DenoiseResult> whole = denoise(predict, convention, r);
+  ASSERT_THAT(whole, IsOk());
+  absl::StatusOr<DenoiseRun> split = DenoiseRun::start(convention, r);
+  ASSERT_THAT(split, IsOk());
+  ASSERT_THAT(split->run(predict, 1.0, 3, 0, {}), IsOk());
+  ASSERT_THAT(split->run(predict, 1.0, 6, 1, {}), IsOk());
+  EXPECT_TRUE(torch::equal(std::move(*split).finish().latents, whole->latents));
 }
 
 // Qwen-Image's true CFG: comb = neg + s·(pos − neg), scaled per token (all

@@ -35,6 +35,31 @@ TEST(SchedulerConfig, ReadsItsFieldsOverTheDefaults) {
   EXPECT_TRUE(o->float64_linspace);
 }
 
+// Qwen-Image-Lightning's scheduler over Qwen-Image's defaults (shift_terminal
+// 0.02): what the file leaves out or nulls is upstream's class default.
+TEST(SchedulerConfig, FieldsLeftOutOrNullAreUpstreamsClassDefaultsNotTheModels) {
+  ScheduleOptions defaults;
+  defaults.shift_terminal = 0.02;
+  defaults.dynamic_shift = true;
+  defaults.base_shift = 0.5;
+  defaults.max_shift = 0.9;
+  defaults.max_seq_len = 8192;
+  defaults.shift = 3.0;
+  absl::StatusOr<ScheduleOptions> o = parse_scheduler_config(
+      R"({"use_dynamic_shifting": true, "base_shift": 1.0986122886681098, "max_shift": 1.0986122886681098,
+          "shift_terminal": null})",
+      "s.json", defaults);
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->shift_terminal, 0.0);
+  EXPECT_EQ(o->max_seq_len, 4096);
+  EXPECT_EQ(o->shift, 1.0);
+  o = parse_scheduler_config("{}", "s.json", defaults);
+  ASSERT_THAT(o, IsOk());
+  EXPECT_FALSE(o->dynamic_shift);
+  EXPECT_EQ(o->max_shift, 1.15);
+  EXPECT_EQ(o->shift_terminal, 0.0);
+}
+
 TEST(SchedulerConfig, SchnellIsUnshifted) {
   ScheduleOptions defaults;
   defaults.float64_linspace = true;

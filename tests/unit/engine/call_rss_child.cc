@@ -261,9 +261,9 @@ int run(int argc, char** argv) {
     const auto denoise = [&](int64_t side) {
       EngineDenoiseRequest r;
       r.model_id = denoiser_id;
-      r.loop.latent_shape = {channels, side, side};
-      r.loop.schedule.steps = 1;
-      r.loop.guidance_scale = guided ? 4.0 : 1.0;
+      r.latent_shape = {channels, side, side};
+      r.steps = 1;
+      r.guidance_scale = guided ? 4.0 : 1.0;
       r.positive = *positive;
       if (guided) r.negative = *negative;
       return report(e.denoise(r, {}).status(), "denoise");

@@ -62,9 +62,9 @@ class EngineCancelTest : public ::testing::Test {
   static EngineDenoiseRequest big_request(int steps) {
     EngineDenoiseRequest r;
     r.model_id = "m";
-    r.loop.latent_shape = {16, 128, 128};
-    r.loop.seed = 5;
-    r.loop.schedule.steps = steps;
+    r.latent_shape = {16, 128, 128};
+    r.seed = 5;
+    r.steps = steps;
     torch::manual_seed(2);
     r.positive.tensors["cap_feats"] = torch::randn({5, 32});
     return r;

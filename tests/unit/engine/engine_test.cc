@@ -160,10 +160,10 @@ class EngineTest : public ::testing::Test {
   EngineDenoiseRequest denoise_request(const std::string& id, int steps) {
     EngineDenoiseRequest r;
     r.model_id = id;
-    r.loop.latent_shape = {16, 4, 4};
-    r.loop.seed = 5;
-    r.loop.schedule.steps = steps;
-    r.loop.schedule.shift = 0;  // the model's default
+    r.latent_shape = {16, 4, 4};
+    r.seed = 5;
+    r.steps = steps;
+    r.shift = 0;  // the model's default
     torch::manual_seed(2);
     r.positive.tensors["cap_feats"] = torch::randn({5, 32});
     return r;
@@ -579,7 +579,7 @@ TEST_F(EngineTest, DenoiseReturnsLatents) {
   // Shift 0 is the model's default (3.0), not a shift of zero.
   EXPECT_FALSE(torch::equal(*latents, seeded_noise({16, 4, 4}, 5)));
   EngineDenoiseRequest explicit_shift = denoise_request("tiny", 2);
-  explicit_shift.loop.schedule.shift = 3.0;
+  explicit_shift.shift = 3.0;
   absl::StatusOr<torch::Tensor> same = engine_->denoise(explicit_shift, {});
   ASSERT_THAT(same, IsOk());
   EXPECT_TRUE(torch::equal(*latents, *same));
@@ -589,25 +589,25 @@ TEST_F(EngineTest, DenoiseRejectsBadRequests) {
   start();
   ASSERT_THAT(engine_->load(request("tiny")), IsOk());
   EngineDenoiseRequest channels = denoise_request("tiny", 1);
-  channels.loop.latent_shape = {15, 4, 4};
+  channels.latent_shape = {15, 4, 4};
   EXPECT_THAT(engine_->denoise(channels, {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("latents must be [16, H, W]"), HasSubstr("got [15, 4, 4]"))));
   EngineDenoiseRequest odd = denoise_request("tiny", 1);
-  odd.loop.latent_shape = {16, 5, 4};
+  odd.latent_shape = {16, 5, 4};
   EXPECT_THAT(engine_->denoise(odd, {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("multiples of 2"), HasSubstr("got [16, 5, 4]"))));
   // Beyond the model's RoPE positions: refused before 64 TiB of noise is drawn.
   EngineDenoiseRequest huge = denoise_request("tiny", 1);
-  huge.loop.latent_shape = {16, int64_t{1} << 20, int64_t{1} << 20};
+  huge.latent_shape = {16, int64_t{1} << 20, int64_t{1} << 20};
   EXPECT_THAT(engine_->denoise(huge, {}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("from 2 to 1024")));
   EngineDenoiseRequest given = denoise_request("tiny", 1);
-  given.loop.initial_latents = torch::zeros({16, 4, 6});
-  given.loop.latent_shape = {16, 4, 4};  // ignored: the given latents decide
+  given.initial_latents = torch::zeros({16, 4, 6});
+  given.latent_shape = {16, 4, 4};  // ignored: the given latents decide
   EXPECT_THAT(engine_->denoise(given, {}), IsOk());
-  given.loop.initial_latents = torch::zeros({16, 3, 4});
+  given.initial_latents = torch::zeros({16, 3, 4});
   EXPECT_THAT(engine_->denoise(given, {}), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got [16, 3, 4]")));
   EngineDenoiseRequest caption = denoise_request("tiny", 1);
   caption.positive.tensors["cap_feats"] = torch::zeros({5, 8});

@@ -193,9 +193,9 @@ TEST_F(VramEngineTest, DenoiseRunsOnThePlacement) {
   load("a");
   EngineDenoiseRequest r;
   r.model_id = "a";
-  r.loop.latent_shape = {16, 4, 4};
-  r.loop.seed = 5;
-  r.loop.schedule.steps = 2;
+  r.latent_shape = {16, 4, 4};
+  r.seed = 5;
+  r.steps = 2;
   torch::manual_seed(2);
   r.positive.tensors["cap_feats"] = torch::randn({5, 32});
   absl::StatusOr<torch::Tensor> latents = engine_->denoise(r, DenoiseOptions{});
@@ -218,9 +218,9 @@ TEST_F(VramEngineTest, FluxDenoisesOnAStreamingPlacementAsOnTheCpu) {
     if (!info.ok()) return {};
     EngineDenoiseRequest r;
     r.model_id = "flux";
-    r.loop.latent_shape = {config.in_channels / 4, 8, 8};
-    r.loop.seed = 9;
-    r.loop.schedule.steps = 2;
+    r.latent_shape = {config.in_channels / 4, 8, 8};
+    r.seed = 9;
+    r.steps = 2;
     r.positive = random_conditioning(info->conditioning, 4, 1);
     absl::StatusOr<torch::Tensor> out = engine.denoise(r, DenoiseOptions{});
     EXPECT_THAT(out, IsOk());

@@ -3,8 +3,8 @@
 // architecture's): a Denoise runs the first model above the boundary and
 // the second below it, the same latents as the loop over both predictors;
 // under a budget for one model and its activations the first is evicted
-// to load the second; a second expert of another architecture is refused
-// before any step.
+// to load the second; a list of three segments runs as data; a second
+// expert of another architecture is refused before any step.
 #include <torch/types.h>
 #include <torch/utils.h>
 
@@ -64,25 +64,23 @@ class ExpertSwitchTest : public ::testing::Test {
   static EngineDenoiseRequest request(const std::string& expert_2) {
     EngineDenoiseRequest r;
     r.model_id = "high";
-    r.loop.latent_shape = {16, 16, 16};
-    r.loop.seed = 7;
-    r.loop.schedule.sigmas = {1.0f, 0.75f, 0.5f, 0.25f};
-    r.loop.guidance_scale = 3.0;
-    r.loop.guidance_scale_2 = 2.0;
+    r.latent_shape = {16, 16, 16};
+    r.seed = 7;
+    r.sigmas = {1.0f, 0.75f, 0.5f, 0.25f};
+    r.guidance_scale = 3.0;
     torch::manual_seed(4);
     r.positive.tensors["cap_feats"] = torch::randn({5, 32});
     Conditioning negative;
     negative.tensors["cap_feats"] = torch::randn({3, 32});
     r.negative = negative;
-    r.expert_2 = expert_2;
-    r.boundary_ratio = 0.6;
+    r.later_segments = {{expert_2, 0.6, 2.0}};
     return r;
   }
 
   // Runs `r`; the model of each step in `experts` (0 first, 1 second).
   absl::StatusOr<torch::Tensor> run(const EngineDenoiseRequest& r, std::vector<int>* experts) {
     DenoiseOptions options;
-    options.on_step = [&](const StepEvent& e) { experts->push_back(e.expert); };
+    options.on_step = [&](const StepEvent& e) { experts->push_back(e.segment); };
     return engine_->denoise(r, options);
   }
 
@@ -123,19 +121,38 @@ TEST_F(ExpertSwitchTest, EachExpertRunsItsOwnStepsAsTheLoopOverBothWould) {
   absl::StatusOr<FlowPredictor> second = low.model->flow_predictor(r.positive, &*r.negative);
   ASSERT_THAT(first, IsOk());
   ASSERT_THAT(second, IsOk());
-  DenoiseRequest loop = r.loop;
+  DenoiseRequest loop;
+  loop.latent_shape = r.latent_shape;
+  loop.seed = r.seed;
+  loop.schedule.sigmas = r.sigmas;
   loop.has_negative = true;
-  loop.expert_boundary = 600;
-  DenoiseOptions both;
-  both.second_expert = [&]() -> absl::StatusOr<FlowPredictor> { return *second; };
-  absl::StatusOr<DenoiseResult> expected = denoise(*first, high.model->flow_convention(), loop, both);
+  absl::StatusOr<DenoiseRun> expected = DenoiseRun::start(high.model->flow_convention(), loop);
   ASSERT_THAT(expected, IsOk());
-  EXPECT_TRUE(torch::equal(*latents, expected->latents));
+  ASSERT_THAT(expected->run(*first, 3.0, 2, 0, {}), IsOk());
+  ASSERT_THAT(expected->run(*second, 2.0, 4, 1, {}), IsOk());
+  EXPECT_TRUE(torch::equal(*latents, std::move(*expected).finish().latents));
 
   std::vector<int> one_model;
   absl::StatusOr<torch::Tensor> high_only = run(request("high"), &one_model);
   ASSERT_THAT(high_only, IsOk());
   EXPECT_FALSE(torch::equal(*high_only, *latents)) << "the second expert made no difference";
+}
+
+// A list of segments is data: three of them, the last back on the first
+// model, run as one loop over the three predictors would.
+TEST_F(ExpertSwitchTest, ThreeSegmentsRunTheirStepsInOneLoop) {
+  start(int64_t{1} << 30);
+  load("high");
+  load("low");
+  EngineDenoiseRequest r = request("low");
+  r.later_segments = {{"low", 0.8, 2.0}, {"high", 0.4, 0}};  // steps at 750, 500; at 250
+  std::vector<int> segments;
+  absl::StatusOr<torch::Tensor> latents = run(r, &segments);
+  ASSERT_THAT(latents, IsOk());
+  EXPECT_THAT(segments, ElementsAre(0, 1, 1, 2));
+  absl::StatusOr<torch::Tensor> two = run(request("low"), &segments);
+  ASSERT_THAT(two, IsOk());
+  EXPECT_FALSE(torch::equal(*two, *latents)) << "the third segment made no difference";
 }
 
 TEST_F(ExpertSwitchTest, UnderABudgetForOneModelTheFirstIsEvictedForTheSecond) {
@@ -158,10 +175,20 @@ TEST_F(ExpertSwitchTest, UnderABudgetForOneModelTheFirstIsEvictedForTheSecond) {
   start(std::max(plan->bytes[kCpuIndex], model + activations) + model / 2);
   load("high");
   std::vector<int> experts;
-  absl::StatusOr<torch::Tensor> latents = run(request("low"), &experts);
+  std::vector<SegmentStart> starts;
+  EngineDenoiseRequest r = request("low");
+  r.on_segment = [&](const SegmentStart& s) { starts.push_back(s); };
+  absl::StatusOr<torch::Tensor> latents = run(r, &experts);
   ASSERT_THAT(latents, IsOk());
   EXPECT_THAT(experts, ElementsAre(0, 0, 1, 1));
   EXPECT_THAT(loaded(), ElementsAre("low")) << "the first expert was evicted to load the second";
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[0].model_id, "high");
+  EXPECT_FALSE(starts[0].loaded);
+  EXPECT_EQ(starts[1].model_id, "low");
+  EXPECT_EQ(starts[1].first_step, 2);
+  EXPECT_TRUE(starts[1].loaded);
+  EXPECT_THAT(starts[1].evicted, ElementsAre("high"));
   EXPECT_TRUE(torch::equal(*latents, *reference)) << "eviction changed the result";
   EXPECT_EQ(ram_->snapshot().reserved_bytes, 0);
   EXPECT_GE(ram_->available_bytes(), 0);
@@ -172,12 +199,15 @@ TEST_F(ExpertSwitchTest, ASecondExpertOfAnotherArchitectureIsRefusedBeforeAnySte
   load("high");
   std::vector<int> experts;
   EXPECT_THAT(run(request("vae"), &experts),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("both experts must be one architecture")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("every segment must be one architecture")));
   EXPECT_TRUE(experts.empty());
   EXPECT_THAT(loaded(), ElementsAre("high")) << "the refused expert was loaded";
   EngineDenoiseRequest r = request("low");
-  r.boundary_ratio = 1.5;
+  r.later_segments[0].boundary_ratio = 1.5;
   EXPECT_THAT(run(r, &experts), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("boundary_ratio")));
+  r = request("low");
+  r.later_segments.push_back({"high", 0.7, 0});  // above the segment before it
+  EXPECT_THAT(run(r, &experts), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("below the segment before it")));
   EXPECT_FALSE(run(request("absent"), &experts).ok());
   EXPECT_TRUE(experts.empty());
   EXPECT_EQ(ram_->snapshot().reserved_bytes, 0);

@@ -60,11 +60,11 @@ class StepAdmissionTest : public ::testing::Test {
   static EngineDenoiseRequest denoise_request(const std::string& id) {
     EngineDenoiseRequest r;
     r.model_id = id;
-    r.loop.latent_shape = {16, 32, 32};
-    r.loop.seed = 5;
-    r.loop.schedule.steps = 1;
-    r.loop.schedule.shift = 0;
-    r.loop.guidance_scale = 2.0;
+    r.latent_shape = {16, 32, 32};
+    r.seed = 5;
+    r.steps = 1;
+    r.shift = 0;
+    r.guidance_scale = 2.0;
     torch::manual_seed(2);
     r.positive.tensors["cap_feats"] = torch::randn({5, 32});
     Conditioning negative;
@@ -130,7 +130,7 @@ TEST_F(StepAdmissionTest, AFailedCallReleasesItsReservationToo) {
   options.cancel = cancel.token();
   options.on_step = [&](const StepEvent&) { cancel.cancel(absl::CancelledError("client gone")); };
   EngineDenoiseRequest r = denoise_request("a");
-  r.loop.schedule.steps = 3;
+  r.steps = 3;
   EXPECT_THAT(engine_->denoise(r, options), StatusIs(absl::StatusCode::kCancelled, HasSubstr("client gone")));
   EXPECT_EQ(ram_->available_bytes(), available);
   // A Step the model refuses (a caption of the wrong width) after admission.

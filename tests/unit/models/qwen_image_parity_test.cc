@@ -198,7 +198,11 @@ TEST_F(QwenImageParity, SingleForwardAndIntermediates) {
   std::printf("single forward vs fwd.out: max abs diff %.3g (fwd.out_f64: %.3g)\n", diff,
               max_abs_diff(io_.get("fwd.out"), io_.get("fwd.out_f64")));
   EXPECT_LT(diff, kTolerance);
-  EXPECT_EQ(max_abs_diff(io_.get("fwd.timestep"), io_.get("dbg.time_in")), 0.0);
+  // zero_cond_t appends the t = 0 row the reference images are modulated by.
+  const torch::Tensor t = io_.get("fwd.timestep");
+  const torch::Tensor time_in = fixture_config().zero_cond_t ? torch::cat({t, torch::zeros_like(t)}) : t;
+  EXPECT_EQ(io_.get("dbg.time_in").sizes(), time_in.sizes());
+  EXPECT_EQ(max_abs_diff(time_in, io_.get("dbg.time_in")), 0.0);
   std::vector<std::string> names = {"t_sinusoid", "temb", "img_in", "txt_norm", "txt_in", "norm_out"};
   for (int64_t i = 0; i < fixture_config().num_layers; ++i) {
     names.push_back(absl::StrCat("block", i, "_img"));
@@ -378,16 +382,22 @@ TEST(QwenImageParityLatents, PackAndUnpackAsThePipeline) {
 // one image per item is the plain forward; with a reference image after
 // it, the output moves, except at t = 0, where both modulations agree.
 TEST_F(QwenImageParity, ZeroCondTModulatesReferenceImagesAtTimeZero) {
-  LoadedModel plain_load = load();
+  // The fixture's weights under its config with the flag off and on,
+  // whichever the fixture's own is.
+  const auto load_with = [&](bool zero_cond_t, const std::string& folder) {
+    std::filesystem::create_directories(tmp_.path(folder));
+    nlohmann::json config = read_json("config.json");
+    config["zero_cond_t"] = zero_cond_t;
+    EXPECT_THAT(write_text_file(tmp_.path(folder + "/config.json"), config.dump()), IsOk());
+    std::filesystem::create_symlink(fixture() + "/transformer/diffusion_pytorch_model.safetensors",
+                                    tmp_.path(folder + "/diffusion_pytorch_model.safetensors"));
+    return load_test_model(tmp_.path(folder), ModelLoadOptions());
+  };
+  LoadedModel plain_load = load_with(false, "plain");
   const QwenImageModel* plain = plain_load.get<QwenImageModel>();
   ASSERT_NE(plain, nullptr);
-  TempDir tmp;
-  nlohmann::json config = read_json("config.json");
-  config["zero_cond_t"] = true;
-  ASSERT_THAT(write_text_file(tmp.path("config.json"), config.dump()), IsOk());
-  std::filesystem::create_symlink(fixture() + "/transformer/diffusion_pytorch_model.safetensors",
-                                  tmp.path("diffusion_pytorch_model.safetensors"));
-  LoadedModel zero_load = load_test_model(tmp.path(), ModelLoadOptions());
+  ASSERT_FALSE(plain->config().zero_cond_t);
+  LoadedModel zero_load = load_with(true, "zero");
   const QwenImageModel* zero = zero_load.get<QwenImageModel>();
   ASSERT_NE(zero, nullptr);
   ASSERT_TRUE(zero->config().zero_cond_t);

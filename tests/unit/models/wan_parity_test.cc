@@ -462,13 +462,12 @@ TEST_P(WanFixtureParity, ActivationEstimateIsPositiveAndGrowsWithFrames) {
   EXPECT_EQ(step_q->batch, io_.get("batch.hidden_states").size(0));
 }
 
-// The fixture's loop through the generic denoise(): the model's own
+// The fixture's loop through the generic DenoiseRun: the model's own
 // schedule (its scheduler_config.json), the text zero-padded to the
 // fixture's length, CFG as WanPipeline does it. With two experts (Wan 2.2)
-// one predictor picks the expert by timestep (t >= boundary_ratio * 1000:
-// transformer, else transformer_2) and, since the loop applies one guidance
-// scale, rescales the low-noise expert's positive prediction so that the
-// loop's neg + g1 (pos' - neg) is upstream's neg + g2 (pos - neg).
+// the run has two segments: the steps whose timestep is at or above
+// boundary_ratio * num_train_timesteps run transformer at guidance_scale,
+// the rest transformer_2 at guidance_scale_2, one solver state across both.
 TEST_P(WanFixtureParity, FourStepLoop) {
   const nlohmann::json variant = read_json_file(dir() + "/variant.json");
   const int experts = variant.value("experts", 1);
@@ -512,15 +511,19 @@ TEST_P(WanFixtureParity, FourStepLoop) {
   std::vector<int> used;
   DenoiseOptions options;
   options.keep_history = true;
-  options.on_step = [&](const StepEvent& e) { used.push_back(e.expert); };
-  if (experts == 2) {
-    // The loop's own switch, as Engine::denoise drives it with expert_2.
-    request.expert_boundary = static_cast<float>(boundary);
-    request.guidance_scale_2 = g2;
-    options.second_expert = [&]() -> absl::StatusOr<FlowPredictor> { return predictors[1]; };
+  options.on_step = [&](const StepEvent& e) { used.push_back(e.segment); };
+  // One run in segments, as Engine::denoise drives the experts.
+  absl::StatusOr<DenoiseRun> run = DenoiseRun::start(models[0]->flow_convention(), request);
+  ASSERT_THAT(run, IsOk());
+  const int switch_at = experts == 2 ? first_step_below(run->schedule(), static_cast<float>(boundary), 0)
+                                     : run->schedule().steps();
+  if (switch_at > 0) {
+    ASSERT_THAT(run->run(predictors[0], g1, switch_at, 0, options), IsOk());
   }
-  absl::StatusOr<DenoiseResult> r = denoise(predictors[0], models[0]->flow_convention(), request, options);
-  ASSERT_THAT(r, IsOk());
+  if (switch_at < run->schedule().steps()) {
+    ASSERT_THAT(run->run(predictors[1], g2, run->schedule().steps(), 1, options), IsOk());
+  }
+  const std::optional<DenoiseResult> r = std::move(*run).finish();
 
   EXPECT_EQ(max_abs_diff(torch::tensor(r->schedule.sigmas), io_.get("loop.sigmas")), 0.0) << "sigmas";
   EXPECT_EQ(max_abs_diff(torch::tensor(r->schedule.timesteps), io_.get("loop.timesteps")), 0.0) << "timesteps";
@@ -562,9 +565,9 @@ TEST_P(WanFixtureParity, FourStepLoopThroughTheEngine) {
   const torch::Tensor guidance = io_.get("loop.guidance_scale").to(torch::kFloat64);
   EngineDenoiseRequest r;
   r.model_id = "high";
-  r.loop.initial_latents = io_.get("loop.noise")[0];
-  r.loop.schedule.steps = static_cast<int>(io_.get("loop.timesteps").numel());
-  r.loop.guidance_scale = guidance[0].item<double>();
+  r.initial_latents = io_.get("loop.noise")[0];
+  r.steps = static_cast<int>(io_.get("loop.timesteps").numel());
+  r.guidance_scale = guidance[0].item<double>();
   const torch::Tensor prompt = io_.get("loop.prompt_embeds")[0];
   r.positive.tensors["encoder_hidden_states"] = prompt;
   Conditioning negative;
@@ -573,13 +576,13 @@ TEST_P(WanFixtureParity, FourStepLoopThroughTheEngine) {
       static_cast<double>(prompt.size(0));  // the fixture's text is already padded
   r.negative = negative;
   if (experts == 2) {
-    r.expert_2 = "low";  // loaded by the switch
-    r.boundary_ratio = read_json_file(dir() + "/model_index_fragment.json").at("boundary_ratio").get<double>();
-    r.loop.guidance_scale_2 = guidance[1].item<double>();
+    r.later_segments.push_back({"low",  // loaded by the switch
+                                read_json_file(dir() + "/model_index_fragment.json").at("boundary_ratio").get<double>(),
+                                guidance[1].item<double>()});
   }
   std::vector<int> used;
   DenoiseOptions options;
-  options.on_step = [&](const StepEvent& e) { used.push_back(e.expert); };
+  options.on_step = [&](const StepEvent& e) { used.push_back(e.segment); };
   absl::StatusOr<torch::Tensor> latents = engine->denoise(r, options);
   ASSERT_THAT(latents, IsOk());
   const torch::Tensor expert = io_.get("loop.expert");

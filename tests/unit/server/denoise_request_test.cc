@@ -64,9 +64,10 @@ TEST(DenoiseRequest, ASecondExpertNeedsItsBoundaryAndCarriesItsGuidance) {
   r.set_guidance_scale_2(3.0);
   absl::StatusOr<EngineDenoiseRequest> engine = denoise_request(r);
   ASSERT_THAT(engine, IsOk());
-  EXPECT_EQ(engine->expert_2, "low-noise");
-  EXPECT_EQ(engine->boundary_ratio, 0.875);
-  EXPECT_EQ(engine->loop.guidance_scale_2, 3.0);
+  ASSERT_EQ(engine->later_segments.size(), 1u);  // expert_2 is an alias of one later segment
+  EXPECT_EQ(engine->later_segments[0].model, "low-noise");
+  EXPECT_EQ(engine->later_segments[0].boundary_ratio, 0.875);
+  EXPECT_EQ(engine->later_segments[0].guidance_scale, 3.0);
   for (double ratio : {0.0, -0.5, 1.5, std::nan("")}) {
     r.set_boundary_ratio(ratio);
     EXPECT_THAT(denoise_request(r).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("boundary_ratio")))
@@ -78,6 +79,38 @@ TEST(DenoiseRequest, ASecondExpertNeedsItsBoundaryAndCarriesItsGuidance) {
   r = valid_request();
   r.set_boundary_ratio(0.9);
   EXPECT_THAT(denoise_request(r).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expert_2")));
+}
+
+TEST(DenoiseRequest, LaterSegmentsCarryOverInOrderWithDecreasingBoundaries) {
+  v1::DenoiseRequest r = valid_request();
+  const auto add = [&](const std::string& id, double boundary, double guidance) {
+    v1::DenoiseSegment* s = r.add_later_segments();
+    s->set_model_id(id);
+    s->set_boundary_ratio(boundary);
+    s->set_guidance_scale(guidance);
+  };
+  add("low", 0.875, 3.0);
+  add("refiner", 0.2, 0);
+  absl::StatusOr<EngineDenoiseRequest> engine = denoise_request(r);
+  ASSERT_THAT(engine, IsOk());
+  ASSERT_EQ(engine->later_segments.size(), 2u);
+  EXPECT_EQ(engine->later_segments[1].model, "refiner");
+  EXPECT_EQ(engine->later_segments[1].boundary_ratio, 0.2);
+  add("late", 0.5, 0);  // above the segment before it
+  EXPECT_THAT(denoise_request(r).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("later_segments[2].boundary_ratio")));
+  r = valid_request();
+  add("", 0.5, 0);
+  EXPECT_THAT(denoise_request(r).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("names no model_id")));
+  r = valid_request();
+  add("low", 0.5, -1);
+  EXPECT_THAT(denoise_request(r).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("later_segments[0].guidance_scale")));
+  r = valid_request();
+  add("low", 0.5, 0);
+  r.set_expert_2("other");
+  r.set_boundary_ratio(0.9);
+  EXPECT_THAT(denoise_request(r).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not both")));
 }
 
 TEST(DenoiseRequest, MoreSigmasThanStepsAllowedAreRefused) {
