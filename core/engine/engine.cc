@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/engine/internal/call_scope.h"
 #include "core/engine/internal/engine_job.h"
 #include "core/engine/model_admission.h"
 #include "core/engine/step_admission.h"
@@ -394,28 +395,11 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
   // Activations are reserved where the forward runs, and held until it
   // returns: on the device beside the placement, else in RAM beside the
   // model (step_admission.h).
-  Pin pinned;
-  Reservation activations;
-  std::optional<DeviceRun> on_device;
-  if (vram_ != nullptr) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(pinned, pin(model_id));
-    const Model& model = pinned.as<LoadedModel>()->model();
-    DIFFUSIOND_ASSIGN_OR_RETURN(on_device, prepare_device(model_id, model, device_activation_bytes(model, inputs)));
-  } else {
-    DIFFUSIOND_ASSIGN_OR_RETURN(
-        PinnedRoom room,
-        pin_with_room(
-            model_id, [&](const Model& m) -> absl::StatusOr<CallRoom> { return step_room(m, inputs, model_id); }, job,
-            nullptr));
-    pinned = std::move(room.pin);
-    activations = std::move(room.reservation);
-  }
-  const Model& model = pinned.as<LoadedModel>()->model();
-  std::optional<DeviceForward> source;
-  if (on_device.has_value()) source.emplace(*on_device->placement.as<DevicePlacement>());
-  CancellationScope scope(job.token());
-  ActivationArenaScope arena(activations.reserved_bytes());
-  return status_of("the step", [&] { return model.step(inputs); });
+  CallNeeds needs;
+  needs.cpu_room = [&](const Model& m) -> absl::StatusOr<CallRoom> { return step_room(m, inputs, model_id); };
+  needs.device_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> { return device_activation_bytes(m, inputs); };
+  DIFFUSIOND_ASSIGN_OR_RETURN(CallScope call, admit_call(model_id, needs, job, nullptr, nullptr));
+  return call.run("the step", [&] { return call.model().step(inputs); });
 }
 
 void Engine::stop_accepting() {

@@ -221,9 +221,20 @@ class Engine final : public EngineApi {
   };
   absl::StatusOr<OpenedLoad> open_and_plan(const ResolvedLoad& load) const;
   absl::StatusOr<Pin> pin(const std::string& model_id);
-  // One segment of a Denoise (engine_denoise.cc): `model_id` pinned with
-  // one step's activations at `guidance_scale` reserved, and its predictor;
-  // what readying it did goes to `start`.
+  // One call on one cached model, admitted, and what it reserves
+  // (internal/call_scope.h).
+  class CallScope;
+  struct CallNeeds;
+  // Pins `model_id` with the room `needs` says reserved beside it (in RAM,
+  // or on the device beside its placement). NOT_FOUND when it is not
+  // loaded; RESOURCE_EXHAUSTED when the room cannot be had; the needs'
+  // own errors before any wait. `evicted` and `where` (optional) get what
+  // was evicted and placed.
+  absl::StatusOr<CallScope> admit_call(const std::string& model_id, const CallNeeds& needs, const Job& job,
+                                       std::vector<std::string>* evicted, CallDevice* where);
+  // One segment of a Denoise (engine_denoise.cc): `model_id` admitted with
+  // one step's activations at `guidance_scale`, and its predictor; what
+  // readying it did goes to `start`.
   struct SegmentModel;
   absl::StatusOr<SegmentModel> ready_segment(const std::string& model_id, const EngineDenoiseRequest& request,
                                              double guidance_scale, const Job& job, SegmentStart& start);

@@ -6,23 +6,19 @@
 // serves both: loading the second may evict the first.
 #include "absl/strings/str_cat.h"
 #include "core/engine/engine.h"
+#include "core/engine/internal/call_scope.h"
 #include "core/engine/internal/engine_job.h"
 #include "core/engine/step_admission.h"
-#include "core/memory/activation_arena_scope.h"
 #include "core/util/bounded_text.h"
-#include "core/util/cancellation_scope.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
-#include "core/vram/device_placement.h"
 
 namespace diffusiond {
 
 // Member order is teardown order: the predictor (which points into the
-// model) goes before the device run and the pin that keep the model.
+// model) goes before the call that keeps the model.
 struct Engine::SegmentModel {
-  Pin pinned;
-  Reservation activations;
-  std::optional<DeviceRun> on_device;
+  CallScope call;
   const DiffusionModel* model = nullptr;
   FlowPredictor predict;
 };
@@ -64,37 +60,24 @@ absl::StatusOr<Engine::SegmentModel> Engine::ready_segment(const std::string& mo
     }
     return d;
   };
-  SegmentModel segment;
   start.model_id = model_id;
   // Held until its steps end, where the forwards run (step_admission.h).
-  // On the CPU a request the model refuses is refused by the room's
-  // function, before any wait for room.
-  if (vram_ != nullptr) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(segment.pinned, pin(model_id));
-  } else {
-    DIFFUSIOND_ASSIGN_OR_RETURN(
-        PinnedRoom room,
-        pin_with_room(
-            model_id,
-            [&](const Model& m) -> absl::StatusOr<CallRoom> {
-              DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* d, denoiser_of(m));
-              return activation_room(
-                  *d, denoise_activation_query(*d, shape, guidance_scale, request.positive, negative), model_id);
-            },
-            job, &start.evicted));
-    segment.pinned = std::move(room.pin);
-    segment.activations = std::move(room.reservation);
-  }
-  DIFFUSIOND_ASSIGN_OR_RETURN(segment.model, denoiser_of(segment.pinned.as<LoadedModel>()->model()));
-  DIFFUSIOND_ASSIGN_OR_RETURN(segment.predict, segment.model->flow_predictor(request.positive, negative));
-  if (vram_ != nullptr) {
-    ActivationQuery query = denoise_activation_query(*segment.model, shape, guidance_scale, request.positive, negative);
+  CallNeeds needs;
+  needs.cpu_room = [&](const Model& m) -> absl::StatusOr<CallRoom> {
+    DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* d, denoiser_of(m));
+    return activation_room(*d, denoise_activation_query(*d, shape, guidance_scale, request.positive, negative),
+                           model_id);
+  };
+  needs.device_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {
+    DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* d, denoiser_of(m));
+    ActivationQuery query = denoise_activation_query(*d, shape, guidance_scale, request.positive, negative);
     query.device_is_cpu = false;
-    DIFFUSIOND_ASSIGN_OR_RETURN(
-        segment.on_device,
-        prepare_device(model_id, *segment.model, segment.model->estimate_activations(query).bytes, &start.where));
-  }
-  return segment;
+    return d->estimate_activations(query).bytes;
+  };
+  DIFFUSIOND_ASSIGN_OR_RETURN(CallScope call, admit_call(model_id, needs, job, &start.evicted, &start.where));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* model, denoiser_of(call.model()));
+  DIFFUSIOND_ASSIGN_OR_RETURN(FlowPredictor predict, model->flow_predictor(request.positive, negative));
+  return SegmentModel{std::move(call), model, std::move(predict)};
 }
 
 absl::Status Engine::check_later_segments(const EngineDenoiseRequest& request, const DiffusionModel& first) {
@@ -177,17 +160,12 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   DenoiseOptions stoppable = options;
   stoppable.cancel = job.token();
   if (stoppable.clock == nullptr) stoppable.clock = clock_;
-  // Sized by the first segment's step; a later model of the same
-  // architecture admits the same bytes for the same latents.
-  ActivationArenaScope arena(current->activations.reserved_bytes());
-  CancellationScope scope(job.token());
   for (size_t k = 0; k < segments; ++k) {
     if (begin[k] == begin[k + 1]) continue;  // no steps: never readied
     if (k > 0) {
       // The model before is let go first, its pin, its activations and its
       // placement, so that readying this one may evict it.
       current.reset();
-      arena.release_free_pages();
       start = SegmentStart();
       const std::string& named = request.later_segments[k - 1].model;
       std::string id = named;
@@ -213,9 +191,7 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
     start.segment = static_cast<int>(k);
     start.first_step = begin[k];
     if (request.on_segment) request.on_segment(start);
-    std::optional<DeviceForward> source;
-    if (current->on_device.has_value()) source.emplace(*current->on_device->placement.as<DevicePlacement>());
-    DIFFUSIOND_RETURN_IF_ERROR(status_of("the denoise loop", [&]() -> absl::Status {
+    DIFFUSIOND_RETURN_IF_ERROR(current->call.run("the denoise loop", [&]() -> absl::Status {
       return run.run(current->predict, guidance_of(request, k), begin[k + 1], static_cast<int>(k), stoppable);
     }));
   }
