@@ -126,7 +126,17 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opti
   co.observer = options.observer;
   co.max_room_wait = options.max_room_wait;
   if (options.device != nullptr) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(co.observer, engine->start_vram_tier());
+    DevicePlacerOptions po;
+    po.device = options.device;
+    po.vram_budget = options.vram_budget;
+    po.observer = options.vram_observer;
+    po.clock = options.clock;
+    po.fp8_matmul = options.fp8_matmul;
+    po.fp8_fast_accum = options.fp8_fast_accum;
+    po.note = options.note;
+    DIFFUSIOND_ASSIGN_OR_RETURN(engine->device_, DevicePlacer::create(po));
+    engine->dropper_ = engine->device_->placement_dropper(options.observer);
+    co.observer = engine->dropper_.get();
   }
   DIFFUSIOND_ASSIGN_OR_RETURN(engine->cache_, ModelCache::create(co));
   return engine;
@@ -211,8 +221,8 @@ absl::StatusOr<ModelInfo> Engine::inspect(const ModelLoadRequest& request) {
 }
 
 absl::StatusOr<CallFloor> Engine::least_call_room(const std::string& id_or_path, const ActivationQuery& query) {
-  // On a device every role's activations are VRAM's (prepare_device).
-  const bool on_device = vram_ != nullptr;
+  // On a device every role's activations are VRAM's (device_placer.h).
+  const bool on_device = device_ != nullptr;
   ActivationQuery asked = query;
   CallFloor floor;
   const auto of = [&](const LoadRecipe* recipe, ComputeDtype dtype) {
@@ -291,7 +301,7 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard
   };
   stream.cancel = shared.token();
   publish(LoadProgress{0, plan.plan.source_bytes, 0, static_cast<int64_t>(plan.plan.tensors.size()), {}});
-  return load_planned_model(*checkpoint, plan, *cache_, stream, /*cpu_only=*/vram_ == nullptr);
+  return load_planned_model(*checkpoint, plan, *cache_, stream, /*cpu_only=*/device_ == nullptr);
 }
 
 absl::StatusOr<ModelInfo> Engine::answer(const ResolvedLoad& load, Pin pinned) const {
@@ -313,7 +323,7 @@ absl::StatusOr<ModelInfo> Engine::answer(const ResolvedLoad& load, Pin pinned) c
   for (const CacheEntryStats& e : cache_->stats().entries) {
     if (e.key == load.model_id) set_usage(e, &info);
   }
-  set_vram_usage(&info);
+  if (device_ != nullptr) device_->set_usage(&info);
   std::string differs = config_differs;
   if (info.path != load.path) absl::StrAppend(&differs, " from ", info.path, " (asked: ", load.path, ")");
   if (info.fp8 != load.fp8.format) {
@@ -335,7 +345,7 @@ absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const U
   // cancels it.
   UnloadOptions waiting = options;
   waiting.cancel = job.token();
-  const int64_t placed = placement_bytes(model_id);
+  const int64_t placed = (device_ != nullptr ? device_->placement_bytes(model_id) : 0);
   absl::StatusOr<UnloadResult> r = cache_->unload(model_id, waiting);
   if (absl::IsDeadlineExceeded(r.status())) {
     return absl::DeadlineExceededError(absl::StrCat("model \"", bounded(model_id), "\" is still in use after ",
@@ -344,7 +354,7 @@ absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const U
   }
   // The placement went with the model (PlacementDropper, before the cache's
   // unload returned): its VRAM is freed too.
-  if (r.ok() && placement_bytes(model_id) == 0) r->freed_bytes[kCudaIndex] = placed;
+  if (r.ok() && (device_ != nullptr ? device_->placement_bytes(model_id) : 0) == 0) r->freed_bytes[kCudaIndex] = placed;
   return r;
 }
 
@@ -358,7 +368,7 @@ std::vector<ModelInfo> Engine::list() const {
     });
     if (!present) continue;  // unloaded since the snapshot
     set_usage(e, &info);
-    set_vram_usage(&info);
+    if (device_ != nullptr) device_->set_usage(&info);
     out.push_back(std::move(info));
   }
   return out;
@@ -384,8 +394,13 @@ absl::StatusOr<Reservation> Engine::make_room(int64_t bytes, Device device, std:
   Job job(this);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
   if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("cannot make room for ", bytes, " bytes"));
-  if (device == Device::kCuda && vram_ != nullptr) return vram_->make_room(bytes, evicted);
+  if (device == Device::kCuda && device_ != nullptr) return device_->make_room(bytes, evicted);
   return cache_->make_room(bytes, device, evicted);
+}
+
+std::optional<CacheStats> Engine::vram_stats() const {
+  if (device_ == nullptr) return std::nullopt;
+  return device_->stats();
 }
 
 absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const NamedTensors& inputs,

@@ -23,6 +23,7 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/random_access_file.h"
 #include "core/denoise/denoise_loop.h"
+#include "core/engine/device_placer.h"
 #include "core/engine/engine_api.h"
 #include "core/engine/load_board.h"
 #include "core/engine/loaded_model.h"
@@ -33,10 +34,7 @@
 #include "core/util/cancellation.h"
 #include "core/util/clock.h"
 #include "core/util/mutex.h"
-#include "core/vram/block_layout.h"
-#include "core/vram/residency_plan.h"
 #include "core/vram/vram_device.h"
-#include "core/vram/vram_tier.h"
 
 namespace diffusiond {
 
@@ -161,7 +159,7 @@ class Engine final : public EngineApi {
   // activations (encode_activation_bytes of the most tokens it can give)
   // by a reservation, evicting unpinned models if needed. With a device the
   // encoder runs there: placed, and its activations reserved, under the
-  // VRAM budget (prepare_device); the outputs come back to RAM.
+  // VRAM budget (device_placer.h); the outputs come back to RAM.
   // FAILED_PRECONDITION if the model is not a text encoder (or has no
   // tokenizer), NOT_FOUND if it is not loaded, RESOURCE_EXHAUSTED if the
   // activations cannot be admitted. `cancel` stops it between layers.
@@ -175,7 +173,7 @@ class Engine final : public EngineApi {
   // admitted by a reservation first (evicting unpinned models if needed):
   // untiled when that fits, else tiled as diffusers' enable_tiling();
   // RESOURCE_EXHAUSTED when neither fits. With a device the VAE runs there
-  // and the same choice is made against the VRAM budget (prepare_device).
+  // and the same choice is made against the VRAM budget (device_placer.h).
   // FAILED_PRECONDITION if the model is not a VAE, INVALID_ARGUMENT for misshapen latents. `cancel` stops
   // encode and decode as it stops step().
   absl::StatusOr<torch::Tensor> decode_image(const std::string& model_id, const torch::Tensor& latents,
@@ -254,48 +252,12 @@ class Engine final : public EngineApi {
   absl::StatusOr<ModelInfo> answer(const ResolvedLoad& load, Pin pinned) const;
   std::string relative_to_models_dir(const std::string& path) const;
 
-  // The VRAM tier (engine_placement.cc). A call on a device — any role: a
-  // denoiser's step, an encode, a decode — holds its model's placement
-  // pinned and its activations reserved.
-  struct DeviceRun {
-    Pin placement;
-    Reservation activations;
-    int64_t streamed_before = 0;  // the placement's bytes_streamed() when the call began
-    // Adds what the call streamed to `where` (if any), once it ran.
-    void report_streamed(CallDevice* where) const;
-  };
-  class PlacementDropper;
-  // Creates the tier and the observer that drops a placement whose model
-  // left RAM; returns the observer the RAM cache reports to.
-  absl::StatusOr<CacheObserver*> start_vram_tier();
-  // The one admission rule of every role on the device: places `model`
-  // (cached as `model_id`, its blocks from Model::block_containers()) unless
-  // placed, re-plans a placement whose plan does not suit
-  // `activation_bytes` (residency_plan.h), and reserves them beside it.
-  // Nothing without a device. `where` (optional) says what was done.
-  absl::StatusOr<std::optional<DeviceRun>> prepare_device(const std::string& model_id, const Model& model,
-                                                          int64_t activation_bytes, CallDevice* where = nullptr);
-  absl::StatusOr<Pin> place(const std::string& model_id, const Model& model, int64_t activation_bytes,
-                            CallDevice* where);
-  // The plan `model` gets for calls of `activation_bytes`; the refusal
-  // names the budget, the activations and the tier's needed, available and
-  // evictable bytes.
-  absl::StatusOr<ResidencyPlan> plan_for(const std::string& model_id, const BlockLayout& layout,
-                                         int64_t activation_bytes);
-  // True when the placement in `pin` should be built again for calls of
-  // `activation_bytes`: it holds more than their plan (a larger call), or
-  // less while the budget has room free for the larger plan.
-  bool wants_replan(const Pin& pin, int64_t activation_bytes) const;
-  std::function<void(const std::string&)> placement_note(const std::string& model_id) const;
-  // The VRAM `model_id`'s placement holds; 0 when it has none.
-  int64_t placement_bytes(const std::string& model_id) const;
-  // Adds the placement's figures to `info`.
-  void set_vram_usage(ModelInfo* info) const;
-
   const EngineOptions options_;
   Clock* const clock_;
+  // Teardown order: the cache (which reports to the dropper) before the
+  // dropper, the dropper before the placer it drops from.
+  std::unique_ptr<DevicePlacer> device_;  // with a device only (device_placer.h)
   std::unique_ptr<CacheObserver> dropper_;
-  std::unique_ptr<VramTier> vram_;  // with a device only
   std::unique_ptr<ModelCache> cache_;
   LoadBoard load_board_;
   // Fired by cancel_all(); every Job's token is linked to it.

@@ -1,6 +1,6 @@
 // Engine operations on the components of a pipeline other than the
 // denoiser: text encoders and VAEs. With a device they run there, placed
-// by the rule denoisers follow (engine_placement.cc); their outputs come
+// by the rule denoisers follow (device_placer.h); their outputs come
 // back to RAM.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

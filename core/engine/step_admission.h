@@ -10,7 +10,7 @@
 // event as well as the call's error.
 //
 // Not here: weights (model_admission.h); a forward on the device reserves
-// VRAM beside its placement (Engine::prepare_device).
+// VRAM beside its placement (DevicePlacer::prepare).
 #ifndef DIFFUSIOND_CORE_ENGINE_STEP_ADMISSION_H_
 #define DIFFUSIOND_CORE_ENGINE_STEP_ADMISSION_H_
 

@@ -1,60 +1,64 @@
-// The engine's VRAM tier: placing a model of any role (denoiser, text
-// encoder, VAE) on the device before its forwards, re-planning it when a
-// call's activations want another plan, reserving the activations beside
-// it, and dropping a placement when its model leaves RAM.
+#include "core/engine/device_placer.h"
+
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "core/engine/engine.h"
 #include "core/util/bounded_text.h"
 #include "core/util/bytes.h"
 #include "core/util/status_macros.h"
-#include "core/vram/block_layout.h"
 #include "core/vram/device_placement.h"
-#include "core/vram/residency_plan.h"
 
 namespace diffusiond {
 
 // A placement copies from its model's RAM copy: when the model is evicted
 // or unloaded, its placement goes too (it is unpinned then: a forward pins
-// both). Then the engine's own observer hears the event.
-class Engine::PlacementDropper final : public CacheObserver {
+// both). Then the next observer hears the event.
+class DevicePlacer::Dropper final : public CacheObserver {
  public:
-  PlacementDropper(Engine* engine, CacheObserver* next) : engine_(engine), next_(next) {}
+  Dropper(DevicePlacer* placer, CacheObserver* next) : placer_(placer), next_(next) {}
   void on_cache_event(const CacheEvent& event) override {
-    if (engine_->vram_ != nullptr &&
-        (event.kind == CacheEvent::Kind::kEvicted || event.kind == CacheEvent::Kind::kUnloaded)) {
-      engine_->vram_->drop(event.key).IgnoreError();  // NOT_FOUND: it was never placed
+    if (event.kind == CacheEvent::Kind::kEvicted || event.kind == CacheEvent::Kind::kUnloaded) {
+      placer_->tier_->drop(event.key).IgnoreError();  // NOT_FOUND: it was never placed
     }
     if (next_ != nullptr) next_->on_cache_event(event);
   }
 
  private:
-  Engine* const engine_;
+  DevicePlacer* const placer_;
   CacheObserver* const next_;
 };
 
-absl::StatusOr<CacheObserver*> Engine::start_vram_tier() {
+absl::StatusOr<std::unique_ptr<DevicePlacer>> DevicePlacer::create(const DevicePlacerOptions& options) {
+  if (options.device == nullptr || options.vram_budget == nullptr) {
+    return absl::InvalidArgumentError("a device placer needs a device and a VRAM budget");
+  }
+  std::unique_ptr<DevicePlacer> placer(new DevicePlacer(options));
   VramTierOptions vo;
-  vo.vram_budget = options_.vram_budget;
-  vo.observer = options_.vram_observer;
-  vo.clock = options_.clock;
-  DIFFUSIOND_ASSIGN_OR_RETURN(vram_, VramTier::create(vo));
-  dropper_ = std::make_unique<PlacementDropper>(this, options_.observer);
-  return dropper_.get();
+  vo.vram_budget = options.vram_budget;
+  vo.observer = options.observer;
+  vo.clock = options.clock;
+  DIFFUSIOND_ASSIGN_OR_RETURN(placer->tier_, VramTier::create(vo));
+  return placer;
+}
+
+DevicePlacer::~DevicePlacer() = default;
+
+std::unique_ptr<CacheObserver> DevicePlacer::placement_dropper(CacheObserver* next) {
+  return std::make_unique<Dropper>(this, next);
 }
 
 // The engine's note callback, each line prefixed with the model.
-std::function<void(const std::string&)> Engine::placement_note(const std::string& model_id) const {
+std::function<void(const std::string&)> DevicePlacer::placement_note(const std::string& model_id) const {
   if (!options_.note) return nullptr;
   return [note = options_.note, prefix = absl::StrCat("model \"", bounded(model_id), "\" ")](const std::string& line) {
     note(prefix + line);
   };
 }
 
-absl::StatusOr<ResidencyPlan> Engine::plan_for(const std::string& model_id, const BlockLayout& layout,
+absl::StatusOr<ResidencyPlan> DevicePlacer::plan_for(const std::string& model_id, const BlockLayout& layout,
                                                int64_t activation_bytes) {
-  const int64_t capacity = vram_->budget().capacity_bytes();
+  const int64_t capacity = tier_->budget().capacity_bytes();
   const ResidencyInput input = layout.residency_input(std::max<int64_t>(0, capacity - activation_bytes));
   absl::StatusOr<ResidencyPlan> plan = plan_residency(input);
   if (plan.ok() || !absl::IsResourceExhausted(plan.status())) return plan;
@@ -63,7 +67,7 @@ absl::StatusOr<ResidencyPlan> Engine::plan_for(const std::string& model_id, cons
   // names needed, available and evictable bytes. The minimum beside the
   // activations exceeds the whole budget, so make_room refuses without
   // evicting anything.
-  const absl::Status tier = vram_->make_room(residency_minimum_bytes(input) + activation_bytes).status();
+  const absl::Status tier = tier_->make_room(residency_minimum_bytes(input) + activation_bytes).status();
   // The budget the plan saw is what the activations left: name both.
   return absl::Status(
       plan.status().code(),
@@ -72,9 +76,9 @@ absl::StatusOr<ResidencyPlan> Engine::plan_for(const std::string& model_id, cons
                    " of it; ", plan.status().message(), tier.ok() ? "" : absl::StrCat(" (", tier.message(), ")")));
 }
 
-bool Engine::wants_replan(const Pin& pin, int64_t activation_bytes) const {
+bool DevicePlacer::wants_replan(const Pin& pin, int64_t activation_bytes) const {
   const auto* placement = pin.as<DevicePlacement>();
-  const int64_t capacity = vram_->budget().capacity_bytes();
+  const int64_t capacity = tier_->budget().capacity_bytes();
   absl::StatusOr<ResidencyPlan> wanted = plan_residency(
       block_layout(placement->model()).residency_input(std::max<int64_t>(0, capacity - activation_bytes)));
   // A call no plan admits is refused by the activations' reservation.
@@ -84,18 +88,18 @@ bool Engine::wants_replan(const Pin& pin, int64_t activation_bytes) const {
   // Grow only into room that is free now: never evict another placement
   // for blocks this one can stream.
   return wanted->device_bytes() > held &&
-         wanted->device_bytes() - held + activation_bytes <= vram_->budget().available_bytes();
+         wanted->device_bytes() - held + activation_bytes <= tier_->budget().available_bytes();
 }
 
-absl::StatusOr<Pin> Engine::place(const std::string& model_id, const Model& model, int64_t activation_bytes,
+absl::StatusOr<Pin> DevicePlacer::place(const std::string& model_id, const Model& model, int64_t activation_bytes,
                                   CallDevice* where) {
   const auto build = [&]() -> absl::StatusOr<LoadedValue> {
     const BlockLayout layout = block_layout(model);
     // The plan leaves room for this call's activations. A later call whose
-    // activations want another plan re-plans (prepare_device).
+    // activations want another plan re-plans (prepare).
     DIFFUSIOND_ASSIGN_OR_RETURN(const ResidencyPlan plan, plan_for(model_id, layout, activation_bytes));
     std::vector<std::string> evicted;
-    DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation, vram_->make_room(plan.device_bytes(), &evicted));
+    DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation, tier_->make_room(plan.device_bytes(), &evicted));
     DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<DevicePlacement> placement,
                                 DevicePlacement::create(model, *options_.device, layout, plan, reservation,
                                                         PlacementOptions{options_.fp8_matmul, options_.fp8_fast_accum,
@@ -110,23 +114,22 @@ absl::StatusOr<Pin> Engine::place(const std::string& model_id, const Model& mode
     return value;
   };
   for (int attempt = 0;; ++attempt) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(Pin pin, vram_->acquire(model_id, build));
+    DIFFUSIOND_ASSIGN_OR_RETURN(Pin pin, tier_->acquire(model_id, build));
     // A placement of an earlier model under the same id (unloaded and
     // loaded again before its drop ran) is dropped, then placed anew.
     if (&pin.as<DevicePlacement>()->model() == &model || attempt > 0) return pin;
     pin.reset();
-    vram_->drop(model_id).IgnoreError();
+    tier_->drop(model_id).IgnoreError();
   }
 }
 
-void Engine::DeviceRun::report_streamed(CallDevice* where) const {
+void DeviceRun::report_streamed(CallDevice* where) const {
   if (where == nullptr || !placement) return;
   where->streamed_bytes += placement.as<DevicePlacement>()->bytes_streamed() - streamed_before;
 }
 
-absl::StatusOr<std::optional<Engine::DeviceRun>> Engine::prepare_device(const std::string& model_id, const Model& model,
-                                                                        int64_t activation_bytes, CallDevice* where) {
-  if (vram_ == nullptr) return std::optional<DeviceRun>();
+absl::StatusOr<DeviceRun> DevicePlacer::prepare(const std::string& model_id, const Model& model,
+                                                 int64_t activation_bytes, CallDevice* where) {
   if (where != nullptr) where->device = options_.device->name();
   DeviceRun run;
   DIFFUSIOND_ASSIGN_OR_RETURN(run.placement, place(model_id, model, activation_bytes, where));
@@ -135,13 +138,13 @@ absl::StatusOr<std::optional<Engine::DeviceRun>> Engine::prepare_device(const st
   // these. Once: the new plan is this call's.
   if (wants_replan(run.placement, activation_bytes)) {
     run.placement.reset();
-    if (vram_->drop(model_id, /*wait=*/false).ok() && where != nullptr) where->replanned = true;
+    if (tier_->drop(model_id, /*wait=*/false).ok() && where != nullptr) where->replanned = true;
     DIFFUSIOND_ASSIGN_OR_RETURN(run.placement, place(model_id, model, activation_bytes, where));
   }
   const DevicePlacement& placement = *run.placement.as<DevicePlacement>();
   if (where != nullptr) where->plan = placement.plan().summary();
   absl::StatusOr<Reservation> activations =
-      vram_->make_room(activation_bytes, where != nullptr ? &where->evicted : nullptr);
+      tier_->make_room(activation_bytes, where != nullptr ? &where->evicted : nullptr);
   if (!activations.ok()) {
     return absl::Status(activations.status().code(),
                         absl::StrCat("model \"", bounded(model_id), "\": this call's activations (estimated ",
@@ -150,33 +153,25 @@ absl::StatusOr<std::optional<Engine::DeviceRun>> Engine::prepare_device(const st
   }
   run.activations = std::move(*activations);
   run.streamed_before = placement.bytes_streamed();
-  return std::optional<DeviceRun>(std::move(run));
+  return run;
 }
 
-int64_t Engine::placement_bytes(const std::string& model_id) const {
+int64_t DevicePlacer::placement_bytes(const std::string& model_id) const {
   int64_t bytes = 0;
-  if (vram_ != nullptr) {
-    vram_->peek(model_id, [&](const CacheValue& value) {
-      bytes = static_cast<const DevicePlacement&>(value).plan().device_bytes();
-    });
-  }
+  tier_->peek(model_id, [&](const CacheValue& value) {
+    bytes = static_cast<const DevicePlacement&>(value).plan().device_bytes();
+  });
   return bytes;
 }
 
-void Engine::set_vram_usage(ModelInfo* info) const {
-  if (vram_ == nullptr) return;
-  vram_->peek(info->model_id, [&](const CacheValue& value) {
+void DevicePlacer::set_usage(ModelInfo* info) const {
+  tier_->peek(info->model_id, [&](const CacheValue& value) {
     const auto& placement = static_cast<const DevicePlacement&>(value);
     info->vram_plan = placement.plan().summary();
     if (const std::string fp8 = placement.fp8_matmul_summary(); !fp8.empty()) absl::StrAppend(&info->vram_plan, "; ", fp8);
     info->vram_streamed_bytes_per_step = placement.plan().streamed_bytes_per_forward;
     info->bytes[kCudaIndex] = placement.plan().device_bytes();
   });
-}
-
-std::optional<CacheStats> Engine::vram_stats() const {
-  if (vram_ == nullptr) return std::nullopt;
-  return vram_->stats();
 }
 
 }  // namespace diffusiond
