@@ -87,9 +87,17 @@ grpc::ServerUnaryReactor* PipelineServiceImpl::EncodePrompt(grpc::CallbackServer
                                                             const v1::EncodePromptRequest* request,
                                                             v1::EncodePromptResponse* response) {
   auto* reactor = new CancellableUnaryReactor();
-  run_unary(deps_, reactor, [deps = deps_, request, response](const GenerateOptions& options) -> absl::Status {
-    DIFFUSIOND_ASSIGN_OR_RETURN(EncodedPrompt encoded,
-                                encode_prompt(*deps.engine, request->text_encoder(), request->prompt(), options));
+  if (absl::Status checked = check_encode_prompt_request(*request); !checked.ok()) {
+    reactor->Finish(to_grpc_status(checked));
+    return reactor;
+  }
+  PromptRequest prompt;
+  prompt.text_encoder = request->text_encoder();
+  prompt.prompt = request->prompt();
+  prompt.pipeline = request->pipeline();
+  run_unary(deps_, reactor, [deps = deps_, models_dir = models_dir_, prompt = std::move(prompt),
+                             response](const GenerateOptions& options) -> absl::Status {
+    DIFFUSIOND_ASSIGN_OR_RETURN(EncodedPrompt encoded, encode_prompt(*deps.engine, models_dir, prompt, options));
     for (const auto& [name, tensor] : encoded.conditioning.tensors) {
       v1::NamedTensor* out = response->mutable_conditioning()->add_tensors();
       out->set_name(name);

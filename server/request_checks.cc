@@ -23,6 +23,14 @@ absl::Status check_latents(const v1::Tensor& wire, absl::string_view what) {
   return check_wire_finite(wire, what);
 }
 
+absl::Status check_pipeline_field(const std::string& pipeline) {
+  if (pipeline.size() > kMaxPipelineBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("pipeline \"", bounded(pipeline), "\" is longer than ",
+                                                   kMaxPipelineBytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status check_finite_non_negative(double value, absl::string_view field) {
   if (!std::isfinite(value) || value < 0) {
     return absl::InvalidArgumentError(absl::StrCat(field, " must be finite and >= 0, got ", value));
@@ -93,6 +101,7 @@ absl::Status check_generate_request(const v1::GenerateRequest& wire) {
         absl::StrCat("width, height and steps must not be negative (0: the defaults), got ", wire.width(), "x",
                      wire.height(), ", ", wire.steps(), " steps"));
   }
+  DIFFUSIOND_RETURN_IF_ERROR(check_pipeline_field(wire.pipeline()));
   // A pipeline has a handful of components; names are folder names.
   constexpr int kMaxComponents = 16;
   if (wire.components_size() > kMaxComponents) {
@@ -106,6 +115,10 @@ absl::Status check_generate_request(const v1::GenerateRequest& wire) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status check_encode_prompt_request(const v1::EncodePromptRequest& wire) {
+  return check_pipeline_field(wire.pipeline());
 }
 
 }  // namespace diffusiond

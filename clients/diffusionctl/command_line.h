@@ -137,6 +137,9 @@ struct EncodeOptions {
   std::string text_encoder;
   std::string prompt;
   std::string out_path;  // the conditioning tensors, as .safetensors
+  // Whose encoding: a pipeline family's name or a pipeline folder; empty:
+  // the one family with a text encoder of this architecture.
+  std::string pipeline;
 };
 struct DecodeOptions {
   std::string vae;

@@ -154,6 +154,7 @@ absl::Status run_command(const CommandEnv& env, const EncodeOptions& options) {
   v1::EncodePromptRequest request;
   request.set_text_encoder(options.text_encoder);
   request.set_prompt(options.prompt);
+  request.set_pipeline(options.pipeline);
   v1::EncodePromptResponse response;
   if (absl::Status s =
           unary_call(env, &v1::PipelineService::Stub::EncodePrompt, request, &response, options.text_encoder);

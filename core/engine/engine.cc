@@ -28,8 +28,6 @@ namespace {
 
 constexpr absl::string_view kShuttingDown = "the daemon is shutting down; retry on another replica";
 
-std::string fp8_name(const std::optional<Fp8Format>& f) { return f.has_value() ? fp8_format_name(*f) : "off"; }
-
 // Cache operations that fail because an entry is being unloaded say ABORTED
 // (retry later); for a remote caller that is the model not being there.
 absl::Status not_loaded(const std::string& model_id, const absl::Status& status) {
@@ -45,40 +43,6 @@ ModelInfo info_of(const std::string& model_id, const ModelDescription& descripti
   static_cast<ModelDescription&>(info) = description;
   info.model_id = model_id;
   return info;
-}
-
-// A Step's activation estimate on a device, by the model's role: a
-// denoiser's from its query, a text encoder's for its input_ids [B, L], a
-// decoder's for its latents [B, C, h, w] (or an image's) decoded whole. None for inputs the
-// model cannot read a size from (step() refuses those).
-int64_t device_activation_bytes(const Model& model, const NamedTensors& inputs) {
-  const auto input = [&](const char* name) {
-    const auto it = inputs.find(name);
-    return it != inputs.end() && it->second.defined() ? it->second : torch::Tensor();
-  };
-  if (const auto* encoder = dynamic_cast<const TextEncoder*>(&model)) {
-    const torch::Tensor ids = input("input_ids");
-    if (ids.dim() != 2) return 0;
-    return ids.size(0) * encoder->encode_activation_bytes(ids.size(1));
-  }
-  if (const auto* decoder = dynamic_cast<const ImageDecoder*>(&model)) {
-    torch::Tensor latents = input("latents");
-    // An encode of an image [B, 3, H, W] reserves what a decode of its
-    // latents takes: the decoder is the larger network at every resolution.
-    if (const torch::Tensor image = input("image"); image.dim() == 4 && !latents.defined()) {
-      const int64_t f = decoder->spatial_factor();
-      latents = torch::empty(
-          {image.size(0), decoder->latent_channels(), (image.size(2) + f - 1) / f, (image.size(3) + f - 1) / f});
-    }
-    if (latents.dim() != 4 || !decoder->check_latents(latents[0]).ok()) return 0;
-    return latents.size(0) * decoder->decode_activation_bytes(latents[0], /*tiled=*/false);
-  }
-  const auto* denoiser = dynamic_cast<const DiffusionModel*>(&model);
-  if (denoiser == nullptr) return 0;
-  std::optional<ActivationQuery> query = denoiser->step_activation_query(inputs);
-  if (!query.has_value()) return 0;
-  query->device_is_cpu = false;
-  return denoiser->estimate_activations(*query).bytes;
 }
 
 // Why a load past EngineOptions::load_timeout stopped.
@@ -98,15 +62,11 @@ void set_usage(const CacheEntryStats& e, ModelInfo* info) {
 
 }  // namespace
 
-std::string Engine::relative_to_models_dir(const std::string& path) const {
-  std::error_code ec;
-  const std::filesystem::path root = std::filesystem::canonical(options_.models_dir, ec);
-  const std::filesystem::path relative = std::filesystem::path(path).lexically_relative(root);
-  return ec || relative.empty() ? path : relative.string();
-}
-
 Engine::Engine(const EngineOptions& options)
-    : options_(options), clock_(options.clock != nullptr ? options.clock : real_clock()) {}
+    : options_(options),
+      clock_(options.clock != nullptr ? options.clock : real_clock()),
+      loads_({options.models_dir, options.fp8, options.compute_dtype, options.keep_narrow_weights,
+              options.file_opener}) {}
 
 Engine::~Engine() = default;
 
@@ -166,48 +126,19 @@ absl::StatusOr<PinnedRoom> Engine::pin_with_room(const std::string& model_id,
   return room;
 }
 
-absl::StatusOr<Engine::ResolvedLoad> Engine::resolve(const ModelLoadRequest& request) const {
-  if (request.path.empty()) return absl::InvalidArgumentError("a load needs a path");
-  ResolvedLoad load;
-  DIFFUSIOND_ASSIGN_OR_RETURN(load.path, resolve_confined_path(options_.models_dir, request.path));
-  // Without an id the model is known by its canonical path inside the
-  // models directory, so "demo", "./demo" and "/models/demo" are one model.
-  load.model_id = request.model_id.empty() ? relative_to_models_dir(load.path) : request.model_id;
-  if (!request.config_path.empty()) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(load.config_path, resolve_confined_path(options_.models_dir, request.config_path));
-  }
-  load.fp8 = request.fp8.value_or(options_.fp8);
-  load.compute_dtype = request.compute_dtype.value_or(options_.compute_dtype);
-  return load;
-}
-
 absl::StatusOr<ModelInfo> Engine::find(const ModelLoadRequest& request) {
   Job job(this);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, resolve(request));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, loads_.resolve(request));
   absl::StatusOr<Pin> pinned = cache_->get(load.model_id);
   if (!pinned.ok()) return absl::NotFoundError(absl::StrCat("model \"", bounded(load.model_id), "\" is not cached"));
   return answer(load, *std::move(pinned));
 }
 
-absl::StatusOr<Engine::OpenedLoad> Engine::open_and_plan(const ResolvedLoad& load) const {
-  OpenOptions open;
-  open.config_path = load.config_path;
-  open.opener = options_.file_opener;
-  OpenedLoad opened;
-  DIFFUSIOND_ASSIGN_OR_RETURN(opened.checkpoint, Checkpoint::open(load.path, open));
-  ModelLoadOptions lo;
-  lo.compute_dtype = to_scalar_type(load.compute_dtype);
-  lo.fp8 = load.fp8;
-  lo.keep_narrow = options_.keep_narrow_weights;
-  DIFFUSIOND_ASSIGN_OR_RETURN(opened.plan, plan_model(*opened.checkpoint, lo));
-  return opened;
-}
-
 absl::StatusOr<ModelInfo> Engine::inspect(const ModelLoadRequest& request) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, resolve(request));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, loads_.resolve(request));
   if (absl::StatusOr<Pin> pinned = cache_->get(load.model_id); pinned.ok()) return answer(load, *std::move(pinned));
-  DIFFUSIOND_ASSIGN_OR_RETURN(const OpenedLoad opened, open_and_plan(load));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const OpenedLoad opened, loads_.open_and_plan(load));
   const ModelPlan& plan = opened.plan;
   ModelInfo info;
   info.model_id = load.model_id;
@@ -240,9 +171,9 @@ absl::StatusOr<CallFloor> Engine::least_call_room(const std::string& id_or_path,
   if (absl::StatusOr<Pin> pinned = cache_->get(id_or_path); pinned.ok()) return loaded(id_or_path, *pinned);
   ModelLoadRequest request;
   request.path = id_or_path;
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, resolve(request));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, loads_.resolve(request));
   if (absl::StatusOr<Pin> pinned = cache_->get(load.model_id); pinned.ok()) return loaded(load.model_id, *pinned);
-  DIFFUSIOND_ASSIGN_OR_RETURN(const OpenedLoad opened, open_and_plan(load));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const OpenedLoad opened, loads_.open_and_plan(load));
   floor.weights = opened.plan.plan.final_bytes;
   return of(opened.plan.recipe.get(), load.compute_dtype);
 }
@@ -250,7 +181,7 @@ absl::StatusOr<CallFloor> Engine::least_call_room(const std::string& id_or_path,
 absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const LoadWatcher& watcher) {
   Job job(this);
   DIFFUSIOND_RETURN_IF_ERROR(admit(job));
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, resolve(request));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, loads_.resolve(request));
   // A caller that joins after the loader gave up (everyone before it left)
   // shares that cancelled load; it then loads afresh, once.
   absl::StatusOr<Pin> pinned = absl::UnknownError("unreachable");
@@ -282,7 +213,7 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard
   // An infinite timeout puts the deadline in the infinite future.
   const absl::Time deadline = clock_->now() + options_.load_timeout;
   const auto timed_out = [&] { return clock_->now() >= deadline; };
-  DIFFUSIOND_ASSIGN_OR_RETURN(const OpenedLoad opened, open_and_plan(load));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const OpenedLoad opened, loads_.open_and_plan(load));
   const Checkpoint* checkpoint = opened.checkpoint.get();
   const ModelPlan& plan = opened.plan;
   // Everyone may have given up while the load waited for a worker; then it
@@ -306,36 +237,14 @@ absl::StatusOr<LoadedValue> Engine::run_load(const ResolvedLoad& load, LoadBoard
 
 absl::StatusOr<ModelInfo> Engine::answer(const ResolvedLoad& load, Pin pinned) const {
   const ModelDescription& loaded = pinned.as<LoadedModel>()->description();
-  // A config_path named again is compared by content, like the other
-  // options: a cache hit must not answer OK with a model built from
-  // another config. One that cannot be read or parsed is refused as at load.
-  std::string config_differs;
-  if (!load.config_path.empty()) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(const std::string text, read_text_file(load.config_path));
-    DIFFUSIOND_RETURN_IF_ERROR(parse_json_strict(text, load.config_path).status());
-    if (config_digest(text) != loaded.config_digest) {
-      config_differs = absl::StrCat(" with config ", loaded.config_path.empty() ? "(none)" : loaded.config_path,
-                                    " (asked: ", load.config_path, ", other content)");
-    }
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(loads_.check_matches(load, loaded));
   ModelInfo info = info_of(load.model_id, loaded);
   pinned.reset();  // the caller holds no pin; the usage should not count one
   for (const CacheEntryStats& e : cache_->stats().entries) {
     if (e.key == load.model_id) set_usage(e, &info);
   }
   if (device_ != nullptr) device_->set_usage(&info);
-  std::string differs = config_differs;
-  if (info.path != load.path) absl::StrAppend(&differs, " from ", info.path, " (asked: ", load.path, ")");
-  if (info.fp8 != load.fp8.format) {
-    absl::StrAppend(&differs, " with FP8 ", fp8_name(info.fp8), " (asked: ", fp8_name(load.fp8.format), ")");
-  }
-  if (info.compute_dtype != load.compute_dtype) {
-    absl::StrAppend(&differs, " at ", compute_dtype_name(info.compute_dtype),
-                    " (asked: ", compute_dtype_name(load.compute_dtype), ")");
-  }
-  if (differs.empty()) return info;
-  return absl::FailedPreconditionError(absl::StrCat("model \"", bounded(load.model_id), "\" is already loaded", differs,
-                                                    "; unload it first or load under another model_id"));
+  return info;
 }
 
 absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const UnloadOptions& options) {
@@ -412,7 +321,9 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
   // model (step_admission.h).
   CallNeeds needs;
   needs.cpu_room = [&](const Model& m) -> absl::StatusOr<CallRoom> { return step_room(m, inputs, model_id); };
-  needs.device_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> { return device_activation_bytes(m, inputs); };
+  needs.device_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {
+    return m.step_activations(inputs, /*device_is_cpu=*/false).bytes;
+  };
   DIFFUSIOND_ASSIGN_OR_RETURN(CallScope call, admit_call(model_id, needs, job, nullptr, nullptr));
   return call.run("the step", [&] { return call.model().step(inputs); });
 }

@@ -25,6 +25,7 @@
 #include "core/denoise/denoise_loop.h"
 #include "core/engine/device_placer.h"
 #include "core/engine/engine_api.h"
+#include "core/engine/load_resolver.h"
 #include "core/engine/load_board.h"
 #include "core/engine/loaded_model.h"
 #include "core/engine/step_admission.h"
@@ -201,23 +202,8 @@ class Engine final : public EngineApi {
 
  private:
   class Job;
-  // A load request with its path resolved and its defaults applied.
-  struct ResolvedLoad {
-    std::string path;
-    std::string model_id;
-    std::string config_path;  // canonical; empty: none named
-    Fp8Options fp8;
-    ComputeDtype compute_dtype;
-  };
   explicit Engine(const EngineOptions& options);
   absl::Status admit(Job& job);
-  absl::StatusOr<ResolvedLoad> resolve(const ModelLoadRequest& request) const;
-  // The checkpoint of `load` opened (headers and config only) and planned.
-  struct OpenedLoad {
-    std::unique_ptr<Checkpoint> checkpoint;
-    ModelPlan plan;
-  };
-  absl::StatusOr<OpenedLoad> open_and_plan(const ResolvedLoad& load) const;
   absl::StatusOr<Pin> pin(const std::string& model_id);
   // One call on one cached model, admitted, and what it reserves
   // (internal/call_scope.h).
@@ -250,10 +236,10 @@ class Engine final : public EngineApi {
   absl::StatusOr<LoadedValue> run_load(const ResolvedLoad& load, LoadBoard::Load& shared);
   // The answer to a load of `load` that found or made `pinned`.
   absl::StatusOr<ModelInfo> answer(const ResolvedLoad& load, Pin pinned) const;
-  std::string relative_to_models_dir(const std::string& path) const;
 
   const EngineOptions options_;
   Clock* const clock_;
+  const LoadResolver loads_;
   // Teardown order: the cache (which reports to the dropper) before the
   // dropper, the dropper before the placer it drops from.
   std::unique_ptr<DevicePlacer> device_;  // with a device only (device_placer.h)

@@ -34,11 +34,9 @@ CallRoom activation_room(const DiffusionModel& model, ActivationQuery query, abs
 }
 
 CallRoom step_room(const Model& model, const NamedTensors& inputs, absl::string_view model_id) {
-  const auto* denoiser = dynamic_cast<const DiffusionModel*>(&model);
-  if (denoiser == nullptr) return {};
-  const std::optional<ActivationQuery> query = denoiser->step_activation_query(inputs);
-  if (!query.has_value()) return {};
-  return activation_room(*denoiser, *query, model_id);
+  const ActivationEstimate estimate = model.step_activations(inputs, /*device_is_cpu=*/true);
+  return {estimate.bytes, absl::StrCat("the activations of model \"", bounded(model_id), "\": estimate ",
+                                       format_bytes(estimate.bytes), " (", estimate.breakdown, ")")};
 }
 
 ActivationQuery denoise_activation_query(const DiffusionModel& model, const std::vector<int64_t>& latent_shape,

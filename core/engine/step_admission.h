@@ -38,9 +38,9 @@ struct CallRoom {
 // The room of `model`'s activations for `query` on the CPU.
 CallRoom activation_room(const DiffusionModel& model, ActivationQuery query, absl::string_view model_id);
 
-// The room of one Step of `model` over `inputs` on the CPU. Models that are
-// not denoisers, and inputs the denoiser cannot read a query from (step()
-// then refuses them), need none.
+// The room of one Step of `model` over `inputs` on the CPU, as its role
+// estimates it (Model::step_activations); none for inputs the model
+// cannot read a size from (step() then refuses them).
 CallRoom step_room(const Model& model, const NamedTensors& inputs, absl::string_view model_id);
 
 // The query of one step of a Denoise over latents of `latent_shape` and

@@ -23,4 +23,11 @@ absl::Status check_latent_shape(const LatentLayout& layout, const std::vector<in
       layout.max_side, " for model \"", bounded(model_id), "\", got [", absl::StrJoin(shape, ", "), "]"));
 }
 
+ActivationEstimate DiffusionModel::step_activations(const NamedTensors& inputs, bool device_is_cpu) const {
+  std::optional<ActivationQuery> query = step_activation_query(inputs);
+  if (!query.has_value()) return {};
+  query->device_is_cpu = device_is_cpu;
+  return estimate_activations(*query);
+}
+
 }  // namespace diffusiond

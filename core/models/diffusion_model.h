@@ -71,6 +71,8 @@ class DiffusionModel : public Model {
   // when the inputs lack the latents or text in the expected rank (step()
   // then refuses them, naming what is wrong).
   virtual std::optional<ActivationQuery> step_activation_query(const NamedTensors& inputs) const = 0;
+  // Its estimate for step_activation_query(inputs).
+  ActivationEstimate step_activations(const NamedTensors& inputs, bool device_is_cpu) const override;
 };
 
 // Checks latents of `shape` against `layout`; INVALID_ARGUMENT naming the

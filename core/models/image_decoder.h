@@ -37,6 +37,10 @@ class ImageDecoder : public Model {
   // Peak bytes beyond the weights of a decode of latents that passed
   // check_latents(), whole or tile by tile.
   virtual int64_t decode_activation_bytes(const torch::Tensor& latents, bool tiled) const = 0;
+  // A Step over latents [B, C, h, w] (or an image [B, 3, H, W] to encode,
+  // which reserves what a decode of its latents takes: the decoder is the
+  // larger network at every resolution), decoded whole.
+  ActivationEstimate step_activations(const NamedTensors& inputs, bool device_is_cpu) const override;
 
   // Decodes pipeline-space latents that passed check_latents() to an image
   // [1, 3, H, W] in about [-1, 1] at the compute dtype. The token's reason

@@ -3,6 +3,7 @@
 #include <cassert>
 #include <optional>
 
+#include "core/models/activation_estimate.h"
 #include "core/models/forward_weights.h"
 #include "kernels/onednn_cpu.h"
 
@@ -50,5 +51,7 @@ torch::Device Model::forward_device() const {
   const ForwardWeights* source = ForwardWeights::current_for(this);
   return source != nullptr ? source->device() : torch::Device(torch::kCPU);
 }
+
+ActivationEstimate Model::step_activations(const NamedTensors&, bool) const { return {}; }
 
 }  // namespace diffusiond

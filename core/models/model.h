@@ -18,6 +18,8 @@
 
 namespace diffusiond {
 
+struct ActivationEstimate;  // activation_estimate.h
+
 // Tensors by the name an architecture gives them (docs/api.md lists them).
 using NamedTensors = std::map<std::string, torch::Tensor>;
 
@@ -56,6 +58,15 @@ class Model {
   // weights "layers.<i>.…"): the units a VRAM residency plan keeps or
   // streams (core/vram/block_layout.h). Empty: the model is placed whole.
   virtual std::vector<std::string> block_containers() const { return {}; }
+
+  // The bytes one step(inputs) holds beside the weights at its peak, on the
+  // CPU or (device_is_cpu false) on a device, and what they are made of:
+  // what a Step reserves before it runs. 0 bytes for inputs the role cannot
+  // read a size from (step() refuses those). Each role says it: the engine
+  // asks no model what it is.
+  // (activation_estimate.h includes this header, so the default is in
+  // model.cc.)
+  virtual ActivationEstimate step_activations(const NamedTensors& inputs, bool device_is_cpu) const;
 
  protected:
   // The weight named `name` at the compute dtype (FP8 decoded into a fresh

@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/models/activation_estimate.h"
 #include "core/models/common/tensor_text.h"
 #include "core/util/status_macros.h"
 
@@ -94,6 +95,13 @@ std::vector<std::string> tokenizer_folders(const Checkpoint& checkpoint) {
   if (absl::StartsWith(name, "text_encoder")) sibling += name.substr(std::string("text_encoder").size());
   folders.push_back((dir.parent_path() / sibling).string());
   return folders;
+}
+
+ActivationEstimate TextEncoder::step_activations(const NamedTensors& inputs, bool) const {
+  const auto it = inputs.find("input_ids");
+  if (it == inputs.end() || !it->second.defined() || it->second.dim() != 2) return {};
+  const int64_t batch = it->second.size(0), tokens = it->second.size(1);
+  return {batch * encode_activation_bytes(tokens), absl::StrCat(architecture(), ": ", batch, " encodes of ", tokens, " tokens")};
 }
 
 }  // namespace diffusiond

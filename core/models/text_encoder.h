@@ -73,6 +73,8 @@ class TextEncoder : public Model {
   // Bytes an encode of `tokens` tokens allocates beyond the weights, at
   // its peak: what the engine reserves before it runs.
   virtual int64_t encode_activation_bytes(int64_t tokens) const = 0;
+  // A Step over input_ids [B, L]: B encodes of L tokens.
+  ActivationEstimate step_activations(const NamedTensors& inputs, bool device_is_cpu) const override;
 
   // The tokenizer it was loaded with, or null.
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }

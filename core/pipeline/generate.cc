@@ -11,11 +11,10 @@
 #include "core/models/activation_estimate.h"
 #include "core/models/text_encoder.h"
 #include "core/pipeline/pipeline_family.h"
-#include "core/pipeline/pipeline_index.h"
+#include "core/pipeline/pipeline_folder.h"
+#include "core/pipeline/unported_architectures.h"
 #include "core/util/bounded_text.h"
 #include "core/util/bytes.h"
-#include "core/util/confined_path.h"
-#include "core/util/file_text.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -70,55 +69,26 @@ absl::Status check_request(const GenerateRequest& r) {
   return absl::OkStatus();
 }
 
-// The model `id_or_path` names, described without loading it.
-absl::StatusOr<ModelInfo> describe(EngineApi& engine, const std::string& id_or_path) {
-  for (ModelInfo& m : engine.list()) {
-    if (m.model_id == id_or_path) return std::move(m);
-  }
-  ModelLoadRequest request;
-  request.path = id_or_path;
-  return engine.inspect(request);
-}
-
 // A request resolved against its family: every component's id or path.
 struct Resolved {
   const PipelineFamily* family = nullptr;
   std::map<std::string, std::string> ids;
 };
 
-absl::StatusOr<const PipelineFamily*> family_of_folder(const std::string& models_dir, const std::string& pipeline,
-                                                       PipelineIndex* index) {
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::string folder, resolve_confined_path(models_dir, pipeline));
-  const std::string index_path = folder + "/model_index.json";
-  absl::StatusOr<std::string> text = read_text_file(index_path);
-  if (absl::IsNotFound(text.status())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pipeline \"", bounded(pipeline), "\" has no model_index.json: it is not a pipeline folder"));
-  }
-  DIFFUSIOND_RETURN_IF_ERROR(text.status());
-  DIFFUSIOND_ASSIGN_OR_RETURN(*index, parse_pipeline_index(*text, index_path));
-  if (const PipelineFamily* family = find_pipeline_family(index->pipeline_class)) return family;
-  std::vector<std::string> served;
-  for (const PipelineFamily* f : pipeline_families()) {
-    for (const std::string& cls : f->pipeline_classes()) served.push_back(cls);
-  }
-  return absl::InvalidArgumentError(absl::StrCat("pipeline \"", bounded(pipeline), "\" is a ",
-                                                 bounded(index->pipeline_class), ", which no pipeline family serves (",
-                                                 absl::StrJoin(served, ", "), ")"));
-}
-
 absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_dir, const GenerateRequest& r) {
   Resolved out;
   PipelineIndex index;
   if (!r.pipeline.empty()) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(out.family, family_of_folder(models_dir, r.pipeline, &index));
+    DIFFUSIOND_ASSIGN_OR_RETURN(PipelineFolder folder, open_pipeline_folder(models_dir, r.pipeline));
+    out.family = folder.family;
+    index = std::move(folder.index);
   } else {
     const auto denoiser = r.components.find(kDenoiserComponent);
     if (denoiser == r.components.end() || denoiser->second.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("give a pipeline folder, or every component including \"", kDenoiserComponent, "\""));
     }
-    DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, describe(engine, denoiser->second));
+    DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, describe_component(engine, denoiser->second));
     out.family = find_pipeline_family_for_denoiser(info.architecture);
     if (out.family == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("no pipeline family runs a ", info.architecture, " denoiser (\"",
@@ -153,7 +123,7 @@ absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_di
 absl::StatusOr<std::map<std::string, ModelInfo>> describe_components(EngineApi& engine, const Resolved& resolved) {
   std::map<std::string, ModelInfo> infos;
   for (const auto& [name, id] : resolved.ids) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(infos[name], describe(engine, id));
+    DIFFUSIOND_ASSIGN_OR_RETURN(infos[name], describe_component(engine, id));
   }
   return infos;
 }
@@ -284,6 +254,21 @@ absl::StatusOr<T> on_component(EngineApi& engine, const std::string& id_or_path,
   }
 }
 
+// UNIMPLEMENTED, naming the first component, when `family` declares one
+// that no model family can load yet: whatever a request gives in its place,
+// the recipe needs that architecture. Checked as soon as the family is
+// known, before the components are described or anything is loaded.
+absl::Status check_components_ported(const PipelineFamily& family) {
+  for (const PipelineComponent& c : family.components()) {
+    if (is_unported_architecture(c.architecture)) {
+      return absl::UnimplementedError(absl::StrCat("the ", family.name(), " pipeline's component ", c.name, " (",
+                                                   c.architecture, ") cannot be loaded yet: no model family "
+                                                   "implements that architecture; nothing was loaded"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status check_cancelled(const GenerateOptions& options, absl::string_view before) {
   if (!options.cancel.cancelled()) return absl::OkStatus();
   const absl::Status why = options.cancel.status();
@@ -324,11 +309,21 @@ absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string
   return info.model_id;
 }
 
+absl::StatusOr<ModelInfo> describe_component(EngineApi& engine, const std::string& id_or_path) {
+  for (ModelInfo& m : engine.list()) {
+    if (m.model_id == id_or_path) return std::move(m);
+  }
+  ModelLoadRequest request;
+  request.path = id_or_path;
+  return engine.inspect(request);
+}
+
 absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& models_dir,
                                         const GenerateRequest& r, const GenerateOptions& options) {
   DIFFUSIOND_RETURN_IF_ERROR(check_request(r));
   DIFFUSIOND_ASSIGN_OR_RETURN(const Resolved resolved, resolve(engine, models_dir, r));
   const PipelineFamily& family = *resolved.family;
+  DIFFUSIOND_RETURN_IF_ERROR(check_components_ported(family));
   const int64_t multiple = family.size_multiple();
   for (int64_t side : {r.width, r.height}) {
     if (side % multiple != 0) {
@@ -398,7 +393,7 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "denoising"));
   const std::string& denoiser_id = resolved.ids.at(denoiser_name);
   DIFFUSIOND_ASSIGN_OR_RETURN(const std::string transformer, ready_component(engine, denoiser_id, options));
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo denoiser, describe(engine, transformer));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo denoiser, describe_component(engine, transformer));
   DIFFUSIOND_RETURN_IF_ERROR(check_latent_channels(resolved, denoiser_name, decoder_name, denoiser, decoder_info));
   const PipelineDefaults defaults = family.defaults(denoiser);
   const int64_t width = r.width != 0 ? r.width : defaults.width;
@@ -413,18 +408,18 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   denoise.guidance_scale = cfg ? family.cfg_scale(guidance) : 1.0;
   denoise.steps = steps;
   denoise.shift = r.shift;
-  for (auto& [name, part] : positive_parts) {
-    for (auto& [k, t] : part.tensors) denoise.positive.tensors[k] = std::move(t);
-  }
+  // The encoders' parts (tensors, and scalars such as Wan's
+  // max_sequence_length), then the request's scalars over them.
   const Conditioning scalars = family.scalar_conditioning(guidance, denoiser);
-  denoise.positive.scalars = scalars.scalars;
-  if (cfg) {
-    denoise.negative.emplace();
-    for (auto& [name, part] : negative_parts) {
-      for (auto& [k, t] : part.tensors) denoise.negative->tensors[k] = std::move(t);
+  const auto assemble = [&](std::map<std::string, Conditioning>& parts, Conditioning* into) {
+    for (auto& [name, part] : parts) {
+      for (auto& [k, t] : part.tensors) into->tensors[k] = std::move(t);
+      for (const auto& [k, v] : part.scalars) into->scalars[k] = v;
     }
-    denoise.negative->scalars = scalars.scalars;
-  }
+    for (const auto& [k, v] : scalars.scalars) into->scalars[k] = v;
+  };
+  assemble(positive_parts, &denoise.positive);
+  if (cfg) assemble(negative_parts, &denoise.negative.emplace());
   // What readying the segment now running did; its first step reports it.
   SegmentStart segment;
   bool segment_reported = false;

@@ -93,10 +93,17 @@ struct GeneratedImage {
 absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string& id_or_path,
                                             const GenerateOptions& options);
 
+// Returns the description of the model `id_or_path` names without loading
+// it: a loaded model's info, else engine.inspect()'s of that path (and its
+// errors).
+absl::StatusOr<ModelInfo> describe_component(EngineApi& engine, const std::string& id_or_path);
+
 // Runs the pipeline. INVALID_ARGUMENT for a bad request (size, steps,
 // prompt length, unknown or missing components, a pipeline folder without
 // model_index.json or of a class no family serves, components whose latent
-// spaces disagree), checked before any load; the token's reason (CANCELLED)
+// spaces disagree), checked before any load; UNIMPLEMENTED, before any
+// load, for a family with a component no model family implements yet
+// (unported_architectures.h), naming it; the token's reason (CANCELLED)
 // once `cancel` fires; and the engine's errors (e.g. RESOURCE_EXHAUSTED
 // when a component cannot be admitted).
 absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& models_dir,

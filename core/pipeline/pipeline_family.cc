@@ -2,6 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/flux/flux_pipeline.h"
+#include "core/pipeline/krea2/krea2_pipeline.h"
+#include "core/pipeline/qwen_image/qwen_image_pipeline.h"
+#include "core/pipeline/wan/wan_pipeline.h"
 #include "core/pipeline/z_image/z_image_pipeline.h"
 #include "core/util/mutex.h"
 
@@ -11,7 +14,8 @@ namespace {
 // The registry: the built-in families first, then any registered at run time.
 struct Registry {
   Mutex mu;
-  std::vector<const PipelineFamily*> families ABSL_GUARDED_BY(mu) = {z_image_pipeline(), flux_pipeline()};
+  std::vector<const PipelineFamily*> families ABSL_GUARDED_BY(mu) = {
+      z_image_pipeline(), flux_pipeline(), qwen_image_pipeline(), wan_pipeline(), krea2_pipeline()};
 };
 
 Registry& registry() {
@@ -43,6 +47,9 @@ std::vector<const PipelineFamily*> pipeline_families() {
 }
 
 absl::Status register_pipeline_family(const PipelineFamily* family) {
+  if (find_pipeline_family_named(family->name()) != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("a pipeline family named ", family->name(), " is already registered"));
+  }
   for (const std::string& cls : family->pipeline_classes()) {
     if (const PipelineFamily* served = find_pipeline_family(cls)) {
       return absl::InvalidArgumentError(
@@ -64,6 +71,13 @@ const PipelineFamily* find_pipeline_family(absl::string_view pipeline_class) {
   return nullptr;
 }
 
+const PipelineFamily* find_pipeline_family_named(absl::string_view name) {
+  for (const PipelineFamily* family : pipeline_families()) {
+    if (family->name() == name) return family;
+  }
+  return nullptr;
+}
+
 const PipelineFamily* find_pipeline_family_for_denoiser(absl::string_view architecture) {
   for (const PipelineFamily* family : pipeline_families()) {
     for (const PipelineComponent& c : family->components()) {
@@ -73,16 +87,16 @@ const PipelineFamily* find_pipeline_family_for_denoiser(absl::string_view archit
   return nullptr;
 }
 
-const PipelineFamily* find_pipeline_family_for_encoder(absl::string_view architecture, std::string* component) {
+std::vector<EncoderComponent> find_encoder_components(absl::string_view architecture) {
+  std::vector<EncoderComponent> found;
   for (const PipelineFamily* family : pipeline_families()) {
-    for (const PipelineComponent& c : family->components()) {
+    for (PipelineComponent& c : family->components()) {
       if (c.role == ModelRole::kTextEncoder && c.architecture == architecture) {
-        *component = c.name;
-        return family;
+        found.push_back({family, std::move(c.name)});
       }
     }
   }
-  return nullptr;
+  return found;
 }
 
 }  // namespace diffusiond

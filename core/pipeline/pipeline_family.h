@@ -6,7 +6,8 @@
 // (core/pipeline/<name>/); generate.h runs any of them.
 //
 // Not here: running the components (the engine), the models themselves
-// (core/models), model_index.json parsing (pipeline_index.h).
+// (core/models), model_index.json parsing (pipeline_index.h) and what a
+// request's `pipeline` names (pipeline_folder.h).
 #ifndef DIFFUSIOND_CORE_PIPELINE_PIPELINE_FAMILY_H_
 #define DIFFUSIOND_CORE_PIPELINE_PIPELINE_FAMILY_H_
 
@@ -63,7 +64,9 @@ class PipelineFamily {
   virtual TextEncoding text_encoding(absl::string_view component, const std::string& prompt) const = 0;
 
   // The part of the denoiser's conditioning `component` gives from its
-  // output. INVALID_ARGUMENT when the output lacks what the recipe needs.
+  // output: tensors, and the scalars that go with how the text was encoded
+  // (Wan's "max_sequence_length"). INVALID_ARGUMENT when the output lacks
+  // what the recipe needs.
   virtual absl::StatusOr<Conditioning> encoder_conditioning(absl::string_view component,
                                                             const EncodedText& encoded) const = 0;
 
@@ -90,23 +93,32 @@ class PipelineFamily {
 std::vector<const PipelineFamily*> pipeline_families();
 
 // Adds `family` (which must live for the process) to the registry, for
-// families outside this library (tests). INVALID_ARGUMENT if one of its
-// pipeline classes is already served.
+// families outside this library (tests). INVALID_ARGUMENT if its name or
+// one of its pipeline classes is already served.
 absl::Status register_pipeline_family(const PipelineFamily* family);
 
 // The family serving model_index.json class `pipeline_class`, or null.
 const PipelineFamily* find_pipeline_family(absl::string_view pipeline_class);
+
+// The family whose name() is `name` ("z-image", "flux"), or null.
+const PipelineFamily* find_pipeline_family_named(absl::string_view name);
 
 // The family whose denoiser is `architecture`, the first registered when
 // several are; null when none. For a Generate that names its components
 // without a pipeline folder.
 const PipelineFamily* find_pipeline_family_for_denoiser(absl::string_view architecture);
 
-// The first family with a text-encoder component of `architecture`, and that
-// component's name; null when none. For EncodePrompt, which names only an
-// encoder.
-const PipelineFamily* find_pipeline_family_for_encoder(absl::string_view architecture,
-                                                       std::string* component);
+// One text-encoder component of one family.
+struct EncoderComponent {
+  const PipelineFamily* family = nullptr;
+  std::string component;  // its name, e.g. "text_encoder_2"
+};
+
+// Every text-encoder component of `architecture`, over every family in
+// registration order (a family with two such components gives both).
+// EncodePrompt names an encoder, and maybe its family, and chooses among
+// these.
+std::vector<EncoderComponent> find_encoder_components(absl::string_view architecture);
 
 }  // namespace diffusiond
 

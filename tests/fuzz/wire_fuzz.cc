@@ -141,6 +141,7 @@ void fuzz_one(const uint8_t* data, size_t size) {
     if (s.ok() && !wire_dtype_is_floating(m.latents().dtype())) __builtin_trap();
   }
   if (v1::GenerateRequest m; parse(m, data, size)) check_bounded(check_generate_request(m));
+  if (v1::EncodePromptRequest m; parse(m, data, size)) check_bounded(check_encode_prompt_request(m));
   if (v1::LoadModelRequest m; parse(m, data, size)) {
     check_bounded(fp8_from_wire(m.fp8()).status());
     check_bounded(compute_dtype_from_wire(m.compute_dtype()).status());

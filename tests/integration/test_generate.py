@@ -70,6 +70,14 @@ class GenerateTest(unittest.TestCase):
         image = self.client.decode(f"{PIPELINE}/vae", latents)
         self.assertEqual(png_size(image.png), (WIDTH, HEIGHT))
 
+    def test_encode_names_its_pipeline_by_family_or_folder(self):
+        by_name, _ = self.client.encode_prompt(f"{PIPELINE}/text_encoder", "a lighthouse", pipeline="z-image")
+        by_folder, _ = self.client.encode_prompt(f"{PIPELINE}/text_encoder", "a lighthouse", pipeline=PIPELINE)
+        self.assertEqual(by_name["cap_feats"].data, by_folder["cap_feats"].data)
+        with self.assertRaises(dc.InvalidArgumentError) as e:  # FLUX has no Qwen3 encoder
+            self.client.encode_prompt(f"{PIPELINE}/text_encoder", "a lighthouse", pipeline="flux")
+        self.assertIn("is not a text encoder of the flux pipeline", e.exception.details)
+
     def test_bad_requests_are_invalid_arguments(self):
         for kwargs in ({"width": 50}, {"pipeline_override": f"{PIPELINE}/vae"}, {"steps": 2000}):
             with self.subTest(kwargs):

@@ -35,6 +35,10 @@ class FakeEngine final : public EngineApi {
   // step() answers this, and records the inputs it got.
   absl::StatusOr<NamedTensors> step_result = absl::UnimplementedError("step");
   NamedTensors step_inputs;
+  // encode_text() answers this, and records the model and the request.
+  absl::StatusOr<EncodedText> encode_result = absl::UnimplementedError("encode_text");
+  TextEncoding encode_request;
+  int encodes = 0;
 
   std::atomic<int> loads{0}, finds{0};
   std::string last_path, last_model_id;
@@ -97,9 +101,13 @@ class FakeEngine final : public EngineApi {
   absl::StatusOr<CallFloor> least_call_room(const std::string&, const ActivationQuery&) override {
     return absl::UnimplementedError("least_call_room");
   }
-  absl::StatusOr<EncodedText> encode_text(const std::string&, const TextEncoding&, const CancellationToken&,
-                                          std::vector<std::string>*, CallDevice*) override {
-    return absl::UnimplementedError("encode_text");
+  absl::StatusOr<EncodedText> encode_text(const std::string& model_id, const TextEncoding& request,
+                                          const CancellationToken&, std::vector<std::string>*, CallDevice*) override {
+    MutexLock lock(&mu_);
+    last_model_id = model_id;
+    encode_request = request;
+    ++encodes;
+    return encode_result;
   }
   absl::StatusOr<torch::Tensor> decode_image(const std::string&, const torch::Tensor&, const CancellationToken&,
                                              std::vector<std::string>*, CallDevice*) override {

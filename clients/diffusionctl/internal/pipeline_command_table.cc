@@ -103,6 +103,7 @@ absl::StatusOr<CommandOptions> build_encode(const ParsedArgs& p) {
   absl::StatusOr<std::string> out = required(p, "encode", "out", "FILE.safetensors");
   if (!out.ok()) return out.status();
   o.out_path = *out;
+  if (const std::string* v = p.flag("pipeline")) o.pipeline = *v;
   return o;
 }
 
@@ -156,6 +157,9 @@ std::vector<CommandSpec> pipeline_commands() {
        "Encode a prompt with a text encoder (a loaded model's id or a path) and write the "
        "conditioning tensors by name, for denoise --conditioning; prints the token count.",
        {{"prompt", "TEXT", "the prompt (required)"},
+        {"pipeline", "NAME",
+         "whose encoding: a pipeline family (z-image, flux, qwen-image, wan, krea2) or a "
+         "pipeline folder; needed when several families use the encoder's architecture"},
         {"out", "FILE", "where to write the tensors (required)"}},
        build_encode},
       {"decode",

@@ -250,8 +250,9 @@ def _encoded(r: Any) -> Tuple[Dict[str, Union[WireTensor, float]], int]:
     return _pipeline.conditioning_dict(r.conditioning), int(r.tokens)
 
 
-def encode_prompt(text_encoder: str, prompt: str) -> "Unary[Tuple[Dict[str, Union[WireTensor, float]], int]]":
-    request = _pipeline.encode_request(text_encoder, prompt)
+def encode_prompt(text_encoder: str, prompt: str,
+                  pipeline: str = "") -> "Unary[Tuple[Dict[str, Union[WireTensor, float]], int]]":
+    request = _pipeline.encode_request(text_encoder, prompt, pipeline)
     return Unary("pipeline", "EncodePrompt", request, _encoded, text_encoder)
 
 

@@ -232,16 +232,21 @@ class Client(ClientBase):
 
     # --- PipelineService --------------------------------------------------
 
-    def encode_prompt(self, text_encoder: str, prompt: str, timeout: Timeout = DEFAULT
+    def encode_prompt(self, text_encoder: str, prompt: str, timeout: Timeout = DEFAULT, *, pipeline: str = ""
                       ) -> Tuple[Dict[str, Union[WireTensor, float]], int]:
         """Encodes ``prompt`` with a text encoder (a loaded model's id or a path to load).
+
+        ``pipeline`` says whose encoding: a pipeline family's name ("z-image",
+        "flux", "qwen-image", "wan", "krea2") or a pipeline folder; empty, the
+        one family with a text encoder of this architecture (the daemon
+        refuses, naming them, when several have one).
 
         Returns ``(conditioning, tokens)``: conditioning maps names to
         WireTensors (scalars, if any, to floats), as denoise() takes it, e.g.
         {"cap_feats": [L, 2560]} for Z-Image; tokens counts the prompt's tokens
         after the chat template and truncation.
         """
-        return self._unary(_calls.encode_prompt(text_encoder, prompt), timeout)
+        return self._unary(_calls.encode_prompt(text_encoder, prompt, pipeline), timeout)
 
     def decode(self, vae: str, latents: TensorLike, timeout: Timeout = DEFAULT) -> Image:
         """Decodes final latents [C, H, W] (or [1, C, H, W]) with a VAE; returns an Image."""

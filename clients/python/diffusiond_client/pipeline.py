@@ -29,9 +29,10 @@ def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Opti
         width=width, height=height, steps=steps, guidance_scale=guidance_scale, seed=seed, shift=shift)
 
 
-def encode_request(text_encoder: str, prompt: str) -> Any:
-    """Returns an EncodePromptRequest."""
-    return _ps.EncodePromptRequest(text_encoder=text_encoder, prompt=prompt)
+def encode_request(text_encoder: str, prompt: str, pipeline: str = "") -> Any:
+    """Returns an EncodePromptRequest; ``pipeline`` (a family's name or a
+    pipeline folder, empty for none) says whose encoding."""
+    return _ps.EncodePromptRequest(text_encoder=text_encoder, prompt=prompt, pipeline=pipeline)
 
 
 def decode_request(vae: str, latents: TensorLike) -> Any:

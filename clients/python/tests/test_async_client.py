@@ -98,8 +98,9 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
             await task
 
     async def test_pipeline_calls(self):
-        conditioning, tokens = await self.client.encode_prompt("flux", "a cat")
+        conditioning, tokens = await self.client.encode_prompt("flux", "a cat", pipeline="flux")
         self.assertEqual((tokens, conditioning["guidance"]), (2, 3.5))
+        self.assertEqual(self.pipeline.requests[-1].pipeline, "flux")
         image = await self.client.decode("vae", dc.WireTensor.zeros((16, 2, 3)))
         self.assertEqual((image.width, image.height), (24, 16))
         seen = []

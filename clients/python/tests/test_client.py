@@ -373,7 +373,12 @@ class PipelineClientTest(unittest.TestCase):
         self.assertEqual(list(conditioning), ["cap_feats"])
         self.assertEqual((conditioning["cap_feats"].dtype, conditioning["cap_feats"].shape), ("float32", (5, 4)))
         sent = self.pipeline.requests[-1]
-        self.assertEqual((sent.text_encoder, sent.prompt), ("qwen", "a cat on a mat"))
+        self.assertEqual((sent.text_encoder, sent.prompt, sent.pipeline), ("qwen", "a cat on a mat", ""))
+
+    def test_encode_prompt_sends_the_pipeline_that_chooses_the_encoding(self):
+        self.client.encode_prompt("umt5", "a cat", pipeline="wan")
+        sent = self.pipeline.requests[-1]
+        self.assertEqual((sent.text_encoder, sent.pipeline), ("umt5", "wan"))
 
     def test_encode_prompt_scalars_are_floats_and_errors_raise(self):
         conditioning, tokens = self.client.encode_prompt("flux", "two words")

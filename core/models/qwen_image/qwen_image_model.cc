@@ -18,7 +18,6 @@ namespace diffusiond {
 namespace {
 
 constexpr double kQwenNormEps = 1e-6;       // every LayerNorm and RMSNorm of the model
-constexpr int64_t kQwenTimeChannels = 256;  // Timesteps(256, ...) in QwenTimestepProjEmbeddings
 constexpr double kQwenTimeScale = 1000.0;   // Timesteps(scale=1000): applied after sigma * f_j
 constexpr double kQwenTimePeriod = 10000.0;
 

@@ -6,7 +6,6 @@
 namespace diffusiond {
 namespace {
 
-constexpr int64_t kQwenTimeChannels = 256;  // QwenTimestepProjEmbeddings' sinusoid
 
 void add_qwen_linear(std::vector<ParamSpec>* t, const std::string& module, int64_t out, int64_t in) {
   t->push_back({module + ".weight", {out, in}, ParamKind::kLayerWeight});

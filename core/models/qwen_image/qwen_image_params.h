@@ -17,6 +17,10 @@
 
 namespace diffusiond {
 
+// The timestep sinusoid's width (Timesteps(256, ...) in upstream's
+// QwenTimestepProjEmbeddings): the forward's and the parameter table's.
+inline constexpr int64_t kQwenTimeChannels = 256;
+
 // Every parameter of QwenImageTransformer2DModel for `config`.
 std::vector<ParamSpec> qwen_image_parameter_table(const QwenImageConfig& config);
 

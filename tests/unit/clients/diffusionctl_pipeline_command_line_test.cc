@@ -131,6 +131,9 @@ TEST(PipelineCommandLine, EncodeAndDecodeNeedTheirFiles) {
   EXPECT_EQ(e.text_encoder, "qwen");
   EXPECT_EQ(e.prompt, "a cat");
   EXPECT_EQ(e.out_path, "cap.safetensors");
+  EXPECT_EQ(e.pipeline, "");
+  EXPECT_EQ(options<EncodeOptions>({"encode", "umt5", "--prompt", "a cat", "--pipeline", "wan", "--out", "c"}).pipeline,
+            "wan");
   expect_usage_error({"encode", "qwen", "--out", "c"}, "encode needs --prompt TEXT");
   expect_usage_error({"encode", "qwen", "--prompt", "x"}, "encode needs --out FILE.safetensors");
 
@@ -148,7 +151,8 @@ TEST(PipelineCommandLine, HelpListsTheCommandsWithinEightyColumns) {
   const std::string help = help_text("");
   for (const char* word : {"generate PIPELINE", "encode TEXT_ENCODER", "decode VAE",
                            "--prompt TEXT", "--negative TEXT", "--width N", "--height N",
-                           "--text_encoder ID", "--transformer ID", "--vae ID", "--component NAME=ID"}) {
+                           "--text_encoder ID", "--transformer ID", "--vae ID", "--component NAME=ID",
+                           "--pipeline NAME"}) {
     EXPECT_THAT(help, HasSubstr(word));
   }
   for (const char* command : {"generate", "encode", "decode"}) {

@@ -345,9 +345,10 @@ TEST_F(PipelineCommandsTest, CancelStopsARunningGenerate) {
 
 TEST_F(PipelineCommandsTest, EncodeWritesTheConditioningAndPrintsTheTokens) {
   const std::string out = dir_.path("cap.safetensors");
-  ASSERT_THAT(run_command(env_, EncodeOptions{"qwen", "a cat on a mat", out}), IsOk());
+  ASSERT_THAT(run_command(env_, EncodeOptions{"qwen", "a cat on a mat", out, ""}), IsOk());
   EXPECT_EQ(pipeline_.encode.get().text_encoder(), "qwen");
   EXPECT_EQ(pipeline_.encode.get().prompt(), "a cat on a mat");
+  EXPECT_EQ(pipeline_.encode.get().pipeline(), "");
   absl::StatusOr<NamedTensors> written = read_tensor_file(out);
   ASSERT_THAT(written, IsOk());
   ASSERT_EQ(written->size(), 1);
@@ -357,7 +358,8 @@ TEST_F(PipelineCommandsTest, EncodeWritesTheConditioningAndPrintsTheTokens) {
 
   out_.str("");
   env_.json = true;
-  ASSERT_THAT(run_command(env_, EncodeOptions{"flux", "two words", out}), IsOk());
+  ASSERT_THAT(run_command(env_, EncodeOptions{"flux", "two words", out, "flux"}), IsOk());
+  EXPECT_EQ(pipeline_.encode.get().pipeline(), "flux");
   const nlohmann::json json = nlohmann::json::parse(out_.str());
   EXPECT_EQ(json["path"], out);
   EXPECT_EQ(json["tokens"], 2);
@@ -367,9 +369,9 @@ TEST_F(PipelineCommandsTest, EncodeWritesTheConditioningAndPrintsTheTokens) {
 
   out_.str("");
   env_.json = false;
-  ASSERT_THAT(run_command(env_, EncodeOptions{"flux", "one", out}), IsOk());
+  ASSERT_THAT(run_command(env_, EncodeOptions{"flux", "one", out, ""}), IsOk());
   EXPECT_THAT(out_.str(), HasSubstr("scalars (not in the file): guidance=3.5\n"));
-  EXPECT_THAT(run_command(env_, EncodeOptions{"missing", "x", out}),
+  EXPECT_THAT(run_command(env_, EncodeOptions{"missing", "x", out, ""}),
               StatusIs(absl::StatusCode::kNotFound, "models/missing: no such file or folder"));
 }
 

@@ -111,7 +111,12 @@ class GenerateTest : public ::testing::Test {
     EXPECT_THAT(ready_component(*engine_, "pipe/text_encoder", {}), IsOk());
     const int64_t committed = ram_->snapshot().committed_bytes;
     ram_->reset_high_water();
-    EXPECT_THAT(encode_prompt(*engine_, "pipe/text_encoder", request().prompt, {}), IsOk());
+    // Z-Image's encoding named: a test family may share Qwen3 (below).
+    PromptRequest encode;
+    encode.text_encoder = "pipe/text_encoder";
+    encode.prompt = request().prompt;
+    encode.pipeline = "z-image";
+    EXPECT_THAT(encode_prompt(*engine_, models_dir_, encode, {}), IsOk());
     return ram_->snapshot().high_water_bytes - committed;
   }
 

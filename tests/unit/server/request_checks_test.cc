@@ -1,6 +1,7 @@
 // The torch-free request checks the services run before the engine: NaN or
 // infinite latents in each floating dtype, latents that are not floating,
-// negative Generate sizes, and option values echoed bounded.
+// negative Generate sizes, over-long pipelines, and option values echoed
+// bounded.
 #include "server/request_checks.h"
 
 #include <cmath>
@@ -122,6 +123,22 @@ TEST(RequestChecks, NegativeGenerateSizesAndStepsAreRefused) {
   r.set_height(512);
   r.set_steps(-1);
   EXPECT_THAT(check_generate_request(r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("-1 steps")));
+}
+
+TEST(RequestChecks, APipelineLongerThanAPathIsRefusedEchoedBounded) {
+  v1::EncodePromptRequest encode;
+  encode.set_text_encoder("te");
+  encode.set_pipeline("wan");
+  EXPECT_THAT(check_encode_prompt_request(encode), IsOk());
+  encode.set_pipeline(std::string(kMaxPipelineBytes, 'p'));
+  EXPECT_THAT(check_encode_prompt_request(encode), IsOk());
+  encode.set_pipeline(std::string(kMaxPipelineBytes + 1, 'p'));
+  const absl::Status s = check_encode_prompt_request(encode);
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("(4097 bytes)"), HasSubstr("longer than 4096"))));
+  EXPECT_LT(s.message().size(), 400u);
+  v1::GenerateRequest generate;
+  generate.set_pipeline(encode.pipeline());
+  EXPECT_THAT(check_generate_request(generate), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("longer than")));
 }
 
 TEST(RequestOptions, NamesAreEchoedBounded) {

@@ -1,0 +1,83 @@
+#include "core/engine/load_resolver.h"
+
+#include <filesystem>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "core/precision/torch_dtype.h"
+#include "core/util/bounded_text.h"
+#include "core/util/confined_path.h"
+#include "core/util/file_text.h"
+#include "core/util/json.h"
+#include "core/util/status_macros.h"
+
+namespace diffusiond {
+namespace {
+
+std::string fp8_name(const std::optional<Fp8Format>& f) { return f.has_value() ? fp8_format_name(*f) : "off"; }
+
+}  // namespace
+
+std::string LoadResolver::relative_to_models_dir(const std::string& path) const {
+  std::error_code ec;
+  const std::filesystem::path root = std::filesystem::canonical(options_.models_dir, ec);
+  const std::filesystem::path relative = std::filesystem::path(path).lexically_relative(root);
+  return ec || relative.empty() ? path : relative.string();
+}
+
+absl::StatusOr<ResolvedLoad> LoadResolver::resolve(const ModelLoadRequest& request) const {
+  if (request.path.empty()) return absl::InvalidArgumentError("a load needs a path");
+  ResolvedLoad load;
+  DIFFUSIOND_ASSIGN_OR_RETURN(load.path, resolve_confined_path(options_.models_dir, request.path));
+  // Without an id the model is known by its canonical path inside the
+  // models directory, so "demo", "./demo" and "/models/demo" are one model.
+  load.model_id = request.model_id.empty() ? relative_to_models_dir(load.path) : request.model_id;
+  if (!request.config_path.empty()) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(load.config_path, resolve_confined_path(options_.models_dir, request.config_path));
+  }
+  load.fp8 = request.fp8.value_or(options_.fp8);
+  load.compute_dtype = request.compute_dtype.value_or(options_.compute_dtype);
+  return load;
+}
+
+absl::StatusOr<OpenedLoad> LoadResolver::open_and_plan(const ResolvedLoad& load) const {
+  OpenOptions open;
+  open.config_path = load.config_path;
+  open.opener = options_.file_opener;
+  OpenedLoad opened;
+  DIFFUSIOND_ASSIGN_OR_RETURN(opened.checkpoint, Checkpoint::open(load.path, open));
+  ModelLoadOptions lo;
+  lo.compute_dtype = to_scalar_type(load.compute_dtype);
+  lo.fp8 = load.fp8;
+  lo.keep_narrow = options_.keep_narrow_weights;
+  DIFFUSIOND_ASSIGN_OR_RETURN(opened.plan, plan_model(*opened.checkpoint, lo));
+  return opened;
+}
+
+absl::Status LoadResolver::check_matches(const ResolvedLoad& load, const ModelDescription& loaded) const {
+  // A config_path named again is compared by content, like the other
+  // options: a cache hit must not answer OK with a model built from
+  // another config.
+  std::string differs;
+  if (!load.config_path.empty()) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(const std::string text, read_text_file(load.config_path));
+    DIFFUSIOND_RETURN_IF_ERROR(parse_json_strict(text, load.config_path).status());
+    if (config_digest(text) != loaded.config_digest) {
+      differs = absl::StrCat(" with config ", loaded.config_path.empty() ? "(none)" : loaded.config_path,
+                             " (asked: ", load.config_path, ", other content)");
+    }
+  }
+  if (loaded.path != load.path) absl::StrAppend(&differs, " from ", loaded.path, " (asked: ", load.path, ")");
+  if (loaded.fp8 != load.fp8.format) {
+    absl::StrAppend(&differs, " with FP8 ", fp8_name(loaded.fp8), " (asked: ", fp8_name(load.fp8.format), ")");
+  }
+  if (loaded.compute_dtype != load.compute_dtype) {
+    absl::StrAppend(&differs, " at ", compute_dtype_name(loaded.compute_dtype),
+                    " (asked: ", compute_dtype_name(load.compute_dtype), ")");
+  }
+  if (differs.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("model \"", bounded(load.model_id), "\" is already loaded", differs,
+                                                    "; unload it first or load under another model_id"));
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,13 @@
+#include "core/pipeline/unported_architectures.h"
+
+namespace diffusiond {
+
+bool is_unported_architecture(absl::string_view architecture) {
+  for (absl::string_view unported :
+       {kQwen25VlArchitecture, kQwen3VlArchitecture, kQwenImageVaeArchitecture, kWanVaeArchitecture}) {
+    if (architecture == unported) return true;
+  }
+  return false;
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,167 @@
+// The registry of pipeline families: every family is found by its
+// model_index.json class (read from a pipeline folder too), by its name and
+// by its denoiser's architecture; the text encoders of an architecture are
+// listed across families; and the three families whose encoders or VAEs are
+// not ported yet declare upstream's components.
+#include "core/pipeline/pipeline_family.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/pipeline/pipeline_folder.h"
+#include "core/pipeline/unported_architectures.h"
+#include "core/pipeline/wan/wan_pipeline.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace diffusiond {
+namespace {
+
+using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::StatusIs;
+using ::testing::HasSubstr;
+
+struct Served {
+  const char* pipeline_class;
+  const char* name;
+  const char* denoiser;
+};
+constexpr Served kServed[] = {{"ZImagePipeline", "z-image", "z-image"},
+                              {"FluxPipeline", "flux", "flux"},
+                              {"QwenImagePipeline", "qwen-image", "qwen-image"},
+                              {"WanPipeline", "wan", "wan"},
+                              {"Krea2Pipeline", "krea2", "krea2"}};
+
+TEST(PipelineFamilyTest, EachFamilyIsFoundByItsClassItsNameAndItsDenoiser) {
+  for (const Served& s : kServed) {
+    const PipelineFamily* family = find_pipeline_family(s.pipeline_class);
+    ASSERT_NE(family, nullptr) << s.pipeline_class;
+    EXPECT_EQ(family->name(), s.name);
+    EXPECT_EQ(find_pipeline_family_named(s.name), family) << s.name;
+    EXPECT_EQ(find_pipeline_family_for_denoiser(s.denoiser), family) << s.denoiser;
+  }
+  EXPECT_EQ(find_pipeline_family("StableDiffusionPipeline"), nullptr);
+  EXPECT_EQ(find_pipeline_family_named("sdxl"), nullptr);
+}
+
+TEST(PipelineFamilyTest, EachFamilyIsFoundFromAPipelineFoldersModelIndex) {
+  testing::TempDir dir;
+  for (const Served& s : kServed) {
+    dir.write(absl::StrCat(s.name, "/model_index.json"),
+              absl::StrCat(R"({"_class_name": ")", s.pipeline_class,
+                           R"(", "_diffusers_version": "0.36.0", "text_encoder": ["transformers", "X"],
+                               "transformer": ["diffusers", "Y"], "vae": ["diffusers", "Z"]})"));
+    absl::StatusOr<PipelineFolder> folder = open_pipeline_folder(dir.path(), s.name);
+    ASSERT_THAT(folder, IsOk()) << s.name;
+    EXPECT_EQ(folder->family->name(), s.name);
+    EXPECT_EQ(folder->index.components.size(), 3u);
+    // A family's name and its folder name the same family.
+    absl::StatusOr<const PipelineFamily*> named = pipeline_family_of(dir.path(), s.name);
+    ASSERT_THAT(named, IsOk());
+    EXPECT_EQ(*named, folder->family);
+  }
+  dir.write("sd/model_index.json", R"({"_class_name": "StableDiffusionPipeline"})");
+  EXPECT_THAT(open_pipeline_folder(dir.path(), "sd"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is a StableDiffusionPipeline, which no pipeline family serves (ZImagePipeline, "
+                                 "FluxPipeline, QwenImagePipeline, WanPipeline, Krea2Pipeline")));
+  dir.write("empty/README.md", "not a pipeline");
+  EXPECT_THAT(pipeline_family_of(dir.path(), "empty"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has no model_index.json")));
+  EXPECT_THAT(pipeline_family_of(dir.path(), "qwen-imag"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("\"qwen-imag\" is neither a pipeline family (z-image, flux, qwen-image, wan, krea2")));
+}
+
+TEST(PipelineFamilyTest, TheNewFamiliesDeclareUpstreamsComponents) {
+  const auto components = [](absl::string_view family) {
+    std::vector<std::string> out;
+    for (const PipelineComponent& c : find_pipeline_family_named(family)->components()) {
+      out.push_back(absl::StrCat(c.name, ":", model_role_name(c.role), ":", c.architecture));
+    }
+    return out;
+  };
+  EXPECT_THAT(components("qwen-image"),
+              ::testing::ElementsAre("text_encoder:text-encoder:qwen2.5-vl", "transformer:denoiser:qwen-image",
+                                     "vae:vae:autoencoder-kl-qwen-image"));
+  EXPECT_THAT(components("wan"), ::testing::ElementsAre("text_encoder:text-encoder:umt5", "transformer:denoiser:wan",
+                                                        "vae:vae:autoencoder-kl-wan"));
+  EXPECT_THAT(components("krea2"),
+              ::testing::ElementsAre("text_encoder:text-encoder:qwen3-vl", "transformer:denoiser:krea2",
+                                     "vae:vae:autoencoder-kl-qwen-image"));
+  for (absl::string_view architecture : {"qwen2.5-vl", "qwen3-vl", "autoencoder-kl-qwen-image", "autoencoder-kl-wan"}) {
+    EXPECT_TRUE(is_unported_architecture(architecture)) << architecture;
+  }
+  for (absl::string_view architecture : {"umt5", "t5", "qwen3", "wan", "qwen-image", "krea2", "autoencoder-kl"}) {
+    EXPECT_FALSE(is_unported_architecture(architecture)) << architecture;
+  }
+}
+
+TEST(PipelineFamilyTest, DefaultsAndLatentsAreUpstreams) {
+  const ModelInfo any;
+  const struct {
+    const char* family;
+    int steps;
+    int64_t width, height;
+    double guidance;
+  } expected[] = {{"qwen-image", 50, 1024, 1024, 4.0}, {"wan", 50, 832, 480, 5.0}, {"krea2", 28, 1024, 1024, 4.5}};
+  for (const auto& e : expected) {
+    const PipelineFamily* family = find_pipeline_family_named(e.family);
+    const PipelineDefaults d = family->defaults(any);
+    EXPECT_EQ(d.steps, e.steps) << e.family;
+    EXPECT_EQ(d.width, e.width) << e.family;
+    EXPECT_EQ(d.height, e.height) << e.family;
+    EXPECT_EQ(d.guidance_scale, e.guidance) << e.family;
+    EXPECT_EQ(family->size_multiple(), 16) << e.family;  // the VAE's 8 times the 2x2 patches
+    EXPECT_EQ(family->cfg_scale(e.guidance), e.guidance) << e.family;
+  }
+  ModelInfo denoiser, decoder;
+  denoiser.geometry.channels = 16;
+  decoder.geometry.spatial_factor = 8;
+  // Wan's latents have a frames axis: one frame for an image.
+  EXPECT_EQ(wan_pipeline()->latent_shape(denoiser, decoder, 832, 480), (std::vector<int64_t>{16, 1, 60, 104}));
+  EXPECT_EQ(find_pipeline_family_named("qwen-image")->latent_shape(denoiser, decoder, 64, 32),
+            (std::vector<int64_t>{16, 4, 8}));
+}
+
+TEST(PipelineFamilyTest, TextEncodersOfAnArchitectureAreListedAcrossFamilies) {
+  const auto found = [](absl::string_view architecture) {
+    std::vector<std::string> out;
+    for (const EncoderComponent& c : find_encoder_components(architecture)) {
+      out.push_back(absl::StrCat(c.family->name(), "/", c.component));
+    }
+    return out;
+  };
+  EXPECT_THAT(found("t5"), ::testing::ElementsAre("flux/text_encoder_2"));
+  EXPECT_THAT(found("clip-text"), ::testing::ElementsAre("flux/text_encoder"));
+  EXPECT_THAT(found("umt5"), ::testing::ElementsAre("wan/text_encoder"));
+  EXPECT_THAT(found("qwen2.5-vl"), ::testing::ElementsAre("qwen-image/text_encoder"));
+  EXPECT_THAT(found("qwen3-vl"), ::testing::ElementsAre("krea2/text_encoder"));
+  EXPECT_TRUE(found("wan").empty()) << "a denoiser is no text encoder";
+}
+
+// Lookups by name need names to be unique.
+class Renamed final : public PipelineFamily {
+ public:
+  absl::string_view name() const override { return "wan"; }
+  std::vector<std::string> pipeline_classes() const override { return {"RenamedPipeline"}; }
+  std::vector<PipelineComponent> components() const override { return {}; }
+  PipelineDefaults defaults(const ModelInfo&) const override { return {}; }
+  TextEncoding text_encoding(absl::string_view, const std::string&) const override { return {}; }
+  absl::StatusOr<Conditioning> encoder_conditioning(absl::string_view, const EncodedText&) const override {
+    return Conditioning{};
+  }
+};
+
+TEST(PipelineFamilyTest, AFamilyOfATakenNameIsRefused) {
+  static const Renamed* const renamed = new Renamed();
+  EXPECT_THAT(register_pipeline_family(renamed),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a pipeline family named wan is already")));
+  EXPECT_EQ(find_pipeline_family("RenamedPipeline"), nullptr);
+}
+
+}  // namespace
+}  // namespace diffusiond
