@@ -122,4 +122,17 @@ absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
   return schedule;
 }
 
+ScheduleOptions flow_match_euler_defaults() {
+  ScheduleOptions o;
+  o.solver = FlowSolver::kEuler;
+  o.shift = 1.0;
+  o.dynamic_shift = false;
+  o.base_shift = 0.5;
+  o.max_shift = 1.15;
+  o.base_seq_len = 256;
+  o.max_seq_len = 4096;
+  o.shift_terminal = 0.0;
+  return o;
+}
+
 }  // namespace diffusiond

@@ -64,6 +64,12 @@ struct Schedule {
   int steps() const { return static_cast<int>(timesteps.size()); }
 };
 
+// diffusers' FlowMatchEulerDiscreteScheduler's class defaults: shift 1, no
+// dynamic shift, base_shift 0.5 / max_shift 1.15 over 256 / 4096 tokens, no
+// shift_terminal; what from_config gives a field its config leaves out.
+// (ScheduleOptions' own shift, 3, is Z-Image-Turbo's.)
+ScheduleOptions flow_match_euler_defaults();
+
 // INVALID_ARGUMENT for steps < 1, a non-positive shift, a shift_terminal
 // outside [0, 1), or explicit sigmas that are not strictly decreasing in
 // (0, 1].

@@ -113,15 +113,12 @@ absl::StatusOr<ScheduleOptions> parse_scheduler_config(absl::string_view json, a
   // A field the file leaves out, or sets to null, takes upstream's class
   // default, not the model's: from_config fills it so (Qwen-Image-Lightning's
   // scheduler has no shift_terminal, though Qwen-Image's has 0.02).
-  ScheduleOptions o = defaults;
-  o.solver = FlowSolver::kEuler;
-  o.shift = 1.0;
-  o.dynamic_shift = false;
-  o.base_shift = 0.5;
-  o.max_shift = 1.15;
-  o.base_seq_len = 256;
-  o.max_seq_len = 4096;
-  o.shift_terminal = 0.0;
+  ScheduleOptions o = flow_match_euler_defaults();
+  // Not the scheduler's to say: the steps, how the pipeline computes its
+  // linspace, a mu the pipeline fixes.
+  o.steps = defaults.steps;
+  o.float64_linspace = defaults.float64_linspace;
+  o.mu = defaults.mu;
   // shift's lower end is checked below, with its own message.
   DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "shift", path, -kMaxShift, kMaxShift, &o.shift));
   DIFFUSIOND_RETURN_IF_ERROR(read_number(c, "base_shift", path, -kMaxMu, kMaxMu, &o.base_shift));

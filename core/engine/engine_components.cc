@@ -100,7 +100,8 @@ absl::StatusOr<torch::Tensor> Engine::decode_image(const std::string& model_id, 
     absl::StatusOr<CallScope> tiled_call = admit_call(model_id, needs_of(true), job, evicted, where);
     if (absl::IsResourceExhausted(tiled_call.status())) {
       return absl::ResourceExhaustedError(
-          absl::StrCat("an untiled decode: ", call.status().message(), "; a tiled decode: ", tiled_call.status().message()));
+          absl::StrCat("an untiled decode: ", call.status().message(),
+                       "; a tiled decode: ", tiled_call.status().message()));
     }
     call = std::move(tiled_call);
   }

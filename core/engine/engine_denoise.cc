@@ -89,7 +89,8 @@ absl::Status Engine::check_later_segments(const EngineDenoiseRequest& request, c
     if (!(s.boundary_ratio > 0 && (first_later ? s.boundary_ratio <= above : s.boundary_ratio < above))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "segment ", k + 1, " (\"", bounded(s.model), "\") has boundary_ratio ", s.boundary_ratio,
-          first_later ? ", expected one in (0, 1]" : absl::StrCat(", expected one in (0, ", above, "): below the segment before it")));
+          first_later ? ", expected one in (0, 1]"
+                      : absl::StrCat(", expected one in (0, ", above, "): below the segment before it")));
     }
     above = s.boundary_ratio;
     if (!(s.guidance_scale >= 0)) {
@@ -181,7 +182,8 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
         id = loaded.model_id;
         start.loaded = true;
       }
-      DIFFUSIOND_ASSIGN_OR_RETURN(SegmentModel readied, ready_segment(id, request, guidance_of(request, k), job, start));
+      DIFFUSIOND_ASSIGN_OR_RETURN(SegmentModel readied,
+                                  ready_segment(id, request, guidance_of(request, k), job, start));
       if (readied.model->architecture() != architecture) {  // the path now holds another model
         return absl::FailedPreconditionError(absl::StrCat("segment ", k, "'s model \"", bounded(id), "\" is ",
                                                           readied.model->architecture(), ", not ", architecture));

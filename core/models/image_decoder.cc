@@ -13,7 +13,8 @@ ActivationEstimate ImageDecoder::step_activations(const NamedTensors& inputs, bo
   torch::Tensor latents = input("latents");
   if (const torch::Tensor image = input("image"); image.dim() == 4 && !latents.defined()) {
     const int64_t f = spatial_factor();
-    latents = torch::empty({image.size(0), latent_channels(), (image.size(2) + f - 1) / f, (image.size(3) + f - 1) / f});
+    latents = torch::empty(
+        {image.size(0), latent_channels(), (image.size(2) + f - 1) / f, (image.size(3) + f - 1) / f});
   }
   if (latents.dim() != 4 || !check_latents(latents[0]).ok()) return {};
   return {latents.size(0) * decode_activation_bytes(latents[0], /*tiled=*/false),

@@ -101,7 +101,8 @@ ActivationEstimate TextEncoder::step_activations(const NamedTensors& inputs, boo
   const auto it = inputs.find("input_ids");
   if (it == inputs.end() || !it->second.defined() || it->second.dim() != 2) return {};
   const int64_t batch = it->second.size(0), tokens = it->second.size(1);
-  return {batch * encode_activation_bytes(tokens), absl::StrCat(architecture(), ": ", batch, " encodes of ", tokens, " tokens")};
+  return {batch * encode_activation_bytes(tokens),
+          absl::StrCat(architecture(), ": ", batch, " encodes of ", tokens, " tokens")};
 }
 
 }  // namespace diffusiond

@@ -1,12 +1,12 @@
 #include "core/models/clip/clip_family.h"
 
 #include <filesystem>
-#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "core/models/clip/clip_config.h"
 #include "core/models/clip/clip_model.h"
 #include "core/models/clip/clip_params.h"
+#include "core/models/common/canonical_shapes.h"
 #include "core/models/config_limits.h"
 #include "core/models/text_encoder.h"
 #include "core/text/clip_tokenizer_files.h"
@@ -84,21 +84,9 @@ class ClipFamily final : public ModelFamily {
                                                       "text_model.encoder.layers."));
       note = absl::StrCat("config from ", checkpoint.config_path());
     } else {
-      std::map<std::string, std::vector<int64_t>, std::less<>> shapes;
-      std::vector<std::string> names;
-      for (const TensorRecord& t : checkpoint.tensors()) {
-        if (std::optional<std::string> name = clip_canonical_name(t.name, /*keep_projection=*/false)) {
-          shapes[*name] = t.shape;
-          names.push_back(*name);
-        }
-      }
-      DIFFUSIOND_ASSIGN_OR_RETURN(config, infer_clip_text_config(
-                                              [&](absl::string_view name) -> std::optional<std::vector<int64_t>> {
-                                                const auto it = shapes.find(name);
-                                                if (it == shapes.end()) return std::nullopt;
-                                                return it->second;
-                                              },
-                                              names, checkpoint.path()));
+      const CanonicalShapes shapes(
+          checkpoint, [](absl::string_view name) { return clip_canonical_name(name, /*keep_projection=*/false); });
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, infer_clip_text_config(shapes.lookup(), shapes.names(), checkpoint.path()));
       note = "config inferred from shapes; name a config.json to override";
     }
     namespace fs = std::filesystem;

@@ -25,44 +25,25 @@
 // (flux_predictor.cc), so its peak is one item's forward.
 #include "core/models/flux/flux_activations.h"
 
-#include <algorithm>
-#include <iterator>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/precision/torch_dtype.h"
+#include "core/models/common/packed_activations.h"
 #include "core/models/flux/flux_model.h"
 
 namespace diffusiond {
 
 ActivationEstimate flux_activations(const FluxConfig& c, const ActivationQuery& q, const AttentionOptions& attention,
                                     int64_t materialized_weight_bytes) {
-  // [C, H, W] unpacked, or one Step item [S, in_channels].
-  int64_t image = 0, latent = 0;
-  if (q.latent_shape.size() == 3) {
-    image = (q.latent_shape[1] / 2) * (q.latent_shape[2] / 2);
-    latent = q.latent_shape[0] * q.latent_shape[1] * q.latent_shape[2];
-  } else if (q.latent_shape.size() == 2) {
-    image = q.latent_shape[0];
-    latent = q.latent_shape[0] * q.latent_shape[1];
-  }
-  const int64_t calls = std::max<int64_t>(q.batch, 1);
-  const double b = static_cast<double>(q.denoise_loop ? 1 : calls);
-  const double e = static_cast<double>(torch::elementSize(q.compute_dtype));
-  const double s = static_cast<double>(image), l = static_cast<double>(q.text_tokens), t = s + l;
+  const PackedActivationSizes z = packed_activation_sizes(q);
+  const double b = z.batch, e = z.element;
+  const double s = static_cast<double>(z.image), l = static_cast<double>(q.text_tokens), t = s + l;
   const double d = static_cast<double>(c.inner_dim()), m = static_cast<double>(c.mlp_hidden());
   const double hd = static_cast<double>(c.attention_head_dim);
 
-  ActivationTally tally(absl::StrCat("flux at ", scalar_type_name(q.compute_dtype), ", ",
-                                     q.denoise_loop && calls > 1 ? absl::StrCat(calls, " forwards of ") : "",
-                                     "batch ", static_cast<int64_t>(b), " x ", image + q.text_tokens, " tokens (",
-                                     image, " image + ", q.text_tokens, " text) x dim ", c.inner_dim()));
-  AttentionShape shape;
-  shape.batch = static_cast<int64_t>(b), shape.heads = c.num_attention_heads, shape.head_dim = c.attention_head_dim;
-  shape.queries = shape.keys = image + q.text_tokens;
-  const double scores =
-      static_cast<double>(attention_scratch_bytes(shape, q.compute_dtype, q.device_is_cpu, attention));
+  ActivationTally tally(packed_activation_title("flux", q, z, c.inner_dim()));
+  const double scores = joint_attention_scratch_bytes(q, z, c.num_attention_heads, c.attention_head_dim, attention);
   // Each kind of block peaks in its MLP or inside attention (the score
   // chunk); the largest of the four is the forward's.
   const bool singles = c.num_single_layers > 0, doubles = c.num_layers > 0;
@@ -72,18 +53,16 @@ ActivationEstimate flux_activations(const FluxConfig& c, const ActivationQuery& 
       {singles ? b * e * t * (8 * d + m) + scores : 0, "single block peak (attention scores)"},
       {doubles ? b * e * (6 * d * t + (3 * d + 2 * m) * s) : 0, "double" + mlp},
       {doubles ? b * e * 7 * d * t + scores : 0, "double block peak (attention scores)"}};
-  const auto& peak = *std::max_element(std::begin(peaks), std::end(peaks),
-                                       [](const auto& x, const auto& y) { return x.first < y.first; });
+  const std::pair<double, std::string> peak = largest_activation_peak(peaks);
   tally.add(peak.second, peak.first);
   tally.add("RoPE", 4 * hd * t * (1 + 2 * b));
   tally.add("inputs at compute dtype",
             b * e * (s * static_cast<double>(c.in_channels) + l * static_cast<double>(c.joint_attention_dim)));
   tally.add("modulation", b * e * 16 * d);
-  tally.add("weight decode", static_cast<double>(materialized_weight_bytes));
-  tally.add("outputs", b * s * static_cast<double>(c.out_features()) * (e + 4));
+  add_decode_and_outputs(z, c.out_features(), materialized_weight_bytes, &tally);
   if (q.denoise_loop) {
     tally.add("packed latents and ids", s * (static_cast<double>(c.in_channels) + 3) * 4 + l * 3 * 4);
-    tally.add("denoise loop", (5 + static_cast<double>(calls)) * static_cast<double>(latent) * 4);
+    add_denoise_loop(z, 5, &tally);
   }
   return tally.finish_with_allocator_slack();
 }

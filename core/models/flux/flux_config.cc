@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "core/models/common/config_fields.h"
 #include "core/models/config_limits.h"
 #include "core/util/bounded_text.h"
 #include "core/util/json.h"
@@ -50,13 +51,7 @@ absl::Status FluxConfig::validate() const {
         "FLUX config: num_attention_heads x attention_head_dim is ", inner_dim(), ", expected at most ",
         kMaxConfigWidth));
   }
-  const int64_t sum = axes_dims_rope[0] + axes_dims_rope[1] + axes_dims_rope[2];
-  if (sum != attention_head_dim || axes_dims_rope[0] <= 0 || axes_dims_rope[1] <= 0 ||
-      axes_dims_rope[2] <= 0 || axes_dims_rope[0] % 2 || axes_dims_rope[1] % 2 || axes_dims_rope[2] % 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "FLUX config: axes_dims_rope [", absl::StrJoin(axes_dims_rope, ", "),
-        "] must be positive, even and sum to attention_head_dim ", attention_head_dim));
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_axes_dims_rope("FLUX", axes_dims_rope, attention_head_dim));
   return absl::OkStatus();
 }
 
@@ -77,12 +72,7 @@ absl::StatusOr<FluxConfig> parse_flux_config(absl::string_view text, absl::strin
 }
 
 absl::StatusOr<FluxConfig> flux_config_from_json(const nlohmann::json& root, absl::string_view what) {
-  if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
-  if (root.contains("_class_name") && root.at("_class_name") != json("FluxTransformer2DModel")) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": _class_name is ",
-                                                   bounded(root.at("_class_name").dump()),
-                                                   ", expected \"FluxTransformer2DModel\""));
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, "FluxTransformer2DModel"));
   FluxConfig c;
   DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "patch_size", what, &c.patch_size));
   DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "in_channels", what, &c.in_channels));
@@ -99,14 +89,7 @@ absl::StatusOr<FluxConfig> flux_config_from_json(const nlohmann::json& root, abs
     if (!v.is_boolean()) return json_field_error(what, "guidance_embeds", v, "a boolean");
     c.guidance_embeds = v.get<bool>();
   }
-  if (root.contains("axes_dims_rope")) {
-    const json& v = root.at("axes_dims_rope");
-    if (!v.is_array() || v.size() != 3) return json_field_error(what, "axes_dims_rope", v, "a list of 3 integers");
-    for (int i = 0; i < 3; ++i) {
-      if (!v[i].is_number_integer()) return json_field_error(what, "axes_dims_rope", v, "a list of 3 integers");
-      c.axes_dims_rope[i] = v[i].get<int64_t>();
-    }
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(read_axes_dims_rope(root, what, &c.axes_dims_rope));
   if (absl::Status s = c.validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   }

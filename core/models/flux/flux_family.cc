@@ -1,8 +1,7 @@
 #include "core/models/flux/flux_family.h"
 
-#include <map>
-
 #include "absl/strings/str_cat.h"
+#include "core/models/common/canonical_shapes.h"
 #include "core/models/config_limits.h"
 #include "core/models/flux/flux_activations.h"
 #include "core/models/flux/flux_model.h"
@@ -59,13 +58,9 @@ class FluxFamily final : public ModelFamily {
     if (checkpoint.layout() == CheckpointLayout::kDiffusersFolder) return false;
     // img_in / txt_in / vector_in / final_layer.linear in original naming;
     // SD3, also with a context embedder, has no x_embedder.
-    int found = 0;
-    for (const TensorRecord& t : checkpoint.tensors()) {
-      const std::optional<std::string> name = flux_canonical_name(t.name);
-      found += name == "x_embedder.weight" || name == "context_embedder.weight" ||
-               name == "time_text_embed.text_embedder.linear_1.weight" || name == "proj_out.weight";
-    }
-    return found == 4;
+    return count_canonical_tensors(checkpoint, flux_canonical_name,
+                                   {"x_embedder.weight", "context_embedder.weight",
+                                    "time_text_embed.text_embedder.linear_1.weight", "proj_out.weight"}) == 4;
   }
 
   std::vector<std::string> config_classes() const override { return {std::string(kConfigClass)}; }
@@ -91,22 +86,8 @@ class FluxFamily final : public ModelFamily {
                                                       "single_transformer_blocks."));
       note = absl::StrCat("config from ", checkpoint.config_path());
     } else {
-      std::map<std::string, std::vector<int64_t>> shapes;
-      std::vector<std::string> names;
-      for (const TensorRecord& t : checkpoint.tensors()) {
-        if (std::optional<std::string> name = flux_canonical_name(t.name)) {
-          shapes[*name] = t.shape;
-          names.push_back(*name);
-        }
-      }
-      DIFFUSIOND_ASSIGN_OR_RETURN(
-          config, infer_flux_config(
-                      [&](absl::string_view name) -> std::optional<std::vector<int64_t>> {
-                        auto it = shapes.find(std::string(name));
-                        if (it != shapes.end()) return it->second;
-                        return std::nullopt;
-                      },
-                      names, checkpoint.path()));
+      const CanonicalShapes shapes(checkpoint, flux_canonical_name);
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, infer_flux_config(shapes.lookup(), shapes.names(), checkpoint.path()));
       note = "config inferred from shapes; name a config.json to override";
     }
     DIFFUSIOND_ASSIGN_OR_RETURN(ScheduleOptions schedule, checkpoint_schedule(checkpoint, flux_default_schedule(config)));

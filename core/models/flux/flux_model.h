@@ -90,8 +90,6 @@ class FluxModel final : public DiffusionModel {
   // INTERNAL or RESOURCE_EXHAUSTED if libtorch fails.
   absl::StatusOr<torch::Tensor> forward(const FluxInputs& inputs) const;
 
-  void set_attention_options(const AttentionOptions& options) { attention_options_ = options; }
-
  private:
   struct Rope {
     torch::Tensor txt_cos, txt_sin, img_cos, img_sin;  // [B, L or S, head_dim / 2]

@@ -30,14 +30,12 @@
 // (krea2_predictor.cc), so its peak is one item's forward.
 #include "core/models/krea2/krea2_activations.h"
 
-#include <algorithm>
-#include <iterator>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/common/packed_activations.h"
 #include "core/models/krea2/krea2_model.h"
-#include "core/precision/torch_dtype.h"
 
 namespace diffusiond {
 namespace {
@@ -50,39 +48,22 @@ std::pair<double, std::string> krea2_block_peak(double b, double e, double rows,
       {b * e * 11 * d * rows, absl::StrCat(what, " peak (attention output)")},
       {b * e * 7 * d * rows + scores, absl::StrCat(what, " peak (attention scores)")},
       {b * e * (7 * d + 2 * f) * rows, absl::StrCat(what, " peak (SwiGLU ", static_cast<int64_t>(f), " wide)")}};
-  return *std::max_element(std::begin(peaks), std::end(peaks),
-                           [](const auto& x, const auto& y) { return x.first < y.first; });
+  return largest_activation_peak(peaks);
 }
 
 }  // namespace
 
 ActivationEstimate krea2_activations(const Krea2Config& c, const ActivationQuery& q, const AttentionOptions& attention,
                                      int64_t materialized_weight_bytes) {
-  // [C, H, W] unpacked, or one Step item [S, in_channels].
-  int64_t image = 0, latent = 0;
-  if (q.latent_shape.size() == 3) {
-    image = (q.latent_shape[1] / 2) * (q.latent_shape[2] / 2);
-    latent = q.latent_shape[0] * q.latent_shape[1] * q.latent_shape[2];
-  } else if (q.latent_shape.size() == 2) {
-    image = q.latent_shape[0];
-    latent = q.latent_shape[0] * q.latent_shape[1];
-  }
-  const int64_t calls = std::max<int64_t>(q.batch, 1);
-  const double b = static_cast<double>(q.denoise_loop ? 1 : calls);
-  const double e = static_cast<double>(torch::elementSize(q.compute_dtype));
-  const double s = static_cast<double>(image), l = static_cast<double>(q.text_tokens), t = s + l;
+  const PackedActivationSizes z = packed_activation_sizes(q);
+  const double b = z.batch, e = z.element;
+  const double s = static_cast<double>(z.image), l = static_cast<double>(q.text_tokens), t = s + l;
   const double d = static_cast<double>(c.hidden_size()), hd = static_cast<double>(c.attention_head_dim);
   const double layers = static_cast<double>(c.num_text_layers), dt = static_cast<double>(c.text_hidden_dim);
 
-  ActivationTally tally(absl::StrCat("krea2 at ", scalar_type_name(q.compute_dtype), ", ",
-                                     q.denoise_loop && calls > 1 ? absl::StrCat(calls, " forwards of ") : "", "batch ",
-                                     static_cast<int64_t>(b), " x ", image + q.text_tokens, " tokens (", image,
-                                     " image + ", q.text_tokens, " text) x dim ", c.hidden_size()));
-  AttentionShape main;
-  main.batch = static_cast<int64_t>(b), main.heads = c.num_attention_heads, main.head_dim = c.attention_head_dim;
-  main.queries = main.keys = image + q.text_tokens;
+  ActivationTally tally(packed_activation_title("krea2", q, z, c.hidden_size()));
   const double main_scores =
-      static_cast<double>(attention_scratch_bytes(main, q.compute_dtype, q.device_is_cpu, attention));
+      joint_attention_scratch_bytes(q, z, c.num_attention_heads, c.attention_head_dim, attention);
   const std::pair<double, std::string> block =
       krea2_block_peak(b, e, t, d, static_cast<double>(c.intermediate_size), main_scores, "block");
   // The layerwise blocks: L x num_text_layers rows (one sequence per
@@ -102,11 +83,10 @@ ActivationEstimate krea2_activations(const Krea2Config& c, const ActivationQuery
   tally.add("key mask", b * t);
   tally.add("image input at compute dtype", b * e * s * static_cast<double>(c.in_channels));
   tally.add("modulation", b * e * 16 * d);
-  tally.add("weight decode", static_cast<double>(materialized_weight_bytes));
-  tally.add("outputs", b * s * static_cast<double>(c.in_channels) * (e + 4));
+  add_decode_and_outputs(z, c.in_channels, materialized_weight_bytes, &tally);
   if (q.denoise_loop) {
     tally.add("packed latents and positions", s * static_cast<double>(c.in_channels) * 4 + t * 3 * 4);
-    tally.add("denoise loop", (7 + static_cast<double>(calls)) * static_cast<double>(latent) * 4);
+    add_denoise_loop(z, 7, &tally);
   }
   return tally.finish_with_allocator_slack();
 }

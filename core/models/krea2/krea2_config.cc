@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/models/common/config_fields.h"
 #include "core/models/config_limits.h"
 #include "core/util/bounded_text.h"
 #include "core/util/json.h"
@@ -57,13 +58,7 @@ absl::Status Krea2Config::validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("Krea 2 config: in_channels ", in_channels, " is not a multiple of the 2x2 packing's 4"));
   }
-  const int64_t sum = axes_dims_rope[0] + axes_dims_rope[1] + axes_dims_rope[2];
-  if (sum != attention_head_dim || axes_dims_rope[0] <= 0 || axes_dims_rope[1] <= 0 || axes_dims_rope[2] <= 0 ||
-      axes_dims_rope[0] % 2 || axes_dims_rope[1] % 2 || axes_dims_rope[2] % 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Krea 2 config: axes_dims_rope [", absl::StrJoin(axes_dims_rope, ", "),
-                     "] must be positive, even and sum to attention_head_dim ", attention_head_dim));
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_axes_dims_rope("Krea 2", axes_dims_rope, attention_head_dim));
   return absl::OkStatus();
 }
 
@@ -82,11 +77,7 @@ absl::StatusOr<Krea2Config> parse_krea2_config(absl::string_view text, absl::str
 }
 
 absl::StatusOr<Krea2Config> krea2_config_from_json(const nlohmann::json& root, absl::string_view what) {
-  if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
-  if (root.contains("_class_name") && root.at("_class_name") != nlohmann::json("Krea2Transformer2DModel")) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": _class_name is ", bounded(root.at("_class_name").dump()),
-                                                   ", expected \"Krea2Transformer2DModel\""));
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, "Krea2Transformer2DModel"));
   Krea2Config c;
   const std::pair<const char*, int64_t*> ints[] = {{"in_channels", &c.in_channels},
                                                    {"num_layers", &c.num_layers},
@@ -109,26 +100,15 @@ absl::StatusOr<Krea2Config> krea2_config_from_json(const nlohmann::json& root, a
   }
   DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "rope_theta", what, &c.rope_theta));
   DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "norm_eps", what, &c.norm_eps));
-  if (root.contains("axes_dims_rope")) {
-    const nlohmann::json& v = root.at("axes_dims_rope");
-    if (!v.is_array() || v.size() != 3) return json_field_error(what, "axes_dims_rope", v, "a list of 3 integers");
-    for (int i = 0; i < 3; ++i) {
-      if (!v[i].is_number_integer()) return json_field_error(what, "axes_dims_rope", v, "a list of 3 integers");
-      c.axes_dims_rope[i] = v[i].get<int64_t>();
-    }
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(read_axes_dims_rope(root, what, &c.axes_dims_rope));
   if (absl::Status s = c.validate(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   return c;
 }
 
 ScheduleOptions krea2_default_schedule(bool is_distilled) {
-  ScheduleOptions o;
+  ScheduleOptions o = flow_match_euler_defaults();
   o.float64_linspace = true;  // the pipeline's np.linspace(1, 1/N, N)
   o.dynamic_shift = true;
-  o.shift = 1.0;
-  o.base_shift = 0.5;
-  o.max_shift = 1.15;
-  o.base_seq_len = 256;
   o.max_seq_len = 6400;
   return krea2_schedule(o, is_distilled);
 }

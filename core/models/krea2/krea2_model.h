@@ -95,8 +95,6 @@ class Krea2Model final : public DiffusionModel {
   // fails.
   absl::StatusOr<torch::Tensor> forward(const Krea2Inputs& inputs, NamedTensors* intermediates = nullptr) const;
 
-  void set_attention_options(const AttentionOptions& options) { attention_options_ = options; }
-
  private:
   // One attention's sizes and its RoPE rows ([B, seq, head_dim / 2] or
   // undefined: none).

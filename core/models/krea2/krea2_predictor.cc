@@ -8,18 +8,16 @@
 // Guidance: the pipeline writes cond + g (cond - uncond), enabled for
 // g > 0; that is the loop's pos + (s - 1)(pos - neg) with s = 1 + g, so a
 // request's guidance_scale is Krea's g + 1 and no rescale applies.
-#include "absl/strings/str_cat.h"
-#include "core/models/flux/flux_latents.h"
+#include "core/models/common/text_conditioned_predictor.h"
 #include "core/models/krea2/krea2_model.h"
 #include "core/models/krea2/krea2_rope.h"
-#include "core/util/status_macros.h"
 
 namespace diffusiond {
 namespace {
 
 constexpr char kKrea2TextStates[] = "encoder_hidden_states";
 constexpr char kKrea2TextMask[] = "encoder_attention_mask";
-constexpr int64_t kKrea2PackedPatch = 2;      // the pipeline's patch_size
+constexpr int64_t kKrea2PackedPatch = kTextConditionedPackedPatch;  // the pipeline's patch_size
 constexpr int64_t kKrea2MaxLatentSide = 512;  // a 4096-pixel side at the VAE's factor 8
 
 }  // namespace
@@ -50,57 +48,23 @@ std::vector<ConditioningInput> Krea2Model::conditioning_inputs() const {
 }
 
 ScheduleOptions Krea2Model::default_schedule(const std::vector<int64_t>& latent_shape) const {
-  ScheduleOptions o = schedule_;
-  if (latent_shape.size() == 3) {
-    o.image_seq_len = (latent_shape[1] / kKrea2PackedPatch) * (latent_shape[2] / kKrea2PackedPatch);
-  }
-  return o;
+  return text_conditioned_schedule(schedule_, latent_shape);
 }
 
 absl::StatusOr<FlowPredictor> Krea2Model::flow_predictor(const Conditioning& positive,
                                                          const Conditioning* negative) const {
-  const std::vector<ConditioningInput> inputs = conditioning_inputs();
-  DIFFUSIOND_RETURN_IF_ERROR(check_conditioning(positive, inputs, "conditioning"));
-  if (negative != nullptr) DIFFUSIOND_RETURN_IF_ERROR(check_conditioning(*negative, inputs, "negative conditioning"));
-  // Each conditioning's inputs minus the latents, time and positions, which
-  // each call sets.
-  const auto prepare = [&](const Conditioning& c, const char* what) -> absl::StatusOr<Krea2Inputs> {
-    DIFFUSIOND_ASSIGN_OR_RETURN(BatchedText text, batched_text(c, kKrea2TextStates, kKrea2TextMask, what));
-    Krea2Inputs in;
-    in.encoder_hidden_states = std::move(text.states);
-    in.encoder_attention_mask = std::move(text.mask);
-    return in;
-  };
-  std::vector<Krea2Inputs> calls;
-  DIFFUSIOND_ASSIGN_OR_RETURN(Krea2Inputs first, prepare(positive, "conditioning"));
-  calls.push_back(std::move(first));
-  if (negative != nullptr) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(Krea2Inputs second, prepare(*negative, "negative conditioning"));
-    calls.push_back(std::move(second));
-  }
-  return FlowPredictor([this, calls = std::move(calls)](const torch::Tensor& latents, float t,
-                                                        bool with_negative) -> absl::StatusOr<FlowPrediction> {
-    if (with_negative && calls.size() < 2) {
-      return absl::InternalError("guidance asked of a predictor without a negative");
-    }
-    const int64_t h = latents.size(1), w = latents.size(2);
-    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor packed, pack_latents(latents.unsqueeze(0)));
-    const torch::Tensor timestep = torch::full({1}, t, torch::kFloat32);
-    FlowPrediction p;
-    // Separate calls, cond then uncond, as the pipeline makes them: the
-    // two prompts' lengths may differ.
-    for (size_t i = 0; i < (with_negative ? calls.size() : 1); ++i) {
-      Krea2Inputs in = calls[i];
-      in.hidden_states = packed;
-      in.timestep = timestep;
-      in.position_ids =
-          krea2_position_ids(in.encoder_hidden_states.size(1), h / kKrea2PackedPatch, w / kKrea2PackedPatch);
-      DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor out, forward(in));
-      DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor unpacked, unpack_latents(out.to(torch::kFloat32), h, w));
-      (i == 0 ? p.positive : p.negative) = unpacked[0];
-    }
-    return p;
-  });
+  return text_conditioned_flow_predictor(
+      conditioning_inputs(), positive, negative, kKrea2TextStates, kKrea2TextMask,
+      [this](const BatchedText& text, const torch::Tensor& packed, const torch::Tensor& timestep, int64_t rows,
+             int64_t cols) -> absl::StatusOr<torch::Tensor> {
+        Krea2Inputs in;
+        in.encoder_hidden_states = text.states;
+        in.encoder_attention_mask = text.mask;
+        in.hidden_states = packed;
+        in.timestep = timestep;
+        in.position_ids = krea2_position_ids(in.encoder_hidden_states.size(1), rows, cols);
+        return forward(in);
+      });
 }
 
 }  // namespace diffusiond

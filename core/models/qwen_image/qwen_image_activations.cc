@@ -24,48 +24,29 @@
 #include "core/models/qwen_image/qwen_image_activations.h"
 
 #include <algorithm>
-#include <iterator>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/common/packed_activations.h"
 #include "core/models/qwen_image/qwen_image_model.h"
-#include "core/precision/torch_dtype.h"
 
 namespace diffusiond {
 
 ActivationEstimate qwen_image_activations(const QwenImageConfig& c, const ActivationQuery& q,
                                           const AttentionOptions& attention, int64_t materialized_weight_bytes) {
-  // [C, H, W] unpacked, or one Step item [S, in_channels].
-  int64_t image = 0, latent = 0;
-  if (q.latent_shape.size() == 3) {
-    image = (q.latent_shape[1] / 2) * (q.latent_shape[2] / 2);
-    latent = q.latent_shape[0] * q.latent_shape[1] * q.latent_shape[2];
-  } else if (q.latent_shape.size() == 2) {
-    image = q.latent_shape[0];
-    latent = q.latent_shape[0] * q.latent_shape[1];
-  }
-  const int64_t calls = std::max<int64_t>(q.batch, 1);
-  const double b = static_cast<double>(q.denoise_loop ? 1 : calls);
-  const double e = static_cast<double>(torch::elementSize(q.compute_dtype));
-  const double s = static_cast<double>(image), l = static_cast<double>(q.text_tokens), t = s + l;
+  const PackedActivationSizes z = packed_activation_sizes(q);
+  const double b = z.batch, e = z.element;
+  const double s = static_cast<double>(z.image), l = static_cast<double>(q.text_tokens), t = s + l;
   const double d = static_cast<double>(c.inner_dim()), m = static_cast<double>(c.mlp_hidden());
   const double hd = static_cast<double>(c.attention_head_dim);
 
-  ActivationTally tally(absl::StrCat("qwen-image at ", scalar_type_name(q.compute_dtype), ", ",
-                                     q.denoise_loop && calls > 1 ? absl::StrCat(calls, " forwards of ") : "", "batch ",
-                                     static_cast<int64_t>(b), " x ", image + q.text_tokens, " tokens (", image,
-                                     " image + ", q.text_tokens, " text) x dim ", c.inner_dim()));
-  AttentionShape shape;
-  shape.batch = static_cast<int64_t>(b), shape.heads = c.num_attention_heads, shape.head_dim = c.attention_head_dim;
-  shape.queries = shape.keys = image + q.text_tokens;
-  const double scores =
-      static_cast<double>(attention_scratch_bytes(shape, q.compute_dtype, q.device_is_cpu, attention));
+  ActivationTally tally(packed_activation_title("qwen-image", q, z, c.inner_dim()));
+  const double scores = joint_attention_scratch_bytes(q, z, c.num_attention_heads, c.attention_head_dim, attention);
   const std::pair<double, std::string> peaks[] = {{b * e * (7 * d * t + (2 * d + 2 * m) * std::max(s, l)),
                                                    absl::StrCat("block peak (MLP ", c.mlp_hidden(), " wide)")},
                                                   {b * e * 7 * d * t + scores, "block peak (attention scores)"}};
-  const auto& peak = *std::max_element(std::begin(peaks), std::end(peaks),
-                                       [](const auto& x, const auto& y) { return x.first < y.first; });
+  const std::pair<double, std::string> peak = largest_activation_peak(peaks);
   tally.add(peak.second, peak.first);
   tally.add("RoPE", 4 * hd * t * (1 + b));
   tally.add("key mask", b * t);
@@ -74,11 +55,10 @@ ActivationEstimate qwen_image_activations(const QwenImageConfig& c, const Activa
   tally.add("modulation", b * e * 16 * d);
   // zero_cond_t with reference images: the image modulation per token.
   if (c.zero_cond_t) tally.add("zero_cond_t per-token modulation", b * e * 6 * d * s);
-  tally.add("weight decode", static_cast<double>(materialized_weight_bytes));
-  tally.add("outputs", b * s * static_cast<double>(c.out_features()) * (e + 4));
+  add_decode_and_outputs(z, c.out_features(), materialized_weight_bytes, &tally);
   if (q.denoise_loop) {
     tally.add("packed latents", s * static_cast<double>(c.in_channels) * 4);
-    tally.add("denoise loop", (7 + static_cast<double>(calls)) * static_cast<double>(latent) * 4);
+    add_denoise_loop(z, 7, &tally);
   }
   return tally.finish_with_allocator_slack();
 }

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/models/common/config_fields.h"
 #include "core/models/config_limits.h"
 #include "core/util/bounded_text.h"
 #include "core/util/json.h"
@@ -37,13 +38,7 @@ absl::Status QwenImageConfig::validate() const {
     return absl::InvalidArgumentError(absl::StrCat("Qwen-Image config: in_channels ", in_channels,
                                                    " is not a multiple of patch_size² ", patch_size * patch_size));
   }
-  const int64_t sum = axes_dims_rope[0] + axes_dims_rope[1] + axes_dims_rope[2];
-  if (sum != attention_head_dim || axes_dims_rope[0] <= 0 || axes_dims_rope[1] <= 0 || axes_dims_rope[2] <= 0 ||
-      axes_dims_rope[0] % 2 || axes_dims_rope[1] % 2 || axes_dims_rope[2] % 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Qwen-Image config: axes_dims_rope [", absl::StrJoin(axes_dims_rope, ", "),
-                     "] must be positive, even and sum to attention_head_dim ", attention_head_dim));
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_axes_dims_rope("Qwen-Image", axes_dims_rope, attention_head_dim));
   return absl::OkStatus();
 }
 
@@ -63,11 +58,7 @@ absl::StatusOr<QwenImageConfig> parse_qwen_image_config(absl::string_view text, 
 }
 
 absl::StatusOr<QwenImageConfig> qwen_image_config_from_json(const nlohmann::json& root, absl::string_view what) {
-  if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
-  if (root.contains("_class_name") && root.at("_class_name") != nlohmann::json("QwenImageTransformer2DModel")) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": _class_name is ", bounded(root.at("_class_name").dump()),
-                                                   ", expected \"QwenImageTransformer2DModel\""));
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, "QwenImageTransformer2DModel"));
   QwenImageConfig c;
   DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "patch_size", what, &c.patch_size));
   DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "in_channels", what, &c.in_channels));
@@ -85,14 +76,7 @@ absl::StatusOr<QwenImageConfig> qwen_image_config_from_json(const nlohmann::json
     DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, flag, what, &set));
     if (set) return absl::InvalidArgumentError(absl::StrCat(what, ": \"", flag, "\": true is not supported"));
   }
-  if (root.contains("axes_dims_rope")) {
-    const nlohmann::json& v = root.at("axes_dims_rope");
-    if (!v.is_array() || v.size() != 3) return json_field_error(what, "axes_dims_rope", v, "a list of 3 integers");
-    for (int i = 0; i < 3; ++i) {
-      if (!v[i].is_number_integer()) return json_field_error(what, "axes_dims_rope", v, "a list of 3 integers");
-      c.axes_dims_rope[i] = v[i].get<int64_t>();
-    }
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(read_axes_dims_rope(root, what, &c.axes_dims_rope));
   if (absl::Status s = c.validate(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   return c;
 }
@@ -146,13 +130,10 @@ absl::StatusOr<QwenImageConfig> infer_qwen_image_config(
 }
 
 ScheduleOptions qwen_image_default_schedule() {
-  ScheduleOptions o;
+  ScheduleOptions o = flow_match_euler_defaults();
   o.float64_linspace = true;
   o.dynamic_shift = true;
-  o.shift = 1.0;
-  o.base_shift = 0.5;
   o.max_shift = 0.9;
-  o.base_seq_len = 256;
   o.max_seq_len = 8192;
   o.shift_terminal = 0.02;
   return o;

@@ -1,8 +1,7 @@
 #include "core/models/qwen_image/qwen_image_family.h"
 
-#include <map>
-
 #include "absl/strings/str_cat.h"
+#include "core/models/common/canonical_shapes.h"
 #include "core/models/config_limits.h"
 #include "core/models/qwen_image/qwen_image_activations.h"
 #include "core/models/qwen_image/qwen_image_model.h"
@@ -57,13 +56,9 @@ class QwenImageFamily final : public ModelFamily {
     if (checkpoint.layout() == CheckpointLayout::kDiffusersFolder) return false;
     // txt_norm and the blocks' img_mod are Qwen-Image's own (FLUX's
     // original files have img_in / txt_in too, but neither of these).
-    int found = 0;
-    for (const TensorRecord& t : checkpoint.tensors()) {
-      const std::optional<std::string> name = qwen_image_canonical_name(t.name);
-      found += name == "img_in.weight" || name == "txt_in.weight" || name == "txt_norm.weight" ||
-               name == "transformer_blocks.0.img_mod.1.weight";
-    }
-    return found == 4;
+    return count_canonical_tensors(checkpoint, qwen_image_canonical_name,
+                                   {"img_in.weight", "txt_in.weight", "txt_norm.weight",
+                                    "transformer_blocks.0.img_mod.1.weight"}) == 4;
   }
 
   std::vector<std::string> config_classes() const override { return {std::string(kQwenImageConfigClass)}; }
@@ -86,21 +81,8 @@ class QwenImageFamily final : public ModelFamily {
                                                       checkpoint.path(), names, "transformer_blocks."));
       note = absl::StrCat("config from ", checkpoint.config_path());
     } else {
-      std::map<std::string, std::vector<int64_t>> shapes;
-      std::vector<std::string> names;
-      for (const TensorRecord& t : checkpoint.tensors()) {
-        if (std::optional<std::string> name = qwen_image_canonical_name(t.name)) {
-          shapes[*name] = t.shape;
-          names.push_back(*name);
-        }
-      }
-      DIFFUSIOND_ASSIGN_OR_RETURN(config, infer_qwen_image_config(
-                                              [&](absl::string_view name) -> std::optional<std::vector<int64_t>> {
-                                                auto it = shapes.find(std::string(name));
-                                                if (it != shapes.end()) return it->second;
-                                                return std::nullopt;
-                                              },
-                                              names, checkpoint.path()));
+      const CanonicalShapes shapes(checkpoint, qwen_image_canonical_name);
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, infer_qwen_image_config(shapes.lookup(), shapes.names(), checkpoint.path()));
       note = "config inferred from shapes; name a config.json to override";
     }
     DIFFUSIOND_ASSIGN_OR_RETURN(ScheduleOptions schedule,

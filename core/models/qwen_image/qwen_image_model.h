@@ -96,8 +96,6 @@ class QwenImageModel final : public DiffusionModel {
   // inconsistent input; INTERNAL or RESOURCE_EXHAUSTED if libtorch fails.
   absl::StatusOr<torch::Tensor> forward(const QwenImageInputs& inputs, NamedTensors* intermediates = nullptr) const;
 
-  void set_attention_options(const AttentionOptions& options) { attention_options_ = options; }
-
  private:
   // The RoPE rows expanded over the batch, [B, tokens, head_dim / 2].
   struct Rope {

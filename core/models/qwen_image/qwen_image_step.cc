@@ -1,14 +1,13 @@
 // QwenImageModel's named-tensor Step: upstream's argument names, each
 // checked here once so a remote caller learns exactly which input is wrong.
 // img_shapes, a Python list upstream, travels as an integer tensor.
-#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/common/step_inputs.h"
 #include "core/models/common/tensor_text.h"
 #include "core/models/qwen_image/qwen_image_model.h"
-#include "core/util/bounded_text.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -52,39 +51,20 @@ absl::Status read_img_shapes(const torch::Tensor& t, int64_t batch, std::vector<
 
 absl::StatusOr<NamedTensors> QwenImageModel::step(const NamedTensors& inputs) const {
   QwenImageInputs in;
-  const std::vector<std::pair<const char*, torch::Tensor*>> slots = {
-      {"hidden_states", &in.hidden_states},
-      {"encoder_hidden_states", &in.encoder_hidden_states},
-      {"timestep", &in.timestep}};
-  std::vector<std::string> problems;
-  std::set<std::string> known = {"img_shapes", "encoder_hidden_states_mask"};
-  for (const auto& [name, slot] : slots) {
-    known.insert(name);
-    const auto it = inputs.find(name);
-    if (it == inputs.end()) {
-      problems.push_back(absl::StrCat("missing input \"", name, "\""));
-    } else {
-      *slot = it->second;
-    }
-  }
-  if (const auto it = inputs.find("encoder_hidden_states_mask"); it != inputs.end()) {
-    in.encoder_hidden_states_mask = it->second;
-  }
-  if (const auto it = inputs.find("img_shapes"); it == inputs.end()) {
-    problems.push_back("missing input \"img_shapes\"");
+  StepInputCheck check(inputs);
+  check.require("hidden_states", &in.hidden_states);
+  check.require("encoder_hidden_states", &in.encoder_hidden_states);
+  check.require("timestep", &in.timestep);
+  check.optional("encoder_hidden_states_mask", &in.encoder_hidden_states_mask);
+  if (const torch::Tensor* shapes = check.find("img_shapes"); shapes == nullptr) {
+    check.add_problem("missing input \"img_shapes\"");
   } else {
     const int64_t batch = in.hidden_states.defined() && in.hidden_states.dim() == 3 ? in.hidden_states.size(0) : 0;
-    if (absl::Status s = read_img_shapes(it->second, batch, &in.img_shapes); !s.ok()) {
-      problems.push_back(std::string(s.message()));
+    if (absl::Status s = read_img_shapes(*shapes, batch, &in.img_shapes); !s.ok()) {
+      check.add_problem(std::string(s.message()));
     }
   }
-  for (const auto& [name, unused] : inputs) {
-    if (known.count(name) == 0) problems.push_back(absl::StrCat("unexpected input \"", bounded(name, 64), "\""));
-  }
-  if (!problems.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Qwen-Image Step: ", bounded_list(problems, 4, 120), kQwenImageStepExpected));
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(check.finish("Qwen-Image Step: ", kQwenImageStepExpected));
   DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor out, forward(in));
   return NamedTensors{{"out", std::move(out)}};
 }

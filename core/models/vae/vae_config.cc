@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "core/models/common/config_fields.h"
 #include "core/models/config_limits.h"
 #include "core/util/bounded_text.h"
 #include "core/util/json.h"
@@ -87,11 +88,7 @@ absl::StatusOr<VaeConfig> parse_vae_config(absl::string_view text, absl::string_
 }
 
 absl::StatusOr<VaeConfig> vae_config_from_json(const nlohmann::json& root, absl::string_view what) {
-  if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
-  if (root.contains("_class_name") && root.at("_class_name") != json("AutoencoderKL")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": _class_name is ", bounded(root.at("_class_name").dump()), ", expected \"AutoencoderKL\""));
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, "AutoencoderKL"));
   // Upstream's constructor defaults where the field is absent.
   VaeConfig c;
   c.block_out_channels = {64};

@@ -1,9 +1,8 @@
 #include "core/models/vae/vae_family.h"
 
-#include <map>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/models/common/canonical_shapes.h"
 #include "core/models/config_limits.h"
 #include "core/models/vae/vae_config.h"
 #include "core/models/vae/vae_memory.h"
@@ -111,22 +110,9 @@ class VaeFamily final : public ModelFamily {
     } else {
       const std::vector<std::string> raw = tensor_names(checkpoint);
       const int64_t blocks = vae_num_blocks_in(raw);
-      std::map<std::string, std::vector<int64_t>, std::less<>> shapes;
-      std::vector<std::string> names;
-      for (const TensorRecord& t : checkpoint.tensors()) {
-        if (std::optional<std::string> name = vae_canonical_name(t.name, blocks)) {
-          shapes[*name] = t.shape;
-          names.push_back(*name);
-        }
-      }
-      DIFFUSIOND_ASSIGN_OR_RETURN(
-          config, infer_vae_config(
-                      [&](absl::string_view name) -> std::optional<std::vector<int64_t>> {
-                        auto it = shapes.find(name);
-                        if (it != shapes.end()) return it->second;
-                        return std::nullopt;
-                      },
-                      names, checkpoint.path()));
+      const CanonicalShapes shapes(checkpoint,
+                                   [&](absl::string_view name) { return vae_canonical_name(name, blocks); });
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, infer_vae_config(shapes.lookup(), shapes.names(), checkpoint.path()));
     }
     return std::unique_ptr<LoadRecipe>(new VaeRecipe(config));
   }

@@ -93,8 +93,6 @@ class VaeModel final : public ImageDecoder {
   absl::StatusOr<torch::Tensor> decode_latents(const torch::Tensor& latents, bool tiled) const override;
   absl::StatusOr<torch::Tensor> encode_image(const torch::Tensor& image, bool tiled) const override;
 
-  void set_attention_options(const AttentionOptions& options) { attention_options_ = options; }
-
  private:
   VaeModel(const VaeConfig& config, std::unique_ptr<WeightStore> weights);
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/models/common/config_fields.h"
 #include "core/models/config_limits.h"
 #include "core/util/bounded_text.h"
 #include "core/util/json.h"
@@ -85,11 +86,7 @@ absl::StatusOr<WanConfig> parse_wan_config(absl::string_view text, absl::string_
 }
 
 absl::StatusOr<WanConfig> wan_config_from_json(const nlohmann::json& root, absl::string_view what) {
-  if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
-  if (root.contains("_class_name") && root.at("_class_name") != json("WanTransformer3DModel")) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": _class_name is ", bounded(root.at("_class_name").dump()),
-                                                   ", expected \"WanTransformer3DModel\""));
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, "WanTransformer3DModel"));
   for (const char* field : {"image_dim", "added_kv_proj_dim", "pos_embed_seq_len"}) {
     DIFFUSIOND_RETURN_IF_ERROR(wan_refuse_set(root, field, what));
   }

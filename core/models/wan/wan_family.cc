@@ -1,8 +1,7 @@
 #include "core/models/wan/wan_family.h"
 
-#include <map>
-
 #include "absl/strings/str_cat.h"
+#include "core/models/common/canonical_shapes.h"
 #include "core/models/config_limits.h"
 #include "core/models/wan/wan_activations.h"
 #include "core/models/wan/wan_config.h"
@@ -84,21 +83,8 @@ class WanFamily final : public ModelFamily {
                                                       checkpoint.path(), names, "blocks."));
       note = absl::StrCat("config from ", checkpoint.config_path());
     } else {
-      std::map<std::string, std::vector<int64_t>> shapes;
-      std::vector<std::string> names;
-      for (const TensorRecord& t : checkpoint.tensors()) {
-        if (std::optional<std::string> name = wan_canonical_name(t.name)) {
-          shapes[*name] = t.shape;
-          names.push_back(*name);
-        }
-      }
-      DIFFUSIOND_ASSIGN_OR_RETURN(config, infer_wan_config(
-                                              [&](absl::string_view name) -> std::optional<std::vector<int64_t>> {
-                                                auto it = shapes.find(std::string(name));
-                                                if (it != shapes.end()) return it->second;
-                                                return std::nullopt;
-                                              },
-                                              names, checkpoint.path()));
+      const CanonicalShapes shapes(checkpoint, wan_canonical_name);
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, infer_wan_config(shapes.lookup(), shapes.names(), checkpoint.path()));
       note = absl::StrCat("config inferred from shapes; assumed ", wan_assumed_values(config));
     }
     DIFFUSIOND_ASSIGN_OR_RETURN(ScheduleOptions schedule, checkpoint_schedule(checkpoint, wan_default_schedule()));

@@ -94,8 +94,6 @@ class WanModel final : public DiffusionModel {
                                         const torch::Tensor& encoder_hidden_states,
                                         WanIntermediates* debug = nullptr) const;
 
-  void set_attention_options(const AttentionOptions& options) { attention_options_ = options; }
-
  private:
   WanModel(const WanConfig& config, std::unique_ptr<WeightStore> weights, const ScheduleOptions& schedule);
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/models/common/config_fields.h"
 #include "core/models/config_limits.h"
 #include "core/util/bounded_text.h"
 #include "core/util/json.h"
@@ -85,13 +86,7 @@ absl::StatusOr<ZImageConfig> parse_z_image_config(absl::string_view text, absl::
 }
 
 absl::StatusOr<ZImageConfig> z_image_config_from_json(const nlohmann::json& root, absl::string_view what) {
-  if (!root.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
-  if (root.contains("_class_name") &&
-      root.at("_class_name") != json("ZImageTransformer2DModel")) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": _class_name is ",
-                                                   bounded(root.at("_class_name").dump()),
-                                                   ", expected \"ZImageTransformer2DModel\""));
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, "ZImageTransformer2DModel"));
   if (root.contains("siglip_feat_dim") && !root.at("siglip_feat_dim").is_null()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": siglip_feat_dim is set; the Z-Image Omni path is not supported"));

@@ -1,9 +1,9 @@
 #include "core/models/z_image/z_image_family.h"
 
-#include <map>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/common/canonical_shapes.h"
 #include "core/models/config_limits.h"
 #include "core/models/z_image/z_image_activations.h"
 #include "core/models/z_image/z_image_config.h"
@@ -100,22 +100,8 @@ class ZImageFamily final : public ModelFamily {
       }
       note = absl::StrCat("config from ", checkpoint.config_path());
     } else {
-      std::map<std::string, std::vector<int64_t>> shapes;
-      std::vector<std::string> names;
-      for (const TensorRecord& t : checkpoint.tensors()) {
-        if (std::optional<std::string> name = z_image_canonical_name(t.name)) {
-          shapes[*name] = t.shape;
-          names.push_back(*name);
-        }
-      }
-      DIFFUSIOND_ASSIGN_OR_RETURN(
-          config, infer_z_image_config(
-                      [&](absl::string_view name) -> std::optional<std::vector<int64_t>> {
-                        auto it = shapes.find(std::string(name));
-                        if (it != shapes.end()) return it->second;
-                        return std::nullopt;
-                      },
-                      names, checkpoint.path()));
+      const CanonicalShapes shapes(checkpoint, z_image_canonical_name);
+      DIFFUSIOND_ASSIGN_OR_RETURN(config, infer_z_image_config(shapes.lookup(), shapes.names(), checkpoint.path()));
       note = absl::StrCat("config inferred from shapes; assumed ", z_image_assumed_values(config));
     }
     DIFFUSIOND_ASSIGN_OR_RETURN(ScheduleOptions schedule, checkpoint_schedule(checkpoint, z_image_default_schedule()));

@@ -73,8 +73,6 @@ class ZImageModel final : public DiffusionModel {
                                                      const torch::Tensor& t,
                                                      const std::vector<torch::Tensor>& cap_feats) const;
 
-  void set_attention_options(const AttentionOptions& options) { attention_options_ = options; }
-
  private:
   ZImageModel(const ZImageConfig& config, std::unique_ptr<WeightStore> weights,
               const ScheduleOptions& schedule);

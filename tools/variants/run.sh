@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Makes every fixture variant in specs/ with the upstream generators of
+# ../shared/refgen and runs the parity suites on them: each suite must pass
+# unchanged on fixtures of the same layout as the shared ones, with the real
+# configs' flags flipped (README.md beside this file lists what each varies).
+#
+#   tools/variants/run.sh DIFFUSERS_SRC TRANSFORMERS_SRC OUT [BUILD]
+#
+# DIFFUSERS_SRC and TRANSFORMERS_SRC are upstream source trees at the commits
+# ../shared/refgen/README.md names (extracted from fetched snapshots; not
+# vendored). OUT receives one fixture folder per spec and its generator's
+# log. BUILD is a configured build folder (default build/release) whose
+# torch_tests and core_tests are run with every DIFFUSIOND_<NAME>_FIXTURE
+# pointing at the variants. Needs Debian's python3-torch (refgen/README.md).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+refgen="$repo/../shared/refgen"
+[[ $# -ge 3 ]] || { sed -n 2,15p "$0"; exit 2; }
+diffusers="$(cd "$1" && pwd)" transformers="$(cd "$2" && pwd)"
+mkdir -p "$3"
+out="$(cd "$3" && pwd)"
+build="${4:-$repo/build/release}"
+diffusers_commit=58eb52c0803ea9af3abec60841c2a093bdf1f951
+transformers_commit=753d61104116eefc8ffc977327b441ee0c8d599f
+
+for fam in ZIMAGE FLUX QWENIMAGE WAN KREA2 VAE QWEN3 CLIPREF T5REF; do
+  export "${fam}_DIFFUSERS_SRC=$diffusers" "${fam}_DIFFUSERS_COMMIT=$diffusers_commit"
+done
+for fam in QWEN3 CLIPREF T5REF; do
+  export "${fam}_TRANSFORMERS_SRC=$transformers" "${fam}_TRANSFORMERS_COMMIT=$transformers_commit"
+done
+
+# spec name prefix -> generator
+generator() {
+  case "$1" in
+    zimage-*) echo zimage_refgen.py ;;
+    flux-*) echo flux_refgen.py ;;
+    qwenimage-*) echo qwenimage_refgen.py ;;
+    wan-* | wan22-*) echo wan_refgen.py ;;
+    krea2-*) echo krea2_refgen.py ;;
+    vae-*) echo vae_refgen.py ;;
+    qwen3-*) echo qwen3_refgen.py ;;
+    clip-*) echo clip_refgen.py ;;
+    t5-* | umt5-*) echo t5_refgen.py ;;
+    *) echo "no generator for $1" >&2; return 1 ;;
+  esac
+}
+
+for spec in "$here"/specs/*.json; do
+  name="$(basename "$spec" .json)"
+  echo "== $name"
+  (cd "$refgen" && /usr/bin/python3 "$(generator "$name")" --spec "$spec" --out "$out/$name") \
+    >"$out/$name.log" 2>&1 || { echo "generator failed: $out/$name.log" >&2; exit 1; }
+done
+# The Qwen3 generator does not copy its chat template; the layout has one.
+cp -n "$repo/../shared/fixtures/qwen3-tiny/qwen3_chat_template.jinja" "$out/qwen3-tiny-w48h3/" 2>/dev/null || true
+
+export DIFFUSIOND_WAN22_FIXTURE="$out/wan22-tiny-a14b" DIFFUSIOND_WAN_FIXTURE="$out/wan-tiny-shift5" \
+  DIFFUSIOND_QWENIMAGE_FIXTURE="$out/qwenimage-tiny-lightning" DIFFUSIOND_ZIMAGE_FIXTURE="$out/zimage-tiny-h3w60" \
+  DIFFUSIOND_FLUX_FIXTURE="$out/flux-tiny-schnell" DIFFUSIOND_KREA2_FIXTURE="$out/krea2-tiny-distilled" \
+  DIFFUSIOND_CLIP_FIXTURE="$out/clip-tiny-w48h3" DIFFUSIOND_QWEN3_FIXTURE="$out/qwen3-tiny-w48h3" \
+  DIFFUSIOND_T5_FIXTURE="$out/t5-tiny-w48h3" DIFFUSIOND_UMT5_FIXTURE="$out/umt5-tiny-w40h5" \
+  DIFFUSIOND_VAE_FIXTURE="$out/vae-tiny-c12l2"
+"$build/tests/unit/torch_tests" --gtest_brief=1
+"$build/tests/unit/core_tests" --gtest_brief=1
