@@ -324,6 +324,15 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   DIFFUSIOND_ASSIGN_OR_RETURN(const Resolved resolved, resolve(engine, models_dir, r));
   const PipelineFamily& family = *resolved.family;
   DIFFUSIOND_RETURN_IF_ERROR(check_components_ported(family));
+  // A negative prompt is used only by classifier-free guidance: with it off
+  // (the family's reading of the request's scale) it would be dropped
+  // without a word, while the image's parameters claimed it.
+  if (!r.negative_prompt.empty() && !(family.cfg_scale(r.guidance_scale) > 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "negative_prompt is used only with classifier-free guidance, which the ", family.name(),
+        " pipeline does not apply at guidance_scale ", r.guidance_scale, r.guidance_scale == 0 ? " (its default)" : "",
+        ": leave it empty, or raise guidance_scale where the pipeline's guidance is classifier-free"));
+  }
   const int64_t multiple = family.size_multiple();
   for (int64_t side : {r.width, r.height}) {
     if (side % multiple != 0) {

@@ -301,6 +301,15 @@ TEST_F(GenerateTest, BadRequestsAreRefusedBeforeAnyLoad) {
   r = request();
   r.pipeline = "../elsewhere";
   EXPECT_FALSE(generate(*engine_, models_dir_, r).ok());
+  // A negative prompt with guidance off would be dropped: refused instead.
+  for (double off : {0.0, 1.0}) {
+    r = request();
+    r.guidance_scale = off;
+    EXPECT_THAT(generate(*engine_, models_dir_, r),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("negative_prompt is used only with classifier-free guidance")))
+        << off;
+  }
   EXPECT_TRUE(engine_->list().empty());
 }
 
