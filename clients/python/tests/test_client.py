@@ -304,6 +304,18 @@ class ClientTest(unittest.TestCase):
         sent = self.denoiser.requests[-1]
         self.assertEqual((sent.steps, list(sent.sigmas), list(sent.initial_latents.shape)), (2, [1.0, 0.5], [16, 2, 2]))
 
+    def test_denoise_sends_later_segments_and_the_expert_2_alias(self):
+        cond = {"cap_feats": dc.WireTensor.zeros((1, 128))}
+        self.client.denoise("high", cond, shape=(16, 2, 2), steps=2,
+                            later_segments=[dc.DenoiseSegment("low", 0.875, 3.0), dc.DenoiseSegment("refiner", 0.2)])
+        sent = self.denoiser.requests[-1]
+        self.assertEqual([(s.model_id, s.boundary_ratio, s.guidance_scale) for s in sent.later_segments],
+                         [("low", 0.875, 3.0), ("refiner", 0.2, 0.0)])
+        self.assertEqual(sent.expert_2, "")
+        self.client.denoise("high", cond, shape=(16, 2, 2), steps=2, expert_2="low", boundary_ratio=0.9)
+        sent = self.denoiser.requests[-1]
+        self.assertEqual((sent.expert_2, sent.boundary_ratio, len(sent.later_segments)), ("low", 0.9, 0))
+
     def test_denoise_needs_latents_or_shape(self):
         with self.assertRaisesRegex(ValueError, "exactly one"):
             self.client.denoise("m", dc.WireTensor.zeros((1, 128)))
