@@ -93,11 +93,7 @@ grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::Ca
     const absl::Time start = absl::Now();
     // What readying the segment now running did, for its first step's event.
     SegmentStart segment;
-    bool segment_reported = false;
-    request.on_segment = [&](const SegmentStart& s) {
-      segment = s;
-      segment_reported = false;
-    };
+    request.on_segment = [&](const SegmentStart& s) { segment = s; };
     DenoiseOptions options;
     options.cancel = stream->token();
     options.on_step = [&](const StepEvent& e) {
@@ -110,10 +106,9 @@ grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::Ca
       step->set_steps(e.steps);
       step->set_sigma(e.sigma);
       step->set_step_seconds(absl::ToDoubleSeconds(e.step_time));
-      if (!segment_reported) {
+      if (segment.began_with(e)) {
         for (const std::string& key : segment.evicted) step->add_evicted_model_ids(key);
         step->set_model_loaded(segment.loaded);
-        segment_reported = true;
       }
       stream->send(std::move(event));
     };

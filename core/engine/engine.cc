@@ -1,27 +1,16 @@
 #include "core/engine/engine.h"
 
-#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "core/engine/internal/call_scope.h"
 #include "core/engine/internal/engine_job.h"
 #include "core/engine/model_admission.h"
 #include "core/engine/step_admission.h"
-#include "core/memory/activation_arena_scope.h"
-#include "core/models/image_decoder.h"
-#include "core/models/model_loader.h"
-#include "core/models/text_encoder.h"
 #include "core/precision/torch_dtype.h"
 #include "core/util/bounded_text.h"
-#include "core/util/cancellation_scope.h"
-#include "core/util/confined_path.h"
 #include "core/util/exception_status.h"
-#include "core/util/file_text.h"
-#include "core/util/json.h"
 #include "core/util/status_macros.h"
-#include "core/vram/device_placement.h"
 
 namespace diffusiond {
 namespace {

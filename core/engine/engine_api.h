@@ -84,6 +84,10 @@ struct SegmentStart {
   // The models evicted from RAM to make room for its load and activations.
   std::vector<std::string> evicted;
   CallDevice where;  // where it runs, and what its placement did
+
+  // True for the event of this segment's first step, the one that reports
+  // what readying it did.
+  bool began_with(const StepEvent& e) const { return e.step == first_step + 1; }
 };
 
 struct EngineDenoiseRequest {

@@ -24,19 +24,21 @@ int64_t text_tokens_of(const Conditioning& c, const std::vector<ConditioningInpu
 
 const Model& model_of(const Pin& pin) { return pin.as<LoadedModel>()->model(); }
 
-}  // namespace
-
-CallRoom activation_room(const DiffusionModel& model, ActivationQuery query, absl::string_view model_id) {
-  query.device_is_cpu = true;
-  const ActivationEstimate estimate = model.estimate_activations(query);
+// The room `estimate` asks for, named for a refusal.
+CallRoom estimate_room(const ActivationEstimate& estimate, absl::string_view model_id) {
   return {estimate.bytes, absl::StrCat("the activations of model \"", bounded(model_id), "\": estimate ",
                                        format_bytes(estimate.bytes), " (", estimate.breakdown, ")")};
 }
 
+}  // namespace
+
+CallRoom activation_room(const DiffusionModel& model, ActivationQuery query, absl::string_view model_id) {
+  query.device_is_cpu = true;
+  return estimate_room(model.estimate_activations(query), model_id);
+}
+
 CallRoom step_room(const Model& model, const NamedTensors& inputs, absl::string_view model_id) {
-  const ActivationEstimate estimate = model.step_activations(inputs, /*device_is_cpu=*/true);
-  return {estimate.bytes, absl::StrCat("the activations of model \"", bounded(model_id), "\": estimate ",
-                                       format_bytes(estimate.bytes), " (", estimate.breakdown, ")")};
+  return estimate_room(model.step_activations(inputs, /*device_is_cpu=*/true), model_id);
 }
 
 ActivationQuery denoise_activation_query(const DiffusionModel& model, const std::vector<int64_t>& latent_shape,

@@ -431,19 +431,14 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   if (cfg) assemble(negative_parts, &denoise.negative.emplace());
   // What readying the segment now running did; its first step reports it.
   SegmentStart segment;
-  bool segment_reported = false;
-  denoise.on_segment = [&](const SegmentStart& s) {
-    segment = s;
-    segment_reported = false;
-  };
+  denoise.on_segment = [&](const SegmentStart& s) { segment = s; };
   DenoiseOptions loop_options;
   loop_options.cancel = options.cancel;
   loop_options.clock = clock;
   loop_options.on_step = [&](const StepEvent& e) {
     // The first step says where the loop runs and what its placement did.
     std::string detail;
-    if (!segment_reported) {
-      segment_reported = true;
+    if (segment.began_with(e)) {
       report_evictions(options, segment.evicted, absl::StrCat("the activations of ", segment.model_id));
       report_placement_evictions(options, segment.where, absl::StrCat("the denoise of ", segment.model_id));
       detail = segment.where.summary();
