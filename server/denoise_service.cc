@@ -20,7 +20,7 @@ bool is_cancellation(const absl::Status& s) { return absl::IsCancelled(s) || abs
 absl::StatusOr<EngineDenoiseRequest> denoise_request(const v1::DenoiseRequest& wire) {
   DIFFUSIOND_RETURN_IF_ERROR(check_denoise_request(wire));
   EngineDenoiseRequest r;
-  r.model_id = wire.model_id();
+  r.model = ModelHandle::by_id(wire.model_id());
   DIFFUSIOND_ASSIGN_OR_RETURN(r.positive, from_wire(wire.conditioning(), "conditioning"));
   if (wire.has_negative()) {
     DIFFUSIOND_ASSIGN_OR_RETURN(r.negative, from_wire(wire.negative(), "negative conditioning"));
@@ -124,7 +124,7 @@ grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::Ca
     // Model labels only for models that exist: a client naming arbitrary
     // ids must not grow the series without bound.
     if (!absl::IsNotFound(status) && !absl::IsUnavailable(status)) {
-      deps.metrics->observe_denoise(request.model_id, status.ok() ? "ok" : cancelled ? "cancelled" : "error",
+      deps.metrics->observe_denoise(request.model.id(), status.ok() ? "ok" : cancelled ? "cancelled" : "error",
                                     absl::Now() - start);
     }
     stream->finish(to_grpc_status(status));

@@ -126,9 +126,11 @@ grpc::ServerUnaryReactor* PipelineServiceImpl::Decode(grpc::CallbackServerContex
   }
   run_unary(deps_, reactor, [deps = deps_, request, response,
                              latents = *std::move(latents)](const GenerateOptions& options) -> absl::Status {
-    DIFFUSIOND_ASSIGN_OR_RETURN(std::string id, ready_component(*deps.engine, request->vae(), options));
-    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor pixels, deps.engine->decode_image(id, latents, options.cancel));
-    return to_wire_image(pixels, 0, {}, response);
+    DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle vae,
+                                ready_component(*deps.engine, request->vae(), ModelRole::kVae, options));
+    DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<torch::Tensor> decoded,
+                                deps.engine->decode_image(vae, latents, options.cancel));
+    return to_wire_image(decoded.value, 0, {}, response);
   });
   return reactor;
 }

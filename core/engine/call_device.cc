@@ -1,5 +1,7 @@
 #include "core/engine/call_device.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "core/util/bounded_text.h"
 #include "core/util/bytes.h"
@@ -15,6 +17,15 @@ std::string CallDevice::summary() const {
   }
   if (streamed_bytes > 0) absl::StrAppend(&line, "; streamed ", format_bytes(streamed_bytes));
   return line;
+}
+
+void CallDevice::add(CallDevice later) {
+  device = std::move(later.device);
+  plan = std::move(later.plan);
+  placed = placed || later.placed;
+  replanned = replanned || later.replanned;
+  evicted.insert(evicted.end(), later.evicted.begin(), later.evicted.end());
+  streamed_bytes += later.streamed_bytes;
 }
 
 }  // namespace diffusiond

@@ -23,6 +23,11 @@ struct CallDevice {
   // resident; evicted the placement of \"a\" to RAM", "on cuda:0: 2 of 4
   // blocks resident, ... ; streamed 1.2 MiB".
   std::string summary() const;
+  // Adds what a `later` call on the same model did, as one stage that
+  // makes several calls (an encode of a prompt and of a negative one)
+  // reports them: where the last ran, whether any placed or re-planned,
+  // every eviction, and the bytes streamed in all.
+  void add(CallDevice later);
 };
 
 }  // namespace diffusiond

@@ -4,18 +4,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/engine/internal/call_scope.h"
-#include "core/engine/internal/engine_job.h"
 #include "core/engine/model_admission.h"
 #include "core/engine/step_admission.h"
-#include "core/precision/torch_dtype.h"
 #include "core/util/bounded_text.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
 namespace {
-
-constexpr absl::string_view kShuttingDown = "the daemon is shutting down; retry on another replica";
 
 // Cache operations that fail because an entry is being unloaded say ABORTED
 // (retry later); for a remote caller that is the model not being there.
@@ -54,6 +50,7 @@ void set_usage(const CacheEntryStats& e, ModelInfo* info) {
 Engine::Engine(const EngineOptions& options)
     : options_(options),
       clock_(options.clock != nullptr ? options.clock : real_clock()),
+      gate_(clock_, absl::UnavailableError("the daemon is shutting down; retry on another replica")),
       loads_({options.models_dir, options.fp8, options.compute_dtype, options.keep_narrow_weights,
               options.file_opener}) {}
 
@@ -91,16 +88,6 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opti
   return engine;
 }
 
-absl::Status Engine::admit(Job& job) {
-  MutexLock lock(&mu_);
-  if (!accepting_) return absl::UnavailableError(kShuttingDown);
-  // Work admitted after cancel_all() is stopped like the work before it:
-  // its token is linked to drain_, which already fired.
-  jobs_.insert(&job);
-  job.admitted_ = true;
-  return absl::OkStatus();
-}
-
 absl::StatusOr<Pin> Engine::pin(const std::string& model_id) {
   absl::StatusOr<Pin> pin = cache_->get(model_id);
   if (!pin.ok()) return not_loaded(model_id, pin.status());
@@ -116,8 +103,8 @@ absl::StatusOr<PinnedRoom> Engine::pin_with_room(const std::string& model_id,
 }
 
 absl::StatusOr<ModelInfo> Engine::find(const ModelLoadRequest& request) {
-  Job job(this);
-  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  Job job(&gate_);
+  DIFFUSIOND_RETURN_IF_ERROR(job.status());
   DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, loads_.resolve(request));
   absl::StatusOr<Pin> pinned = cache_->get(load.model_id);
   if (!pinned.ok()) return absl::NotFoundError(absl::StrCat("model \"", bounded(load.model_id), "\" is not cached"));
@@ -127,49 +114,31 @@ absl::StatusOr<ModelInfo> Engine::find(const ModelLoadRequest& request) {
 absl::StatusOr<ModelInfo> Engine::inspect(const ModelLoadRequest& request) {
   DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, loads_.resolve(request));
   if (absl::StatusOr<Pin> pinned = cache_->get(load.model_id); pinned.ok()) return answer(load, *std::move(pinned));
-  DIFFUSIOND_ASSIGN_OR_RETURN(const OpenedLoad opened, loads_.open_and_plan(load));
-  const ModelPlan& plan = opened.plan;
-  ModelInfo info;
-  info.model_id = load.model_id;
-  info.path = load.path;
-  info.architecture = std::string(plan.family->name());
-  info.description = plan.recipe->describe();
-  info.geometry = plan.recipe->latent_geometry();
-  info.compute_dtype = load.compute_dtype;
-  info.bytes[kCpuIndex] = plan.plan.reservation_bytes();
-  return info;
+  return loads_.describe(load);
 }
 
 absl::StatusOr<CallFloor> Engine::least_call_room(const std::string& id_or_path, const ActivationQuery& query) {
   // On a device every role's activations are VRAM's (device_placer.h).
   const bool on_device = device_ != nullptr;
-  ActivationQuery asked = query;
-  CallFloor floor;
-  const auto of = [&](const LoadRecipe* recipe, ComputeDtype dtype) {
-    asked.compute_dtype = to_scalar_type(dtype);
-    if (recipe != nullptr && !on_device) floor.call = recipe->least_call_bytes(asked);
-    return floor;
-  };
   const auto loaded = [&](const std::string& model_id, const Pin& pinned) {
+    const auto* model = pinned.as<LoadedModel>();
+    CallFloor floor{0, least_call_bytes(model->recipe(), model->description().compute_dtype, query, on_device)};
     for (const CacheEntryStats& e : cache_->stats().entries) {
       if (e.key == model_id) floor.weights = e.bytes[kCpuIndex];
     }
-    const auto* model = pinned.as<LoadedModel>();
-    return of(model->recipe(), model->description().compute_dtype);
+    return floor;
   };
   if (absl::StatusOr<Pin> pinned = cache_->get(id_or_path); pinned.ok()) return loaded(id_or_path, *pinned);
   ModelLoadRequest request;
   request.path = id_or_path;
   DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, loads_.resolve(request));
   if (absl::StatusOr<Pin> pinned = cache_->get(load.model_id); pinned.ok()) return loaded(load.model_id, *pinned);
-  DIFFUSIOND_ASSIGN_OR_RETURN(const OpenedLoad opened, loads_.open_and_plan(load));
-  floor.weights = opened.plan.plan.final_bytes;
-  return of(opened.plan.recipe.get(), load.compute_dtype);
+  return loads_.least_call_room(load, query, on_device);
 }
 
 absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const LoadWatcher& watcher) {
-  Job job(this);
-  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  Job job(&gate_);
+  DIFFUSIOND_RETURN_IF_ERROR(job.status());
   DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, loads_.resolve(request));
   // A caller that joins after the loader gave up (everyone before it left)
   // shares that cancelled load; it then loads afresh, once.
@@ -180,7 +149,7 @@ absl::StatusOr<ModelInfo> Engine::load(const ModelLoadRequest& request, const Lo
     if (!absl::IsCancelled(pinned.status()) || watcher.cancel.cancelled() || job.cancelled()) break;
   }
   if (!pinned.ok()) {
-    if (absl::IsCancelled(pinned.status()) && job.cancelled()) return absl::UnavailableError(kShuttingDown);
+    if (absl::IsCancelled(pinned.status()) && job.cancelled()) return gate_.why_closed();
     if (absl::IsAborted(pinned.status())) {
       return absl::AbortedError(
           absl::StrCat("model \"", bounded(load.model_id), "\" is being unloaded; retry after it is gone"));
@@ -237,8 +206,8 @@ absl::StatusOr<ModelInfo> Engine::answer(const ResolvedLoad& load, Pin pinned) c
 }
 
 absl::StatusOr<UnloadResult> Engine::unload(const std::string& model_id, const UnloadOptions& options) {
-  Job job(this, options.cancel);
-  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  Job job(&gate_, options.cancel);
+  DIFFUSIOND_RETURN_IF_ERROR(job.status());
   // The cache's wait wakes the moment the caller gives up or the drain
   // cancels it.
   UnloadOptions waiting = options;
@@ -273,24 +242,24 @@ std::vector<ModelInfo> Engine::list() const {
 }
 
 absl::StatusOr<LeaseId> Engine::acquire_lease(const std::string& model_id, absl::Duration ttl) {
-  Job job(this);
-  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  Job job(&gate_);
+  DIFFUSIOND_RETURN_IF_ERROR(job.status());
   absl::StatusOr<LeaseId> lease = cache_->acquire_lease(model_id, ttl);
   if (!lease.ok()) return not_loaded(model_id, lease.status());
   return lease;
 }
 
 absl::Status Engine::renew_lease(LeaseId lease, absl::Duration ttl) {
-  Job job(this);
-  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  Job job(&gate_);
+  DIFFUSIOND_RETURN_IF_ERROR(job.status());
   return cache_->renew_lease(lease, ttl);
 }
 
 absl::Status Engine::release_lease(LeaseId lease) { return cache_->release_lease(lease); }
 
 absl::StatusOr<Reservation> Engine::make_room(int64_t bytes, Device device, std::vector<std::string>* evicted) {
-  Job job(this);
-  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  Job job(&gate_);
+  DIFFUSIOND_RETURN_IF_ERROR(job.status());
   if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("cannot make room for ", bytes, " bytes"));
   if (device == Device::kCuda && device_ != nullptr) return device_->make_room(bytes, evicted);
   return cache_->make_room(bytes, device, evicted);
@@ -303,8 +272,8 @@ std::optional<CacheStats> Engine::vram_stats() const {
 
 absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const NamedTensors& inputs,
                                           const CancellationToken& cancel) {
-  Job job(this, cancel);
-  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  Job job(&gate_, cancel);
+  DIFFUSIOND_RETURN_IF_ERROR(job.status());
   // Activations are reserved where the forward runs, and held until it
   // returns: on the device beside the placement, else in RAM beside the
   // model (step_admission.h).
@@ -313,37 +282,13 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
   needs.device_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {
     return m.step_activations(inputs, /*device_is_cpu=*/false).bytes;
   };
-  DIFFUSIOND_ASSIGN_OR_RETURN(CallScope call, admit_call(model_id, needs, job, nullptr, nullptr));
+  DIFFUSIOND_ASSIGN_OR_RETURN(CallScope call, admit_call(ModelHandle::by_id(model_id), needs, job, nullptr));
   return call.run("the step", [&] { return call.model().step(inputs); });
 }
 
-void Engine::stop_accepting() {
-  MutexLock lock(&mu_);
-  accepting_ = false;
-}
-
-bool Engine::draining() const {
-  MutexLock lock(&mu_);
-  return !accepting_;
-}
-
-bool Engine::wait_idle(absl::Time deadline) {
-  MutexLock lock(&mu_);
-  while (!jobs_.empty()) {
-    if (clock_->wait_until(&idle_, &mu_, deadline) && !jobs_.empty()) return false;
-  }
-  return true;
-}
-
-int Engine::running_jobs() const {
-  MutexLock lock(&mu_);
-  return static_cast<int>(jobs_.size());
-}
-
 void Engine::cancel_all() {
-  const absl::Status reason = absl::UnavailableError(kShuttingDown);
-  load_board_.cancel_all(reason);
-  drain_.cancel(reason);
+  load_board_.cancel_all(gate_.why_closed());
+  gate_.cancel_all();
 }
 
 int64_t Engine::unload_all(absl::Duration timeout) {

@@ -22,6 +22,8 @@
 #include "core/engine/call_device.h"
 #include "core/engine/load_board.h"
 #include "core/engine/loaded_model.h"
+#include "core/engine/model_handle.h"
+#include "core/engine/model_info.h"
 #include "core/memory/device.h"
 #include "core/models/diffusion_model.h"
 #include "core/models/text_encoder.h"
@@ -30,29 +32,6 @@
 #include "core/util/cancellation.h"
 
 namespace diffusiond {
-
-struct ModelLoadRequest {
-  std::string path;      // relative to models_dir, or absolute inside it
-  std::string model_id;  // empty: the canonical path relative to models_dir
-  std::string config_path;  // a config.json, confined like path; empty: none
-  std::optional<Fp8Options> fp8;              // empty: the engine's default
-  std::optional<ComputeDtype> compute_dtype;  // empty: the engine's default
-};
-
-// A loaded model as the API describes it: how it was loaded, and its use now.
-struct ModelInfo : ModelDescription {
-  std::string model_id;
-  // RAM held by the model; VRAM held by its placement (resident weights
-  // and streaming slots), 0 when it has none.
-  std::array<int64_t, kNumDevices> bytes{};
-  // Its residency plan on the device ("all 12 blocks resident", or what
-  // streams), empty when it is not placed.
-  std::string vram_plan;
-  int64_t vram_streamed_bytes_per_step = 0;
-  int pins = 0;
-  int leases = 0;
-  absl::Duration idle;
-};
 
 // Someone waiting for a load. Each waiter gets every progress event; the
 // shared load is cancelled once every waiter has given up.
@@ -91,8 +70,9 @@ struct SegmentStart {
 };
 
 struct EngineDenoiseRequest {
-  // The model that runs from the first step; a loaded model's id.
-  std::string model_id;
+  // The model that runs from the first step: readied (EngineApi::ready),
+  // or a loaded model by id (ModelHandle::by_id).
+  ModelHandle model;
   // Initial latents (the model's layout: [C, H, W], video [C, F, H, W]);
   // when undefined, noise of `latent_shape` is drawn from `seed`.
   torch::Tensor initial_latents;
@@ -129,7 +109,18 @@ class EngineApi {
  public:
   virtual ~EngineApi() = default;
 
+  // Loads (or finds) a model. A model already cached under the id answers at
+  // once; if it was loaded from another path or with other options the
+  // answer is FAILED_PRECONDITION saying what differs. PERMISSION_DENIED for
+  // paths outside models_dir, NOT_FOUND for missing ones, RESOURCE_EXHAUSTED
+  // when the budget cannot admit it (nothing evicted), CANCELLED when every
+  // waiter gave up, DEADLINE_EXCEEDED past options.load_timeout, the
+  // checkpoint's own errors otherwise.
   virtual absl::StatusOr<ModelInfo> load(const ModelLoadRequest& request, const LoadWatcher& watcher = {}) = 0;
+  // The model `request` names if it is cached, answered as load() would
+  // answer it (FAILED_PRECONDITION if it was loaded otherwise); NOT_FOUND
+  // if it is not cached. Never loads, so a server answers hits on its own
+  // thread and queues only real loads.
   virtual absl::StatusOr<ModelInfo> find(const ModelLoadRequest& request) = 0;
   // Describes the model `request` names without loading it: a cached
   // model's info, else its architecture, latent geometry and the RAM its
@@ -142,9 +133,22 @@ class EngineApi {
   // pipeline refuse before any load a stage that could never fit. Errors as
   // inspect()'s.
   virtual absl::StatusOr<CallFloor> least_call_room(const std::string& id_or_path, const ActivationQuery& query) = 0;
+  // The model `id_or_path` names, readied for calls: a cached model by its
+  // id (or the path's canonical id), else loaded as load() loads a path,
+  // with the engine's default options. FAILED_PRECONDITION when `role` is
+  // given and the model is in another, naming what it is. A call on the
+  // handle loads it again if it was evicted since (model_handle.h).
+  virtual absl::StatusOr<ModelHandle> ready(const std::string& id_or_path, std::optional<ModelRole> role = {},
+                                            const LoadWatcher& watcher = {}) = 0;
+  // Returns after the model's memory is released. See UnloadOptions; a
+  // waiting unload wakes and stops at once when options.cancel fires
+  // (its reason, e.g. CANCELLED) or cancel_all() runs (UNAVAILABLE); the
+  // model then stays loaded.
   virtual absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options) = 0;
+  // Ready models, most recently used first.
   virtual std::vector<ModelInfo> list() const = 0;
   virtual CacheStats stats() const = 0;
+  // The VRAM tier's budget and placements; empty without a device.
   virtual std::optional<CacheStats> vram_stats() const = 0;
   virtual absl::StatusOr<LeaseId> acquire_lease(const std::string& model_id, absl::Duration ttl) = 0;
   virtual absl::Status renew_lease(LeaseId lease, absl::Duration ttl) = 0;
@@ -152,21 +156,52 @@ class EngineApi {
   // `evicted` (optional) gets the keys this call evicted.
   virtual absl::StatusOr<Reservation> make_room(int64_t bytes, Device device,
                                                 std::vector<std::string>* evicted = nullptr) = 0;
+  // One forward of `model_id`. NOT_FOUND if it is not loaded. A denoiser's
+  // activation estimate is reserved on the CPU for the call first
+  // (step_admission.h), evicting unpinned models if needed;
+  // RESOURCE_EXHAUSTED naming the estimate when it cannot fit. The forward
+  // stops between its blocks once `cancel` fires (its reason) or
+  // cancel_all() runs (UNAVAILABLE).
   virtual absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs,
                                             const CancellationToken& cancel = {}) = 0;
+  // The whole loop. The activations of one step (guided: both passes) are
+  // reserved on the CPU for each segment, as step() reserves them. With
+  // later segments (Wan 2.2's second expert) each model is pinned only for
+  // its steps: at a boundary it is let go, then the next is loaded if it
+  // is not (which may evict the one before) and pinned with its own
+  // activations; one solver state runs across them. A later segment of
+  // another architecture, or boundaries out of order, are refused before
+  // any step.
+  // `options.cancel` and cancel_all() stop it between steps and inside a
+  // step between the forward's blocks, with the token's reason (CANCELLED)
+  // or UNAVAILABLE for cancel_all(). Returns the final latents [C, H, W]
+  // float32.
   virtual absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request,
                                                 const DenoiseOptions& options) = 0;
-  // `evicted` (optional) gets the keys of the models this call evicted from
-  // RAM to admit its activations, as ModelCache::make_room reports them;
-  // `where` (optional) where it ran and what its placement did.
-  virtual absl::StatusOr<EncodedText> encode_text(const std::string& model_id, const TextEncoding& request,
-                                                  const CancellationToken& cancel = {},
-                                                  std::vector<std::string>* evicted = nullptr,
-                                                  CallDevice* where = nullptr) = 0;
-  virtual absl::StatusOr<torch::Tensor> decode_image(const std::string& model_id, const torch::Tensor& latents,
-                                                     const CancellationToken& cancel = {},
-                                                     std::vector<std::string>* evicted = nullptr,
-                                                     CallDevice* where = nullptr) = 0;
+  // Encodes `request` with text encoder `encoder`, after admitting its
+  // activations (encode_activation_bytes of the most tokens it can give)
+  // by a reservation, evicting unpinned models if needed. With a device the
+  // encoder runs there: placed, and its activations reserved, under the
+  // VRAM budget (device_placer.h); the outputs come back to RAM.
+  // FAILED_PRECONDITION if the model is not a text encoder (or has no
+  // tokenizer), NOT_FOUND if it is not loaded (a readied handle's model is
+  // loaded again), RESOURCE_EXHAUSTED if the activations cannot be
+  // admitted. `cancel` stops it between layers.
+  virtual absl::StatusOr<CallResult<EncodedText>> encode_text(const ModelHandle& encoder,
+                                                              const TextEncoding& request,
+                                                              const CancellationToken& cancel = {}) = 0;
+  // Decodes pipeline-space `latents` [C, h, w] (or [1, C, h, w]) with
+  // `vae` into uint8 pixels [8h, 8w, 3]. The decode's activations are
+  // admitted by a reservation first (evicting unpinned models if needed):
+  // untiled when that fits, else tiled as diffusers' enable_tiling();
+  // RESOURCE_EXHAUSTED when neither fits. With a device the VAE runs there
+  // and the same choice is made against the VRAM budget (device_placer.h).
+  // FAILED_PRECONDITION if the model is not a VAE, INVALID_ARGUMENT for
+  // misshapen latents, NOT_FOUND as encode_text says. `cancel` stops
+  // encode and decode as it stops step().
+  virtual absl::StatusOr<CallResult<torch::Tensor>> decode_image(const ModelHandle& vae,
+                                                                 const torch::Tensor& latents,
+                                                                 const CancellationToken& cancel = {}) = 0;
   virtual bool draining() const = 0;
 };
 

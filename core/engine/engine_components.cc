@@ -6,7 +6,6 @@
 #include "absl/strings/str_join.h"
 #include "core/engine/engine.h"
 #include "core/engine/internal/call_scope.h"
-#include "core/engine/internal/engine_job.h"
 #include "core/models/image_decoder.h"
 #include "core/models/text_encoder.h"
 #include "core/models/vae/image_postprocess.h"
@@ -32,11 +31,11 @@ absl::StatusOr<const T*> component_as(const Model& model, const std::string& mod
 
 }  // namespace
 
-absl::StatusOr<EncodedText> Engine::encode_text(const std::string& model_id, const TextEncoding& request,
-                                                const CancellationToken& cancel, std::vector<std::string>* evicted,
-                                                CallDevice* where) {
-  Job job(this, cancel);
-  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+absl::StatusOr<CallResult<EncodedText>> Engine::encode_text(const ModelHandle& handle, const TextEncoding& request,
+                                                            const CancellationToken& cancel) {
+  const std::string& model_id = handle.id();
+  Job job(&gate_, cancel);
+  DIFFUSIOND_RETURN_IF_ERROR(job.status());
   const auto encoder_of = [&](const Model& m) { return component_as<TextEncoder>(m, model_id, "a text encoder"); };
   const auto activation_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {
     DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoder* e, encoder_of(m));
@@ -48,23 +47,26 @@ absl::StatusOr<EncodedText> Engine::encode_text(const std::string& model_id, con
     return CallRoom{bytes, absl::StrCat("the encoding of \"", bounded(model_id), "\"")};
   };
   needs.device_bytes = activation_bytes;
-  DIFFUSIOND_ASSIGN_OR_RETURN(CallScope call, admit_call(model_id, needs, job, evicted, where));
+  CallResult<EncodedText> out;
+  DIFFUSIOND_ASSIGN_OR_RETURN(CallScope call, admit_call(handle, needs, job, &out.report));
   DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoder* encoder, encoder_of(call.model()));
-  return call.run("the text encoding", [&]() -> absl::StatusOr<EncodedText> {
-    DIFFUSIOND_ASSIGN_OR_RETURN(EncodedText out, encoder->encode(request));
+  DIFFUSIOND_ASSIGN_OR_RETURN(out.value, call.run("the text encoding", [&]() -> absl::StatusOr<EncodedText> {
+    DIFFUSIOND_ASSIGN_OR_RETURN(EncodedText encoded, encoder->encode(request));
     // The caller's tensors live in RAM, wherever the encoder ran.
-    for (torch::Tensor* t : {&out.hidden_states, &out.attention_mask, &out.pooled}) {
+    for (torch::Tensor* t : {&encoded.hidden_states, &encoded.attention_mask, &encoded.pooled}) {
       if (t->defined()) *t = t->to(torch::kCPU);
     }
-    return out;
-  });
+    return encoded;
+  }));
+  return out;
 }
 
-absl::StatusOr<torch::Tensor> Engine::decode_image(const std::string& model_id, const torch::Tensor& latents,
-                                                   const CancellationToken& cancel, std::vector<std::string>* evicted,
-                                                   CallDevice* where) {
-  Job job(this, cancel);
-  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+absl::StatusOr<CallResult<torch::Tensor>> Engine::decode_image(const ModelHandle& handle,
+                                                               const torch::Tensor& latents,
+                                                               const CancellationToken& cancel) {
+  const std::string& model_id = handle.id();
+  Job job(&gate_, cancel);
+  DIFFUSIOND_RETURN_IF_ERROR(job.status());
   // The wrong model or misshapen latents are refused by the needs, before
   // any wait for room.
   const auto decoder_of = [&](const Model& m) -> absl::StatusOr<const ImageDecoder*> {
@@ -94,10 +96,11 @@ absl::StatusOr<torch::Tensor> Engine::decode_image(const std::string& model_id, 
   // Whole when that fits, else tile by tile, as diffusers' enable_tiling(),
   // in RAM or against the VRAM budget alike.
   bool tiled = false;
-  absl::StatusOr<CallScope> call = admit_call(model_id, needs_of(false), job, evicted, where);
+  CallResult<torch::Tensor> out;
+  absl::StatusOr<CallScope> call = admit_call(handle, needs_of(false), job, &out.report);
   if (absl::IsResourceExhausted(call.status())) {
     tiled = true;
-    absl::StatusOr<CallScope> tiled_call = admit_call(model_id, needs_of(true), job, evicted, where);
+    absl::StatusOr<CallScope> tiled_call = admit_call(handle, needs_of(true), job, &out.report);
     if (absl::IsResourceExhausted(tiled_call.status())) {
       return absl::ResourceExhaustedError(
           absl::StrCat("an untiled decode: ", call.status().message(),
@@ -107,11 +110,12 @@ absl::StatusOr<torch::Tensor> Engine::decode_image(const std::string& model_id, 
   }
   if (!call.ok()) return call.status();
   DIFFUSIOND_ASSIGN_OR_RETURN(const ImageDecoder* decoder, decoder_of(call->model()));
-  return call->run("the decode", [&]() -> absl::StatusOr<torch::Tensor> {
+  DIFFUSIOND_ASSIGN_OR_RETURN(out.value, call->run("the decode", [&]() -> absl::StatusOr<torch::Tensor> {
     DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor image, decoder->decode_latents(latents, tiled));
     DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor rgb, image_to_uint8(image));
     return rgb[0];
-  });
+  }));
+  return out;
 }
 
 }  // namespace diffusiond

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/engine/engine.h"
 #include "core/engine/internal/call_scope.h"
-#include "core/engine/internal/engine_job.h"
+#include "core/engine/denoise_segments.h"
 #include "core/engine/step_admission.h"
 #include "core/util/bounded_text.h"
 #include "core/util/exception_status.h"
@@ -38,9 +38,10 @@ double guidance_of(const EngineDenoiseRequest& request, size_t k) {
 
 }  // namespace
 
-absl::StatusOr<Engine::SegmentModel> Engine::ready_segment(const std::string& model_id,
+absl::StatusOr<Engine::SegmentModel> Engine::ready_segment(const ModelHandle& handle,
                                                            const EngineDenoiseRequest& request, double guidance_scale,
                                                            const Job& job, SegmentStart& start) {
+  const std::string& model_id = handle.id();
   const std::vector<int64_t> shape = latent_shape_of(request);
   const Conditioning* negative = request.negative.has_value() ? &*request.negative : nullptr;
   // The request against the model, before any room is waited for, and
@@ -74,63 +75,31 @@ absl::StatusOr<Engine::SegmentModel> Engine::ready_segment(const std::string& mo
     query.device_is_cpu = false;
     return d->estimate_activations(query).bytes;
   };
-  DIFFUSIOND_ASSIGN_OR_RETURN(CallScope call, admit_call(model_id, needs, job, &start.evicted, &start.where));
-  DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* model, denoiser_of(call.model()));
+  CallReport report;
+  absl::StatusOr<CallScope> call = admit_call(handle, needs, job, &report);
+  start.evicted.insert(start.evicted.end(), report.evicted.begin(), report.evicted.end());
+  start.where = std::move(report.where);
+  start.loaded = start.loaded || report.reloaded;
+  if (!call.ok()) return call.status();
+  DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* model, denoiser_of(call->model()));
   DIFFUSIOND_ASSIGN_OR_RETURN(FlowPredictor predict, model->flow_predictor(request.positive, negative));
-  return SegmentModel{std::move(call), model, std::move(predict)};
-}
-
-absl::Status Engine::check_later_segments(const EngineDenoiseRequest& request, const DiffusionModel& first) {
-  double above = 1;
-  for (size_t k = 0; k < request.later_segments.size(); ++k) {
-    const DenoiseSegment& s = request.later_segments[k];
-    if (s.model.empty()) return absl::InvalidArgumentError(absl::StrCat("segment ", k + 1, " names no model"));
-    const bool first_later = k == 0;
-    if (!(s.boundary_ratio > 0 && (first_later ? s.boundary_ratio <= above : s.boundary_ratio < above))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "segment ", k + 1, " (\"", bounded(s.model), "\") has boundary_ratio ", s.boundary_ratio,
-          first_later ? ", expected one in (0, 1]"
-                      : absl::StrCat(", expected one in (0, ", above, "): below the segment before it")));
-    }
-    above = s.boundary_ratio;
-    if (!(s.guidance_scale >= 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("segment ", k + 1, " has guidance_scale ", s.guidance_scale, ", expected >= 0"));
-    }
-    // Described, not loaded: a cached model by its id, else the checkpoint
-    // the path names, from its headers and config.
-    std::optional<ModelInfo> info;
-    for (ModelInfo& m : list()) {
-      if (m.model_id == s.model) info = std::move(m);
-    }
-    if (!info.has_value()) {
-      ModelLoadRequest load;
-      load.path = s.model;
-      DIFFUSIOND_ASSIGN_OR_RETURN(info, inspect(load));
-    }
-    if (info->architecture != first.architecture()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "segment ", k + 1, "'s model \"", bounded(s.model), "\" is ", info->architecture, ", but model \"",
-          bounded(request.model_id), "\" is ", first.architecture(), ": every segment must be one architecture"));
-    }
-  }
-  return absl::OkStatus();
+  return SegmentModel{*std::move(call), model, std::move(predict)};
 }
 
 absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options) {
-  Job job(this, options.cancel);
-  DIFFUSIOND_RETURN_IF_ERROR(admit(job));
+  Job job(&gate_, options.cancel);
+  DIFFUSIOND_RETURN_IF_ERROR(job.status());
   SegmentStart start;
   std::optional<SegmentModel> current;
   {
     DIFFUSIOND_ASSIGN_OR_RETURN(SegmentModel readied,
-                                ready_segment(request.model_id, request, request.guidance_scale, job, start));
+                                ready_segment(request.model, request, request.guidance_scale, job, start));
     current.emplace(std::move(readied));
   }
   const DiffusionModel& model = *current->model;
   const FlowConvention convention = model.flow_convention();
   const std::string architecture(model.architecture());
-  DIFFUSIOND_RETURN_IF_ERROR(check_later_segments(request, model));
+  DIFFUSIOND_RETURN_IF_ERROR(check_later_segments(*this, request, model));
 
   DenoiseRequest loop;
   loop.initial_latents = request.initial_latents;
@@ -168,22 +137,19 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
       // placement, so that readying this one may evict it.
       current.reset();
       start = SegmentStart();
-      const std::string& named = request.later_segments[k - 1].model;
-      std::string id = named;
-      if (absl::StatusOr<Pin> cached = cache_->get(id); !cached.ok()) {
-        ModelLoadRequest load;
-        load.path = named;
-        LoadWatcher watcher;
-        watcher.cancel = job.token();
-        watcher.on_progress = [&start](const LoadProgress& p) {
-          start.evicted.insert(start.evicted.end(), p.evicted.begin(), p.evicted.end());
-        };
-        DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo loaded, this->load(load, watcher));
-        id = loaded.model_id;
-        start.loaded = true;
-      }
+      // Readied when its turn comes: loaded if it is not cached, which may
+      // evict the model before it.
+      LoadWatcher watcher;
+      watcher.cancel = job.token();
+      watcher.on_progress = [&start](const LoadProgress& p) {
+        start.evicted.insert(start.evicted.end(), p.evicted.begin(), p.evicted.end());
+      };
+      DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle next,
+                                  ready(request.later_segments[k - 1].model, ModelRole::kDenoiser, watcher));
+      const std::string& id = next.id();
+      start.loaded = next.loaded();
       DIFFUSIOND_ASSIGN_OR_RETURN(SegmentModel readied,
-                                  ready_segment(id, request, guidance_of(request, k), job, start));
+                                  ready_segment(next, request, guidance_of(request, k), job, start));
       if (readied.model->architecture() != architecture) {  // the path now holds another model
         return absl::FailedPreconditionError(absl::StrCat("segment ", k, "'s model \"", bounded(id), "\" is ",
                                                           readied.model->architecture(), ", not ", architecture));

@@ -18,6 +18,12 @@ std::string fp8_name(const std::optional<Fp8Format>& f) { return f.has_value() ?
 
 }  // namespace
 
+int64_t least_call_bytes(const LoadRecipe* recipe, ComputeDtype dtype, ActivationQuery query, bool on_device) {
+  if (recipe == nullptr || on_device) return 0;
+  query.compute_dtype = to_scalar_type(dtype);
+  return recipe->least_call_bytes(query);
+}
+
 std::string LoadResolver::relative_to_models_dir(const std::string& path) const {
   std::error_code ec;
   const std::filesystem::path root = std::filesystem::canonical(options_.models_dir, ec);
@@ -78,6 +84,38 @@ absl::Status LoadResolver::check_matches(const ResolvedLoad& load, const ModelDe
   if (differs.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat("model \"", bounded(load.model_id), "\" is already loaded", differs,
                                                     "; unload it first or load under another model_id"));
+}
+
+absl::StatusOr<ModelInfo> LoadResolver::describe(const ResolvedLoad& load) const {
+  DIFFUSIOND_ASSIGN_OR_RETURN(const OpenedLoad opened, open_and_plan(load));
+  const ModelPlan& plan = opened.plan;
+  ModelInfo info;
+  info.model_id = load.model_id;
+  info.path = load.path;
+  info.architecture = std::string(plan.family->name());
+  info.description = plan.recipe->describe();
+  info.geometry = plan.recipe->latent_geometry();
+  info.compute_dtype = load.compute_dtype;
+  info.bytes[kCpuIndex] = plan.plan.reservation_bytes();
+  return info;
+}
+
+absl::StatusOr<CallFloor> LoadResolver::least_call_room(const ResolvedLoad& load, const ActivationQuery& query,
+                                                        bool on_device) const {
+  DIFFUSIOND_ASSIGN_OR_RETURN(const OpenedLoad opened, open_and_plan(load));
+  return CallFloor{opened.plan.plan.final_bytes,
+                   least_call_bytes(opened.plan.recipe.get(), load.compute_dtype, query, on_device)};
+}
+
+ModelLoadRequest LoadResolver::reload_of(const ModelInfo& info) const {
+  ModelLoadRequest reload;
+  reload.path = info.path;
+  reload.model_id = info.model_id;
+  reload.config_path = info.config_path;
+  reload.compute_dtype = info.compute_dtype;
+  // The default's scaling where the default's format was used.
+  reload.fp8 = info.fp8 == options_.fp8.format ? options_.fp8 : Fp8Options{info.fp8};
+  return reload;
 }
 
 }  // namespace diffusiond

@@ -45,6 +45,12 @@ struct LoadResolverOptions {
   FileOpener file_opener;            // empty: open_random_access_file
 };
 
+// The least working memory in RAM of one call of `query` on a model of
+// `recipe` computing in `dtype`, from the config alone
+// (LoadRecipe::least_call_bytes); 0 without a recipe, or `on_device`, where
+// every role's activations are VRAM's (device_placer.h).
+int64_t least_call_bytes(const LoadRecipe* recipe, ComputeDtype dtype, ActivationQuery query, bool on_device);
+
 class LoadResolver {
  public:
   explicit LoadResolver(LoadResolverOptions options) : options_(std::move(options)) {}
@@ -61,6 +67,18 @@ class LoadResolver {
   // FAILED_PRECONDITION naming what differs. A named config that cannot be
   // read or parsed is refused as at load.
   absl::Status check_matches(const ResolvedLoad& load, const ModelDescription& loaded) const;
+  // The model `load` names described from its headers and config alone, as
+  // EngineApi::inspect describes a model not cached: its architecture,
+  // latent geometry and the RAM its load would reserve.
+  absl::StatusOr<ModelInfo> describe(const ResolvedLoad& load) const;
+  // The request that loads the model `info` describes again as it was
+  // loaded: its id, path, config and precision (ModelHandle::reload).
+  ModelLoadRequest reload_of(const ModelInfo& info) const;
+  // The least RAM one call of `query` needs on the model `load` names, not
+  // loaded (EngineApi::least_call_room): its weights as planned, and the
+  // call's least_call_bytes below.
+  absl::StatusOr<CallFloor> least_call_room(const ResolvedLoad& load, const ActivationQuery& query,
+                                            bool on_device) const;
 
  private:
   std::string relative_to_models_dir(const std::string& path) const;

@@ -235,25 +235,6 @@ std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, 
   return j.dump(-1, ' ', /*ensure_ascii=*/true);
 }
 
-// Runs `call` on the model `id_or_path` names, readied first. Between the
-// load and the call another request may evict the model to make room (the
-// engine's calls wait for room holding nothing, so nothing keeps it); the
-// call then answers NOT_FOUND and the model is loaded again, up to twice.
-// `readied`: the id a caller already readied it as, for the first call.
-template <typename T>
-absl::StatusOr<T> on_component(EngineApi& engine, const std::string& id_or_path, const GenerateOptions& options,
-                               const std::function<absl::StatusOr<T>(const std::string& id)>& call,
-                               const std::string& readied = "") {
-  for (int attempt = 0;; ++attempt) {
-    std::string id = readied;
-    if (attempt > 0 || id.empty()) {
-      DIFFUSIOND_ASSIGN_OR_RETURN(id, ready_component(engine, id_or_path, options));
-    }
-    absl::StatusOr<T> result = call(id);
-    if (!absl::IsNotFound(result.status()) || attempt == 2) return result;
-  }
-}
-
 // UNIMPLEMENTED, naming the first component, when `family` declares one
 // that no model family can load yet: whatever a request gives in its place,
 // the recipe needs that architecture. Checked as soon as the family is
@@ -288,25 +269,32 @@ absl::string_view generate_stage_name(GenerateEvent::Stage stage) {
   return "unknown";
 }
 
-absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string& id_or_path,
-                                            const GenerateOptions& options) {
+absl::StatusOr<ModelHandle> ready_component(EngineApi& engine, const std::string& id_or_path,
+                                            std::optional<ModelRole> role, const GenerateOptions& options) {
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
-  for (const ModelInfo& m : engine.list()) {
-    if (m.model_id == id_or_path) {
-      emit_to(options, {GenerateEvent::Stage::kLoad, m.model_id, 0, 0, absl::ZeroDuration(), "already loaded", ""});
-      return m.model_id;
-    }
-  }
   const absl::Time start = clock->now();
-  ModelLoadRequest load;
-  load.path = id_or_path;
   LoadWatcher watcher;
   watcher.cancel = options.cancel;
   watcher.on_progress = [&](const LoadProgress& p) { report_evictions(options, p.evicted, id_or_path); };
-  DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, engine.load(load, watcher));
-  emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, clock->now() - start,
-                    absl::StrCat("loaded ", info.architecture, ", ", format_bytes(info.bytes[kCpuIndex])), ""});
-  return info.model_id;
+  DIFFUSIOND_ASSIGN_OR_RETURN(ModelHandle handle, engine.ready(id_or_path, role, watcher));
+  const ModelInfo& info = handle.info();
+  if (!handle.loaded()) {
+    emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, absl::ZeroDuration(), "already loaded", ""});
+  } else {
+    emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, clock->now() - start,
+                      absl::StrCat("loaded ", info.architecture, ", ", format_bytes(info.bytes[kCpuIndex])), ""});
+  }
+  return handle;
+}
+
+void report_call(const GenerateOptions& options, const std::string& model_id, CallReport& report,
+                 absl::string_view what) {
+  if (report.reloaded) {
+    emit_to(options, {GenerateEvent::Stage::kLoad, model_id, 0, 0, absl::ZeroDuration(),
+                      absl::StrCat("loaded again for ", what, ": evicted since it was readied"), ""});
+  }
+  report_evictions(options, report.evicted, what);
+  report_placement_evictions(options, report.where, what);
 }
 
 absl::StatusOr<ModelInfo> describe_component(EngineApi& engine, const std::string& id_or_path) {
@@ -368,41 +356,39 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
       engine, resolved, infos, stages_of(r, family, cfg, denoiser_info, decoder_info, denoiser_name, decoder_name)));
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
 
-  // Text encoders, one after another, each pinned only while it encodes.
+  // Text encoders, one after another, each readied once and pinned only
+  // while it encodes.
   std::map<std::string, Conditioning> positive_parts, negative_parts;
   for (const PipelineComponent& c : family.components()) {
     if (c.role != ModelRole::kTextEncoder) continue;
     DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "encoding"));
     const absl::Time start = clock->now();
-    std::string detail, encoder;
+    DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle encoder,
+                                ready_component(engine, resolved.ids.at(c.name), c.role, options));
+    std::string detail;
     CallDevice where;
     for (bool negative : {false, true}) {
       if (negative && !cfg) break;
-      std::vector<std::string> evicted;
       const TextEncoding encoding = family.text_encoding(c.name, negative ? r.negative_prompt : r.prompt);
-      DIFFUSIOND_ASSIGN_OR_RETURN(EncodedText encoded, on_component<EncodedText>(
-                                                           engine, resolved.ids.at(c.name), options,
-                                                           [&](const std::string& id) {
-                                                             encoder = id;
-                                                             return engine.encode_text(id, encoding, options.cancel,
-                                                                                       &evicted, &where);
-                                                           },
-                                                           encoder));
-      report_evictions(options, evicted, absl::StrCat("the encoding of ", encoder));
-      report_placement_evictions(options, where, absl::StrCat("the encoding of ", encoder));
-      DIFFUSIOND_ASSIGN_OR_RETURN(Conditioning part, family.encoder_conditioning(c.name, encoded));
+      DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<EncodedText> encoded,
+                                  engine.encode_text(encoder, encoding, options.cancel));
+      report_call(options, encoder.id(), encoded.report, absl::StrCat("the encoding of ", encoder.id()));
+      where.add(std::move(encoded.report.where));
+      DIFFUSIOND_ASSIGN_OR_RETURN(Conditioning part, family.encoder_conditioning(c.name, encoded.value));
       (negative ? negative_parts : positive_parts)[c.name] = std::move(part);
-      absl::StrAppend(&detail, detail.empty() ? "" : ", ", encoded.tokens, negative ? " negative" : " prompt",
-                      " tokens");
+      absl::StrAppend(&detail, detail.empty() ? "" : ", ", encoded.value.tokens,
+                      negative ? " negative" : " prompt", " tokens");
     }
-    emit_to(options, {GenerateEvent::Stage::kEncode, encoder, 0, 0, clock->now() - start,
+    emit_to(options, {GenerateEvent::Stage::kEncode, encoder.id(), 0, 0, clock->now() - start,
                       absl::StrCat(detail, "; ", where.summary()), where.device});
   }
 
   DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "denoising"));
-  const std::string& denoiser_id = resolved.ids.at(denoiser_name);
-  DIFFUSIOND_ASSIGN_OR_RETURN(const std::string transformer, ready_component(engine, denoiser_id, options));
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo denoiser, describe_component(engine, transformer));
+  DIFFUSIOND_ASSIGN_OR_RETURN(
+      const ModelHandle transformer,
+      ready_component(engine, resolved.ids.at(denoiser_name), ModelRole::kDenoiser, options));
+  // What the load made known (a folder's latent channels, its defaults).
+  const ModelInfo& denoiser = transformer.info();
   DIFFUSIOND_RETURN_IF_ERROR(check_latent_channels(resolved, denoiser_name, decoder_name, denoiser, decoder_info));
   const PipelineDefaults defaults = family.defaults(denoiser);
   const int64_t width = r.width != 0 ? r.width : defaults.width;
@@ -411,7 +397,7 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   const double guidance = r.guidance_scale != 0 ? r.guidance_scale : defaults.guidance_scale;
 
   EngineDenoiseRequest denoise;
-  denoise.model_id = transformer;
+  denoise.model = transformer;
   denoise.latent_shape = family.latent_shape(denoiser, decoder_info, width, height);
   denoise.seed = r.seed;
   denoise.guidance_scale = cfg ? family.cfg_scale(guidance) : 1.0;
@@ -446,31 +432,20 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
     emit_to(options, {GenerateEvent::Stage::kDenoise, segment.model_id, e.step, e.steps, e.step_time, detail,
                       segment.where.device});
   };
-  DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor latents, on_component<torch::Tensor>(
-                                                         engine, denoiser_id, options,
-                                                         [&](const std::string& id) {
-                                                           denoise.model_id = id;
-                                                           return engine.denoise(denoise, loop_options);
-                                                         },
-                                                         transformer));
+  DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor latents, engine.denoise(denoise, loop_options));
 
   DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "decoding"));
   const absl::Time start = clock->now();
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle vae,
+                              ready_component(engine, resolved.ids.at(decoder_name), ModelRole::kVae, options));
+  DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<torch::Tensor> decoded, engine.decode_image(vae, latents, options.cancel));
+  report_call(options, vae.id(), decoded.report, absl::StrCat("the decode of ", vae.id()));
+  const CallDevice& where = decoded.report.where;
   GeneratedImage image;
-  std::vector<std::string> evicted_for_decode;
-  CallDevice decode_where;
-  std::string vae;
-  DIFFUSIOND_ASSIGN_OR_RETURN(
-      image.pixels,
-      on_component<torch::Tensor>(engine, resolved.ids.at(decoder_name), options, [&](const std::string& id) {
-        vae = id;
-        return engine.decode_image(id, latents, options.cancel, &evicted_for_decode, &decode_where);
-      }));
-  report_evictions(options, evicted_for_decode, absl::StrCat("the decode of ", vae));
-  report_placement_evictions(options, decode_where, absl::StrCat("the decode of ", vae));
-  emit_to(options, {GenerateEvent::Stage::kDecode, vae, 0, 0, clock->now() - start,
-                    absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels; ", decode_where.summary()),
-                    decode_where.device});
+  image.pixels = std::move(decoded.value);
+  emit_to(options, {GenerateEvent::Stage::kDecode, vae.id(), 0, 0, clock->now() - start,
+                    absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels; ", where.summary()),
+                    where.device});
   image.seed = r.seed;
   image.parameters = {{"parameters", parameters_json(r, resolved, steps, guidance, width, height)}};
   return image;

@@ -86,12 +86,19 @@ struct GeneratedImage {
   std::vector<std::pair<std::string, std::string>> parameters;
 };
 
-// Returns the id of the model `id_or_path` names: a loaded model's id, else
-// the model the engine loads from that path now, reporting the load and
-// the evictions it caused through `options.on_event`; a load stops when
-// `options.cancel` fires. The engine's load errors otherwise.
-absl::StatusOr<std::string> ready_component(EngineApi& engine, const std::string& id_or_path,
-                                            const GenerateOptions& options);
+// Readies the model `id_or_path` names (EngineApi::ready): a loaded
+// model, else the model the engine loads from that path now, reporting the
+// load and the evictions it caused through `options.on_event`; a load
+// stops when `options.cancel` fires. FAILED_PRECONDITION when `role` is
+// given and the model is in another; the engine's load errors otherwise.
+absl::StatusOr<ModelHandle> ready_component(EngineApi& engine, const std::string& id_or_path,
+                                            std::optional<ModelRole> role, const GenerateOptions& options);
+
+// Reports what one call on a component did (`what`, e.g. "the decode of
+// \"vae\""): a load again of a model evicted since it was readied, the
+// models evicted from RAM, and the placements evicted to VRAM's RAM.
+void report_call(const GenerateOptions& options, const std::string& model_id, CallReport& report,
+                 absl::string_view what);
 
 // Returns the description of the model `id_or_path` names without loading
 // it: a loaded model's info, else engine.inspect()'s of that path (and its

@@ -72,14 +72,16 @@ absl::StatusOr<EncodedPrompt> encode_prompt(EngineApi& engine, const std::string
     DIFFUSIOND_ASSIGN_OR_RETURN(named, pipeline_family_of(models_dir, request.pipeline));
   }
   // The family is chosen from the encoder's description, before it loads.
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo encoder, describe_component(engine, request.text_encoder));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo described, describe_component(engine, request.text_encoder));
   DIFFUSIOND_ASSIGN_OR_RETURN(const EncoderComponent chosen,
-                              choose_component(find_encoder_components(encoder.architecture), named, encoder));
-  DIFFUSIOND_ASSIGN_OR_RETURN(const std::string id, ready_component(engine, request.text_encoder, options));
-  std::vector<std::string> evicted;
+                              choose_component(find_encoder_components(described.architecture), named, described));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle encoder,
+                              ready_component(engine, request.text_encoder, ModelRole::kTextEncoder, options));
   DIFFUSIOND_ASSIGN_OR_RETURN(
-      EncodedText encoded,
-      engine.encode_text(id, chosen.family->text_encoding(chosen.component, request.prompt), options.cancel, &evicted));
+      CallResult<EncodedText> called,
+      engine.encode_text(encoder, chosen.family->text_encoding(chosen.component, request.prompt), options.cancel));
+  report_call(options, encoder.id(), called.report, absl::StrCat("the encoding of ", encoder.id()));
+  const EncodedText& encoded = called.value;
   EncodedPrompt out;
   out.tokens = encoded.tokens;
   DIFFUSIOND_ASSIGN_OR_RETURN(out.conditioning, chosen.family->encoder_conditioning(chosen.component, encoded));

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/engine/engine_api.h"
@@ -39,6 +40,20 @@ class FakeEngine final : public EngineApi {
   absl::StatusOr<EncodedText> encode_result = absl::UnimplementedError("encode_text");
   TextEncoding encode_request;
   int encodes = 0;
+  // ready() records every name it was asked for, and answers a model of
+  // `models` by its id, else what load() answers for the name as a path.
+  std::vector<std::string> readied;
+  // denoise() records its request and, when this is OK, tells its
+  // on_segment (the request's model, segment 0) and on_step once per step,
+  // then answers zero latents of the request's shape.
+  absl::Status denoise_status = absl::UnimplementedError("denoise");
+  EngineDenoiseRequest denoise_request;
+  // decode_image() answers black pixels [8h, 8w, 3] for latents [C, h, w]
+  // when this is OK.
+  absl::Status decode_status = absl::UnimplementedError("decode_image");
+  // What the next encode_text() and decode_image() calls report (then
+  // cleared): a model loaded again, models evicted.
+  CallReport next_report;
 
   std::atomic<int> loads{0}, finds{0};
   std::string last_path, last_model_id;
@@ -94,24 +109,54 @@ class FakeEngine final : public EngineApi {
     step_inputs = inputs;
     return step_result;
   }
-  absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest&, const DenoiseOptions&) override {
-    return absl::UnimplementedError("denoise");
+  absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options) override {
+    {
+      MutexLock lock(&mu_);
+      denoise_request = request;
+      if (!denoise_status.ok()) return denoise_status;
+    }
+    SegmentStart start;
+    start.model_id = request.model.id();
+    if (request.on_segment) request.on_segment(start);
+    for (int step = 1; step <= request.steps; ++step) {
+      if (options.on_step) options.on_step(StepEvent{step, request.steps, 0.5f, absl::Milliseconds(1), 0});
+    }
+    return torch::zeros(request.latent_shape);
   }
   absl::StatusOr<ModelInfo> inspect(const ModelLoadRequest&) override { return absl::UnimplementedError("inspect"); }
   absl::StatusOr<CallFloor> least_call_room(const std::string&, const ActivationQuery&) override {
     return absl::UnimplementedError("least_call_room");
   }
-  absl::StatusOr<EncodedText> encode_text(const std::string& model_id, const TextEncoding& request,
-                                          const CancellationToken&, std::vector<std::string>*, CallDevice*) override {
+  absl::StatusOr<ModelHandle> ready(const std::string& id_or_path, std::optional<ModelRole>,
+                                    const LoadWatcher& watcher) override {
+    {
+      MutexLock lock(&mu_);
+      readied.push_back(id_or_path);
+    }
+    ModelLoadRequest request;
+    request.path = id_or_path;
+    for (const ModelInfo& m : models) {
+      if (m.model_id == id_or_path) return ModelHandle(m, request, /*loaded=*/false);
+    }
+    absl::StatusOr<ModelInfo> loaded = load(request, watcher);
+    if (!loaded.ok()) return loaded.status();
+    return ModelHandle(*loaded, request, /*loaded=*/true);
+  }
+  absl::StatusOr<CallResult<EncodedText>> encode_text(const ModelHandle& encoder, const TextEncoding& request,
+                                                      const CancellationToken&) override {
     MutexLock lock(&mu_);
-    last_model_id = model_id;
+    last_model_id = encoder.id();
     encode_request = request;
     ++encodes;
-    return encode_result;
+    if (!encode_result.ok()) return encode_result.status();
+    return CallResult<EncodedText>{*encode_result, std::exchange(next_report, {})};
   }
-  absl::StatusOr<torch::Tensor> decode_image(const std::string&, const torch::Tensor&, const CancellationToken&,
-                                             std::vector<std::string>*, CallDevice*) override {
-    return absl::UnimplementedError("decode_image");
+  absl::StatusOr<CallResult<torch::Tensor>> decode_image(const ModelHandle&, const torch::Tensor& latents,
+                                                         const CancellationToken&) override {
+    MutexLock lock(&mu_);
+    if (!decode_status.ok()) return decode_status;
+    const int64_t h = latents.size(-2) * 8, w = latents.size(-1) * 8;
+    return CallResult<torch::Tensor>{torch::zeros({h, w, 3}, torch::kUInt8), std::exchange(next_report, {})};
   }
   bool draining() const override { return false; }
 

@@ -6,7 +6,7 @@
 // weights. Engine::admit_call makes one; every operation on a model (step,
 // encode_text, decode_image, each denoise segment) is "admit, then run".
 //
-// Not here: the Job (internal/engine_job.h), which a Denoise keeps across
+// Not here: the Job (work_gate.h), which a Denoise keeps across
 // several scopes, one per segment.
 #ifndef DIFFUSIOND_CORE_ENGINE_INTERNAL_CALL_SCOPE_H_
 #define DIFFUSIOND_CORE_ENGINE_INTERNAL_CALL_SCOPE_H_

@@ -260,7 +260,7 @@ int run(int argc, char** argv) {
     };
     const auto denoise = [&](int64_t side) {
       EngineDenoiseRequest r;
-      r.model_id = denoiser_id;
+      r.model = ModelHandle::by_id(denoiser_id);
       r.latent_shape = {channels, side, side};
       r.steps = 1;
       r.guidance_scale = guided ? 4.0 : 1.0;
@@ -269,7 +269,7 @@ int run(int argc, char** argv) {
       return report(e.denoise(r, {}).status(), "denoise");
     };
     const auto decode = [&](int64_t side) {
-      return report(e.decode_image(decoder_id, torch::randn({channels, side, side})).status(), "decode");
+      return report(e.decode_image(ModelHandle::by_id(decoder_id), torch::randn({channels, side, side})).status(), "decode");
     };
     const auto generate = [&](int64_t pixels) {
       return report(diffusiond::generate(e, models_dir, generate_request(pixels, guided)).status(), "generate");

@@ -61,7 +61,7 @@ class EngineCancelTest : public ::testing::Test {
   // A latent big enough that one block takes a while (4096 tokens).
   static EngineDenoiseRequest big_request(int steps) {
     EngineDenoiseRequest r;
-    r.model_id = "m";
+    r.model = ModelHandle::by_id("m");
     r.latent_shape = {16, 128, 128};
     r.seed = 5;
     r.steps = steps;

@@ -159,7 +159,7 @@ class EngineTest : public ::testing::Test {
 
   EngineDenoiseRequest denoise_request(const std::string& id, int steps) {
     EngineDenoiseRequest r;
-    r.model_id = id;
+    r.model = ModelHandle::by_id(id);
     r.latent_shape = {16, 4, 4};
     r.seed = 5;
     r.steps = steps;

@@ -192,7 +192,7 @@ TEST_F(VramEngineTest, DenoiseRunsOnThePlacement) {
   start(kGiB);
   load("a");
   EngineDenoiseRequest r;
-  r.model_id = "a";
+  r.model = ModelHandle::by_id("a");
   r.latent_shape = {16, 4, 4};
   r.seed = 5;
   r.steps = 2;
@@ -217,7 +217,7 @@ TEST_F(VramEngineTest, FluxDenoisesOnAStreamingPlacementAsOnTheCpu) {
     EXPECT_THAT(info, IsOk());
     if (!info.ok()) return {};
     EngineDenoiseRequest r;
-    r.model_id = "flux";
+    r.model = ModelHandle::by_id("flux");
     r.latent_shape = {config.in_channels / 4, 8, 8};
     r.seed = 9;
     r.steps = 2;

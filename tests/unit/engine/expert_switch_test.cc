@@ -63,7 +63,7 @@ class ExpertSwitchTest : public ::testing::Test {
   // Four guided steps of a 16 x 16 latent; timesteps 1000, 750, 500, 250.
   static EngineDenoiseRequest request(const std::string& expert_2) {
     EngineDenoiseRequest r;
-    r.model_id = "high";
+    r.model = ModelHandle::by_id("high");
     r.latent_shape = {16, 16, 16};
     r.seed = 7;
     r.sigmas = {1.0f, 0.75f, 0.5f, 0.25f};

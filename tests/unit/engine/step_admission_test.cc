@@ -59,7 +59,7 @@ class StepAdmissionTest : public ::testing::Test {
   // far above the model's weights.
   static EngineDenoiseRequest denoise_request(const std::string& id) {
     EngineDenoiseRequest r;
-    r.model_id = id;
+    r.model = ModelHandle::by_id(id);
     r.latent_shape = {16, 32, 32};
     r.seed = 5;
     r.steps = 1;

@@ -564,7 +564,7 @@ TEST_P(WanFixtureParity, FourStepLoopThroughTheEngine) {
 
   const torch::Tensor guidance = io_.get("loop.guidance_scale").to(torch::kFloat64);
   EngineDenoiseRequest r;
-  r.model_id = "high";
+  r.model = ModelHandle::by_id("high");
   r.initial_latents = io_.get("loop.noise")[0];
   r.steps = static_cast<int>(io_.get("loop.timesteps").numel());
   r.guidance_scale = guidance[0].item<double>();

@@ -108,7 +108,7 @@ class GenerateTest : public ::testing::Test {
   // request's prompt: its high-water mark above the loaded encoder.
   int64_t encode_activation_bytes() {
     start(int64_t{1} << 32);
-    EXPECT_THAT(ready_component(*engine_, "pipe/text_encoder", {}), IsOk());
+    EXPECT_THAT(ready_component(*engine_, "pipe/text_encoder", std::nullopt, {}), IsOk());
     const int64_t committed = ram_->snapshot().committed_bytes;
     ram_->reset_high_water();
     // Z-Image's encoding named: a test family may share Qwen3 (below).

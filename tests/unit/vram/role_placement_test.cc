@@ -49,11 +49,13 @@ absl::StatusOr<torch::Tensor> encode(Engine& e, const std::string& id, CallDevic
   TextEncoding request;
   request.text = text;
   request.max_tokens = 16;
-  absl::StatusOr<EncodedText> out = e.encode_text(id, request, {}, nullptr, where);
-  if (!out.ok()) return out.status();
-  EXPECT_EQ(out->hidden_states.device().type(), torch::kCPU);
-  std::vector<torch::Tensor> parts = {out->hidden_states.flatten()};
-  if (out->pooled.defined()) parts.push_back(out->pooled.flatten());
+  absl::StatusOr<CallResult<EncodedText>> called = e.encode_text(ModelHandle::by_id(id), request);
+  if (!called.ok()) return called.status();
+  if (where != nullptr) *where = called->report.where;
+  const EncodedText& out = called->value;
+  EXPECT_EQ(out.hidden_states.device().type(), torch::kCPU);
+  std::vector<torch::Tensor> parts = {out.hidden_states.flatten()};
+  if (out.pooled.defined()) parts.push_back(out.pooled.flatten());
   return torch::cat(parts);
 }
 
@@ -63,9 +65,10 @@ std::vector<Role> roles() {
   };
   const RoleCall decode = [](Engine& e, const std::string& id, CallDevice* where) -> absl::StatusOr<torch::Tensor> {
     torch::manual_seed(4);
-    absl::StatusOr<torch::Tensor> pixels = e.decode_image(id, torch::randn({16, 6, 5}), {}, nullptr, where);
+    absl::StatusOr<CallResult<torch::Tensor>> pixels = e.decode_image(ModelHandle::by_id(id), torch::randn({16, 6, 5}));
     if (!pixels.ok()) return pixels.status();
-    return pixels->to(torch::kFloat32);
+    if (where != nullptr) *where = pixels->report.where;
+    return pixels->value.to(torch::kFloat32);
   };
   // A Step of the VAE: the decoder's float image, the encoder's moments.
   const auto vae_step = [](const char* input, std::vector<int64_t> shape, const char* output) -> RoleCall {
@@ -271,9 +274,10 @@ TEST_F(VramRolesTest, ALargerCallReplansToStreamAndASmallerOneGrowsBack) {
   const auto encode_text = [&](const std::string& text, CallDevice* where) -> torch::Tensor {
     TextEncoding request;
     request.text = text;
-    absl::StatusOr<EncodedText> out = engine_->encode_text("m", request, {}, nullptr, where);
+    absl::StatusOr<CallResult<EncodedText>> out = engine_->encode_text(ModelHandle::by_id("m"), request);
     EXPECT_THAT(out, IsOk());
-    return out.ok() ? out->hidden_states : torch::Tensor();
+    if (out.ok() && where != nullptr) *where = out->report.where;
+    return out.ok() ? out->value.hidden_states : torch::Tensor();
   };
   start(0);
   load("pipe/text_encoder", "m");
