@@ -339,6 +339,36 @@ TEST_F(GenerateTest, ComponentsCanBeNamedOneByOne) {
   EXPECT_EQ(engine_->list().size(), 3u);  // the VAE was not loaded twice
 }
 
+// A handle carries how its model was loaded: a call on it after the model
+// was evicted loads it again, under its id and options, and says so; a call
+// by id alone finds nothing.
+TEST_F(GenerateTest, ACallOnAReadiedHandleLoadsAnEvictedModelAgain) {
+  start(int64_t{1} << 32);
+  ModelLoadRequest load;
+  load.path = "pipe/vae";
+  load.model_id = "my-vae";
+  load.fp8 = Fp8Options{std::nullopt, Fp8Scaling::kNone};
+  ASSERT_THAT(engine_->load(load), IsOk());
+  absl::StatusOr<ModelHandle> vae = engine_->ready("my-vae", ModelRole::kVae);
+  ASSERT_THAT(vae, IsOk());
+  EXPECT_FALSE(vae->loaded());
+  EXPECT_THAT(engine_->ready("my-vae", ModelRole::kTextEncoder),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not a text-encoder")));
+  ASSERT_THAT(engine_->unload("my-vae", UnloadOptions{}), IsOk());
+
+  const torch::Tensor latents = torch::zeros({vae->info().geometry.channels, 4, 6});
+  EXPECT_THAT(engine_->decode_image(ModelHandle::by_id("my-vae"), latents),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("not loaded")));
+  absl::StatusOr<CallResult<torch::Tensor>> decoded = engine_->decode_image(*vae, latents);
+  ASSERT_THAT(decoded, IsOk());
+  EXPECT_TRUE(decoded->report.reloaded);
+  EXPECT_EQ(decoded->value.size(0), 4 * vae->info().geometry.spatial_factor);
+  const std::vector<ModelInfo> listed = engine_->list();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].model_id, "my-vae");
+  EXPECT_FALSE(listed[0].fp8.has_value()) << "loaded again with the options it was readied with";
+}
+
 // A pipeline family of this test file alone: Z-Image's components, asked
 // differently (the last hidden state, unpadded, no template). Registering
 // it needs nothing from server/, clients/ or proto/.
