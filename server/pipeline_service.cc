@@ -78,6 +78,7 @@ absl::StatusOr<GenerateRequest> generate_request(const v1::GenerateRequest& wire
   r.height = wire.height();
   r.steps = wire.steps();
   r.guidance_scale = wire.guidance_scale();
+  r.true_cfg_scale = wire.true_cfg_scale();
   r.seed = wire.seed();
   r.shift = wire.shift();
   return r;

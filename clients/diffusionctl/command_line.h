@@ -129,6 +129,7 @@ struct GenerateOptions {
   int height = 0;
   int steps = 0;                // 0: the pipeline's default
   double guidance_scale = 0.0;  // 0: the pipeline's default
+  double true_cfg_scale = 0.0;  // FLUX's true CFG, with negative_prompt; 0: not asked
   std::optional<uint64_t> seed;  // empty: a random seed, printed with the result
   double shift = 0.0;           // 0: the transformer's schedule
   std::string out_path;         // the PNG

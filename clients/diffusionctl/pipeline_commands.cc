@@ -111,6 +111,7 @@ absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) 
   request.set_height(options.height);
   request.set_steps(options.steps);
   request.set_guidance_scale(options.guidance_scale);
+  request.set_true_cfg_scale(options.true_cfg_scale);
   request.set_seed(options.seed.has_value() ? *options.seed : random_seed());
   request.set_shift(options.shift);
 

@@ -57,8 +57,12 @@ absl::Status check_request(const GenerateRequest& r) {
     return absl::InvalidArgumentError(
         absl::StrCat("steps must be 1 to ", kGenerateMaxSteps, " (0: the pipeline's default), got ", r.steps));
   }
-  if (!std::isfinite(r.guidance_scale) || r.guidance_scale < 0 || !std::isfinite(r.shift) || r.shift < 0) {
-    return absl::InvalidArgumentError("guidance_scale and shift must be finite and >= 0");
+  for (const auto& [name, value] : {std::pair<const char*, double>{"guidance_scale", r.guidance_scale},
+                                    {"true_cfg_scale", r.true_cfg_scale},
+                                    {"shift", r.shift}}) {
+    if (!std::isfinite(value) || value < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " must be finite and >= 0, got ", value));
+    }
   }
   for (const std::string* text : {&r.prompt, &r.negative_prompt}) {
     if (text->size() > kGenerateMaxPromptBytes) {
@@ -230,6 +234,7 @@ std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, 
                       {"guidance_scale", guidance},
                       {"seed", r.seed},
                       {"shift", r.shift}};
+  if (r.true_cfg_scale != 0) j["true_cfg_scale"] = r.true_cfg_scale;
   for (const auto& [name, id] : resolved.ids) j[name] = id;
   // ASCII only (tEXt is Latin-1): other characters are escaped.
   return j.dump(-1, ' ', /*ensure_ascii=*/true);
@@ -312,15 +317,12 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   DIFFUSIOND_ASSIGN_OR_RETURN(const Resolved resolved, resolve(engine, models_dir, r));
   const PipelineFamily& family = *resolved.family;
   DIFFUSIOND_RETURN_IF_ERROR(check_components_ported(family));
-  // A negative prompt is used only by classifier-free guidance: with it off
-  // (the family's reading of the request's scale) it would be dropped
-  // without a word, while the image's parameters claimed it.
-  if (!r.negative_prompt.empty() && !(family.cfg_scale(r.guidance_scale) > 1.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "negative_prompt is used only with classifier-free guidance, which the ", family.name(),
-        " pipeline does not apply at guidance_scale ", r.guidance_scale, r.guidance_scale == 0 ? " (its default)" : "",
-        ": leave it empty, or raise guidance_scale where the pipeline's guidance is classifier-free"));
-  }
+  // The request's guidance as the family reads it: a negative prompt used
+  // by no classifier-free guidance, or a field the family does not take,
+  // is refused, not dropped while the image's parameters claimed it.
+  DIFFUSIOND_ASSIGN_OR_RETURN(const double cfg_scale,
+                              family.cfg_scale({r.guidance_scale, r.true_cfg_scale, !r.negative_prompt.empty()}));
+  const bool cfg = cfg_scale > 1.0;
   const int64_t multiple = family.size_multiple();
   for (int64_t side : {r.width, r.height}) {
     if (side % multiple != 0) {
@@ -348,10 +350,9 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   }
   const ModelInfo& denoiser_info = infos.at(denoiser_name);
   DIFFUSIOND_RETURN_IF_ERROR(check_latent_channels(resolved, denoiser_name, decoder_name, denoiser_info, decoder_info));
-  // Classifier-free guidance is decided by the request's own scale (a
+  // Classifier-free guidance is decided by the request's own fields (a
   // family's default never turns it on), so the negative is encoded or not,
   // and the denoise sized, before the denoiser is loaded.
-  const bool cfg = family.cfg_scale(r.guidance_scale) > 1.0;
   DIFFUSIOND_RETURN_IF_ERROR(check_stages_fit(
       engine, resolved, infos, stages_of(r, family, cfg, denoiser_info, decoder_info, denoiser_name, decoder_name)));
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
@@ -400,7 +401,7 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   denoise.model = transformer;
   denoise.latent_shape = family.latent_shape(denoiser, decoder_info, width, height);
   denoise.seed = r.seed;
-  denoise.guidance_scale = cfg ? family.cfg_scale(guidance) : 1.0;
+  denoise.guidance_scale = cfg ? cfg_scale : 1.0;
   denoise.steps = steps;
   denoise.shift = r.shift;
   // The encoders' parts (tensors, and scalars such as Wan's

@@ -51,6 +51,10 @@ struct GenerateRequest {
   int64_t width = 0, height = 0;  // pixels, multiples of the family's size_multiple()
   int steps = 0;
   double guidance_scale = 0;  // the family's meaning (CFG, or FLUX's distilled guidance)
+  // FLUX's true classifier-free guidance (FluxPipeline's true_cfg_scale,
+  // with negative_prompt); 0: not asked. Refused by families whose CFG is
+  // guidance_scale (PipelineFamily::cfg_scale).
+  double true_cfg_scale = 0;
   uint64_t seed = 0;
   double shift = 0;  // 0: the denoiser's own schedule
 };

@@ -27,6 +27,20 @@ Registry& registry() {
 
 Conditioning PipelineFamily::scalar_conditioning(double, const ModelInfo&) const { return {}; }
 
+absl::StatusOr<double> PipelineFamily::cfg_scale(const GuidanceAsked& asked) const {
+  if (asked.true_cfg_scale != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("the ", name(), " pipeline takes no true_cfg_scale: its "
+                                                   "classifier-free guidance is guidance_scale"));
+  }
+  if (asked.negative_prompt && !(asked.guidance_scale > 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "negative_prompt is used only with classifier-free guidance, which the ", name(),
+        " pipeline applies at guidance_scale > 1, got ", asked.guidance_scale,
+        asked.guidance_scale == 0 ? " (its default)" : "", ": leave it empty, or raise guidance_scale"));
+  }
+  return asked.guidance_scale;
+}
+
 std::vector<int64_t> PipelineFamily::latent_shape(const ModelInfo& denoiser, const ModelInfo& decoder, int64_t width,
                                                   int64_t height) const {
   const int64_t f = decoder.geometry.spatial_factor;

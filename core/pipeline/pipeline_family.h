@@ -41,6 +41,13 @@ struct PipelineDefaults {
   double guidance_scale = 1.0;
 };
 
+// What a request asks of guidance: its own fields, 0 where not given.
+struct GuidanceAsked {
+  double guidance_scale = 0;
+  double true_cfg_scale = 0;
+  bool negative_prompt = false;  // a negative prompt was given
+};
+
 // Immutable; thread-safe.
 class PipelineFamily {
  public:
@@ -80,10 +87,14 @@ class PipelineFamily {
   // "guidance"). Default: none.
   virtual Conditioning scalar_conditioning(double guidance_scale, const ModelInfo& denoiser) const;
 
-  // The classifier-free guidance scale the loop applies for the request's
-  // `guidance_scale` (<= 1: off, and no negative prompt is encoded).
-  // Default: the request's scale.
-  virtual double cfg_scale(double guidance_scale) const { return guidance_scale; }
+  // The classifier-free guidance scale the loop applies for what `asked`
+  // gives (<= 1: off, and no negative prompt is encoded), read as the
+  // family's upstream __call__ reads the same fields; a family's default
+  // never turns guidance on. INVALID_ARGUMENT naming a field the family
+  // does not take, or a negative prompt it would not use: nothing a
+  // request asks for is dropped. Default: guidance_scale is the CFG scale,
+  // and true_cfg_scale is refused.
+  virtual absl::StatusOr<double> cfg_scale(const GuidanceAsked& asked) const;
 
   // The component with `name`, or nothing.
   std::optional<PipelineComponent> component(absl::string_view name) const;

@@ -80,6 +80,12 @@ absl::StatusOr<CommandOptions> build_generate(const ParsedArgs& p) {
     if (!x.ok()) return x.status();
     o.guidance_scale = *x;
   }
+  if (const std::string* v = p.flag("true_cfg")) {
+    absl::StatusOr<double> x = finite_number("--true_cfg", *v);
+    if (!x.ok()) return x.status();
+    if (*x < 0) return bad_value("--true_cfg", *v, "a number >= 0 (FLUX's true CFG scale, with --negative)");
+    o.true_cfg_scale = *x;
+  }
   if (const std::string* v = p.flag("shift")) {
     absl::StatusOr<double> x = finite_number("--shift", *v);
     if (!x.ok()) return x.status();
@@ -133,13 +139,15 @@ std::vector<CommandSpec> pipeline_commands() {
        "(--component, or --text_encoder, --transformer and --vae). Writes the PNG and prints its "
        "path, size and seed.",
        {{"prompt", "TEXT", "what to draw (required)"},
-        {"negative", "TEXT", "negative prompt, used when the pipeline applies classifier-free guidance"},
+        {"negative", "TEXT",
+         "negative prompt, for classifier-free guidance (Z-Image: --guidance > 1; FLUX: --true_cfg > 1)"},
         {"width", "N", "pixels, a multiple of 16 (default: the pipeline's, 1024)"},
         {"height", "N", "pixels, a multiple of 16 (default: the pipeline's, 1024)"},
         {"steps", "N", "denoise steps (default: the pipeline's: Z-Image 8, FLUX.1-dev 28, schnell 4)"},
         {"guidance", "S",
          "guidance scale (default: the pipeline's): Z-Image's classifier-free scale, <= 1 off; "
          "FLUX.1-dev's distilled guidance, 3.5"},
+        {"true_cfg", "S", "FLUX's true classifier-free guidance scale (> 1, with --negative)"},
         {"seed", "N", "seed of the initial noise (default: a random one, printed)"},
         {"shift", "X", "flow-match shift (default: the transformer's schedule)"},
         {"text_encoder", "ID", "a loaded model's id or a path, instead of the pipeline's"},

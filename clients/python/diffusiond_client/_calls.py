@@ -262,9 +262,9 @@ def decode(vae: str, latents: TensorLike) -> "Unary[Image]":
 
 def generate(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str],
              components: Mapping[str, Optional[str]], width: int, height: int, steps: int, guidance_scale: float,
-             seed: Optional[int], shift: float) -> "Stream[Image]":
+             seed: Optional[int], shift: float, true_cfg_scale: float = 0.0) -> "Stream[Image]":
     request = _pipeline.generate_request(pipeline, prompt, negative_prompt, components, width, height, steps,
-                                         guidance_scale, seed, shift)
+                                         guidance_scale, seed, shift, true_cfg_scale)
     return Stream("pipeline", "Generate", request, {"progress": GenerateProgress.from_proto, "image": Image.from_proto},
                   Image, "an image", pipeline or request.components.get("transformer"))
 

@@ -258,7 +258,7 @@ class Client(ClientBase):
                         text_encoder: Optional[str] = None, transformer: Optional[str] = None,
                         vae: Optional[str] = None, width: int = 0, height: int = 0, steps: int = 0,
                         guidance_scale: float = 0.0, seed: Optional[int] = None, shift: float = 0.0,
-                        timeout: Timeout = DEFAULT) -> GenerateCall:
+                        true_cfg_scale: float = 0.0, timeout: Timeout = DEFAULT) -> GenerateCall:
         """Starts a Generate and returns its GenerateCall (iterable, cancellable).
 
         ``pipeline`` is a pipeline folder in the models directory.
@@ -269,11 +269,14 @@ class Client(ClientBase):
         given (ValueError without a transformer). 0 for ``width``/``height``,
         ``steps`` and ``guidance_scale`` takes the pipeline's defaults;
         ``shift`` 0 is the transformer's schedule; ``seed`` None draws a
-        random one (the Image reports it).
+        random one (the Image reports it). ``true_cfg_scale`` (> 1, with a
+        ``negative_prompt``) is FLUX's true classifier-free guidance, as
+        FluxPipeline's; a pipeline whose guidance is ``guidance_scale``
+        refuses it (InvalidArgumentError).
         """
         spec = _calls.generate(pipeline, prompt, negative_prompt,
                                self._components(components, text_encoder, transformer, vae),
-                               width, height, steps, guidance_scale, seed, shift)
+                               width, height, steps, guidance_scale, seed, shift, true_cfg_scale)
         return self._stream(spec, timeout, GenerateCall)
 
     def generate(self, pipeline: Optional[str] = None, prompt: str = "", negative_prompt: Optional[str] = None,

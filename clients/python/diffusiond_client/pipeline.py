@@ -15,7 +15,7 @@ _ps = _stubs.pipeline_service_pb2
 
 def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str],
                      components: Optional[Mapping[str, Optional[str]]], width: int, height: int, steps: int,
-                     guidance_scale: float, seed: Optional[int], shift: float) -> Any:
+                     guidance_scale: float, seed: Optional[int], shift: float, true_cfg_scale: float = 0.0) -> Any:
     """Returns a GenerateRequest; ValueError when there is no pipeline and no
     transformer component (the daemon says which others are missing). A
     ``seed`` of None draws a random one."""
@@ -26,7 +26,8 @@ def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Opti
         seed = secrets.randbits(64)
     return _ps.GenerateRequest(
         pipeline=pipeline or "", components=given, prompt=prompt, negative_prompt=negative_prompt or "",
-        width=width, height=height, steps=steps, guidance_scale=guidance_scale, seed=seed, shift=shift)
+        width=width, height=height, steps=steps, guidance_scale=guidance_scale, seed=seed, shift=shift,
+        true_cfg_scale=true_cfg_scale)
 
 
 def encode_request(text_encoder: str, prompt: str, pipeline: str = "") -> Any:

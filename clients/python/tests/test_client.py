@@ -415,7 +415,8 @@ class PipelineClientTest(unittest.TestCase):
     def test_generate_reports_progress_then_the_image(self):
         progress = []
         image = self.client.generate("z-image", "a cat", "blurry", width=32, height=16, steps=2, guidance_scale=4.0,
-                                     seed=7, shift=3.0, vae="my-vae", on_progress=progress.append)
+                                     seed=7, shift=3.0, true_cfg_scale=2.5, vae="my-vae",
+                                     on_progress=progress.append)
         self.assertEqual([p.stage for p in progress], ["load", "evict", "encode", "denoise", "denoise", "decode"])
         self.assertEqual(progress[0], dc.GenerateProgress("load", "te", 0, 0, 1.5, "loaded"))
         self.assertEqual([(p.step, p.steps) for p in progress if p.stage == "denoise"], [(1, 2), (2, 2)])
@@ -423,8 +424,8 @@ class PipelineClientTest(unittest.TestCase):
         sent = self.pipeline.requests[-1]
         self.assertEqual((sent.pipeline, sent.prompt, sent.negative_prompt, dict(sent.components)),
                          ("z-image", "a cat", "blurry", {"vae": "my-vae"}))
-        self.assertEqual((sent.width, sent.height, sent.steps, sent.guidance_scale, sent.seed, sent.shift),
-                         (32, 16, 2, 4.0, 7, 3.0))
+        self.assertEqual((sent.width, sent.height, sent.steps, sent.guidance_scale, sent.seed, sent.shift,
+                          sent.true_cfg_scale), (32, 16, 2, 4.0, 7, 3.0, 2.5))
 
     def test_generate_without_a_pipeline_needs_every_component_and_draws_a_seed(self):
         with self.assertRaisesRegex(ValueError, "give pipeline="):

@@ -71,9 +71,20 @@ class FluxPipeline final : public PipelineFamily {
     return c;
   }
 
-  // The guidance is distilled into the model; true CFG (a negative prompt
-  // with true_cfg_scale) is not run.
-  double cfg_scale(double) const override { return 1.0; }
+  // guidance_scale is distilled into the model (the "guidance" scalar);
+  // classifier-free guidance is FluxPipeline's true CFG: true_cfg_scale > 1
+  // with a negative prompt, both passes at the distilled guidance. Where
+  // upstream runs without true CFG when either is missing (with a
+  // warning), the request is refused instead of dropping what it gave.
+  absl::StatusOr<double> cfg_scale(const GuidanceAsked& asked) const override {
+    if (asked.negative_prompt != (asked.true_cfg_scale > 1.0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "FLUX's true classifier-free guidance needs both a negative_prompt and true_cfg_scale > 1; got ",
+          asked.negative_prompt ? "a negative_prompt" : "no negative_prompt", " and true_cfg_scale ",
+          asked.true_cfg_scale, " (guidance_scale is FLUX.1-dev's distilled guidance, not classifier-free)"));
+    }
+    return asked.negative_prompt ? asked.true_cfg_scale : 1.0;
+  }
 };
 
 }  // namespace

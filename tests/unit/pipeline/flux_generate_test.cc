@@ -25,6 +25,7 @@ namespace diffusiond {
 namespace {
 
 using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::StatusIs;
 using ::testing::HasSubstr;
 using Stage = GenerateEvent::Stage;
 
@@ -146,6 +147,45 @@ TEST_F(FluxGenerateTest, ABudgetForThreeOfFourEvictsAndReloadsToTheSameImage) {
     });
     if (load != again.end() && load->detail != "already loaded") { EXPECT_THAT(load->detail, HasSubstr("loaded")); }
   }
+}
+
+// FluxPipeline's true CFG: a negative prompt with true_cfg_scale > 1 is
+// encoded by both encoders and guides both passes at the distilled
+// guidance; either one alone is refused, never dropped.
+TEST_F(FluxGenerateTest, TrueCfgEncodesTheNegativeAndGuidesTheImage) {
+  start(int64_t{1} << 32);
+  absl::StatusOr<GeneratedImage> plain = generate(*engine_, models_dir_, request());
+  ASSERT_THAT(plain, IsOk());
+  GenerateRequest r = request();
+  r.negative_prompt = "blurry, low quality";
+  r.true_cfg_scale = 3.0;
+  std::vector<GenerateEvent> events;
+  GenerateOptions options;
+  options.on_event = [&](const GenerateEvent& e) { events.push_back(e); };
+  absl::StatusOr<GeneratedImage> guided = generate(*engine_, models_dir_, r, options);
+  ASSERT_THAT(guided, IsOk());
+  EXPECT_FALSE(torch::equal(guided->pixels, plain->pixels));
+  int negatives = 0;
+  for (const GenerateEvent& e : events) {
+    if (e.stage == Stage::kEncode && e.detail.find("negative tokens") != std::string::npos) ++negatives;
+  }
+  EXPECT_EQ(negatives, 2) << "both encoders encode the negative prompt";
+  EXPECT_THAT(guided->parameters[0].second, HasSubstr("\"true_cfg_scale\":3.0"));
+  EXPECT_THAT(guided->parameters[0].second, HasSubstr("\"negative_prompt\":\"blurry, low quality\""));
+
+  const size_t models = engine_->list().size();
+  r = request();
+  r.negative_prompt = "blurry";
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs both a negative_prompt and true_cfg_scale")));
+  r = request();
+  r.true_cfg_scale = 4.0;
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got no negative_prompt and true_cfg_scale 4")));
+  r.true_cfg_scale = -1.0;
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("true_cfg_scale must be finite and >= 0")));
+  EXPECT_EQ(engine_->list().size(), models);
 }
 
 TEST_F(FluxGenerateTest, ComponentsByNameWithoutAFolderChooseFluxByItsTransformer) {

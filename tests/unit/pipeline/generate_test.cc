@@ -310,6 +310,12 @@ TEST_F(GenerateTest, BadRequestsAreRefusedBeforeAnyLoad) {
                          HasSubstr("negative_prompt is used only with classifier-free guidance")))
         << off;
   }
+  // Z-Image's classifier-free guidance is guidance_scale: FLUX's knob is
+  // refused, not ignored.
+  r = request();
+  r.true_cfg_scale = 4.0;
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("takes no true_cfg_scale")));
   EXPECT_TRUE(engine_->list().empty());
 }
 

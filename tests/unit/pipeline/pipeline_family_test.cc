@@ -116,7 +116,9 @@ TEST(PipelineFamilyTest, DefaultsAndLatentsAreUpstreams) {
     EXPECT_EQ(d.height, e.height) << e.family;
     EXPECT_EQ(d.guidance_scale, e.guidance) << e.family;
     EXPECT_EQ(family->size_multiple(), 16) << e.family;  // the VAE's 8 times the 2x2 patches
-    EXPECT_EQ(family->cfg_scale(e.guidance), e.guidance) << e.family;
+    const absl::StatusOr<double> cfg = family->cfg_scale({e.guidance, 0, true});
+    ASSERT_THAT(cfg, IsOk()) << e.family;
+    EXPECT_EQ(*cfg, e.guidance) << e.family;
   }
   ModelInfo denoiser, decoder;
   denoiser.geometry.channels = 16;
