@@ -8,6 +8,7 @@
 #include "server/event_stream.h"
 #include "server/grpc_status.h"
 #include "server/request_checks.h"
+#include "server/request_options.h"
 #include "server/wire_tensor.h"
 
 namespace diffusiond {
@@ -79,6 +80,11 @@ absl::StatusOr<GenerateRequest> generate_request(const v1::GenerateRequest& wire
   r.steps = wire.steps();
   r.guidance_scale = wire.guidance_scale();
   r.true_cfg_scale = wire.true_cfg_scale();
+  for (const auto& [name, o] : wire.component_options()) {
+    ComponentOptions& options = r.component_options[name];
+    DIFFUSIOND_ASSIGN_OR_RETURN(options.fp8, fp8_from_wire(o.fp8()));
+    DIFFUSIOND_ASSIGN_OR_RETURN(options.compute_dtype, compute_dtype_from_wire(o.compute_dtype()));
+  }
   r.seed = wire.seed();
   r.shift = wire.shift();
   return r;
@@ -128,7 +134,7 @@ grpc::ServerUnaryReactor* PipelineServiceImpl::Decode(grpc::CallbackServerContex
   run_unary(deps_, reactor, [deps = deps_, request, response,
                              latents = *std::move(latents)](const GenerateOptions& options) -> absl::Status {
     DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle vae,
-                                ready_component(*deps.engine, request->vae(), ModelRole::kVae, options));
+                                ready_component(*deps.engine, ModelLoadRequest{request->vae()}, ModelRole::kVae, options));
     DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<torch::Tensor> decoded,
                                 deps.engine->decode_image(vae, latents, options.cancel));
     return to_wire_image(decoded.value, 0, {}, response);

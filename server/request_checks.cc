@@ -106,9 +106,10 @@ absl::Status check_generate_request(const v1::GenerateRequest& wire) {
   DIFFUSIOND_RETURN_IF_ERROR(check_finite_non_negative(wire.true_cfg_scale(), "true_cfg_scale"));
   // A pipeline has a handful of components; names are folder names.
   constexpr int kMaxComponents = 16;
-  if (wire.components_size() > kMaxComponents) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a Generate names at most ", kMaxComponents, " components, got ", wire.components_size()));
+  if (wire.components_size() > kMaxComponents || wire.component_options_size() > kMaxComponents) {
+    return absl::InvalidArgumentError(absl::StrCat("a Generate names at most ", kMaxComponents,
+                                                   " components, got ", wire.components_size(), " in components and ",
+                                                   wire.component_options_size(), " in component_options"));
   }
   for (const auto& [name, id] : wire.components()) {
     if (name.empty() || name.size() > 64 || name.find_first_of("/\\") != std::string::npos) {

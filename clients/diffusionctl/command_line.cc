@@ -44,7 +44,13 @@ std::string wrap(absl::string_view first, size_t indent, absl::string_view text)
 std::string flag_line(const FlagSpec& f, size_t indent) {
   const std::string head =
       f.value == nullptr ? absl::StrCat("--", f.name) : absl::StrCat("--", f.name, " ", f.value);
-  return wrap(absl::StrFormat("%s%-23s", std::string(indent, ' '), head), indent + 23, f.help);
+  constexpr size_t kHeadWidth = 23;
+  // A head as wide as its column puts its help on the next line.
+  if (head.size() >= kHeadWidth) {
+    return wrap(absl::StrCat(std::string(indent, ' '), head, "\n", std::string(indent + kHeadWidth, ' ')),
+                indent + kHeadWidth, f.help);
+  }
+  return wrap(absl::StrFormat("%s%-23s", std::string(indent, ' '), head), indent + kHeadWidth, f.help);
 }
 
 std::string command_help(const CommandSpec& c) {

@@ -130,6 +130,13 @@ struct GenerateOptions {
   int steps = 0;                // 0: the pipeline's default
   double guidance_scale = 0.0;  // 0: the pipeline's default
   double true_cfg_scale = 0.0;  // FLUX's true CFG, with negative_prompt; 0: not asked
+  // Component name -> how this Generate loads it (--component_fp8
+  // NAME=MODE, --component_dtype NAME=DTYPE); unset: the daemon's defaults.
+  struct ComponentLoad {
+    v1::Fp8Mode fp8 = v1::FP8_MODE_DEFAULT;
+    std::string compute_dtype;
+  };
+  std::map<std::string, ComponentLoad> component_options;
   std::optional<uint64_t> seed;  // empty: a random seed, printed with the result
   double shift = 0.0;           // 0: the transformer's schedule
   std::string out_path;         // the PNG

@@ -112,6 +112,11 @@ absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) 
   request.set_steps(options.steps);
   request.set_guidance_scale(options.guidance_scale);
   request.set_true_cfg_scale(options.true_cfg_scale);
+  for (const auto& [name, load] : options.component_options) {
+    v1::ComponentOptions& wire = (*request.mutable_component_options())[name];
+    wire.set_fp8(load.fp8);
+    wire.set_compute_dtype(load.compute_dtype);
+  }
   request.set_seed(options.seed.has_value() ? *options.seed : random_seed());
   request.set_shift(options.shift);
 

@@ -117,7 +117,7 @@ absl::StatusOr<ModelInfo> Engine::inspect(const ModelLoadRequest& request) {
   return loads_.describe(load);
 }
 
-absl::StatusOr<CallFloor> Engine::least_call_room(const std::string& id_or_path, const ActivationQuery& query) {
+absl::StatusOr<CallFloor> Engine::least_call_room(const ModelLoadRequest& model, const ActivationQuery& query) {
   // On a device every role's activations are VRAM's (device_placer.h).
   const bool on_device = device_ != nullptr;
   const auto loaded = [&](const std::string& model_id, const Pin& pinned) {
@@ -128,10 +128,8 @@ absl::StatusOr<CallFloor> Engine::least_call_room(const std::string& id_or_path,
     }
     return floor;
   };
-  if (absl::StatusOr<Pin> pinned = cache_->get(id_or_path); pinned.ok()) return loaded(id_or_path, *pinned);
-  ModelLoadRequest request;
-  request.path = id_or_path;
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, loads_.resolve(request));
+  if (absl::StatusOr<Pin> pinned = cache_->get(model.path); pinned.ok()) return loaded(model.path, *pinned);
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ResolvedLoad load, loads_.resolve(model));
   if (absl::StatusOr<Pin> pinned = cache_->get(load.model_id); pinned.ok()) return loaded(load.model_id, *pinned);
   return loads_.least_call_room(load, query, on_device);
 }

@@ -47,7 +47,7 @@ class Engine final : public EngineApi {
   absl::StatusOr<ModelInfo> load(const ModelLoadRequest& request, const LoadWatcher& watcher = {}) override;
   absl::StatusOr<ModelInfo> find(const ModelLoadRequest& request) override;
   absl::StatusOr<ModelInfo> inspect(const ModelLoadRequest& request) override;
-  absl::StatusOr<CallFloor> least_call_room(const std::string& id_or_path, const ActivationQuery& query) override;
+  absl::StatusOr<CallFloor> least_call_room(const ModelLoadRequest& model, const ActivationQuery& query) override;
   absl::StatusOr<UnloadResult> unload(const std::string& model_id, const UnloadOptions& options) override;
   std::vector<ModelInfo> list() const override;
   CacheStats stats() const override { return cache_->stats(); }
@@ -61,7 +61,7 @@ class Engine final : public EngineApi {
                                     const CancellationToken& cancel = {}) override;
   absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request,
                                         const DenoiseOptions& options) override;
-  absl::StatusOr<ModelHandle> ready(const std::string& id_or_path, std::optional<ModelRole> role = {},
+  absl::StatusOr<ModelHandle> ready(const ModelLoadRequest& model, std::optional<ModelRole> role = {},
                                     const LoadWatcher& watcher = {}) override;
   absl::StatusOr<CallResult<EncodedText>> encode_text(const ModelHandle& encoder, const TextEncoding& request,
                                                       const CancellationToken& cancel = {}) override;

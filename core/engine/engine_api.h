@@ -128,17 +128,19 @@ class EngineApi {
   // load's before admission.
   virtual absl::StatusOr<ModelInfo> inspect(const ModelLoadRequest& request) = 0;
   // The least RAM one call of `query` (activation_estimate.h, read by the
-  // model's role) needs on the model `id_or_path` names (a loaded model's
-  // id, else a path as load() takes it), loaded or not: what lets a
-  // pipeline refuse before any load a stage that could never fit. Errors as
-  // inspect()'s.
-  virtual absl::StatusOr<CallFloor> least_call_room(const std::string& id_or_path, const ActivationQuery& query) = 0;
-  // The model `id_or_path` names, readied for calls: a cached model by its
-  // id (or the path's canonical id), else loaded as load() loads a path,
-  // with the engine's default options. FAILED_PRECONDITION when `role` is
-  // given and the model is in another, naming what it is. A call on the
-  // handle loads it again if it was evicted since (model_handle.h).
-  virtual absl::StatusOr<ModelHandle> ready(const std::string& id_or_path, std::optional<ModelRole> role = {},
+  // model's role) needs on the model `model.path` names (a loaded model's
+  // id, else a path loaded with `model`'s options), loaded or not: what
+  // lets a pipeline refuse before any load a stage that could never fit.
+  // Errors as inspect()'s.
+  virtual absl::StatusOr<CallFloor> least_call_room(const ModelLoadRequest& model, const ActivationQuery& query) = 0;
+  // The model `model.path` names, readied for calls: a cached model by its
+  // id (or the path's canonical id), else loaded as load() loads `model`.
+  // FAILED_PRECONDITION when `role` is given and the model is in another,
+  // naming what it is, or when `model` sets an FP8 format or a compute
+  // dtype that the cached model was not loaded with (check_load_options).
+  // A call on the handle loads it again if it was evicted since
+  // (model_handle.h).
+  virtual absl::StatusOr<ModelHandle> ready(const ModelLoadRequest& model, std::optional<ModelRole> role = {},
                                             const LoadWatcher& watcher = {}) = 0;
   // Returns after the model's memory is released. See UnloadOptions; a
   // waiting unload wakes and stops at once when options.cancel fires

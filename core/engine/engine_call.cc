@@ -14,8 +14,9 @@
 
 namespace diffusiond {
 
-absl::StatusOr<ModelHandle> Engine::ready(const std::string& id_or_path, std::optional<ModelRole> role,
+absl::StatusOr<ModelHandle> Engine::ready(const ModelLoadRequest& model, std::optional<ModelRole> role,
                                           const LoadWatcher& watcher) {
+  const std::string& id_or_path = model.path;
   // A loaded model's id need not be a path: it is looked up first.
   const std::vector<ModelInfo> cached = list();
   const auto hit = std::find_if(cached.begin(), cached.end(),
@@ -24,11 +25,10 @@ absl::StatusOr<ModelHandle> Engine::ready(const std::string& id_or_path, std::op
   ModelInfo info;
   if (hit != cached.end()) {
     info = *hit;
+    DIFFUSIOND_RETURN_IF_ERROR(check_load_options(info, model));
   } else {
-    ModelLoadRequest request;
-    request.path = id_or_path;
-    loaded = absl::IsNotFound(find(request).status());
-    DIFFUSIOND_ASSIGN_OR_RETURN(info, load(request, watcher));
+    loaded = absl::IsNotFound(find(model).status());
+    DIFFUSIOND_ASSIGN_OR_RETURN(info, load(model, watcher));
   }
   if (role.has_value() && info.role != *role) {
     return absl::FailedPreconditionError(absl::StrCat("model \"", bounded(id_or_path), "\" is a ",

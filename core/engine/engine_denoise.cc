@@ -144,8 +144,9 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
       watcher.on_progress = [&start](const LoadProgress& p) {
         start.evicted.insert(start.evicted.end(), p.evicted.begin(), p.evicted.end());
       };
-      DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle next,
-                                  ready(request.later_segments[k - 1].model, ModelRole::kDenoiser, watcher));
+      ModelLoadRequest named;
+      named.path = request.later_segments[k - 1].model;
+      DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle next, ready(named, ModelRole::kDenoiser, watcher));
       const std::string& id = next.id();
       start.loaded = next.loaded();
       DIFFUSIOND_ASSIGN_OR_RETURN(SegmentModel readied,

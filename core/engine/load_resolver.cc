@@ -16,6 +16,25 @@ namespace {
 
 std::string fp8_name(const std::optional<Fp8Format>& f) { return f.has_value() ? fp8_format_name(*f) : "off"; }
 
+// " with FP8 X (asked: Y)" and " at D (asked: E)" for what differs.
+std::string option_differences(const std::optional<Fp8Format>& loaded_fp8, const std::optional<Fp8Format>& asked_fp8,
+                               ComputeDtype loaded_dtype, ComputeDtype asked_dtype) {
+  std::string differs;
+  if (loaded_fp8 != asked_fp8) {
+    absl::StrAppend(&differs, " with FP8 ", fp8_name(loaded_fp8), " (asked: ", fp8_name(asked_fp8), ")");
+  }
+  if (loaded_dtype != asked_dtype) {
+    absl::StrAppend(&differs, " at ", compute_dtype_name(loaded_dtype), " (asked: ", compute_dtype_name(asked_dtype),
+                    ")");
+  }
+  return differs;
+}
+
+absl::Status already_loaded_otherwise(const std::string& model_id, const std::string& differs) {
+  return absl::FailedPreconditionError(absl::StrCat("model \"", bounded(model_id), "\" is already loaded", differs,
+                                                    "; unload it first or load under another model_id"));
+}
+
 }  // namespace
 
 int64_t least_call_bytes(const LoadRecipe* recipe, ComputeDtype dtype, ActivationQuery query, bool on_device) {
@@ -60,6 +79,14 @@ absl::StatusOr<OpenedLoad> LoadResolver::open_and_plan(const ResolvedLoad& load)
   return opened;
 }
 
+absl::Status check_load_options(const ModelInfo& loaded, const ModelLoadRequest& asked) {
+  const std::string differs =
+      option_differences(loaded.fp8, asked.fp8.has_value() ? asked.fp8->format : loaded.fp8, loaded.compute_dtype,
+                         asked.compute_dtype.value_or(loaded.compute_dtype));
+  if (differs.empty()) return absl::OkStatus();
+  return already_loaded_otherwise(loaded.model_id, differs);
+}
+
 absl::Status LoadResolver::check_matches(const ResolvedLoad& load, const ModelDescription& loaded) const {
   // A config_path named again is compared by content, like the other
   // options: a cache hit must not answer OK with a model built from
@@ -74,16 +101,10 @@ absl::Status LoadResolver::check_matches(const ResolvedLoad& load, const ModelDe
     }
   }
   if (loaded.path != load.path) absl::StrAppend(&differs, " from ", loaded.path, " (asked: ", load.path, ")");
-  if (loaded.fp8 != load.fp8.format) {
-    absl::StrAppend(&differs, " with FP8 ", fp8_name(loaded.fp8), " (asked: ", fp8_name(load.fp8.format), ")");
-  }
-  if (loaded.compute_dtype != load.compute_dtype) {
-    absl::StrAppend(&differs, " at ", compute_dtype_name(loaded.compute_dtype),
-                    " (asked: ", compute_dtype_name(load.compute_dtype), ")");
-  }
+  absl::StrAppend(&differs,
+                  option_differences(loaded.fp8, load.fp8.format, loaded.compute_dtype, load.compute_dtype));
   if (differs.empty()) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat("model \"", bounded(load.model_id), "\" is already loaded", differs,
-                                                    "; unload it first or load under another model_id"));
+  return already_loaded_otherwise(load.model_id, differs);
 }
 
 absl::StatusOr<ModelInfo> LoadResolver::describe(const ResolvedLoad& load) const {

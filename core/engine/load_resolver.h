@@ -51,6 +51,12 @@ struct LoadResolverOptions {
 // every role's activations are VRAM's (device_placer.h).
 int64_t least_call_bytes(const LoadRecipe* recipe, ComputeDtype dtype, ActivationQuery query, bool on_device);
 
+// OK unless `asked` sets an FP8 format or a compute dtype (unset: any) that
+// the cached model `loaded` was not loaded with; then FAILED_PRECONDITION
+// naming each difference, as a load of a cached model loaded otherwise is
+// refused (LoadResolver::check_matches).
+absl::Status check_load_options(const ModelInfo& loaded, const ModelLoadRequest& asked);
+
 class LoadResolver {
  public:
   explicit LoadResolver(LoadResolverOptions options) : options_(std::move(options)) {}

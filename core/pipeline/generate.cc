@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/engine/load_resolver.h"
 #include "core/models/activation_estimate.h"
 #include "core/models/text_encoder.h"
 #include "core/pipeline/pipeline_family.h"
@@ -73,10 +74,23 @@ absl::Status check_request(const GenerateRequest& r) {
   return absl::OkStatus();
 }
 
-// A request resolved against its family: every component's id or path.
+// A request resolved against its family: every component's id or path,
+// and the options it is loaded with.
 struct Resolved {
   const PipelineFamily* family = nullptr;
   std::map<std::string, std::string> ids;
+  std::map<std::string, ComponentOptions> options;
+
+  // How component `name` is described, sized and readied.
+  ModelLoadRequest load_of(const std::string& name) const {
+    ModelLoadRequest load;
+    load.path = ids.at(name);
+    if (const auto o = options.find(name); o != options.end()) {
+      load.fp8 = o->second.fp8;
+      load.compute_dtype = o->second.compute_dtype;
+    }
+    return load;
+  }
 };
 
 absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_dir, const GenerateRequest& r) {
@@ -92,7 +106,13 @@ absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_di
       return absl::InvalidArgumentError(
           absl::StrCat("give a pipeline folder, or every component including \"", kDenoiserComponent, "\""));
     }
-    DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, describe_component(engine, denoiser->second));
+    ModelLoadRequest load;
+    load.path = denoiser->second;
+    if (const auto o = r.component_options.find(kDenoiserComponent); o != r.component_options.end()) {
+      load.fp8 = o->second.fp8;
+      load.compute_dtype = o->second.compute_dtype;
+    }
+    DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, describe_component(engine, load));
     out.family = find_pipeline_family_for_denoiser(info.architecture);
     if (out.family == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("no pipeline family runs a ", info.architecture, " denoiser (\"",
@@ -101,13 +121,16 @@ absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_di
   }
   std::vector<std::string> names;
   for (const PipelineComponent& c : out.family->components()) names.push_back(c.name);
-  for (const auto& [name, id] : r.components) {
-    if (!out.family->component(name).has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat("the ", out.family->name(), " pipeline has no component \"",
-                                                     bounded(name), "\"; its components are ",
-                                                     absl::StrJoin(names, ", ")));
-    }
+  const auto check_name = [&](const std::string& name, const char* field) -> absl::Status {
+    if (out.family->component(name).has_value()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(field, ": the ", out.family->name(), " pipeline has no component \"",
+                                                   bounded(name), "\"; its components are ", absl::StrJoin(names, ", ")));
+  };
+  for (const auto& [name, id] : r.components) DIFFUSIOND_RETURN_IF_ERROR(check_name(name, "components"));
+  for (const auto& [name, o] : r.component_options) {
+    DIFFUSIOND_RETURN_IF_ERROR(check_name(name, "component_options"));
   }
+  out.options = r.component_options;
   for (const std::string& name : names) {
     const auto given = r.components.find(name);
     if (given != r.components.end() && !given->second.empty()) {
@@ -127,7 +150,7 @@ absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_di
 absl::StatusOr<std::map<std::string, ModelInfo>> describe_components(EngineApi& engine, const Resolved& resolved) {
   std::map<std::string, ModelInfo> infos;
   for (const auto& [name, id] : resolved.ids) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(infos[name], describe_component(engine, id));
+    DIFFUSIOND_ASSIGN_OR_RETURN(infos[name], describe_component(engine, resolved.load_of(name)));
   }
   return infos;
 }
@@ -163,7 +186,7 @@ absl::Status check_stages_fit(EngineApi& engine, const Resolved& resolved,
   }
   for (const PlannedStage& stage : stages) {
     DIFFUSIOND_ASSIGN_OR_RETURN(const CallFloor floor,
-                                engine.least_call_room(resolved.ids.at(stage.component), stage.query));
+                                engine.least_call_room(resolved.load_of(stage.component), stage.query));
     if (floor.call > capacity - floor.weights) {
       return refuse(stage.component, absl::StrCat(format_bytes(floor.weights), " of weights and at least ",
                                                   format_bytes(floor.call), " for ", stage.call));
@@ -236,6 +259,11 @@ std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, 
                       {"shift", r.shift}};
   if (r.true_cfg_scale != 0) j["true_cfg_scale"] = r.true_cfg_scale;
   for (const auto& [name, id] : resolved.ids) j[name] = id;
+  for (const auto& [name, o] : resolved.options) {
+    nlohmann::json& options = j["component_options"][name];
+    if (o.fp8.has_value()) options["fp8"] = o.fp8->format.has_value() ? fp8_format_name(*o.fp8->format) : "off";
+    if (o.compute_dtype.has_value()) options["compute_dtype"] = compute_dtype_name(*o.compute_dtype);
+  }
   // ASCII only (tEXt is Latin-1): other characters are escaped.
   return j.dump(-1, ' ', /*ensure_ascii=*/true);
 }
@@ -274,14 +302,15 @@ absl::string_view generate_stage_name(GenerateEvent::Stage stage) {
   return "unknown";
 }
 
-absl::StatusOr<ModelHandle> ready_component(EngineApi& engine, const std::string& id_or_path,
+absl::StatusOr<ModelHandle> ready_component(EngineApi& engine, const ModelLoadRequest& model,
                                             std::optional<ModelRole> role, const GenerateOptions& options) {
+  const std::string& id_or_path = model.path;
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
   const absl::Time start = clock->now();
   LoadWatcher watcher;
   watcher.cancel = options.cancel;
   watcher.on_progress = [&](const LoadProgress& p) { report_evictions(options, p.evicted, id_or_path); };
-  DIFFUSIOND_ASSIGN_OR_RETURN(ModelHandle handle, engine.ready(id_or_path, role, watcher));
+  DIFFUSIOND_ASSIGN_OR_RETURN(ModelHandle handle, engine.ready(model, role, watcher));
   const ModelInfo& info = handle.info();
   if (!handle.loaded()) {
     emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, absl::ZeroDuration(), "already loaded", ""});
@@ -302,13 +331,13 @@ void report_call(const GenerateOptions& options, const std::string& model_id, Ca
   report_placement_evictions(options, report.where, what);
 }
 
-absl::StatusOr<ModelInfo> describe_component(EngineApi& engine, const std::string& id_or_path) {
+absl::StatusOr<ModelInfo> describe_component(EngineApi& engine, const ModelLoadRequest& model) {
   for (ModelInfo& m : engine.list()) {
-    if (m.model_id == id_or_path) return std::move(m);
+    if (m.model_id != model.path) continue;
+    DIFFUSIOND_RETURN_IF_ERROR(check_load_options(m, model));
+    return std::move(m);
   }
-  ModelLoadRequest request;
-  request.path = id_or_path;
-  return engine.inspect(request);
+  return engine.inspect(model);
 }
 
 absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& models_dir,
@@ -365,7 +394,7 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
     DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "encoding"));
     const absl::Time start = clock->now();
     DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle encoder,
-                                ready_component(engine, resolved.ids.at(c.name), c.role, options));
+                                ready_component(engine, resolved.load_of(c.name), c.role, options));
     std::string detail;
     CallDevice where;
     for (bool negative : {false, true}) {
@@ -387,7 +416,7 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "denoising"));
   DIFFUSIOND_ASSIGN_OR_RETURN(
       const ModelHandle transformer,
-      ready_component(engine, resolved.ids.at(denoiser_name), ModelRole::kDenoiser, options));
+      ready_component(engine, resolved.load_of(denoiser_name), ModelRole::kDenoiser, options));
   // What the load made known (a folder's latent channels, its defaults).
   const ModelInfo& denoiser = transformer.info();
   DIFFUSIOND_RETURN_IF_ERROR(check_latent_channels(resolved, denoiser_name, decoder_name, denoiser, decoder_info));
@@ -438,7 +467,7 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "decoding"));
   const absl::Time start = clock->now();
   DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle vae,
-                              ready_component(engine, resolved.ids.at(decoder_name), ModelRole::kVae, options));
+                              ready_component(engine, resolved.load_of(decoder_name), ModelRole::kVae, options));
   DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<torch::Tensor> decoded, engine.decode_image(vae, latents, options.cancel));
   report_call(options, vae.id(), decoded.report, absl::StrCat("the decode of ", vae.id()));
   const CallDevice& where = decoded.report.where;

@@ -35,6 +35,12 @@ inline constexpr int64_t kGenerateMaxSide = 4096;
 inline constexpr int kGenerateMaxSteps = 1000;
 inline constexpr size_t kGenerateMaxPromptBytes = 64 * 1024;
 
+// How one component is loaded; unset: the daemon's default.
+struct ComponentOptions {
+  std::optional<Fp8Options> fp8;
+  std::optional<ComputeDtype> compute_dtype;
+};
+
 struct GenerateRequest {
   // A pipeline folder (model_index.json) relative to the models directory;
   // its components load as "<pipeline>/<component>". May be empty when
@@ -55,6 +61,11 @@ struct GenerateRequest {
   // with negative_prompt); 0: not asked. Refused by families whose CFG is
   // guidance_scale (PipelineFamily::cfg_scale).
   double true_cfg_scale = 0;
+  // Component name -> how it is loaded when this Generate loads it (the
+  // daemon's defaults where unset): FP8 storage off for a text encoder, or
+  // another compute dtype. A cached model loaded with other options than
+  // these is refused before any load (load() refuses it the same way).
+  std::map<std::string, ComponentOptions> component_options;
   uint64_t seed = 0;
   double shift = 0;  // 0: the denoiser's own schedule
 };
@@ -90,12 +101,14 @@ struct GeneratedImage {
   std::vector<std::pair<std::string, std::string>> parameters;
 };
 
-// Readies the model `id_or_path` names (EngineApi::ready): a loaded
-// model, else the model the engine loads from that path now, reporting the
-// load and the evictions it caused through `options.on_event`; a load
-// stops when `options.cancel` fires. FAILED_PRECONDITION when `role` is
-// given and the model is in another; the engine's load errors otherwise.
-absl::StatusOr<ModelHandle> ready_component(EngineApi& engine, const std::string& id_or_path,
+// Readies the model `model.path` names (EngineApi::ready): a loaded
+// model, else the model the engine loads from that path now with
+// `model`'s options, reporting the load and the evictions it caused through
+// `options.on_event`; a load stops when `options.cancel` fires.
+// FAILED_PRECONDITION when `role` is given and the model is in another, or
+// a cached model was loaded with other options than `model` sets; the
+// engine's load errors otherwise.
+absl::StatusOr<ModelHandle> ready_component(EngineApi& engine, const ModelLoadRequest& model,
                                             std::optional<ModelRole> role, const GenerateOptions& options);
 
 // Reports what one call on a component did (`what`, e.g. "the decode of
@@ -104,10 +117,11 @@ absl::StatusOr<ModelHandle> ready_component(EngineApi& engine, const std::string
 void report_call(const GenerateOptions& options, const std::string& model_id, CallReport& report,
                  absl::string_view what);
 
-// Returns the description of the model `id_or_path` names without loading
-// it: a loaded model's info, else engine.inspect()'s of that path (and its
-// errors).
-absl::StatusOr<ModelInfo> describe_component(EngineApi& engine, const std::string& id_or_path);
+// Returns the description of the model `model.path` names without loading
+// it: a loaded model's info (FAILED_PRECONDITION if it was loaded with
+// other options than `model` sets: check_load_options), else
+// engine.inspect()'s of that path with those options (and its errors).
+absl::StatusOr<ModelInfo> describe_component(EngineApi& engine, const ModelLoadRequest& model);
 
 // Runs the pipeline. INVALID_ARGUMENT for a bad request (size, steps,
 // prompt length, unknown or missing components, a pipeline folder without

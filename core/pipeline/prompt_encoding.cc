@@ -72,11 +72,13 @@ absl::StatusOr<EncodedPrompt> encode_prompt(EngineApi& engine, const std::string
     DIFFUSIOND_ASSIGN_OR_RETURN(named, pipeline_family_of(models_dir, request.pipeline));
   }
   // The family is chosen from the encoder's description, before it loads.
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo described, describe_component(engine, request.text_encoder));
+  ModelLoadRequest load;
+  load.path = request.text_encoder;
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo described, describe_component(engine, load));
   DIFFUSIOND_ASSIGN_OR_RETURN(const EncoderComponent chosen,
                               choose_component(find_encoder_components(described.architecture), named, described));
   DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle encoder,
-                              ready_component(engine, request.text_encoder, ModelRole::kTextEncoder, options));
+                              ready_component(engine, load, ModelRole::kTextEncoder, options));
   DIFFUSIOND_ASSIGN_OR_RETURN(
       CallResult<EncodedText> called,
       engine.encode_text(encoder, chosen.family->text_encoding(chosen.component, request.prompt), options.cancel));

@@ -124,19 +124,17 @@ class FakeEngine final : public EngineApi {
     return torch::zeros(request.latent_shape);
   }
   absl::StatusOr<ModelInfo> inspect(const ModelLoadRequest&) override { return absl::UnimplementedError("inspect"); }
-  absl::StatusOr<CallFloor> least_call_room(const std::string&, const ActivationQuery&) override {
+  absl::StatusOr<CallFloor> least_call_room(const ModelLoadRequest&, const ActivationQuery&) override {
     return absl::UnimplementedError("least_call_room");
   }
-  absl::StatusOr<ModelHandle> ready(const std::string& id_or_path, std::optional<ModelRole>,
+  absl::StatusOr<ModelHandle> ready(const ModelLoadRequest& request, std::optional<ModelRole>,
                                     const LoadWatcher& watcher) override {
     {
       MutexLock lock(&mu_);
-      readied.push_back(id_or_path);
+      readied.push_back(request.path);
     }
-    ModelLoadRequest request;
-    request.path = id_or_path;
     for (const ModelInfo& m : models) {
-      if (m.model_id == id_or_path) return ModelHandle(m, request, /*loaded=*/false);
+      if (m.model_id == request.path) return ModelHandle(m, request, /*loaded=*/false);
     }
     absl::StatusOr<ModelInfo> loaded = load(request, watcher);
     if (!loaded.ok()) return loaded.status();

@@ -33,23 +33,37 @@ absl::StatusOr<std::string> one_of(absl::string_view flag, const std::string& te
   return bad_value(flag, text, absl::StrCat("one of ", absl::StrJoin(allowed, ", ")));
 }
 
+}  // namespace
+
+absl::StatusOr<v1::Fp8Mode> fp8_mode(absl::string_view flag, const std::string& text) {
+  std::vector<std::string> modes = {"default", "off"};
+  for (std::string& name : fp8_format_names()) modes.push_back(std::move(name));
+  absl::StatusOr<std::string> mode = one_of(flag, text, modes);
+  if (!mode.ok()) return mode.status();
+  Fp8Format format;
+  return *mode == "off"                               ? v1::FP8_MODE_OFF
+         : !parse_fp8_format(mode->c_str(), &format) ? v1::FP8_MODE_DEFAULT
+         : format == Fp8Format::kE4M3Fn              ? v1::FP8_MODE_E4M3FN
+                                                     : v1::FP8_MODE_E5M2;
+}
+
+absl::StatusOr<std::string> compute_dtype(absl::string_view flag, const std::string& text) {
+  return one_of(flag, text, compute_dtype_names());
+}
+
+namespace {
+
 absl::StatusOr<CommandOptions> build_load(const ParsedArgs& p) {
   LoadOptions o;
   o.path = p.args[0];
   if (const std::string* id = p.flag("id")) o.model_id = *id;
   if (const std::string* fp8 = p.flag("fp8")) {
-    std::vector<std::string> modes = {"default", "off"};
-    for (std::string& name : fp8_format_names()) modes.push_back(std::move(name));
-    absl::StatusOr<std::string> mode = one_of("--fp8", *fp8, modes);
+    absl::StatusOr<v1::Fp8Mode> mode = fp8_mode("--fp8", *fp8);
     if (!mode.ok()) return mode.status();
-    Fp8Format format;
-    o.fp8 = *mode == "off" ? v1::FP8_MODE_OFF
-            : !parse_fp8_format(mode->c_str(), &format) ? v1::FP8_MODE_DEFAULT
-            : format == Fp8Format::kE4M3Fn ? v1::FP8_MODE_E4M3FN
-                                           : v1::FP8_MODE_E5M2;
+    o.fp8 = *mode;
   }
   if (const std::string* dtype = p.flag("compute_dtype")) {
-    absl::StatusOr<std::string> d = one_of("--compute_dtype", *dtype, compute_dtype_names());
+    absl::StatusOr<std::string> d = compute_dtype("--compute_dtype", *dtype);
     if (!d.ok()) return d.status();
     o.compute_dtype = *d;
   }

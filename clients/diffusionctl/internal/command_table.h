@@ -59,6 +59,11 @@ std::vector<CommandSpec> pipeline_commands();
 absl::Status bad_value(absl::string_view flag, absl::string_view value, absl::string_view expected);
 // Parses a finite number; bad_value naming `flag` otherwise.
 absl::StatusOr<double> finite_number(absl::string_view flag, const std::string& text);
+// The wire FP8 mode a flag's value names: default, off, e4m3fn or e5m2;
+// bad_value naming `flag` otherwise.
+absl::StatusOr<v1::Fp8Mode> fp8_mode(absl::string_view flag, const std::string& text);
+// A compute dtype's name (float32, bfloat16, float16); bad_value otherwise.
+absl::StatusOr<std::string> compute_dtype(absl::string_view flag, const std::string& text);
 
 // Every command, in the order the help lists them.
 const std::vector<CommandSpec>& commands();

@@ -86,6 +86,25 @@ absl::StatusOr<CommandOptions> build_generate(const ParsedArgs& p) {
     if (*x < 0) return bad_value("--true_cfg", *v, "a number >= 0 (FLUX's true CFG scale, with --negative)");
     o.true_cfg_scale = *x;
   }
+  // --component_fp8 NAME=MODE and --component_dtype NAME=DTYPE, repeatable.
+  for (const char* flag : {"component_fp8", "component_dtype"}) {
+    const auto given = p.repeats.find(flag);
+    for (const std::string& pair : given != p.repeats.end() ? given->second : std::vector<std::string>{}) {
+      const size_t eq = pair.find('=');
+      const std::string name = absl::StrCat("--", flag);
+      if (eq == 0 || eq == std::string::npos) return bad_value(name, pair, "NAME=VALUE, such as text_encoder=off");
+      GenerateOptions::ComponentLoad& load = o.component_options[pair.substr(0, eq)];
+      if (flag == std::string("component_fp8")) {
+        absl::StatusOr<v1::Fp8Mode> mode = fp8_mode(name, pair.substr(eq + 1));
+        if (!mode.ok()) return mode.status();
+        load.fp8 = *mode;
+      } else {
+        absl::StatusOr<std::string> dtype = compute_dtype(name, pair.substr(eq + 1));
+        if (!dtype.ok()) return dtype.status();
+        load.compute_dtype = *dtype;
+      }
+    }
+  }
   if (const std::string* v = p.flag("shift")) {
     absl::StatusOr<double> x = finite_number("--shift", *v);
     if (!x.ok()) return x.status();
@@ -148,6 +167,12 @@ std::vector<CommandSpec> pipeline_commands() {
          "guidance scale (default: the pipeline's): Z-Image's classifier-free scale, <= 1 off; "
          "FLUX.1-dev's distilled guidance, 3.5"},
         {"true_cfg", "S", "FLUX's true classifier-free guidance scale (> 1, with --negative)"},
+        {"component_fp8", "NAME=MODE",
+         "how this generate loads component NAME: FP8 default, off, e4m3fn or e5m2; repeatable",
+         /*repeatable=*/true},
+        {"component_dtype", "NAME=DTYPE",
+         "how this generate loads component NAME: compute dtype float32, bfloat16 or float16; repeatable",
+         /*repeatable=*/true},
         {"seed", "N", "seed of the initial noise (default: a random one, printed)"},
         {"shift", "X", "flow-match shift (default: the transformer's schedule)"},
         {"text_encoder", "ID", "a loaded model's id or a path, instead of the pipeline's"},

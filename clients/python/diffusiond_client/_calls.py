@@ -26,6 +26,7 @@ _ms = _stubs.model_service_pb2
 _ds = _stubs.denoise_service_pb2
 _cs = _stubs.cache_service_pb2
 _hs = _stubs.health_pb2
+_ps = _stubs.pipeline_service_pb2
 
 R = TypeVar("R")
 
@@ -262,9 +263,18 @@ def decode(vae: str, latents: TensorLike) -> "Unary[Image]":
 
 def generate(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str],
              components: Mapping[str, Optional[str]], width: int, height: int, steps: int, guidance_scale: float,
-             seed: Optional[int], shift: float, true_cfg_scale: float = 0.0) -> "Stream[Image]":
+             seed: Optional[int], shift: float, true_cfg_scale: float = 0.0,
+             component_options: Optional[Mapping[str, Mapping[str, Any]]] = None) -> "Stream[Image]":
+    options = {}
+    for name, given in (component_options or {}).items():
+        unknown = set(given) - {"fp8", "compute_dtype"}
+        if unknown:
+            raise ValueError(f"component_options[{name!r}]: unknown option(s) {sorted(unknown)}; "
+                             "each takes fp8 and compute_dtype")
+        options[name] = _ps.ComponentOptions(fp8=fp8_mode(given.get("fp8")),
+                                             compute_dtype=given.get("compute_dtype") or "")
     request = _pipeline.generate_request(pipeline, prompt, negative_prompt, components, width, height, steps,
-                                         guidance_scale, seed, shift, true_cfg_scale)
+                                         guidance_scale, seed, shift, true_cfg_scale, options)
     return Stream("pipeline", "Generate", request, {"progress": GenerateProgress.from_proto, "image": Image.from_proto},
                   Image, "an image", pipeline or request.components.get("transformer"))
 

@@ -258,7 +258,9 @@ class Client(ClientBase):
                         text_encoder: Optional[str] = None, transformer: Optional[str] = None,
                         vae: Optional[str] = None, width: int = 0, height: int = 0, steps: int = 0,
                         guidance_scale: float = 0.0, seed: Optional[int] = None, shift: float = 0.0,
-                        true_cfg_scale: float = 0.0, timeout: Timeout = DEFAULT) -> GenerateCall:
+                        true_cfg_scale: float = 0.0,
+                        component_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
+                        timeout: Timeout = DEFAULT) -> GenerateCall:
         """Starts a Generate and returns its GenerateCall (iterable, cancellable).
 
         ``pipeline`` is a pipeline folder in the models directory.
@@ -272,11 +274,16 @@ class Client(ClientBase):
         random one (the Image reports it). ``true_cfg_scale`` (> 1, with a
         ``negative_prompt``) is FLUX's true classifier-free guidance, as
         FluxPipeline's; a pipeline whose guidance is ``guidance_scale``
-        refuses it (InvalidArgumentError).
+        refuses it (InvalidArgumentError). ``component_options`` maps a
+        component's name to how this Generate loads it, e.g.
+        ``{"text_encoder": {"fp8": "off"}}`` (``fp8`` as ``load``'s,
+        ``compute_dtype`` "float32", "bfloat16" or "float16"); a cached
+        model loaded otherwise is refused (FailedPreconditionError).
         """
         spec = _calls.generate(pipeline, prompt, negative_prompt,
                                self._components(components, text_encoder, transformer, vae),
-                               width, height, steps, guidance_scale, seed, shift, true_cfg_scale)
+                               width, height, steps, guidance_scale, seed, shift, true_cfg_scale,
+                               component_options)
         return self._stream(spec, timeout, GenerateCall)
 
     def generate(self, pipeline: Optional[str] = None, prompt: str = "", negative_prompt: Optional[str] = None,

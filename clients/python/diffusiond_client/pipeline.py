@@ -15,7 +15,8 @@ _ps = _stubs.pipeline_service_pb2
 
 def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str],
                      components: Optional[Mapping[str, Optional[str]]], width: int, height: int, steps: int,
-                     guidance_scale: float, seed: Optional[int], shift: float, true_cfg_scale: float = 0.0) -> Any:
+                     guidance_scale: float, seed: Optional[int], shift: float, true_cfg_scale: float = 0.0,
+                     component_options: Optional[Mapping[str, Any]] = None) -> Any:
     """Returns a GenerateRequest; ValueError when there is no pipeline and no
     transformer component (the daemon says which others are missing). A
     ``seed`` of None draws a random one."""
@@ -27,7 +28,7 @@ def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Opti
     return _ps.GenerateRequest(
         pipeline=pipeline or "", components=given, prompt=prompt, negative_prompt=negative_prompt or "",
         width=width, height=height, steps=steps, guidance_scale=guidance_scale, seed=seed, shift=shift,
-        true_cfg_scale=true_cfg_scale)
+        true_cfg_scale=true_cfg_scale, component_options=component_options or {})
 
 
 def encode_request(text_encoder: str, prompt: str, pipeline: str = "") -> Any:

@@ -416,6 +416,7 @@ class PipelineClientTest(unittest.TestCase):
         progress = []
         image = self.client.generate("z-image", "a cat", "blurry", width=32, height=16, steps=2, guidance_scale=4.0,
                                      seed=7, shift=3.0, true_cfg_scale=2.5, vae="my-vae",
+                                     component_options={"text_encoder": {"fp8": "off", "compute_dtype": "float32"}},
                                      on_progress=progress.append)
         self.assertEqual([p.stage for p in progress], ["load", "evict", "encode", "denoise", "denoise", "decode"])
         self.assertEqual(progress[0], dc.GenerateProgress("load", "te", 0, 0, 1.5, "loaded"))
@@ -426,6 +427,11 @@ class PipelineClientTest(unittest.TestCase):
                          ("z-image", "a cat", "blurry", {"vae": "my-vae"}))
         self.assertEqual((sent.width, sent.height, sent.steps, sent.guidance_scale, sent.seed, sent.shift,
                           sent.true_cfg_scale), (32, 16, 2, 4.0, 7, 3.0, 2.5))
+        options = sent.component_options["text_encoder"]
+        self.assertEqual((list(sent.component_options), options.fp8, options.compute_dtype),
+                         (["text_encoder"], _ms.FP8_MODE_OFF, "float32"))
+        with self.assertRaisesRegex(ValueError, r"component_options\['vae'\]: unknown option\(s\) \['fp16'\]"):
+            self.client.generate("z-image", "a cat", component_options={"vae": {"fp16": True}})
 
     def test_generate_without_a_pipeline_needs_every_component_and_draws_a_seed(self):
         with self.assertRaisesRegex(ValueError, "give pipeline="):

@@ -125,6 +125,29 @@ TEST(PipelineCommandLine, GenerateRefusesBadValues) {
                      "generate takes PIPELINE, got 0 arguments");
 }
 
+TEST(PipelineCommandLine, GenerateTakesTrueCfgAndEachComponentsLoadOptions) {
+  const GenerateOptions o =
+      options<GenerateOptions>({"generate", "flux", "--prompt", "a cat", "--negative", "blurry", "--true_cfg", "3",
+                                "--component_fp8", "text_encoder=off", "--component_fp8", "text_encoder_2=off",
+                                "--component_dtype", "transformer=bfloat16", "--out", "cat.png"});
+  EXPECT_EQ(o.true_cfg_scale, 3.0);
+  ASSERT_EQ(o.component_options.size(), 3u);
+  EXPECT_EQ(o.component_options.at("text_encoder").fp8, v1::FP8_MODE_OFF);
+  EXPECT_EQ(o.component_options.at("text_encoder_2").fp8, v1::FP8_MODE_OFF);
+  EXPECT_EQ(o.component_options.at("transformer").fp8, v1::FP8_MODE_DEFAULT);
+  EXPECT_EQ(o.component_options.at("transformer").compute_dtype, "bfloat16");
+  const std::vector<std::string> base = {"generate", "p", "--prompt", "x", "--out", "o.png"};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--component_fp8", "text_encoder=fp4"});
+  expect_usage_error(args, "--component_fp8: 'fp4' is not one of default, off, e4m3fn, e5m2");
+  args = base;
+  args.insert(args.end(), {"--component_dtype", "vae"});
+  expect_usage_error(args, "--component_dtype: 'vae' is not NAME=VALUE");
+  args = base;
+  args.insert(args.end(), {"--true_cfg", "-2"});
+  expect_usage_error(args, "--true_cfg: '-2' is not a number >= 0");
+}
+
 TEST(PipelineCommandLine, EncodeAndDecodeNeedTheirFiles) {
   const EncodeOptions e =
       options<EncodeOptions>({"encode", "qwen", "--prompt", "a cat", "--out", "cap.safetensors"});

@@ -108,7 +108,7 @@ class GenerateTest : public ::testing::Test {
   // request's prompt: its high-water mark above the loaded encoder.
   int64_t encode_activation_bytes() {
     start(int64_t{1} << 32);
-    EXPECT_THAT(ready_component(*engine_, "pipe/text_encoder", std::nullopt, {}), IsOk());
+    EXPECT_THAT(ready_component(*engine_, ModelLoadRequest{"pipe/text_encoder"}, std::nullopt, {}), IsOk());
     const int64_t committed = ram_->snapshot().committed_bytes;
     ram_->reset_high_water();
     // Z-Image's encoding named: a test family may share Qwen3 (below).
@@ -240,7 +240,7 @@ TEST_F(GenerateTest, EachStagesLeastCallIsALowerBoundOfWhatItReserves) {
                                                                       {"pipe/text_encoder", text}};
   std::map<std::string, CallFloor> before_load;
   for (const auto& [path, query] : calls) {
-    absl::StatusOr<CallFloor> least = engine_->least_call_room(path, query);
+    absl::StatusOr<CallFloor> least = engine_->least_call_room(ModelLoadRequest{path}, query);
     ASSERT_THAT(least, IsOk()) << path;
     EXPECT_GT(least->call, 0) << path;
     before_load[path] = *least;
@@ -253,13 +253,13 @@ TEST_F(GenerateTest, EachStagesLeastCallIsALowerBoundOfWhatItReserves) {
     load.path = path;
     absl::StatusOr<ModelInfo> info = engine_->load(load);
     ASSERT_THAT(info, IsOk()) << path;
-    absl::StatusOr<CallFloor> loaded = engine_->least_call_room(path, query);
+    absl::StatusOr<CallFloor> loaded = engine_->least_call_room(ModelLoadRequest{path}, query);
     ASSERT_THAT(loaded, IsOk()) << path;
     EXPECT_EQ(loaded->call, before_load[path].call) << path << ": loaded, the same config answers the same";
     EXPECT_EQ(loaded->weights, info->bytes[kCpuIndex]) << path;
     EXPECT_EQ(before_load[path].weights, info->bytes[kCpuIndex]) << path << ": the plan knew what the load holds";
   }
-  EXPECT_FALSE(engine_->least_call_room("pipe/absent", text).ok());
+  EXPECT_FALSE(engine_->least_call_room(ModelLoadRequest{"pipe/absent"}, text).ok());
 }
 
 TEST_F(GenerateTest, BadRequestsAreRefusedBeforeAnyLoad) {
@@ -355,10 +355,10 @@ TEST_F(GenerateTest, ACallOnAReadiedHandleLoadsAnEvictedModelAgain) {
   load.model_id = "my-vae";
   load.fp8 = Fp8Options{std::nullopt, Fp8Scaling::kNone};
   ASSERT_THAT(engine_->load(load), IsOk());
-  absl::StatusOr<ModelHandle> vae = engine_->ready("my-vae", ModelRole::kVae);
+  absl::StatusOr<ModelHandle> vae = engine_->ready(ModelLoadRequest{"my-vae"}, ModelRole::kVae);
   ASSERT_THAT(vae, IsOk());
   EXPECT_FALSE(vae->loaded());
-  EXPECT_THAT(engine_->ready("my-vae", ModelRole::kTextEncoder),
+  EXPECT_THAT(engine_->ready(ModelLoadRequest{"my-vae"}, ModelRole::kTextEncoder),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not a text-encoder")));
   ASSERT_THAT(engine_->unload("my-vae", UnloadOptions{}), IsOk());
 
@@ -373,6 +373,39 @@ TEST_F(GenerateTest, ACallOnAReadiedHandleLoadsAnEvictedModelAgain) {
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0].model_id, "my-vae");
   EXPECT_FALSE(listed[0].fp8.has_value()) << "loaded again with the options it was readied with";
+}
+
+// Per-request precision: a component's options are those it loads with,
+// recorded in the image's parameters; a cached model loaded otherwise, or
+// options for a component the family lacks, are refused before any load.
+TEST_F(GenerateTest, ComponentOptionsSetHowAComponentLoads) {
+  start(int64_t{1} << 32);
+  GenerateRequest r = request();
+  r.component_options["text_encoder"].fp8 = Fp8Options{std::nullopt, Fp8Scaling::kNone};
+  r.component_options["transformer"].compute_dtype = ComputeDtype::kFloat32;
+  absl::StatusOr<GeneratedImage> image = generate(*engine_, models_dir_, r);
+  ASSERT_THAT(image, IsOk());
+  std::map<std::string, ModelInfo> loaded;
+  for (ModelInfo& m : engine_->list()) loaded[m.model_id] = std::move(m);
+  ASSERT_EQ(loaded.count("pipe/text_encoder"), 1u);
+  EXPECT_FALSE(loaded["pipe/text_encoder"].fp8.has_value()) << "FP8 off, as asked";
+  EXPECT_TRUE(loaded["pipe/transformer"].fp8.has_value()) << "the engine's default FP8";
+  EXPECT_THAT(image->parameters[0].second,
+              HasSubstr("\"component_options\":{\"text_encoder\":{\"fp8\":\"off\"},"
+                        "\"transformer\":{\"compute_dtype\":\"float32\"}}"));
+
+  engine_->unload("pipe/vae", UnloadOptions{}).IgnoreError();
+  r.component_options["text_encoder"].fp8 = Fp8Options{Fp8Format::kE4M3Fn, Fp8Scaling::kNone};
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("\"pipe/text_encoder\" is already loaded with FP8 off"),
+                             HasSubstr("asked: e4m3fn"))));
+  EXPECT_EQ(engine_->list().size(), 2u) << "refused before the VAE was loaded again";
+  r = request();
+  r.component_options["text_encoder_2"].fp8 = Fp8Options{std::nullopt, Fp8Scaling::kNone};
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("component_options: the z-image pipeline has no component \"text_encoder_2\"")));
 }
 
 // A pipeline family of this test file alone: Z-Image's components, asked

@@ -11,10 +11,11 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from diffusiond_client._pb.diffusiond.v1 import model_service_pb2 as diffusiond_dot_v1_dot_model__service__pb2
 from diffusiond_client._pb.diffusiond.v1 import tensor_pb2 as diffusiond_dot_v1_dot_tensor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$diffusiond/v1/pipeline_service.proto\x12\rdiffusiond.v1\x1a\x1a\x64iffusiond/v1/tensor.proto\"M\n\x13\x45ncodePromptRequest\x12\x14\n\x0ctext_encoder\x18\x01 \x01(\t\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x10\n\x08pipeline\x18\x03 \x01(\t\"Y\n\x14\x45ncodePromptResponse\x12\x31\n\x0c\x63onditioning\x18\x01 \x01(\x0b\x32\x1b.diffusiond.v1.Conditioning\x12\x0e\n\x06tokens\x18\x02 \x01(\x05\"D\n\rDecodeRequest\x12\x0b\n\x03vae\x18\x01 \x01(\t\x12&\n\x07latents\x18\x02 \x01(\x0b\x32\x15.diffusiond.v1.Tensor\"A\n\x05Image\x12\x0b\n\x03png\x18\x01 \x01(\x0c\x12\r\n\x05width\x18\x02 \x01(\x05\x12\x0e\n\x06height\x18\x03 \x01(\x05\x12\x0c\n\x04seed\x18\x04 \x01(\x04\"\xf6\x02\n\x0fGenerateRequest\x12\x10\n\x08pipeline\x18\x01 \x01(\t\x12\x42\n\ncomponents\x18\r \x03(\x0b\x32..diffusiond.v1.GenerateRequest.ComponentsEntry\x12\x14\n\x0ctext_encoder\x18\x02 \x01(\t\x12\x13\n\x0btransformer\x18\x03 \x01(\t\x12\x0b\n\x03vae\x18\x04 \x01(\t\x12\x0e\n\x06prompt\x18\x05 \x01(\t\x12\x17\n\x0fnegative_prompt\x18\x06 \x01(\t\x12\r\n\x05width\x18\x07 \x01(\x05\x12\x0e\n\x06height\x18\x08 \x01(\x05\x12\r\n\x05steps\x18\t \x01(\x05\x12\x16\n\x0eguidance_scale\x18\n \x01(\x01\x12\x0c\n\x04seed\x18\x0b \x01(\x04\x12\r\n\x05shift\x18\x0c \x01(\x01\x12\x16\n\x0etrue_cfg_scale\x18\x0e \x01(\x01\x1a\x31\n\x0f\x43omponentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xa0\x02\n\x10GenerateProgress\x12\x34\n\x05stage\x18\x01 \x01(\x0e\x32%.diffusiond.v1.GenerateProgress.Stage\x12\x10\n\x08model_id\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x05\x12\r\n\x05steps\x18\x04 \x01(\x05\x12\x0f\n\x07seconds\x18\x05 \x01(\x01\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x07 \x01(\t\"v\n\x05Stage\x12\x15\n\x11STAGE_UNSPECIFIED\x10\x00\x12\x0e\n\nSTAGE_LOAD\x10\x01\x12\x0f\n\x0bSTAGE_EVICT\x10\x02\x12\x10\n\x0cSTAGE_ENCODE\x10\x03\x12\x11\n\rSTAGE_DENOISE\x10\x04\x12\x10\n\x0cSTAGE_DECODE\x10\x05\"t\n\rGenerateEvent\x12\x33\n\x08progress\x18\x01 \x01(\x0b\x32\x1f.diffusiond.v1.GenerateProgressH\x00\x12%\n\x05image\x18\x02 \x01(\x0b\x32\x14.diffusiond.v1.ImageH\x00\x42\x07\n\x05\x65vent2\xf4\x01\n\x0fPipelineService\x12W\n\x0c\x45ncodePrompt\x12\".diffusiond.v1.EncodePromptRequest\x1a#.diffusiond.v1.EncodePromptResponse\x12<\n\x06\x44\x65\x63ode\x12\x1c.diffusiond.v1.DecodeRequest\x1a\x14.diffusiond.v1.Image\x12J\n\x08Generate\x12\x1e.diffusiond.v1.GenerateRequest\x1a\x1c.diffusiond.v1.GenerateEvent0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$diffusiond/v1/pipeline_service.proto\x12\rdiffusiond.v1\x1a!diffusiond/v1/model_service.proto\x1a\x1a\x64iffusiond/v1/tensor.proto\"M\n\x13\x45ncodePromptRequest\x12\x14\n\x0ctext_encoder\x18\x01 \x01(\t\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x10\n\x08pipeline\x18\x03 \x01(\t\"Y\n\x14\x45ncodePromptResponse\x12\x31\n\x0c\x63onditioning\x18\x01 \x01(\x0b\x32\x1b.diffusiond.v1.Conditioning\x12\x0e\n\x06tokens\x18\x02 \x01(\x05\"D\n\rDecodeRequest\x12\x0b\n\x03vae\x18\x01 \x01(\t\x12&\n\x07latents\x18\x02 \x01(\x0b\x32\x15.diffusiond.v1.Tensor\"A\n\x05Image\x12\x0b\n\x03png\x18\x01 \x01(\x0c\x12\r\n\x05width\x18\x02 \x01(\x05\x12\x0e\n\x06height\x18\x03 \x01(\x05\x12\x0c\n\x04seed\x18\x04 \x01(\x04\"N\n\x10\x43omponentOptions\x12#\n\x03\x66p8\x18\x01 \x01(\x0e\x32\x16.diffusiond.v1.Fp8Mode\x12\x15\n\rcompute_dtype\x18\x02 \x01(\t\"\xa1\x04\n\x0fGenerateRequest\x12\x10\n\x08pipeline\x18\x01 \x01(\t\x12\x42\n\ncomponents\x18\r \x03(\x0b\x32..diffusiond.v1.GenerateRequest.ComponentsEntry\x12\x14\n\x0ctext_encoder\x18\x02 \x01(\t\x12\x13\n\x0btransformer\x18\x03 \x01(\t\x12\x0b\n\x03vae\x18\x04 \x01(\t\x12\x0e\n\x06prompt\x18\x05 \x01(\t\x12\x17\n\x0fnegative_prompt\x18\x06 \x01(\t\x12\r\n\x05width\x18\x07 \x01(\x05\x12\x0e\n\x06height\x18\x08 \x01(\x05\x12\r\n\x05steps\x18\t \x01(\x05\x12\x16\n\x0eguidance_scale\x18\n \x01(\x01\x12\x0c\n\x04seed\x18\x0b \x01(\x04\x12\r\n\x05shift\x18\x0c \x01(\x01\x12\x16\n\x0etrue_cfg_scale\x18\x0e \x01(\x01\x12O\n\x11\x63omponent_options\x18\x0f \x03(\x0b\x32\x34.diffusiond.v1.GenerateRequest.ComponentOptionsEntry\x1a\x31\n\x0f\x43omponentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aX\n\x15\x43omponentOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12.\n\x05value\x18\x02 \x01(\x0b\x32\x1f.diffusiond.v1.ComponentOptions:\x02\x38\x01\"\xa0\x02\n\x10GenerateProgress\x12\x34\n\x05stage\x18\x01 \x01(\x0e\x32%.diffusiond.v1.GenerateProgress.Stage\x12\x10\n\x08model_id\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x05\x12\r\n\x05steps\x18\x04 \x01(\x05\x12\x0f\n\x07seconds\x18\x05 \x01(\x01\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x07 \x01(\t\"v\n\x05Stage\x12\x15\n\x11STAGE_UNSPECIFIED\x10\x00\x12\x0e\n\nSTAGE_LOAD\x10\x01\x12\x0f\n\x0bSTAGE_EVICT\x10\x02\x12\x10\n\x0cSTAGE_ENCODE\x10\x03\x12\x11\n\rSTAGE_DENOISE\x10\x04\x12\x10\n\x0cSTAGE_DECODE\x10\x05\"t\n\rGenerateEvent\x12\x33\n\x08progress\x18\x01 \x01(\x0b\x32\x1f.diffusiond.v1.GenerateProgressH\x00\x12%\n\x05image\x18\x02 \x01(\x0b\x32\x14.diffusiond.v1.ImageH\x00\x42\x07\n\x05\x65vent2\xf4\x01\n\x0fPipelineService\x12W\n\x0c\x45ncodePrompt\x12\".diffusiond.v1.EncodePromptRequest\x1a#.diffusiond.v1.EncodePromptResponse\x12<\n\x06\x44\x65\x63ode\x12\x1c.diffusiond.v1.DecodeRequest\x1a\x14.diffusiond.v1.Image\x12J\n\x08Generate\x12\x1e.diffusiond.v1.GenerateRequest\x1a\x1c.diffusiond.v1.GenerateEvent0\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'diffusiond.v1.pipeline_service_pb2', globals())
@@ -23,24 +24,30 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   _GENERATEREQUEST_COMPONENTSENTRY._options = None
   _GENERATEREQUEST_COMPONENTSENTRY._serialized_options = b'8\001'
-  _ENCODEPROMPTREQUEST._serialized_start=83
-  _ENCODEPROMPTREQUEST._serialized_end=160
-  _ENCODEPROMPTRESPONSE._serialized_start=162
-  _ENCODEPROMPTRESPONSE._serialized_end=251
-  _DECODEREQUEST._serialized_start=253
-  _DECODEREQUEST._serialized_end=321
-  _IMAGE._serialized_start=323
-  _IMAGE._serialized_end=388
-  _GENERATEREQUEST._serialized_start=391
-  _GENERATEREQUEST._serialized_end=765
-  _GENERATEREQUEST_COMPONENTSENTRY._serialized_start=716
-  _GENERATEREQUEST_COMPONENTSENTRY._serialized_end=765
-  _GENERATEPROGRESS._serialized_start=768
-  _GENERATEPROGRESS._serialized_end=1056
-  _GENERATEPROGRESS_STAGE._serialized_start=938
-  _GENERATEPROGRESS_STAGE._serialized_end=1056
-  _GENERATEEVENT._serialized_start=1058
-  _GENERATEEVENT._serialized_end=1174
-  _PIPELINESERVICE._serialized_start=1177
-  _PIPELINESERVICE._serialized_end=1421
+  _GENERATEREQUEST_COMPONENTOPTIONSENTRY._options = None
+  _GENERATEREQUEST_COMPONENTOPTIONSENTRY._serialized_options = b'8\001'
+  _ENCODEPROMPTREQUEST._serialized_start=118
+  _ENCODEPROMPTREQUEST._serialized_end=195
+  _ENCODEPROMPTRESPONSE._serialized_start=197
+  _ENCODEPROMPTRESPONSE._serialized_end=286
+  _DECODEREQUEST._serialized_start=288
+  _DECODEREQUEST._serialized_end=356
+  _IMAGE._serialized_start=358
+  _IMAGE._serialized_end=423
+  _COMPONENTOPTIONS._serialized_start=425
+  _COMPONENTOPTIONS._serialized_end=503
+  _GENERATEREQUEST._serialized_start=506
+  _GENERATEREQUEST._serialized_end=1051
+  _GENERATEREQUEST_COMPONENTSENTRY._serialized_start=912
+  _GENERATEREQUEST_COMPONENTSENTRY._serialized_end=961
+  _GENERATEREQUEST_COMPONENTOPTIONSENTRY._serialized_start=963
+  _GENERATEREQUEST_COMPONENTOPTIONSENTRY._serialized_end=1051
+  _GENERATEPROGRESS._serialized_start=1054
+  _GENERATEPROGRESS._serialized_end=1342
+  _GENERATEPROGRESS_STAGE._serialized_start=1224
+  _GENERATEPROGRESS_STAGE._serialized_end=1342
+  _GENERATEEVENT._serialized_start=1344
+  _GENERATEEVENT._serialized_end=1460
+  _PIPELINESERVICE._serialized_start=1463
+  _PIPELINESERVICE._serialized_end=1707
 # @@protoc_insertion_point(module_scope)
