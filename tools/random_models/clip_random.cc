@@ -43,6 +43,17 @@ std::vector<std::string> byte_symbols() {
 
 int32_t start_of_text_id() { return 512 + static_cast<int32_t>(merges().size()); }
 
+// The config as save_pretrained writes it: the parser's fields, and token
+// ids and a dtype it does not read.
+std::string clip_text_config_json(const ClipTextConfig& config) {
+  nlohmann::json j = to_json(config);
+  j["attention_dropout"] = 0.0;
+  j["bos_token_id"] = 0;
+  j["pad_token_id"] = 1;
+  j["torch_dtype"] = "bfloat16";
+  return j.dump(2) + "\n";
+}
+
 json added_token(const char* content) {
   return {{"content", content}, {"lstrip", false},      {"normalized", true},
           {"rstrip", false},    {"single_word", false}, {"special", true}};
@@ -64,27 +75,6 @@ ClipTextConfig demo_clip_text_config() {
   c.hidden_act = ClipActivation::kQuickGelu;
   c.eos_token_id = 2;
   return c;
-}
-
-std::string clip_text_config_json(const ClipTextConfig& c) {
-  json j;
-  j["architectures"] = {c.with_projection ? "CLIPTextModelWithProjection" : "CLIPTextModel"};
-  j["model_type"] = "clip_text_model";
-  j["attention_dropout"] = 0.0;
-  j["bos_token_id"] = 0;
-  j["pad_token_id"] = 1;
-  j["eos_token_id"] = c.eos_token_id;
-  j["hidden_act"] = std::string(clip_activation_name(c.hidden_act));
-  j["hidden_size"] = c.hidden_size;
-  j["intermediate_size"] = c.intermediate_size;
-  j["layer_norm_eps"] = c.layer_norm_eps;
-  j["max_position_embeddings"] = c.max_position_embeddings;
-  j["num_attention_heads"] = c.num_attention_heads;
-  j["num_hidden_layers"] = c.num_hidden_layers;
-  j["projection_dim"] = c.projection_dim;
-  j["torch_dtype"] = "bfloat16";
-  j["vocab_size"] = c.vocab_size;
-  return j.dump(2) + "\n";
 }
 
 absl::Status write_random_clip_text_encoder(const std::string& dir, const ClipTextConfig& config, uint64_t seed) {

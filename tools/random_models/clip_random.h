@@ -25,11 +25,6 @@ int64_t clip_tokenizer_id_limit();
 // whose vocabulary fits write_clip_tokenizer's.
 ClipTextConfig demo_clip_text_config();
 
-// Serialises `config` as transformers' config.json (model_type
-// "clip_text_model", architectures CLIPTextModel or
-// CLIPTextModelWithProjection, torch_dtype bfloat16).
-std::string clip_text_config_json(const ClipTextConfig& config);
-
 // Writes config.json and a bf16 model.safetensors with transformers' keys
 // ("text_model.…", and "text_projection.weight" with a projection) into
 // `dir` (created), weights drawn from `seed` (random_weights.h).

@@ -31,23 +31,6 @@ FluxConfig mid_size_flux_config() {
   return c;
 }
 
-std::string flux_config_json(const FluxConfig& c) {
-  nlohmann::ordered_json j;
-  j["_class_name"] = "FluxTransformer2DModel";
-  j["attention_head_dim"] = c.attention_head_dim;
-  j["axes_dims_rope"] = c.axes_dims_rope;
-  j["guidance_embeds"] = c.guidance_embeds;
-  j["in_channels"] = c.in_channels;
-  j["joint_attention_dim"] = c.joint_attention_dim;
-  j["num_attention_heads"] = c.num_attention_heads;
-  j["num_layers"] = c.num_layers;
-  j["num_single_layers"] = c.num_single_layers;
-  j["out_channels"] = c.out_channels == c.in_channels ? nlohmann::ordered_json() : nlohmann::ordered_json(c.out_channels);
-  j["patch_size"] = c.patch_size;
-  j["pooled_projection_dim"] = c.pooled_projection_dim;
-  return j.dump(2);
-}
-
 std::string flux_scheduler_config_json(const FluxConfig& c) {
   nlohmann::ordered_json j;
   j["_class_name"] = "FlowMatchEulerDiscreteScheduler";
@@ -65,7 +48,7 @@ absl::Status write_random_flux(const FluxConfig& config, absl::string_view folde
                                const torch::Device& device) {
   DIFFUSIOND_RETURN_IF_ERROR(config.validate());
   const std::string dir(folder);
-  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(dir + "/config.json", flux_config_json(config) + "\n"));
+  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(dir + "/config.json", to_json(config).dump(2) + "\n"));
   DIFFUSIOND_RETURN_IF_ERROR(write_text_file(dir + "/scheduler_config.json", flux_scheduler_config_json(config) + "\n"));
   return write_random_weights(dir + "/diffusion_pytorch_model.safetensors", flux_parameter_table(config), seed, device);
 }

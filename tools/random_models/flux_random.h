@@ -28,10 +28,6 @@ FluxConfig demo_flux_config();
 // CLIP widths, guidance-distilled (~0.98 GB of bf16 weights).
 FluxConfig mid_size_flux_config();
 
-// Serialises `config` as diffusers' FluxTransformer2DModel config.json
-// (out_channels null when it equals in_channels, as upstream writes it).
-std::string flux_config_json(const FluxConfig& config);
-
 // The pipeline's scheduler_config.json for `config`: FLUX.1-dev's
 // (resolution-dependent shift) when guidance_embeds, else FLUX.1-schnell's
 // (static shift 1).

@@ -41,33 +41,10 @@ Krea2Config mid_size_krea2_config() {
   return c;
 }
 
-std::string krea2_config_json(const Krea2Config& c) {
-  nlohmann::ordered_json j;
-  j["_class_name"] = "Krea2Transformer2DModel";
-  j["attention_head_dim"] = c.attention_head_dim;
-  j["axes_dims_rope"] = c.axes_dims_rope;
-  j["in_channels"] = c.in_channels;
-  j["intermediate_size"] = c.intermediate_size;
-  j["norm_eps"] = c.norm_eps;
-  j["num_attention_heads"] = c.num_attention_heads;
-  j["num_key_value_heads"] = c.num_key_value_heads;
-  j["num_layers"] = c.num_layers;
-  j["num_layerwise_text_blocks"] = c.num_layerwise_text_blocks;
-  j["num_refiner_text_blocks"] = c.num_refiner_text_blocks;
-  j["num_text_layers"] = c.num_text_layers;
-  j["rope_theta"] = c.rope_theta;
-  j["text_hidden_dim"] = c.text_hidden_dim;
-  j["text_intermediate_size"] = c.text_intermediate_size;
-  j["text_num_attention_heads"] = c.text_num_attention_heads;
-  j["text_num_key_value_heads"] = c.text_num_key_value_heads;
-  j["timestep_embed_dim"] = c.timestep_embed_dim;
-  return j.dump(2);
-}
-
 absl::Status write_random_krea2(const Krea2Config& config, absl::string_view folder, uint64_t seed) {
   DIFFUSIOND_RETURN_IF_ERROR(config.validate());
   const std::string dir(folder);
-  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(dir + "/config.json", krea2_config_json(config) + "\n"));
+  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(dir + "/config.json", to_json(config).dump(2) + "\n"));
   return write_random_weights(dir + "/diffusion_pytorch_model.safetensors", krea2_parameter_table(config), seed);
 }
 

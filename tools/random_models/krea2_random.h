@@ -30,9 +30,6 @@ Krea2Config demo_krea2_config();
 // tokens, each a stack of the 12 layers: [128, 12, 1024].
 Krea2Config mid_size_krea2_config();
 
-// Serialises `config` as diffusers' Krea2Transformer2DModel config.json.
-std::string krea2_config_json(const Krea2Config& config);
-
 // Writes a diffusers model folder (config.json and a bf16
 // diffusion_pytorch_model.safetensors) with weights drawn from `seed` as the
 // reference fixture draws them (write_random_weights), in parameter-table

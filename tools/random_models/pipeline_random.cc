@@ -19,23 +19,10 @@ constexpr char kQwenSplitRegex[] =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kSpecialTokens[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"};
 
-std::string qwen3_config_json(const Qwen3Config& c) {
-  json j;
-  j["architectures"] = {"Qwen3ForCausalLM"};
-  j["model_type"] = "qwen3";
-  j["hidden_size"] = c.hidden_size;
-  j["intermediate_size"] = c.intermediate_size;
-  j["num_hidden_layers"] = c.num_hidden_layers;
-  j["num_attention_heads"] = c.num_attention_heads;
-  j["num_key_value_heads"] = c.num_key_value_heads;
-  j["head_dim"] = c.head_dim;
-  j["vocab_size"] = c.vocab_size;
-  j["rope_theta"] = c.rope_theta;
-  j["rms_norm_eps"] = c.rms_norm_eps;
-  j["max_position_embeddings"] = c.max_position_embeddings;
-  j["attention_bias"] = false;
-  j["hidden_act"] = "silu";
-  j["rope_scaling"] = nullptr;
+// The config as save_pretrained writes it: the parser's fields, and the
+// tying and a dtype it does not read.
+std::string qwen3_config_json(const Qwen3Config& config) {
+  nlohmann::json j = to_json(config);
   j["tie_word_embeddings"] = true;
   j["torch_dtype"] = "bfloat16";
   return j.dump(2) + "\n";

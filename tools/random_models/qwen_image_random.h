@@ -28,11 +28,6 @@ QwenImageConfig demo_qwen_image_config();
 // a typical prompt of 128 Qwen2.5-VL tokens.
 QwenImageConfig mid_size_qwen_image_config();
 
-// Serialises `config` as diffusers' QwenImageTransformer2DModel
-// config.json, with the fields upstream writes (the edit and layered
-// variants' switches off).
-std::string qwen_image_config_json(const QwenImageConfig& config);
-
 // Writes a diffusers model folder (config.json and a bf16
 // diffusion_pytorch_model.safetensors) with weights drawn from `seed` as the
 // reference fixture draws them (write_random_weights), in parameter-table

@@ -87,6 +87,17 @@ std::string special_tokens_map_json(const T5TokenizerFiles& files) {
   return j.dump(2) + "\n";
 }
 
+// The config as save_pretrained writes it: the parser's fields, and token
+// ids, a dtype and the tying it does not read.
+std::string t5_config_json(const T5Config& config) {
+  nlohmann::json j = to_json(config);
+  j["eos_token_id"] = 1;
+  j["pad_token_id"] = 0;
+  j["tie_word_embeddings"] = false;
+  j["torch_dtype"] = "bfloat16";
+  return j.dump(2) + "\n";
+}
+
 }  // namespace
 
 T5Config demo_t5_config() {
@@ -99,30 +110,6 @@ T5Config demo_t5_config() {
   c.num_layers = 2;
   c.feed_forward = T5FeedForward::kGatedGelu;
   return c;
-}
-
-std::string t5_config_json(const T5Config& c) {
-  const bool gated = c.feed_forward == T5FeedForward::kGatedGelu;
-  json j;
-  j["architectures"] = {c.umt5 ? "UMT5EncoderModel" : "T5EncoderModel"};
-  j["d_ff"] = c.d_ff;
-  j["d_kv"] = c.d_kv;
-  j["d_model"] = c.d_model;
-  j["dense_act_fn"] = gated ? "gelu_new" : "relu";
-  j["eos_token_id"] = 1;
-  j["feed_forward_proj"] = std::string(t5_feed_forward_name(c.feed_forward));
-  j["is_gated_act"] = gated;
-  j["layer_norm_epsilon"] = c.layer_norm_epsilon;
-  j["model_type"] = c.umt5 ? "umt5" : "t5";
-  j["num_heads"] = c.num_heads;
-  j["num_layers"] = c.num_layers;
-  j["pad_token_id"] = 0;
-  j["relative_attention_max_distance"] = c.relative_attention_max_distance;
-  j["relative_attention_num_buckets"] = c.relative_attention_num_buckets;
-  j["tie_word_embeddings"] = false;
-  j["torch_dtype"] = "bfloat16";
-  j["vocab_size"] = c.vocab_size;
-  return j.dump(2) + "\n";
 }
 
 absl::Status write_random_t5_encoder(const std::string& dir, const T5Config& config, uint64_t seed) {

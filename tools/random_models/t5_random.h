@@ -22,10 +22,6 @@ namespace diffusiond {
 // (room for write_t5_tokenizer's default tokenizer and its sentinels).
 T5Config demo_t5_config();
 
-// Serialises `config` as transformers' config.json (T5EncoderModel or
-// UMT5EncoderModel, torch_dtype bfloat16).
-std::string t5_config_json(const T5Config& config);
-
 // Writes `dir` (created): config.json and a bf16 model.safetensors with
 // transformers' keys (the embedding once, as "shared.weight"), weights
 // drawn from `seed` by write_random_weights. UNAVAILABLE if it cannot be

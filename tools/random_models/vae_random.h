@@ -18,9 +18,6 @@ namespace diffusiond {
 // 512 x 512 image in seconds on two cores).
 VaeConfig demo_vae_config();
 
-// Serialises `config` as diffusers' config.json.
-std::string vae_config_json(const VaeConfig& config);
-
 // Writes the VAE into `folder` (created), weights drawn from `seed`.
 // UNAVAILABLE if it cannot be written.
 absl::Status write_random_vae(const VaeConfig& config, const std::string& folder, uint64_t seed,

@@ -26,10 +26,6 @@ WanConfig demo_wan_config();
 // 512 tokens (WanPipeline's max_sequence_length).
 WanConfig mid_size_wan_config();
 
-// Serialises `config` as diffusers' WanTransformer3DModel config.json
-// (text-to-video: the image-to-video fields null).
-std::string wan_config_json(const WanConfig& config);
-
 // Writes a diffusers model folder (config.json and a bf16
 // diffusion_pytorch_model.safetensors) with weights drawn from `seed` as the
 // reference fixture draws them (write_random_weights), in parameter-table

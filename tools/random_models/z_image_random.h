@@ -21,9 +21,6 @@ ZImageConfig demo_z_image_config();
 // Z-Image's caption width (~0.8 GB of bf16 weights).
 ZImageConfig mid_size_z_image_config();
 
-// Serialises `config` as a diffusers config.json.
-std::string z_image_config_json(const ZImageConfig& config);
-
 // Writes a diffusers model folder (config.json and a bf16
 // diffusion_pytorch_model.safetensors) with weights drawn from `seed` as the
 // reference fixture draws them: Linear weights N(0, clamp(0.6/√fan_in, 0.02,

@@ -1,6 +1,7 @@
 #include "core/models/clip/clip_config.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/models/common/config_fields.h"
 #include "core/models/config_limits.h"
 #include "core/util/json.h"
 #include "core/util/json_fields.h"
@@ -13,16 +14,33 @@ using json = nlohmann::json;
 
 constexpr int64_t kInferredHeadDim = 64;
 
+constexpr char kClipModelType[] = "clip_text_model";
+constexpr char kClipPlain[] = "CLIPTextModel";
+constexpr char kClipProjected[] = "CLIPTextModelWithProjection";
+
+// Parse order is table order, so the first bad field is the one reported.
+constexpr ConfigField<ClipTextConfig> kClipFields[] = {
+    {"vocab_size", &ClipTextConfig::vocab_size},
+    {"hidden_size", &ClipTextConfig::hidden_size},
+    {"intermediate_size", &ClipTextConfig::intermediate_size},
+    {"projection_dim", &ClipTextConfig::projection_dim},
+    {"num_hidden_layers", &ClipTextConfig::num_hidden_layers},
+    {"num_attention_heads", &ClipTextConfig::num_attention_heads},
+    {"max_position_embeddings", &ClipTextConfig::max_position_embeddings},
+    {"layer_norm_eps", &ClipTextConfig::layer_norm_eps},
+    {"eos_token_id", &ClipTextConfig::eos_token_id},
+};
+
 bool present(const json& root, const char* field) { return root.contains(field) && !root.at(field).is_null(); }
 
 absl::Status check_identity(const json& root, absl::string_view what, ClipTextConfig* c) {
-  if (!root.contains("model_type") || root.at("model_type") != json("clip_text_model")) {
+  if (!root.contains("model_type") || root.at("model_type") != json(kClipModelType)) {
     return json_field_error(what, "model_type", root.value("model_type", json()), "\"clip_text_model\"");
   }
   if (!present(root, "architectures")) return absl::OkStatus();
   const json& archs = root.at("architectures");
-  const bool plain = archs == json::array({"CLIPTextModel"});
-  const bool projected = archs == json::array({"CLIPTextModelWithProjection"});
+  const bool plain = archs == json::array({kClipPlain});
+  const bool projected = archs == json::array({kClipProjected});
   if (!plain && !projected) {
     return json_field_error(what, "architectures", archs, "[\"CLIPTextModel\"] or [\"CLIPTextModelWithProjection\"]");
   }
@@ -102,17 +120,17 @@ absl::StatusOr<ClipTextConfig> clip_text_config_from_json(const nlohmann::json& 
   ClipTextConfig c;
   DIFFUSIOND_RETURN_IF_ERROR(check_identity(root, what, &c));
   DIFFUSIOND_RETURN_IF_ERROR(read_activation(root, what, &c));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "vocab_size", what, &c.vocab_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "hidden_size", what, &c.hidden_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "intermediate_size", what, &c.intermediate_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "projection_dim", what, &c.projection_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_hidden_layers", what, &c.num_hidden_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_attention_heads", what, &c.num_attention_heads));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "max_position_embeddings", what, &c.max_position_embeddings));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "layer_norm_eps", what, &c.layer_norm_eps));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "eos_token_id", what, &c.eos_token_id));
+  DIFFUSIOND_RETURN_IF_ERROR(read_config_fields(root, what, kClipFields, &c));
   if (absl::Status s = c.validate(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   return c;
+}
+
+nlohmann::json to_json(const ClipTextConfig& config) {
+  json root = {{"model_type", kClipModelType}};
+  root["architectures"] = {config.with_projection ? kClipProjected : kClipPlain};
+  root["hidden_act"] = std::string(clip_activation_name(config.hidden_act));
+  write_config_fields(config, kClipFields, &root);
+  return root;
 }
 
 absl::StatusOr<ClipTextConfig> infer_clip_text_config(

@@ -71,6 +71,9 @@ absl::StatusOr<ClipTextConfig> parse_clip_text_config(absl::string_view json, ab
 // The same over a config already parsed (Checkpoint::config(), read once
 // per load).
 absl::StatusOr<ClipTextConfig> clip_text_config_from_json(const nlohmann::json& root, absl::string_view what);
+// Returns `config` as the config.json the parser reads: model_type,
+// architectures (with or without the projection) and every field.
+nlohmann::json to_json(const ClipTextConfig& config);
 
 // Infers the config of a single file from canonical tensor names and
 // shapes: vocabulary, width, positions, MLP width and layer count from the

@@ -23,6 +23,21 @@ using json = nlohmann::json;
 constexpr int64_t kFlux1HeadDim = 128;
 constexpr std::array<int64_t, 3> kFlux1Axes = {16, 56, 56};
 
+constexpr char kFluxClassName[] = "FluxTransformer2DModel";
+
+// Parse order is table order, so the first bad field is the one reported.
+constexpr ConfigField<FluxConfig> kFluxFields[] = {
+    {"patch_size", &FluxConfig::patch_size},
+    {"in_channels", &FluxConfig::in_channels},
+    {"out_channels", &FluxConfig::out_channels},
+    {"num_layers", &FluxConfig::num_layers},
+    {"num_single_layers", &FluxConfig::num_single_layers},
+    {"attention_head_dim", &FluxConfig::attention_head_dim},
+    {"num_attention_heads", &FluxConfig::num_attention_heads},
+    {"joint_attention_dim", &FluxConfig::joint_attention_dim},
+    {"pooled_projection_dim", &FluxConfig::pooled_projection_dim},
+};
+
 }  // namespace
 
 absl::Status FluxConfig::validate() const {
@@ -72,18 +87,12 @@ absl::StatusOr<FluxConfig> parse_flux_config(absl::string_view text, absl::strin
 }
 
 absl::StatusOr<FluxConfig> flux_config_from_json(const nlohmann::json& root, absl::string_view what) {
-  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, "FluxTransformer2DModel"));
+  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, kFluxClassName));
   FluxConfig c;
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "patch_size", what, &c.patch_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "in_channels", what, &c.in_channels));
-  c.out_channels = c.in_channels;
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "out_channels", what, &c.out_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_layers", what, &c.num_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_single_layers", what, &c.num_single_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "attention_head_dim", what, &c.attention_head_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_attention_heads", what, &c.num_attention_heads));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "joint_attention_dim", what, &c.joint_attention_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "pooled_projection_dim", what, &c.pooled_projection_dim));
+  DIFFUSIOND_RETURN_IF_ERROR(read_config_fields(root, what, kFluxFields, &c));
+  // Upstream: out_channels or in_channels, so absent or null takes in_channels.
+  if (root.value("out_channels", json()).is_null()) c.out_channels = c.in_channels;
+  // Not in the table: a null guidance_embeds is refused, not taken as absent.
   if (root.contains("guidance_embeds")) {
     const json& v = root.at("guidance_embeds");
     if (!v.is_boolean()) return json_field_error(what, "guidance_embeds", v, "a boolean");
@@ -94,6 +103,15 @@ absl::StatusOr<FluxConfig> flux_config_from_json(const nlohmann::json& root, abs
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   }
   return c;
+}
+
+nlohmann::json to_json(const FluxConfig& config) {
+  json root = {{"_class_name", kFluxClassName}};
+  write_config_fields(config, kFluxFields, &root);
+  if (config.out_channels == config.in_channels) root["out_channels"] = nullptr;
+  root["guidance_embeds"] = config.guidance_embeds;
+  root["axes_dims_rope"] = config.axes_dims_rope;
+  return root;
 }
 
 absl::StatusOr<FluxConfig> infer_flux_config(

@@ -57,6 +57,10 @@ absl::StatusOr<FluxConfig> parse_flux_config(absl::string_view json, absl::strin
 // The same over a config already parsed (Checkpoint::config(), read once
 // per load).
 absl::StatusOr<FluxConfig> flux_config_from_json(const nlohmann::json& root, absl::string_view what);
+// Returns `config` as the config.json the parser reads, `_class_name`
+// included; out_channels is null when it equals in_channels, as upstream
+// writes it. `assumed` is not written.
+nlohmann::json to_json(const FluxConfig& config);
 
 // Infers the config from tensor shapes by canonical (diffusers) name:
 // inner dim and in_channels from x_embedder, out_channels from proj_out,

@@ -15,6 +15,28 @@ namespace {
 // The pipeline packs 2x2 patches of the VAE's latent channels.
 constexpr int64_t kKrea2ConfigPatchArea = 4;
 
+constexpr char kKrea2ClassName[] = "Krea2Transformer2DModel";
+
+// Parse order is table order, so the first bad field is the one reported.
+constexpr ConfigField<Krea2Config> kKrea2Fields[] = {
+    {"in_channels", &Krea2Config::in_channels},
+    {"num_layers", &Krea2Config::num_layers},
+    {"attention_head_dim", &Krea2Config::attention_head_dim},
+    {"num_attention_heads", &Krea2Config::num_attention_heads},
+    {"num_key_value_heads", &Krea2Config::num_key_value_heads},
+    {"intermediate_size", &Krea2Config::intermediate_size},
+    {"timestep_embed_dim", &Krea2Config::timestep_embed_dim},
+    {"text_hidden_dim", &Krea2Config::text_hidden_dim},
+    {"num_text_layers", &Krea2Config::num_text_layers},
+    {"text_num_attention_heads", &Krea2Config::text_num_attention_heads},
+    {"text_num_key_value_heads", &Krea2Config::text_num_key_value_heads},
+    {"text_intermediate_size", &Krea2Config::text_intermediate_size},
+    {"num_layerwise_text_blocks", &Krea2Config::num_layerwise_text_blocks},
+    {"num_refiner_text_blocks", &Krea2Config::num_refiner_text_blocks},
+    {"rope_theta", &Krea2Config::rope_theta},
+    {"norm_eps", &Krea2Config::norm_eps},
+};
+
 absl::Status krea2_heads_divide(const char* heads_name, int64_t heads, const char* kv_name, int64_t kv) {
   if (heads % kv == 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("Krea 2 config: ", heads_name, " ", heads, " is not a multiple of ",
@@ -77,32 +99,23 @@ absl::StatusOr<Krea2Config> parse_krea2_config(absl::string_view text, absl::str
 }
 
 absl::StatusOr<Krea2Config> krea2_config_from_json(const nlohmann::json& root, absl::string_view what) {
-  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, "Krea2Transformer2DModel"));
+  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, kKrea2ClassName));
   Krea2Config c;
-  const std::pair<const char*, int64_t*> ints[] = {{"in_channels", &c.in_channels},
-                                                   {"num_layers", &c.num_layers},
-                                                   {"attention_head_dim", &c.attention_head_dim},
-                                                   {"num_attention_heads", &c.num_attention_heads},
-                                                   {"num_key_value_heads", &c.num_key_value_heads},
-                                                   {"intermediate_size", &c.intermediate_size},
-                                                   {"timestep_embed_dim", &c.timestep_embed_dim},
-                                                   {"text_hidden_dim", &c.text_hidden_dim},
-                                                   {"num_text_layers", &c.num_text_layers},
-                                                   {"text_num_attention_heads", &c.text_num_attention_heads},
-                                                   {"text_num_key_value_heads", &c.text_num_key_value_heads},
-                                                   {"text_intermediate_size", &c.text_intermediate_size},
-                                                   {"num_layerwise_text_blocks", &c.num_layerwise_text_blocks},
-                                                   {"num_refiner_text_blocks", &c.num_refiner_text_blocks}};
-  for (const auto& [field, out] : ints) DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, field, what, out));
+  DIFFUSIOND_RETURN_IF_ERROR(read_config_fields(root, what, kKrea2Fields, &c));
   // Upstream's num_key_value_heads=None means one KV head per query head.
   if (root.contains("num_key_value_heads") && root.at("num_key_value_heads").is_null()) {
     c.num_key_value_heads = c.num_attention_heads;
   }
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "rope_theta", what, &c.rope_theta));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "norm_eps", what, &c.norm_eps));
   DIFFUSIOND_RETURN_IF_ERROR(read_axes_dims_rope(root, what, &c.axes_dims_rope));
   if (absl::Status s = c.validate(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   return c;
+}
+
+nlohmann::json to_json(const Krea2Config& config) {
+  nlohmann::json root = {{"_class_name", kKrea2ClassName}};
+  write_config_fields(config, kKrea2Fields, &root);
+  root["axes_dims_rope"] = config.axes_dims_rope;
+  return root;
 }
 
 ScheduleOptions krea2_default_schedule(bool is_distilled) {

@@ -62,6 +62,9 @@ struct Krea2Config {
 absl::StatusOr<Krea2Config> parse_krea2_config(absl::string_view json, absl::string_view what);
 // The same over a config already parsed (Checkpoint::config()).
 absl::StatusOr<Krea2Config> krea2_config_from_json(const nlohmann::json& root, absl::string_view what);
+// Returns `config` as the config.json the parser reads, `_class_name`
+// included.
+nlohmann::json to_json(const Krea2Config& config);
 
 // Krea2Pipeline's fixed time shift for the distilled (TDM / turbo)
 // checkpoint (its is_distilled): mu = 1.15 whatever the resolution.

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/common/config_fields.h"
 #include "core/models/config_limits.h"
 #include "core/util/json.h"
 #include "core/util/json_fields.h"
@@ -17,6 +18,20 @@ using json = nlohmann::json;
 bool present(const json& root, const char* field) {
   return root.contains(field) && !root.at(field).is_null();
 }
+
+// Parse order is table order, so the first bad field is the one reported.
+// rope_theta is read with rope_parameters (read_rope).
+constexpr ConfigField<Qwen3Config> kQwen3Fields[] = {
+    {"vocab_size", &Qwen3Config::vocab_size},
+    {"hidden_size", &Qwen3Config::hidden_size},
+    {"intermediate_size", &Qwen3Config::intermediate_size},
+    {"num_hidden_layers", &Qwen3Config::num_hidden_layers},
+    {"num_attention_heads", &Qwen3Config::num_attention_heads},
+    {"num_key_value_heads", &Qwen3Config::num_key_value_heads},
+    {"head_dim", &Qwen3Config::head_dim},
+    {"max_position_embeddings", &Qwen3Config::max_position_embeddings},
+    {"rms_norm_eps", &Qwen3Config::rms_norm_eps},
+};
 
 absl::Status check_identity(const json& root, absl::string_view what) {
   if (!root.contains("model_type") || root.at("model_type") != json("qwen3")) {
@@ -114,22 +129,24 @@ absl::StatusOr<Qwen3Config> qwen3_config_from_json(const nlohmann::json& root, a
   DIFFUSIOND_RETURN_IF_ERROR(check_identity(root, what));
   DIFFUSIOND_RETURN_IF_ERROR(check_unsupported(root, what));
   Qwen3Config c;
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "vocab_size", what, &c.vocab_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "hidden_size", what, &c.hidden_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "intermediate_size", what, &c.intermediate_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_hidden_layers", what, &c.num_hidden_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_attention_heads", what, &c.num_attention_heads));
-  c.num_key_value_heads = c.num_attention_heads;
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_key_value_heads", what, &c.num_key_value_heads));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "head_dim", what, &c.head_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(
-      read_json_field(root, "max_position_embeddings", what, &c.max_position_embeddings));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "rms_norm_eps", what, &c.rms_norm_eps));
+  DIFFUSIOND_RETURN_IF_ERROR(read_config_fields(root, what, kQwen3Fields, &c));
+  // Absent or null: one KV head per query head.
+  if (root.value("num_key_value_heads", json()).is_null()) c.num_key_value_heads = c.num_attention_heads;
   DIFFUSIOND_RETURN_IF_ERROR(read_rope(root, what, &c));
   if (absl::Status s = c.validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   }
   return c;
+}
+
+nlohmann::json to_json(const Qwen3Config& config) {
+  json root = {{"model_type", "qwen3"}, {"architectures", {"Qwen3ForCausalLM"}}};
+  write_config_fields(config, kQwen3Fields, &root);
+  root["rope_theta"] = config.rope_theta;
+  root["rope_scaling"] = nullptr;
+  root["attention_bias"] = false;
+  root["hidden_act"] = "silu";
+  return root;
 }
 
 }  // namespace diffusiond

@@ -49,6 +49,10 @@ absl::StatusOr<Qwen3Config> parse_qwen3_config(absl::string_view json, absl::str
 // The same over a config already parsed (Checkpoint::config(), read once
 // per load).
 absl::StatusOr<Qwen3Config> qwen3_config_from_json(const nlohmann::json& root, absl::string_view what);
+// Returns `config` as the config.json the parser reads: model_type,
+// architectures (Qwen3ForCausalLM), every field (rope_theta at the top
+// level, as transformers 4.x writes it) and the unsupported features off.
+nlohmann::json to_json(const Qwen3Config& config);
 
 }  // namespace diffusiond
 

@@ -18,6 +18,24 @@ constexpr int64_t kQwenImageSingleFileHeadDim = 128;
 constexpr std::array<int64_t, 3> kQwenImageAxes = {16, 56, 56};
 constexpr int64_t kQwenImagePatch = 2;
 
+constexpr char kQwenImageClassName[] = "QwenImageTransformer2DModel";
+
+// Parse order is table order, so the first bad field is the one reported.
+constexpr ConfigField<QwenImageConfig> kQwenImageFields[] = {
+    {"patch_size", &QwenImageConfig::patch_size},
+    {"in_channels", &QwenImageConfig::in_channels},
+    {"out_channels", &QwenImageConfig::out_channels},
+    {"num_layers", &QwenImageConfig::num_layers},
+    {"attention_head_dim", &QwenImageConfig::attention_head_dim},
+    {"num_attention_heads", &QwenImageConfig::num_attention_heads},
+    {"joint_attention_dim", &QwenImageConfig::joint_attention_dim},
+    {"zero_cond_t", &QwenImageConfig::zero_cond_t},
+};
+
+// Variants whose extra inputs or RoPE this port does not implement: refused
+// when true.
+constexpr const char* kQwenImageRefusedFlags[] = {"guidance_embeds", "use_additional_t_cond", "use_layer3d_rope"};
+
 }  // namespace
 
 absl::Status QwenImageConfig::validate() const {
@@ -58,20 +76,12 @@ absl::StatusOr<QwenImageConfig> parse_qwen_image_config(absl::string_view text, 
 }
 
 absl::StatusOr<QwenImageConfig> qwen_image_config_from_json(const nlohmann::json& root, absl::string_view what) {
-  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, "QwenImageTransformer2DModel"));
+  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, kQwenImageClassName));
   QwenImageConfig c;
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "patch_size", what, &c.patch_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "in_channels", what, &c.in_channels));
+  DIFFUSIOND_RETURN_IF_ERROR(read_config_fields(root, what, kQwenImageFields, &c));
   // Upstream: out_channels or in_channels, so null takes in_channels.
   if (root.contains("out_channels") && root.at("out_channels").is_null()) c.out_channels = c.in_channels;
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "out_channels", what, &c.out_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_layers", what, &c.num_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "attention_head_dim", what, &c.attention_head_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_attention_heads", what, &c.num_attention_heads));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "joint_attention_dim", what, &c.joint_attention_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "zero_cond_t", what, &c.zero_cond_t));
-  // Variants whose extra inputs or RoPE this port does not implement.
-  for (const char* flag : {"guidance_embeds", "use_additional_t_cond", "use_layer3d_rope"}) {
+  for (const char* flag : kQwenImageRefusedFlags) {
     bool set = false;
     DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, flag, what, &set));
     if (set) return absl::InvalidArgumentError(absl::StrCat(what, ": \"", flag, "\": true is not supported"));
@@ -79,6 +89,14 @@ absl::StatusOr<QwenImageConfig> qwen_image_config_from_json(const nlohmann::json
   DIFFUSIOND_RETURN_IF_ERROR(read_axes_dims_rope(root, what, &c.axes_dims_rope));
   if (absl::Status s = c.validate(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   return c;
+}
+
+nlohmann::json to_json(const QwenImageConfig& config) {
+  nlohmann::json root = {{"_class_name", kQwenImageClassName}};
+  write_config_fields(config, kQwenImageFields, &root);
+  for (const char* flag : kQwenImageRefusedFlags) root[flag] = false;
+  root["axes_dims_rope"] = config.axes_dims_rope;
+  return root;
 }
 
 absl::StatusOr<QwenImageConfig> infer_qwen_image_config(

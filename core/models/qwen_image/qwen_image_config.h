@@ -62,6 +62,10 @@ struct QwenImageConfig {
 absl::StatusOr<QwenImageConfig> parse_qwen_image_config(absl::string_view json, absl::string_view what);
 // The same over a config already parsed (Checkpoint::config()).
 absl::StatusOr<QwenImageConfig> qwen_image_config_from_json(const nlohmann::json& root, absl::string_view what);
+// Returns `config` as the config.json the parser reads, `_class_name`
+// included, with the refused variant flags written false. `assumed` is not
+// written.
+nlohmann::json to_json(const QwenImageConfig& config);
 
 // Infers the config from tensor shapes by canonical name: inner dim and
 // in_channels from img_in, joint dim from txt_in, out features from

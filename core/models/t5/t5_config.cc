@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/common/config_fields.h"
 #include "core/models/config_limits.h"
 #include "core/util/json.h"
 #include "core/util/json_fields.h"
@@ -15,6 +16,19 @@ namespace {
 using json = nlohmann::json;
 
 bool present(const json& root, const char* field) { return root.contains(field) && !root.at(field).is_null(); }
+
+// Parse order is table order, so the first bad field is the one reported.
+constexpr ConfigField<T5Config> kT5Fields[] = {
+    {"vocab_size", &T5Config::vocab_size},
+    {"d_model", &T5Config::d_model},
+    {"d_kv", &T5Config::d_kv},
+    {"d_ff", &T5Config::d_ff},
+    {"num_layers", &T5Config::num_layers},
+    {"num_heads", &T5Config::num_heads},
+    {"relative_attention_num_buckets", &T5Config::relative_attention_num_buckets},
+    {"relative_attention_max_distance", &T5Config::relative_attention_max_distance},
+    {"layer_norm_epsilon", &T5Config::layer_norm_epsilon},
+};
 
 absl::Status check_architectures(const json& root, absl::string_view what, bool umt5) {
   if (!present(root, "architectures")) return absl::OkStatus();
@@ -132,22 +146,23 @@ absl::StatusOr<T5Config> t5_config_from_json(const nlohmann::json& root, absl::s
     c.feed_forward = T5FeedForward::kGatedGelu;
   }
   DIFFUSIOND_RETURN_IF_ERROR(check_architectures(root, what, c.umt5));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "vocab_size", what, &c.vocab_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "d_model", what, &c.d_model));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "d_kv", what, &c.d_kv));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "d_ff", what, &c.d_ff));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_layers", what, &c.num_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_heads", what, &c.num_heads));
-  DIFFUSIOND_RETURN_IF_ERROR(
-      read_json_field(root, "relative_attention_num_buckets", what, &c.relative_attention_num_buckets));
-  DIFFUSIOND_RETURN_IF_ERROR(
-      read_json_field(root, "relative_attention_max_distance", what, &c.relative_attention_max_distance));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "layer_norm_epsilon", what, &c.layer_norm_epsilon));
+  DIFFUSIOND_RETURN_IF_ERROR(read_config_fields(root, what, kT5Fields, &c));
   DIFFUSIOND_RETURN_IF_ERROR(read_feed_forward(root, what, &c));
   if (absl::Status s = c.validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   }
   return c;
+}
+
+nlohmann::json to_json(const T5Config& config) {
+  const bool gated = config.feed_forward == T5FeedForward::kGatedGelu;
+  json root = {{"model_type", config.umt5 ? "umt5" : "t5"}};
+  root["architectures"] = {absl::StrCat(config.name(), "EncoderModel")};
+  write_config_fields(config, kT5Fields, &root);
+  root["feed_forward_proj"] = std::string(t5_feed_forward_name(config.feed_forward));
+  root["dense_act_fn"] = gated ? "gelu_new" : "relu";
+  root["is_gated_act"] = gated;
+  return root;
 }
 
 }  // namespace diffusiond

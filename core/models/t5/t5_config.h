@@ -67,6 +67,10 @@ absl::StatusOr<T5Config> parse_t5_config(absl::string_view json, absl::string_vi
 // The same over a config already parsed (Checkpoint::config(), read once
 // per load).
 absl::StatusOr<T5Config> t5_config_from_json(const nlohmann::json& root, absl::string_view what);
+// Returns `config` as the config.json the parser reads: model_type,
+// architectures (the encoder), every field, and feed_forward_proj with the
+// dense_act_fn and is_gated_act that transformers derives from it.
+nlohmann::json to_json(const T5Config& config);
 
 }  // namespace diffusiond
 

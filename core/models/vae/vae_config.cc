@@ -20,6 +20,24 @@ namespace {
 
 using json = nlohmann::json;
 
+constexpr char kVaeClassName[] = "AutoencoderKL";
+constexpr char kVaeDownBlock[] = "DownEncoderBlock2D";
+constexpr char kVaeUpBlock[] = "UpDecoderBlock2D";
+
+// Parse order is table order, so the first bad field is the one reported.
+constexpr ConfigField<VaeConfig> kVaeFields[] = {
+    {"in_channels", &VaeConfig::in_channels},
+    {"out_channels", &VaeConfig::out_channels},
+    {"layers_per_block", &VaeConfig::layers_per_block},
+    {"norm_num_groups", &VaeConfig::norm_num_groups},
+    {"latent_channels", &VaeConfig::latent_channels},
+    {"scaling_factor", &VaeConfig::scaling_factor},
+    {"shift_factor", &VaeConfig::shift_factor},
+    {"use_quant_conv", &VaeConfig::use_quant_conv},
+    {"use_post_quant_conv", &VaeConfig::use_post_quant_conv},
+    {"mid_block_add_attention", &VaeConfig::mid_block_add_attention},
+};
+
 // Checks that an optional list of block types has `n` entries, all `type`.
 absl::Status check_block_types(const json& root, const char* field, absl::string_view type,
                                int64_t n, absl::string_view what) {
@@ -88,7 +106,7 @@ absl::StatusOr<VaeConfig> parse_vae_config(absl::string_view text, absl::string_
 }
 
 absl::StatusOr<VaeConfig> vae_config_from_json(const nlohmann::json& root, absl::string_view what) {
-  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, "AutoencoderKL"));
+  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, kVaeClassName));
   // Upstream's constructor defaults where the field is absent.
   VaeConfig c;
   c.block_out_channels = {64};
@@ -123,22 +141,23 @@ absl::StatusOr<VaeConfig> vae_config_from_json(const nlohmann::json& root, absl:
     }
   }
   const int64_t n = c.num_blocks();
-  DIFFUSIOND_RETURN_IF_ERROR(check_block_types(root, "down_block_types", "DownEncoderBlock2D", n, what));
-  DIFFUSIOND_RETURN_IF_ERROR(check_block_types(root, "up_block_types", "UpDecoderBlock2D", n, what));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "in_channels", what, &c.in_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "out_channels", what, &c.out_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "layers_per_block", what, &c.layers_per_block));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "norm_num_groups", what, &c.norm_num_groups));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "latent_channels", what, &c.latent_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "scaling_factor", what, &c.scaling_factor));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "shift_factor", what, &c.shift_factor));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "use_quant_conv", what, &c.use_quant_conv));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "use_post_quant_conv", what, &c.use_post_quant_conv));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "mid_block_add_attention", what, &c.mid_block_add_attention));
+  DIFFUSIOND_RETURN_IF_ERROR(check_block_types(root, "down_block_types", kVaeDownBlock, n, what));
+  DIFFUSIOND_RETURN_IF_ERROR(check_block_types(root, "up_block_types", kVaeUpBlock, n, what));
+  DIFFUSIOND_RETURN_IF_ERROR(read_config_fields(root, what, kVaeFields, &c));
   if (absl::Status s = c.validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   }
   return c;
+}
+
+nlohmann::json to_json(const VaeConfig& config) {
+  json root = {{"_class_name", kVaeClassName}, {"act_fn", "silu"}};
+  root["block_out_channels"] = config.block_out_channels;
+  root["down_block_types"] = std::vector<std::string>(config.block_out_channels.size(), kVaeDownBlock);
+  root["up_block_types"] = std::vector<std::string>(config.block_out_channels.size(), kVaeUpBlock);
+  root["sample_size"] = config.sample_size;
+  write_config_fields(config, kVaeFields, &root);
+  return root;
 }
 
 absl::StatusOr<VaeConfig> infer_vae_config(

@@ -63,6 +63,11 @@ absl::StatusOr<VaeConfig> parse_vae_config(absl::string_view json, absl::string_
 // The same over a config already parsed (Checkpoint::config(), read once
 // per load).
 absl::StatusOr<VaeConfig> vae_config_from_json(const nlohmann::json& root, absl::string_view what);
+// Returns `config` as the config.json the parser reads, `_class_name`
+// included: every field explicit (the parser's defaults for absent ones are
+// upstream's, not VaeConfig's), act_fn "silu" and the plain block types.
+// `assumed` is not written.
+nlohmann::json to_json(const VaeConfig& config);
 
 // Infers the config from tensor shapes by canonical (diffusers) name:
 // channels from the encoder's convs, layers_per_block from the first down

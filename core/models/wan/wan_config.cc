@@ -14,6 +14,29 @@ namespace {
 
 using json = nlohmann::json;
 
+constexpr char kWanClassName[] = "WanTransformer3DModel";
+// qk_norm's one supported value; null turns the norm off.
+constexpr char kWanQkNorm[] = "rms_norm_across_heads";
+
+// Parse order is table order, so the first bad field is the one reported.
+constexpr ConfigField<WanConfig> kWanFields[] = {
+    {"num_attention_heads", &WanConfig::num_attention_heads},
+    {"attention_head_dim", &WanConfig::attention_head_dim},
+    {"in_channels", &WanConfig::in_channels},
+    {"out_channels", &WanConfig::out_channels},
+    {"text_dim", &WanConfig::text_dim},
+    {"freq_dim", &WanConfig::freq_dim},
+    {"ffn_dim", &WanConfig::ffn_dim},
+    {"num_layers", &WanConfig::num_layers},
+    {"cross_attn_norm", &WanConfig::cross_attn_norm},
+    {"eps", &WanConfig::eps},
+    {"rope_max_seq_len", &WanConfig::rope_max_seq_len},
+};
+
+// The image-to-video / VACE fields: set, they add inputs and weights this
+// port does not have, so they are refused rather than ignored.
+constexpr const char* kWanImageFields[] = {"image_dim", "added_kv_proj_dim", "pos_embed_seq_len"};
+
 absl::Status wan_read_patch(const json& root, absl::string_view what, std::array<int64_t, 3>* out) {
   if (!root.contains("patch_size")) return absl::OkStatus();
   const json& v = root.at("patch_size");
@@ -25,8 +48,6 @@ absl::Status wan_read_patch(const json& root, absl::string_view what, std::array
   return absl::OkStatus();
 }
 
-// The image-to-video / VACE fields: set, they add inputs and weights this
-// port does not have, so they are refused rather than ignored.
 absl::Status wan_refuse_set(const json& root, const char* field, absl::string_view what) {
   if (root.contains(field) && !root.at(field).is_null()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", field, " is ", bounded(root.at(field).dump()),
@@ -86,35 +107,32 @@ absl::StatusOr<WanConfig> parse_wan_config(absl::string_view text, absl::string_
 }
 
 absl::StatusOr<WanConfig> wan_config_from_json(const nlohmann::json& root, absl::string_view what) {
-  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, "WanTransformer3DModel"));
-  for (const char* field : {"image_dim", "added_kv_proj_dim", "pos_embed_seq_len"}) {
-    DIFFUSIOND_RETURN_IF_ERROR(wan_refuse_set(root, field, what));
-  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, kWanClassName));
+  for (const char* field : kWanImageFields) DIFFUSIOND_RETURN_IF_ERROR(wan_refuse_set(root, field, what));
   WanConfig c;
   DIFFUSIOND_RETURN_IF_ERROR(wan_read_patch(root, what, &c.patch_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_attention_heads", what, &c.num_attention_heads));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "attention_head_dim", what, &c.attention_head_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "in_channels", what, &c.in_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "out_channels", what, &c.out_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "text_dim", what, &c.text_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "freq_dim", what, &c.freq_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "ffn_dim", what, &c.ffn_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "num_layers", what, &c.num_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "cross_attn_norm", what, &c.cross_attn_norm));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "eps", what, &c.eps));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "rope_max_seq_len", what, &c.rope_max_seq_len));
+  DIFFUSIOND_RETURN_IF_ERROR(read_config_fields(root, what, kWanFields, &c));
   // Upstream's out_channels null means in_channels.
   if (root.contains("out_channels") && root.at("out_channels").is_null()) c.out_channels = c.in_channels;
   if (root.contains("qk_norm")) {
     const json& v = root.at("qk_norm");
     if (v.is_null()) {
       c.qk_norm = false;
-    } else if (v != json("rms_norm_across_heads")) {
+    } else if (v != json(kWanQkNorm)) {
       return json_field_error(what, "qk_norm", v, "\"rms_norm_across_heads\" or null");
     }
   }
   if (absl::Status s = c.validate(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   return c;
+}
+
+nlohmann::json to_json(const WanConfig& config) {
+  json root = {{"_class_name", kWanClassName}};
+  for (const char* field : kWanImageFields) root[field] = nullptr;
+  root["patch_size"] = config.patch_size;
+  write_config_fields(config, kWanFields, &root);
+  root["qk_norm"] = config.qk_norm ? json(kWanQkNorm) : json();
+  return root;
 }
 
 absl::StatusOr<WanConfig> infer_wan_config(

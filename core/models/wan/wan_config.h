@@ -59,6 +59,9 @@ struct WanConfig {
 // INVALID_ARGUMENT otherwise, as for a wrong class or type, naming the field.
 absl::StatusOr<WanConfig> parse_wan_config(absl::string_view json, absl::string_view what);
 absl::StatusOr<WanConfig> wan_config_from_json(const nlohmann::json& root, absl::string_view what);
+// Returns `config` as the config.json the parser reads, `_class_name`
+// included, with the image-to-video fields null and qk_norm null when off.
+nlohmann::json to_json(const WanConfig& config);
 
 // Infers the config from canonical (diffusers) tensor shapes, as single-file
 // loaders do: widths and patch from patch_embedding, text_dim, freq_dim,

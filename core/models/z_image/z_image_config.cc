@@ -19,6 +19,23 @@ namespace {
 
 using json = nlohmann::json;
 
+constexpr char kZImageClassName[] = "ZImageTransformer2DModel";
+// Set, it selects the Omni model (a SigLIP image branch) this port lacks.
+constexpr char kZImageOmniField[] = "siglip_feat_dim";
+
+// Parse order is table order, so the first bad field is the one reported.
+constexpr ConfigField<ZImageConfig> kZImageFields[] = {
+    {"in_channels", &ZImageConfig::in_channels},
+    {"dim", &ZImageConfig::dim},
+    {"n_layers", &ZImageConfig::n_layers},
+    {"n_refiner_layers", &ZImageConfig::n_refiner_layers},
+    {"n_heads", &ZImageConfig::n_heads},
+    {"norm_eps", &ZImageConfig::norm_eps},
+    {"cap_feat_dim", &ZImageConfig::cap_feat_dim},
+    {"rope_theta", &ZImageConfig::rope_theta},
+    {"t_scale", &ZImageConfig::t_scale},
+};
+
 absl::Status read_single_int_list(const json& root, const char* field, absl::string_view what,
                                   int64_t* out) {
   if (!root.contains(field)) return absl::OkStatus();
@@ -86,25 +103,18 @@ absl::StatusOr<ZImageConfig> parse_z_image_config(absl::string_view text, absl::
 }
 
 absl::StatusOr<ZImageConfig> z_image_config_from_json(const nlohmann::json& root, absl::string_view what) {
-  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, "ZImageTransformer2DModel"));
-  if (root.contains("siglip_feat_dim") && !root.at("siglip_feat_dim").is_null()) {
+  DIFFUSIOND_RETURN_IF_ERROR(check_config_class(root, what, kZImageClassName));
+  if (root.contains(kZImageOmniField) && !root.at(kZImageOmniField).is_null()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, ": siglip_feat_dim is set; the Z-Image Omni path is not supported"));
+        absl::StrCat(what, ": ", kZImageOmniField, " is set; the Z-Image Omni path is not supported"));
   }
   ZImageConfig c;
   DIFFUSIOND_RETURN_IF_ERROR(read_single_int_list(root, "all_patch_size", what, &c.patch_size));
   DIFFUSIOND_RETURN_IF_ERROR(read_single_int_list(root, "all_f_patch_size", what, &c.f_patch_size));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "in_channels", what, &c.in_channels));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "dim", what, &c.dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "n_layers", what, &c.n_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "n_refiner_layers", what, &c.n_refiner_layers));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "n_heads", what, &c.n_heads));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "norm_eps", what, &c.norm_eps));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "cap_feat_dim", what, &c.cap_feat_dim));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "rope_theta", what, &c.rope_theta));
-  DIFFUSIOND_RETURN_IF_ERROR(read_json_field(root, "t_scale", what, &c.t_scale));
+  DIFFUSIOND_RETURN_IF_ERROR(read_config_fields(root, what, kZImageFields, &c));
   DIFFUSIOND_RETURN_IF_ERROR(read_triple(root, "axes_dims", what, &c.axes_dims));
   DIFFUSIOND_RETURN_IF_ERROR(read_triple(root, "axes_lens", what, &c.axes_lens));
+  // Not in the table: a null qk_norm is refused, not taken as absent.
   if (root.contains("qk_norm")) {
     if (!root.at("qk_norm").is_boolean()) return json_field_error(what, "qk_norm", root.at("qk_norm"), "a boolean");
     c.qk_norm = root.at("qk_norm").get<bool>();
@@ -113,6 +123,20 @@ absl::StatusOr<ZImageConfig> z_image_config_from_json(const nlohmann::json& root
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   }
   return c;
+}
+
+nlohmann::json to_json(const ZImageConfig& config) {
+  json root = {{"_class_name", kZImageClassName}};
+  root["all_patch_size"] = {config.patch_size};
+  root["all_f_patch_size"] = {config.f_patch_size};
+  write_config_fields(config, kZImageFields, &root);
+  root["axes_dims"] = config.axes_dims;
+  root["axes_lens"] = config.axes_lens;
+  root["qk_norm"] = config.qk_norm;
+  // Upstream's constructor takes it; the port has no grouped-query attention.
+  root["n_kv_heads"] = config.n_heads;
+  root[kZImageOmniField] = nullptr;
+  return root;
 }
 
 absl::StatusOr<ZImageConfig> infer_z_image_config(

@@ -60,6 +60,10 @@ absl::StatusOr<ZImageConfig> parse_z_image_config(absl::string_view json, absl::
 // The same over a config already parsed (Checkpoint::config(), read once
 // per load).
 absl::StatusOr<ZImageConfig> z_image_config_from_json(const nlohmann::json& root, absl::string_view what);
+// Returns `config` as the config.json the parser reads, `_class_name`
+// included, with upstream's n_kv_heads (= n_heads) and a null
+// siglip_feat_dim (not the Omni model).
+nlohmann::json to_json(const ZImageConfig& config);
 
 // Infers the config from tensor shapes, as single-file loaders do: dim and
 // patch features from x_embedder, layer counts from block indices,

@@ -5,14 +5,17 @@
 #include "core/models/flux/flux_config.h"
 
 #include <map>
+#include <tuple>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/config_round_trip.h"
 #include "tests/testing/status_matchers.h"
 
 namespace diffusiond {
 namespace {
 
+using ::diffusiond::testing::expect_json_round_trip;
 using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::StatusIs;
 using ::testing::ElementsAre;
@@ -125,6 +128,32 @@ TEST(FluxConfig, InferenceFailsClearly) {
   auto odd = shapes(100, false);
   EXPECT_THAT(infer(odd), StatusIs(absl::StatusCode::kInvalidArgument,
                                    HasSubstr("inner dim 3072 is not a multiple of head_dim 100")));
+}
+
+// Every member config.json carries, to compare configs field by field.
+auto flux_fields(const FluxConfig& c) {
+  return std::tie(c.patch_size, c.in_channels, c.out_channels, c.num_layers, c.num_single_layers,
+                  c.attention_head_dim, c.num_attention_heads, c.joint_attention_dim, c.pooled_projection_dim,
+                  c.guidance_embeds, c.axes_dims_rope);
+}
+
+TEST(FluxConfig, ToJsonRoundTripsTheDefaultsAndEveryField) {
+  FluxConfig changed;
+  changed.patch_size = 2;
+  changed.in_channels = 16;
+  changed.out_channels = 8;
+  changed.num_layers = 1;
+  changed.num_single_layers = 2;
+  changed.attention_head_dim = 64;
+  changed.num_attention_heads = 2;
+  changed.joint_attention_dim = 32;
+  changed.pooled_projection_dim = 24;
+  changed.guidance_embeds = true;
+  changed.axes_dims_rope = {8, 28, 28};
+  for (const FluxConfig& c : {FluxConfig{}, changed}) expect_json_round_trip(c, parse_flux_config, flux_fields);
+  EXPECT_EQ(to_json(FluxConfig{}).at("_class_name"), "FluxTransformer2DModel");
+  // As FLUX.1's own config.json: null for "same as in_channels".
+  EXPECT_TRUE(to_json(FluxConfig{}).at("out_channels").is_null());
 }
 
 }  // namespace

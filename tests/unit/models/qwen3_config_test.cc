@@ -1,15 +1,18 @@
 #include "core/models/qwen3/qwen3_config.h"
 
 #include <string>
+#include <tuple>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/config_round_trip.h"
 #include "tests/testing/status_matchers.h"
 
 namespace diffusiond {
 namespace {
 
+using ::diffusiond::testing::expect_json_round_trip;
 using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -127,6 +130,27 @@ TEST(Qwen3Config, MalformedJsonIsRejected) {
   EXPECT_THAT(parse_qwen3_config("[1, 2]", "x/config.json"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("x/config.json: not a JSON object")));
   EXPECT_FALSE(parse_qwen3_config("{", "x/config.json").ok());
+}
+
+// Every member config.json carries, to compare configs field by field.
+auto qwen3_fields(const Qwen3Config& c) {
+  return std::tie(c.vocab_size, c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.num_attention_heads,
+                  c.num_key_value_heads, c.head_dim, c.max_position_embeddings, c.rope_theta, c.rms_norm_eps);
+}
+
+TEST(Qwen3Config, ToJsonRoundTripsTheDefaultsAndEveryField) {
+  Qwen3Config changed;
+  changed.vocab_size = 100;
+  changed.hidden_size = 40;
+  changed.intermediate_size = 96;
+  changed.num_hidden_layers = 3;
+  changed.num_attention_heads = 4;
+  changed.num_key_value_heads = 2;
+  changed.head_dim = 16;
+  changed.max_position_embeddings = 128;
+  changed.rope_theta = 1e6;
+  changed.rms_norm_eps = 1e-5;
+  for (const Qwen3Config& c : {Qwen3Config{}, changed}) expect_json_round_trip(c, parse_qwen3_config, qwen3_fields);
 }
 
 }  // namespace

@@ -3,17 +3,20 @@
 #include "core/models/vae/vae_config.h"
 
 #include <map>
+#include <tuple>
 
 #include "core/models/vae/vae_params.h"
 #include "core/models/vae/vae_tiling.h"
 #include "core/precision/weight_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/config_round_trip.h"
 #include "tests/testing/status_matchers.h"
 
 namespace diffusiond {
 namespace {
 
+using ::diffusiond::testing::expect_json_round_trip;
 using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -173,6 +176,33 @@ TEST(WeightStoreReshape, ViewsWithoutCopyOrRecount) {
   EXPECT_EQ(store.nbytes(), bytes);
   EXPECT_THAT(store.reshape("w", {4}), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has 6 elements")));
   EXPECT_THAT(store.reshape("x", {1}), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no such parameter")));
+}
+
+// Every member config.json carries, to compare configs field by field.
+auto vae_fields(const VaeConfig& c) {
+  return std::tie(c.in_channels, c.out_channels, c.block_out_channels, c.layers_per_block, c.norm_num_groups,
+                  c.latent_channels, c.sample_size, c.scaling_factor, c.shift_factor, c.use_quant_conv,
+                  c.use_post_quant_conv, c.mid_block_add_attention);
+}
+
+// The parser's defaults for absent fields are upstream's, not VaeConfig's,
+// so the defaults round-trip only if to_json writes every field.
+TEST(VaeConfig, ToJsonRoundTripsTheDefaultsAndEveryField) {
+  VaeConfig changed;
+  changed.in_channels = 4;
+  changed.out_channels = 5;
+  changed.block_out_channels = {32, 64};
+  changed.layers_per_block = 1;
+  changed.norm_num_groups = 8;
+  changed.latent_channels = 4;
+  changed.sample_size = 256;
+  changed.scaling_factor = 0.18215;
+  changed.shift_factor = -0.5;
+  changed.use_quant_conv = true;
+  changed.use_post_quant_conv = true;
+  changed.mid_block_add_attention = false;
+  for (const VaeConfig& c : {VaeConfig{}, changed}) expect_json_round_trip(c, parse_vae_config, vae_fields);
+  EXPECT_EQ(to_json(VaeConfig{}).at("_class_name"), "AutoencoderKL");
 }
 
 }  // namespace
