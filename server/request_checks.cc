@@ -102,8 +102,6 @@ absl::Status check_generate_request(const v1::GenerateRequest& wire) {
                      wire.height(), ", ", wire.steps(), " steps"));
   }
   DIFFUSIOND_RETURN_IF_ERROR(check_pipeline_field(wire.pipeline()));
-  DIFFUSIOND_RETURN_IF_ERROR(check_finite_non_negative(wire.guidance_scale(), "guidance_scale"));
-  DIFFUSIOND_RETURN_IF_ERROR(check_finite_non_negative(wire.true_cfg_scale(), "true_cfg_scale"));
   // A pipeline has a handful of components; names are folder names.
   constexpr int kMaxComponents = 16;
   if (wire.components_size() > kMaxComponents || wire.component_options_size() > kMaxComponents) {
