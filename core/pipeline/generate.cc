@@ -435,7 +435,7 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   denoise.shift = r.shift;
   // The encoders' parts (tensors, and scalars such as Wan's
   // max_sequence_length), then the request's scalars over them.
-  const Conditioning scalars = family.scalar_conditioning(guidance, denoiser);
+  DIFFUSIOND_ASSIGN_OR_RETURN(const Conditioning scalars, family.scalar_conditioning(guidance, denoiser));
   const auto assemble = [&](std::map<std::string, Conditioning>& parts, Conditioning* into) {
     for (auto& [name, part] : parts) {
       for (auto& [k, t] : part.tensors) into->tensors[k] = std::move(t);

@@ -25,7 +25,9 @@ Registry& registry() {
 
 }  // namespace
 
-Conditioning PipelineFamily::scalar_conditioning(double, const ModelInfo&) const { return {}; }
+absl::StatusOr<Conditioning> PipelineFamily::scalar_conditioning(double, const ModelInfo&) const {
+  return Conditioning{};
+}
 
 absl::StatusOr<double> PipelineFamily::cfg_scale(const GuidanceAsked& asked) const {
   if (asked.true_cfg_scale != 0) {

@@ -84,8 +84,10 @@ class PipelineFamily {
                                             int64_t height) const;
 
   // The request's scalars as conditioning for `denoiser` (FLUX.1-dev's
-  // "guidance"). Default: none.
-  virtual Conditioning scalar_conditioning(double guidance_scale, const ModelInfo& denoiser) const;
+  // "guidance"), at `guidance_scale` (the request's, else the family's
+  // default for it). INVALID_ARGUMENT when the denoiser would ignore a
+  // scale the request gave (FLUX.1-schnell). Default: none.
+  virtual absl::StatusOr<Conditioning> scalar_conditioning(double guidance_scale, const ModelInfo& denoiser) const;
 
   // The classifier-free guidance scale the loop applies for what `asked`
   // gives (<= 1: off, and no negative prompt is encoded), read as the

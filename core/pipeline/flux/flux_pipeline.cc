@@ -65,9 +65,17 @@ class FluxPipeline final : public PipelineFamily {
     return c;
   }
 
-  Conditioning scalar_conditioning(double guidance_scale, const ModelInfo& denoiser) const override {
+  // schnell's transformer has no guidance embedding: a scale given for it
+  // would be dropped (its default is 0).
+  absl::StatusOr<Conditioning> scalar_conditioning(double guidance_scale, const ModelInfo& denoiser) const override {
     Conditioning c;
-    if (takes_guidance(denoiser)) c.scalars["guidance"] = guidance_scale;
+    if (takes_guidance(denoiser)) {
+      c.scalars["guidance"] = guidance_scale;
+    } else if (guidance_scale != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "guidance_scale ", guidance_scale, " would be ignored: the transformer \"", denoiser.model_id,
+          "\" takes no distilled guidance (FLUX.1-schnell, no guidance_embeds); leave guidance_scale 0"));
+    }
     return c;
   }
 

@@ -112,7 +112,9 @@ bool report(const absl::Status& s, absl::string_view what) {
 // as Generate merges it, with the family's scalars for `denoiser`.
 absl::StatusOr<Conditioning> conditioning_of(Engine& engine, const PipelineFamily& family, const ModelInfo& denoiser,
                                              const std::string& prompt) {
-  Conditioning merged = family.scalar_conditioning(3.5, denoiser);
+  absl::StatusOr<Conditioning> scalars = family.scalar_conditioning(3.5, denoiser);
+  if (!scalars.ok()) return scalars.status();
+  Conditioning merged = *std::move(scalars);
   for (const PipelineComponent& c : family.components()) {
     if (c.role != ModelRole::kTextEncoder) continue;
     absl::StatusOr<EncodedPrompt> e = encode_prompt(engine, component(c.name), prompt, {});
