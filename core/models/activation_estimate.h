@@ -3,7 +3,7 @@
 // query (shapes, batch, dtype, device), the estimate with a breakdown for
 // error messages, and a tally that builds one term by term. One estimator
 // per architecture serves every tier (RAM now, VRAM later); each lives with
-// its model (z_image/z_image_activations.h, flux/flux_activations.h).
+// its model, declared together in denoiser_activations.h.
 //
 // Not here: weights (the loader's plan counts them), reserving anything
 // (core/engine/step_admission.h) or VAE decodes (vae/vae_memory.h).

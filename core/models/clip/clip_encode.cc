@@ -4,6 +4,7 @@
 
 #include "core/models/activation_estimate.h"
 #include "core/models/clip/clip_model.h"
+#include "core/models/text_encoder_activations.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -22,10 +23,10 @@ absl::StatusOr<EncodedText> ClipTextModel::encode(const TextEncoding& request) c
 
 int64_t ClipTextModel::encode_activation_bytes(int64_t tokens) const {
   const torch::ScalarType dtype = compute_dtype(*this);
-  return clip_encode_activation_bytes(config_, dtype, tokens, largest_materialized_weight_bytes(weights(), dtype));
+  return text_encode_activation_bytes(config_, dtype, tokens, largest_materialized_weight_bytes(weights(), dtype));
 }
 
-int64_t clip_encode_activation_bytes(const ClipTextConfig& c, torch::ScalarType dtype, int64_t tokens,
+int64_t text_encode_activation_bytes(const ClipTextConfig& c, torch::ScalarType dtype, int64_t tokens,
                                      int64_t materialized_weight_bytes) {
   // More positions than the table holds are refused before the forward.
   const double l = static_cast<double>(std::clamp<int64_t>(tokens, 1, c.max_position_embeddings));

@@ -7,6 +7,7 @@
 #include "core/models/clip/clip_model.h"
 #include "core/models/clip/clip_params.h"
 #include "core/models/common/canonical_shapes.h"
+#include "core/models/common/text_encoder_recipe.h"
 #include "core/models/config_limits.h"
 #include "core/models/text_encoder.h"
 #include "core/text/clip_tokenizer_files.h"
@@ -16,33 +17,16 @@
 namespace diffusiond {
 namespace {
 
-class ClipRecipe final : public TableRecipe {
+class ClipRecipe final : public TextEncoderRecipe<ClipTextConfig, ClipTextModel> {
  public:
   ClipRecipe(const ClipTextConfig& config, std::shared_ptr<const Tokenizer> tokenizer, std::string note)
-      : TableRecipe(clip_parameter_table(config)),
-        config_(config),
-        tokenizer_(std::move(tokenizer)),
-        note_(std::move(note)) {}
+      : TextEncoderRecipe(clip_parameter_table(config), config, std::move(tokenizer), std::move(note)) {}
 
   std::string describe() const override { return absl::StrCat(config_.describe(), "; ", note_); }
-  int64_t least_call_bytes(const ActivationQuery& query) const override {
-    return clip_encode_activation_bytes(config_, query.compute_dtype, query.text_tokens, 0);
-  }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return clip_canonical_name(name, config_.with_projection);
   }
   PrecisionDeclaration declaration() const override { return clip_precision_declaration(); }
-
-  absl::StatusOr<std::unique_ptr<Model>> build(std::unique_ptr<WeightStore> weights) const override {
-    DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<ClipTextModel> model,
-                                ClipTextModel::create(config_, std::move(weights), tokenizer_));
-    return std::unique_ptr<Model>(std::move(model));
-  }
-
- private:
-  const ClipTextConfig config_;
-  const std::shared_ptr<const Tokenizer> tokenizer_;  // may be null
-  const std::string note_;                            // where the config and the tokenizer came from
 };
 
 // True when `config_json` says model_type "clip_text_model". Compared as

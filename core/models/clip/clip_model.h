@@ -111,13 +111,6 @@ class ClipTextModel final : public TextEncoder {
   const ClipTextConfig config_;
 };
 
-// What ClipTextModel::encode_activation_bytes answers for a model of
-// `config` at `dtype` whose largest materialised weight has
-// `materialized_weight_bytes`: from the config alone, so a pipeline can
-// size an encode before the model loads.
-int64_t clip_encode_activation_bytes(const ClipTextConfig& config, torch::ScalarType dtype, int64_t tokens,
-                                     int64_t materialized_weight_bytes);
-
 }  // namespace diffusiond
 
 #endif  // DIFFUSIOND_CORE_MODELS_CLIP_CLIP_MODEL_H_

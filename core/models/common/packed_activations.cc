@@ -17,6 +17,7 @@ PackedActivationSizes packed_activation_sizes(const ActivationQuery& q) {
     z.image = q.latent_shape[0];
     z.latent = q.latent_shape[0] * q.latent_shape[1];
   }
+  z.text = q.text_tokens;
   z.calls = std::max<int64_t>(q.batch, 1);
   z.batch = static_cast<double>(q.denoise_loop ? 1 : z.calls);
   z.element = static_cast<double>(torch::elementSize(q.compute_dtype));
@@ -27,15 +28,15 @@ std::string packed_activation_title(absl::string_view model, const ActivationQue
                                     const PackedActivationSizes& sizes, int64_t dim) {
   return absl::StrCat(model, " at ", scalar_type_name(q.compute_dtype), ", ",
                       q.denoise_loop && sizes.calls > 1 ? absl::StrCat(sizes.calls, " forwards of ") : "", "batch ",
-                      static_cast<int64_t>(sizes.batch), " x ", sizes.image + q.text_tokens, " tokens (", sizes.image,
-                      " image + ", q.text_tokens, " text) x dim ", dim);
+                      static_cast<int64_t>(sizes.batch), " x ", sizes.image + sizes.text, " tokens (", sizes.image,
+                      " image + ", sizes.text, " text) x dim ", dim);
 }
 
 double joint_attention_scratch_bytes(const ActivationQuery& q, const PackedActivationSizes& sizes, int64_t heads,
                                      int64_t head_dim, const AttentionOptions& attention) {
   AttentionShape shape;
   shape.batch = static_cast<int64_t>(sizes.batch), shape.heads = heads, shape.head_dim = head_dim;
-  shape.queries = shape.keys = sizes.image + q.text_tokens;
+  shape.queries = shape.keys = sizes.image + sizes.text;
   return static_cast<double>(attention_scratch_bytes(shape, q.compute_dtype, q.device_is_cpu, attention));
 }
 

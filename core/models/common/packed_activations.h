@@ -22,6 +22,7 @@ namespace diffusiond {
 // What an ActivationQuery implies for one forward of a packed model.
 struct PackedActivationSizes {
   int64_t image = 0;     // image tokens: 2x2 patches of [C, H, W], or a Step item's [S, in_channels] rows
+  int64_t text = 0;      // text tokens: the query's longest text, unpadded
   int64_t latent = 0;    // elements of one item's latents
   int64_t calls = 1;     // items: separate forwards in a Denoise, a Step's batch otherwise
   double batch = 1;      // items per forward

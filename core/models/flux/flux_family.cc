@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/models/common/canonical_shapes.h"
 #include "core/models/config_limits.h"
-#include "core/models/flux/flux_activations.h"
+#include "core/models/denoiser_activations.h"
 #include "core/models/flux/flux_model.h"
 #include "core/models/flux/flux_params.h"
 #include "core/models/flux/flux_weight_layout.h"
@@ -27,7 +27,7 @@ class FluxRecipe final : public TableRecipe {
   // FLUX packs 2x2 patches: its latents have a quarter of in_channels.
   LatentGeometry latent_geometry() const override { return {config_.in_channels / 4, 0}; }
   int64_t least_call_bytes(const ActivationQuery& query) const override {
-    return flux_activations(config_, query, AttentionOptions{}, 0).bytes;
+    return denoiser_activations(config_, query, AttentionOptions{}, 0).bytes;
   }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return flux_canonical_name(name);

@@ -47,9 +47,8 @@ absl::StatusOr<std::unique_ptr<FluxModel>> FluxModel::create(const FluxConfig& c
   return std::unique_ptr<FluxModel>(new FluxModel(config, std::move(weights), schedule));
 }
 
-FluxModel::FluxModel(const FluxConfig& config, std::unique_ptr<WeightStore> weights,
-                     const ScheduleOptions& schedule)
-    : DiffusionModel(std::move(weights)), config_(config), schedule_(schedule) {}
+FluxModel::FluxModel(const FluxConfig& config, std::unique_ptr<WeightStore> weights, const ScheduleOptions& schedule)
+    : ConfiguredDenoiser(config, std::move(weights), schedule) {}
 
 absl::Status FluxModel::check_inputs(const FluxInputs& in) const {
   const FluxConfig& c = config_;

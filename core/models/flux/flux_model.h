@@ -16,8 +16,9 @@
 
 #include "absl/status/statusor.h"
 #include "core/models/common/attention.h"
-#include "core/models/flux/flux_config.h"
+#include "core/models/common/configured_denoiser.h"
 #include "core/models/diffusion_model.h"
+#include "core/models/flux/flux_config.h"
 
 namespace diffusiond {
 
@@ -35,7 +36,7 @@ struct FluxInputs {
 };
 
 // Thread-safe for concurrent forwards.
-class FluxModel final : public DiffusionModel {
+class FluxModel final : public ConfiguredDenoiser<FluxConfig> {
  public:
   // Checks that `weights` holds exactly the parameter table of `config`
   // with the right shapes (in diffusers layout: see flux_weight_layout.h).
@@ -47,7 +48,6 @@ class FluxModel final : public DiffusionModel {
       const ScheduleOptions& schedule = flux_default_schedule(FluxConfig()));
 
   absl::string_view architecture() const override { return kFluxArchitecture; }
-  const FluxConfig& config() const { return config_; }
 
   // FLUX.1 predicts the velocity noise − x0 at time sigma.
   FlowConvention flow_convention() const override { return {1.0f, ModelTime::kSigma}; }
@@ -71,10 +71,6 @@ class FluxModel final : public DiffusionModel {
   }
   absl::StatusOr<FlowPredictor> flow_predictor(const Conditioning& positive,
                                                const Conditioning* negative) const override;
-  // A Step's query holds one "hidden_states" item [S, in_channels]; a
-  // Denoise's, unpacked [C, H, W] (flux_activations.cc lists what is
-  // counted).
-  ActivationEstimate estimate_activations(const ActivationQuery& query) const override;
   std::optional<ActivationQuery> step_activation_query(const NamedTensors& inputs) const override;
 
   // Named inputs as upstream's call: "hidden_states", "encoder_hidden_states",
@@ -112,10 +108,6 @@ class FluxModel final : public DiffusionModel {
                                                        const Rope& rope) const;
   torch::Tensor single_block(const std::string& prefix, const torch::Tensor& s,
                              const torch::Tensor& temb, const Rope& rope) const;
-
-  const FluxConfig config_;
-  const ScheduleOptions schedule_;
-  AttentionOptions attention_options_;
 };
 
 }  // namespace diffusiond

@@ -28,13 +28,12 @@
 //
 // A guided Denoise runs its negative pass as a second forward of one item
 // (krea2_predictor.cc), so its peak is one item's forward.
-#include "core/models/krea2/krea2_activations.h"
-
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/models/common/packed_activations.h"
+#include "core/models/denoiser_activations.h"
 #include "core/models/krea2/krea2_model.h"
 
 namespace diffusiond {
@@ -53,11 +52,10 @@ std::pair<double, std::string> krea2_block_peak(double b, double e, double rows,
 
 }  // namespace
 
-ActivationEstimate krea2_activations(const Krea2Config& c, const ActivationQuery& q, const AttentionOptions& attention,
-                                     int64_t materialized_weight_bytes) {
+ActivationEstimate denoiser_activations(const Krea2Config& c, const ActivationQuery& q,
+                                        const AttentionOptions& attention, int64_t materialized_weight_bytes) {
   const PackedActivationSizes z = packed_activation_sizes(q);
-  const double b = z.batch, e = z.element;
-  const double s = static_cast<double>(z.image), l = static_cast<double>(q.text_tokens), t = s + l;
+  const double b = z.batch, e = z.element, s = z.image, l = z.text, t = s + l;
   const double d = static_cast<double>(c.hidden_size()), hd = static_cast<double>(c.attention_head_dim);
   const double layers = static_cast<double>(c.num_text_layers), dt = static_cast<double>(c.text_hidden_dim);
 
@@ -89,11 +87,6 @@ ActivationEstimate krea2_activations(const Krea2Config& c, const ActivationQuery
     add_denoise_loop(z, 7, &tally);
   }
   return tally.finish_with_allocator_slack();
-}
-
-ActivationEstimate Krea2Model::estimate_activations(const ActivationQuery& query) const {
-  return krea2_activations(config_, query, attention_options_,
-                           largest_materialized_weight_bytes(weights(), query.compute_dtype));
 }
 
 std::optional<ActivationQuery> Krea2Model::step_activation_query(const NamedTensors& inputs) const {

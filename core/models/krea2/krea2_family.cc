@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/models/config_limits.h"
-#include "core/models/krea2/krea2_activations.h"
+#include "core/models/denoiser_activations.h"
 #include "core/models/krea2/krea2_model.h"
 #include "core/models/krea2/krea2_params.h"
 #include "core/util/file_text.h"
@@ -56,7 +56,7 @@ class Krea2Recipe final : public TableRecipe {
   // The unpacked latent channels; the spatial factor is the decoder's.
   LatentGeometry latent_geometry() const override { return {config_.in_channels / 4, 0}; }
   int64_t least_call_bytes(const ActivationQuery& query) const override {
-    return krea2_activations(config_, query, AttentionOptions{}, 0).bytes;
+    return denoiser_activations(config_, query, AttentionOptions{}, 0).bytes;
   }
 
   absl::StatusOr<std::unique_ptr<Model>> build(std::unique_ptr<WeightStore> weights) const override {

@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<Krea2Model>> Krea2Model::create(const Krea2Config
 }
 
 Krea2Model::Krea2Model(const Krea2Config& config, std::unique_ptr<WeightStore> weights, const ScheduleOptions& schedule)
-    : DiffusionModel(std::move(weights)), config_(config), schedule_(schedule) {}
+    : ConfiguredDenoiser(config, std::move(weights), schedule) {}
 
 absl::Status Krea2Model::check_inputs(const Krea2Inputs& in) const {
   const Krea2Config& c = config_;

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/models/common/attention.h"
+#include "core/models/common/configured_denoiser.h"
 #include "core/models/diffusion_model.h"
 #include "core/models/krea2/krea2_config.h"
 
@@ -39,7 +40,7 @@ struct Krea2Inputs {
 };
 
 // Thread-safe for concurrent forwards.
-class Krea2Model final : public DiffusionModel {
+class Krea2Model final : public ConfiguredDenoiser<Krea2Config> {
  public:
   // Checks that `weights` holds exactly the parameter table of `config`
   // with the right shapes. FAILED_PRECONDITION naming the first missing,
@@ -50,7 +51,6 @@ class Krea2Model final : public DiffusionModel {
                                                             const ScheduleOptions& schedule = krea2_default_schedule());
 
   absl::string_view architecture() const override { return kKrea2Architecture; }
-  const Krea2Config& config() const { return config_; }
 
   // Predicts the velocity noise - x0 at time sigma; plain guidance (the
   // pipeline's cond + g (cond - uncond) is the loop's scale s = 1 + g).
@@ -72,10 +72,6 @@ class Krea2Model final : public DiffusionModel {
   }
   absl::StatusOr<FlowPredictor> flow_predictor(const Conditioning& positive,
                                                const Conditioning* negative) const override;
-  // A Step's query holds one "hidden_states" item [S, in_channels]; a
-  // Denoise's, unpacked [C, H, W] (krea2_activations.cc lists what is
-  // counted).
-  ActivationEstimate estimate_activations(const ActivationQuery& query) const override;
   std::optional<ActivationQuery> step_activation_query(const NamedTensors& inputs) const override;
 
   // Named inputs as upstream's call: "hidden_states", "encoder_hidden_states",
@@ -123,10 +119,6 @@ class Krea2Model final : public DiffusionModel {
   // One Krea2TransformerBlock; temb_mod [B, 1, 6 * hidden].
   torch::Tensor block(const std::string& prefix, const torch::Tensor& x, const torch::Tensor& temb_mod,
                       const AttentionSpec& spec, const torch::Tensor& key_mask) const;
-
-  const Krea2Config config_;
-  const ScheduleOptions schedule_;
-  AttentionOptions attention_options_;
 };
 
 }  // namespace diffusiond

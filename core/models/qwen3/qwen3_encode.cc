@@ -4,6 +4,7 @@
 
 #include "core/models/activation_estimate.h"
 #include "core/models/qwen3/qwen3_model.h"
+#include "core/models/text_encoder_activations.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
 
@@ -17,11 +18,11 @@ absl::StatusOr<EncodedText> Qwen3Model::encode(const TextEncoding& request) cons
 
 int64_t Qwen3Model::encode_activation_bytes(int64_t tokens) const {
   const torch::ScalarType dtype = compute_dtype(*this);
-  return qwen3_encode_activation_bytes(config_, dtype, tokens, largest_materialized_weight_bytes(weights(), dtype));
+  return text_encode_activation_bytes(config_, dtype, tokens, largest_materialized_weight_bytes(weights(), dtype));
 }
 
-int64_t qwen3_encode_activation_bytes(const Qwen3Config& c, torch::ScalarType dtype, int64_t tokens,
-                                      int64_t materialized_weight_bytes) {
+int64_t text_encode_activation_bytes(const Qwen3Config& c, torch::ScalarType dtype, int64_t tokens,
+                                     int64_t materialized_weight_bytes) {
   const int64_t element = torch::elementSize(dtype);
   // Live at a layer's peak: the residual stream and its norm, q/k/v and
   // the attention output, the MLP's gate and up halves, one upcast weight,

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/common/text_encoder_recipe.h"
 #include "core/models/config_limits.h"
 #include "core/models/qwen3/qwen3_config.h"
 #include "core/models/qwen3/qwen3_model.h"
@@ -15,40 +16,21 @@
 namespace diffusiond {
 namespace {
 
-class Qwen3Recipe final : public TableRecipe {
+class Qwen3Recipe final : public TextEncoderRecipe<Qwen3Config, Qwen3Model> {
  public:
   Qwen3Recipe(const Qwen3Config& config, std::shared_ptr<const Tokenizer> tokenizer, std::string tokenizer_note)
-      : TableRecipe(qwen3_parameter_table(config)),
-        config_(config),
-        tokenizer_(std::move(tokenizer)),
-        tokenizer_note_(std::move(tokenizer_note)) {}
+      : TextEncoderRecipe(qwen3_parameter_table(config), config, std::move(tokenizer), std::move(tokenizer_note)) {}
 
-  int64_t least_call_bytes(const ActivationQuery& query) const override {
-    return qwen3_encode_activation_bytes(config_, query.compute_dtype, query.text_tokens, 0);
-  }
   std::string describe() const override {
     const Qwen3Config& c = config_;
-    return absl::StrCat("Qwen3: hidden ", c.hidden_size, ", ", c.num_hidden_layers, " layers, ",
-                        c.num_attention_heads, " heads (", c.num_key_value_heads,
-                        " kv) of ", c.head_dim, ", intermediate ", c.intermediate_size,
-                        ", vocab ", c.vocab_size, ", rope_theta ", c.rope_theta, "; ", tokenizer_note_);
+    return absl::StrCat("Qwen3: hidden ", c.hidden_size, ", ", c.num_hidden_layers, " layers, ", c.num_attention_heads,
+                        " heads (", c.num_key_value_heads, " kv) of ", c.head_dim, ", intermediate ",
+                        c.intermediate_size, ", vocab ", c.vocab_size, ", rope_theta ", c.rope_theta, "; ", note_);
   }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return qwen3_canonical_name(name);
   }
   PrecisionDeclaration declaration() const override { return qwen3_precision_declaration(); }
-
-  absl::StatusOr<std::unique_ptr<Model>> build(
-      std::unique_ptr<WeightStore> weights) const override {
-    DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<Qwen3Model> model,
-                                Qwen3Model::create(config_, std::move(weights), tokenizer_));
-    return std::unique_ptr<Model>(std::move(model));
-  }
-
- private:
-  const Qwen3Config config_;
-  const std::shared_ptr<const Tokenizer> tokenizer_;  // may be null
-  const std::string tokenizer_note_;
 };
 
 class Qwen3Family final : public ModelFamily {

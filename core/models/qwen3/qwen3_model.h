@@ -86,13 +86,6 @@ class Qwen3Model final : public TextEncoder {
   const Qwen3Config config_;
 };
 
-// What Qwen3Model::encode_activation_bytes answers for a model of `config`
-// at `dtype` whose largest materialised weight (FP8 decoded, or converted
-// per use) has `materialized_weight_bytes`: from the config alone, so a
-// pipeline can size an encode before the model loads.
-int64_t qwen3_encode_activation_bytes(const Qwen3Config& config, torch::ScalarType dtype, int64_t tokens,
-                                      int64_t materialized_weight_bytes);
-
 }  // namespace diffusiond
 
 #endif  // DIFFUSIOND_CORE_MODELS_QWEN3_QWEN3_MODEL_H_

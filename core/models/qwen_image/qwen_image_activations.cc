@@ -21,23 +21,21 @@
 //
 // A guided Denoise runs its negative pass as a second forward of one item
 // (qwen_image_predictor.cc), so its peak is one item's forward.
-#include "core/models/qwen_image/qwen_image_activations.h"
-
 #include <algorithm>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/models/common/packed_activations.h"
+#include "core/models/denoiser_activations.h"
 #include "core/models/qwen_image/qwen_image_model.h"
 
 namespace diffusiond {
 
-ActivationEstimate qwen_image_activations(const QwenImageConfig& c, const ActivationQuery& q,
-                                          const AttentionOptions& attention, int64_t materialized_weight_bytes) {
+ActivationEstimate denoiser_activations(const QwenImageConfig& c, const ActivationQuery& q,
+                                        const AttentionOptions& attention, int64_t materialized_weight_bytes) {
   const PackedActivationSizes z = packed_activation_sizes(q);
-  const double b = z.batch, e = z.element;
-  const double s = static_cast<double>(z.image), l = static_cast<double>(q.text_tokens), t = s + l;
+  const double b = z.batch, e = z.element, s = z.image, l = z.text, t = s + l;
   const double d = static_cast<double>(c.inner_dim()), m = static_cast<double>(c.mlp_hidden());
   const double hd = static_cast<double>(c.attention_head_dim);
 
@@ -61,11 +59,6 @@ ActivationEstimate qwen_image_activations(const QwenImageConfig& c, const Activa
     add_denoise_loop(z, 7, &tally);
   }
   return tally.finish_with_allocator_slack();
-}
-
-ActivationEstimate QwenImageModel::estimate_activations(const ActivationQuery& query) const {
-  return qwen_image_activations(config_, query, attention_options_,
-                                largest_materialized_weight_bytes(weights(), query.compute_dtype));
 }
 
 std::optional<ActivationQuery> QwenImageModel::step_activation_query(const NamedTensors& inputs) const {

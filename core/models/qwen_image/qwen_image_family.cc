@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/models/common/canonical_shapes.h"
 #include "core/models/config_limits.h"
-#include "core/models/qwen_image/qwen_image_activations.h"
+#include "core/models/denoiser_activations.h"
 #include "core/models/qwen_image/qwen_image_model.h"
 #include "core/models/qwen_image/qwen_image_params.h"
 #include "core/util/status_macros.h"
@@ -31,7 +31,7 @@ class QwenImageRecipe final : public TableRecipe {
     return {config_.in_channels / (config_.patch_size * config_.patch_size), 0};
   }
   int64_t least_call_bytes(const ActivationQuery& query) const override {
-    return qwen_image_activations(config_, query, AttentionOptions{}, 0).bytes;
+    return denoiser_activations(config_, query, AttentionOptions{}, 0).bytes;
   }
 
   absl::StatusOr<std::unique_ptr<Model>> build(std::unique_ptr<WeightStore> weights) const override {

@@ -38,7 +38,7 @@ absl::StatusOr<std::unique_ptr<QwenImageModel>> QwenImageModel::create(const Qwe
 
 QwenImageModel::QwenImageModel(const QwenImageConfig& config, std::unique_ptr<WeightStore> weights,
                                const ScheduleOptions& schedule)
-    : DiffusionModel(std::move(weights)), config_(config), schedule_(schedule) {}
+    : ConfiguredDenoiser(config, std::move(weights), schedule) {}
 
 absl::Status QwenImageModel::check_inputs(const QwenImageInputs& in) const {
   const QwenImageConfig& c = config_;

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/models/common/attention.h"
+#include "core/models/common/configured_denoiser.h"
 #include "core/models/diffusion_model.h"
 #include "core/models/qwen_image/qwen_image_config.h"
 #include "core/models/qwen_image/qwen_image_rope.h"
@@ -42,7 +43,7 @@ struct QwenImageInputs {
 };
 
 // Thread-safe for concurrent forwards.
-class QwenImageModel final : public DiffusionModel {
+class QwenImageModel final : public ConfiguredDenoiser<QwenImageConfig> {
  public:
   // Checks that `weights` holds exactly the parameter table of `config`
   // with the right shapes. FAILED_PRECONDITION naming the first missing,
@@ -53,7 +54,6 @@ class QwenImageModel final : public DiffusionModel {
       const ScheduleOptions& schedule = qwen_image_default_schedule());
 
   absl::string_view architecture() const override { return kQwenImageArchitecture; }
-  const QwenImageConfig& config() const { return config_; }
 
   // Predicts the velocity noise − x0 at time sigma; true CFG rescales the
   // guided output per packed token to the positive's norm.
@@ -73,10 +73,6 @@ class QwenImageModel final : public DiffusionModel {
   std::vector<std::string> block_containers() const override { return {"transformer_blocks"}; }
   absl::StatusOr<FlowPredictor> flow_predictor(const Conditioning& positive,
                                                const Conditioning* negative) const override;
-  // A Step's query holds one "hidden_states" item [S, in_channels]; a
-  // Denoise's, unpacked [C, H, W] (qwen_image_activations.cc lists what is
-  // counted).
-  ActivationEstimate estimate_activations(const ActivationQuery& query) const override;
   std::optional<ActivationQuery> step_activation_query(const NamedTensors& inputs) const override;
 
   // Named inputs as upstream's call: "hidden_states", "encoder_hidden_states",
@@ -119,10 +115,6 @@ class QwenImageModel final : public DiffusionModel {
                                                 const torch::Tensor& c, const torch::Tensor& act,
                                                 const torch::Tensor& act_zero, int64_t first_image_tokens,
                                                 const torch::Tensor& key_mask, const Rope& rope) const;
-
-  const QwenImageConfig config_;
-  const ScheduleOptions schedule_;
-  AttentionOptions attention_options_;
 };
 
 }  // namespace diffusiond

@@ -6,6 +6,7 @@
 
 #include "core/models/activation_estimate.h"
 #include "core/models/t5/t5_model.h"
+#include "core/models/text_encoder_activations.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -20,11 +21,11 @@ absl::StatusOr<EncodedText> T5Encoder::encode(const TextEncoding& request) const
 // in step.
 int64_t T5Encoder::encode_activation_bytes(int64_t tokens) const {
   const torch::ScalarType dtype = compute_dtype(*this);
-  return t5_encode_activation_bytes(config_, dtype, tokens, largest_materialized_weight_bytes(weights(), dtype));
+  return text_encode_activation_bytes(config_, dtype, tokens, largest_materialized_weight_bytes(weights(), dtype));
 }
 
-int64_t t5_encode_activation_bytes(const T5Config& c, torch::ScalarType dtype, int64_t tokens,
-                                   int64_t materialized_weight_bytes) {
+int64_t text_encode_activation_bytes(const T5Config& c, torch::ScalarType dtype, int64_t tokens,
+                                     int64_t materialized_weight_bytes) {
   const double e = static_cast<double>(torch::elementSize(dtype));
   const bool reduced = dtype != torch::kFloat32;
   const double L = static_cast<double>(std::max<int64_t>(tokens, 1));

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/common/text_encoder_recipe.h"
 #include "core/models/config_limits.h"
 #include "core/models/t5/t5_config.h"
 #include "core/models/t5/t5_model.h"
@@ -16,35 +17,20 @@
 namespace diffusiond {
 namespace {
 
-class T5Recipe final : public TableRecipe {
+class T5Recipe final : public TextEncoderRecipe<T5Config, T5Encoder> {
  public:
   T5Recipe(const T5Config& config, bool has_shared, std::shared_ptr<const Tokenizer> tokenizer, std::string note)
-      : TableRecipe(t5_parameter_table(config)),
-        config_(config),
-        has_shared_(has_shared),
-        tokenizer_(std::move(tokenizer)),
-        note_(std::move(note)) {}
+      : TextEncoderRecipe(t5_parameter_table(config), config, std::move(tokenizer), std::move(note)),
+        has_shared_(has_shared) {}
 
   std::string describe() const override { return absl::StrCat(config_.describe(), "; ", note_); }
-  int64_t least_call_bytes(const ActivationQuery& query) const override {
-    return t5_encode_activation_bytes(config_, query.compute_dtype, query.text_tokens, 0);
-  }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return t5_canonical_name(name, has_shared_);
   }
   PrecisionDeclaration declaration() const override { return t5_precision_declaration(); }
 
-  absl::StatusOr<std::unique_ptr<Model>> build(std::unique_ptr<WeightStore> weights) const override {
-    DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<T5Encoder> model,
-                                T5Encoder::create(config_, std::move(weights), tokenizer_));
-    return std::unique_ptr<Model>(std::move(model));
-  }
-
  private:
-  const T5Config config_;
   const bool has_shared_;  // the checkpoint names the embedding "shared.weight"
-  const std::shared_ptr<const Tokenizer> tokenizer_;  // may be null
-  const std::string note_;  // where the config and tokenizer came from
 };
 
 // Whether the config names a T5 or UMT5 model. Compared as JSON: value()

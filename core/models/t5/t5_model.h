@@ -111,13 +111,6 @@ class T5Encoder final : public TextEncoder {
   const T5Config config_;
 };
 
-// What T5Encoder::encode_activation_bytes answers for a model of `config`
-// at `dtype` whose largest materialised weight (FP8 decoded, or converted
-// per use) has `materialized_weight_bytes`: from the config alone, so a
-// pipeline can size an encode before the model loads.
-int64_t t5_encode_activation_bytes(const T5Config& config, torch::ScalarType dtype, int64_t tokens,
-                                   int64_t materialized_weight_bytes);
-
 }  // namespace diffusiond
 
 #endif  // DIFFUSIOND_CORE_MODELS_T5_T5_MODEL_H_

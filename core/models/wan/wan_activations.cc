@@ -15,12 +15,11 @@
 //   plus the modulation (float32), the largest weight decoded or converted
 //   for one Linear, the outputs and, in a Denoise, the loop's float32
 //   latents.
-#include "core/models/wan/wan_activations.h"
-
 #include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/denoiser_activations.h"
 #include "core/models/wan/wan_model.h"
 #include "core/precision/torch_dtype.h"
 
@@ -40,8 +39,8 @@ WanGrid wan_grid_of(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-ActivationEstimate wan_activations(const WanConfig& c, const ActivationQuery& q, const AttentionOptions& attention,
-                                   int64_t materialized_weight_bytes) {
+ActivationEstimate denoiser_activations(const WanConfig& c, const ActivationQuery& q, const AttentionOptions& attention,
+                                        int64_t materialized_weight_bytes) {
   const WanGrid g = wan_grid_of(q.latent_shape);
   const double b = static_cast<double>(std::max<int64_t>(q.batch, 1));
   const double e = static_cast<double>(torch::elementSize(q.compute_dtype));
@@ -81,11 +80,6 @@ ActivationEstimate wan_activations(const WanConfig& c, const ActivationQuery& q,
   tally.add("outputs", 2 * latent * e);
   if (q.denoise_loop) tally.add("denoise loop", 6 * latent * 4);
   return tally.finish_with_allocator_slack();
-}
-
-ActivationEstimate WanModel::estimate_activations(const ActivationQuery& query) const {
-  return wan_activations(config_, query, attention_options_,
-                         largest_materialized_weight_bytes(weights(), query.compute_dtype));
 }
 
 std::optional<ActivationQuery> WanModel::step_activation_query(const NamedTensors& inputs) const {

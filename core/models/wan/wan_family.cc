@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/models/common/canonical_shapes.h"
 #include "core/models/config_limits.h"
-#include "core/models/wan/wan_activations.h"
+#include "core/models/denoiser_activations.h"
 #include "core/models/wan/wan_config.h"
 #include "core/models/wan/wan_model.h"
 #include "core/models/wan/wan_params.h"
@@ -28,7 +28,7 @@ class WanRecipe final : public TableRecipe {
   // Unpacked latents of in_channels; the model patchifies itself.
   LatentGeometry latent_geometry() const override { return {config_.in_channels, 0}; }
   int64_t least_call_bytes(const ActivationQuery& query) const override {
-    return wan_activations(config_, query, AttentionOptions{}, 0).bytes;
+    return denoiser_activations(config_, query, AttentionOptions{}, 0).bytes;
   }
 
   absl::StatusOr<std::unique_ptr<Model>> build(std::unique_ptr<WeightStore> weights) const override {

@@ -35,7 +35,7 @@ absl::StatusOr<std::unique_ptr<WanModel>> WanModel::create(const WanConfig& conf
 }
 
 WanModel::WanModel(const WanConfig& config, std::unique_ptr<WeightStore> weights, const ScheduleOptions& schedule)
-    : DiffusionModel(std::move(weights)), config_(config), schedule_(schedule) {
+    : ConfiguredDenoiser(config, std::move(weights), schedule) {
   // Upstream's tables: angles and their cos/sin in float64, then float32.
   // (MultiAxisRope rounds the angles to float32 first, which at positions
   // near rope_max_seq_len moves cos/sin by ~1e-5.)

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/models/common/attention.h"
+#include "core/models/common/configured_denoiser.h"
 #include "core/models/common/layers.h"
 #include "core/models/diffusion_model.h"
 #include "core/models/wan/wan_config.h"
@@ -44,7 +45,7 @@ struct WanIntermediates {
 };
 
 // Thread-safe for concurrent forwards.
-class WanModel final : public DiffusionModel {
+class WanModel final : public ConfiguredDenoiser<WanConfig> {
  public:
   // Checks that `weights` holds exactly the parameter table of `config`.
   // FAILED_PRECONDITION naming the first missing, misshapen or unexpected
@@ -53,7 +54,6 @@ class WanModel final : public DiffusionModel {
                                                           const ScheduleOptions& schedule = wan_default_schedule());
 
   absl::string_view architecture() const override { return kWanArchitecture; }
-  const WanConfig& config() const { return config_; }
 
   // Named inputs (docs/api.md): "hidden_states" [B, C, F, H, W], "timestep"
   // [B] on the 0..1000 scale, "encoder_hidden_states" [B, L, text_dim].
@@ -80,7 +80,6 @@ class WanModel final : public DiffusionModel {
   // batched call of the positive and the negative text.
   absl::StatusOr<FlowPredictor> flow_predictor(const Conditioning& positive,
                                                const Conditioning* negative) const override;
-  ActivationEstimate estimate_activations(const ActivationQuery& query) const override;
   std::optional<ActivationQuery> step_activation_query(const NamedTensors& inputs) const override;
 
   // One forward, upstream's call convention: hidden_states [B, C, F, H, W]
@@ -111,11 +110,8 @@ class WanModel final : public DiffusionModel {
   torch::Tensor attention_block(const std::string& prefix, const torch::Tensor& h, const torch::Tensor& context,
                                 const torch::Tensor& cos, const torch::Tensor& sin) const;
 
-  const WanConfig config_;
-  const ScheduleOptions schedule_;
   // Per axis (t, h, w): [rope_max_seq_len, d / 2] float32 cos and sin.
   std::vector<torch::Tensor> rope_cos_, rope_sin_;
-  AttentionOptions attention_options_;
 };
 
 }  // namespace diffusiond

@@ -16,14 +16,13 @@
 //   plus the modulation vectors, the largest weight decoded or converted
 //   for one Linear, the outputs and, in a Denoise, the loop's float32
 //   latents.
-#include "core/models/z_image/z_image_activations.h"
-
 #include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/precision/torch_dtype.h"
+#include "core/models/denoiser_activations.h"
 #include "core/models/z_image/z_image_model.h"
+#include "core/precision/torch_dtype.h"
 
 namespace diffusiond {
 namespace {
@@ -44,8 +43,8 @@ Grid grid_of(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-ActivationEstimate z_image_activations(const ZImageConfig& c, const ActivationQuery& q,
-                                       const AttentionOptions& attention, int64_t materialized_weight_bytes) {
+ActivationEstimate denoiser_activations(const ZImageConfig& c, const ActivationQuery& q,
+                                        const AttentionOptions& attention, int64_t materialized_weight_bytes) {
   const Grid g = grid_of(q.latent_shape);
   const double b = static_cast<double>(std::max<int64_t>(q.batch, 1));
   const double e = static_cast<double>(torch::elementSize(q.compute_dtype));
@@ -79,11 +78,6 @@ ActivationEstimate z_image_activations(const ZImageConfig& c, const ActivationQu
   tally.add("outputs", 2 * latent * e);
   if (q.denoise_loop) tally.add("denoise loop", 6 * latent * 4);
   return tally.finish_with_allocator_slack();
-}
-
-ActivationEstimate ZImageModel::estimate_activations(const ActivationQuery& query) const {
-  return z_image_activations(config_, query, attention_options_,
-                             largest_materialized_weight_bytes(weights(), query.compute_dtype));
 }
 
 std::optional<ActivationQuery> ZImageModel::step_activation_query(const NamedTensors& inputs) const {

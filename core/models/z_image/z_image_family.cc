@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/models/common/canonical_shapes.h"
 #include "core/models/config_limits.h"
-#include "core/models/z_image/z_image_activations.h"
+#include "core/models/denoiser_activations.h"
 #include "core/models/z_image/z_image_config.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/models/z_image/z_image_params.h"
@@ -37,7 +37,7 @@ class ZImageRecipe final : public TableRecipe {
   PrecisionDeclaration declaration() const override { return z_image_precision_declaration(); }
   LatentGeometry latent_geometry() const override { return {config_.in_channels, 0}; }
   int64_t least_call_bytes(const ActivationQuery& query) const override {
-    return z_image_activations(config_, query, AttentionOptions{}, 0).bytes;
+    return denoiser_activations(config_, query, AttentionOptions{}, 0).bytes;
   }
 
   absl::StatusOr<std::unique_ptr<Model>> build(

@@ -63,9 +63,7 @@ absl::StatusOr<std::unique_ptr<ZImageModel>> ZImageModel::create(
 
 ZImageModel::ZImageModel(const ZImageConfig& config, std::unique_ptr<WeightStore> weights,
                          const ScheduleOptions& schedule)
-    : DiffusionModel(std::move(weights)),
-      config_(config),
-      schedule_(schedule),
+    : ConfiguredDenoiser(config, std::move(weights), schedule),
       rope_(config.rope_theta, {config.axes_dims.begin(), config.axes_dims.end()},
             {config.axes_lens.begin(), config.axes_lens.end()}) {}
 

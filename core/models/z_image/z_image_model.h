@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/models/common/attention.h"
+#include "core/models/common/configured_denoiser.h"
 #include "core/models/common/layers.h"
 #include "core/models/diffusion_model.h"
 #include "core/models/z_image/z_image_config.h"
@@ -22,7 +23,7 @@ namespace diffusiond {
 inline constexpr absl::string_view kZImageArchitecture = "z-image";
 
 // Thread-safe for concurrent forwards.
-class ZImageModel final : public DiffusionModel {
+class ZImageModel final : public ConfiguredDenoiser<ZImageConfig> {
  public:
   // Checks that `weights` holds exactly the parameter table of `config` with
   // the right shapes. FAILED_PRECONDITION naming the first missing,
@@ -34,7 +35,6 @@ class ZImageModel final : public DiffusionModel {
       const ScheduleOptions& schedule = z_image_default_schedule());
 
   absl::string_view architecture() const override { return kZImageArchitecture; }
-  const ZImageConfig& config() const { return config_; }
 
   // Named inputs (docs/api.md): "x" [B, C, F, H, W]; "t" [B]; captions as
   // "cap_feats" [B, L, cap_feat_dim] or "cap_feats_0" … "cap_feats_<B-1>"
@@ -58,9 +58,6 @@ class ZImageModel final : public DiffusionModel {
   }
   absl::StatusOr<FlowPredictor> flow_predictor(const Conditioning& positive,
                                                const Conditioning* negative) const override;
-  // A Step's query holds one "x" item [C, F, H, W]; a Denoise's, [C, H, W]
-  // (z_image_activations.cc lists what is counted).
-  ActivationEstimate estimate_activations(const ActivationQuery& query) const override;
   std::optional<ActivationQuery> step_activation_query(const NamedTensors& inputs) const override;
 
   // One forward, upstream's call convention: x[i] is [C, F, H, W], t is [B]
@@ -98,10 +95,7 @@ class ZImageModel final : public DiffusionModel {
                                 const torch::Tensor& mask, const torch::Tensor& cos,
                                 const torch::Tensor& sin) const;
 
-  const ZImageConfig config_;
-  const ScheduleOptions schedule_;
   const MultiAxisRope rope_;
-  AttentionOptions attention_options_;
 };
 
 }  // namespace diffusiond

@@ -8,8 +8,9 @@
 #include <cstdio>
 #include <limits>
 
-#include "core/models/flux/flux_activations.h"
-#include "core/models/z_image/z_image_activations.h"
+#include "core/models/denoiser_activations.h"
+#include "core/models/flux/flux_config.h"
+#include "core/models/z_image/z_image_config.h"
 #include "core/util/bytes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -83,8 +84,8 @@ TEST(ZImageActivations, AStepAndADenoiseOfOneShapeShareTheForward) {
   step.latent_shape = {16, 1, 128, 128};
   step.batch = 2;
   step.text_tokens = 100;
-  const ActivationEstimate s = z_image_activations(c, step, {}, 0);
-  const ActivationEstimate d = z_image_activations(c, denoise_query(128, 2, 100), {}, 0);
+  const ActivationEstimate s = denoiser_activations(c, step, {}, 0);
+  const ActivationEstimate d = denoiser_activations(c, denoise_query(128, 2, 100), {}, 0);
   EXPECT_GT(d.bytes, s.bytes);  // the loop's float32 latents on top
   EXPECT_LT(d.bytes - s.bytes, 16 * kMiB);  // 12 MiB of float32 latents, plus slack
   EXPECT_THAT(s.breakdown, StartsWith("z-image at float32, batch 2 x 4224 tokens (4096 image + 100 text, padded) x dim 3840: "));
@@ -94,11 +95,11 @@ TEST(ZImageActivations, AStepAndADenoiseOfOneShapeShareTheForward) {
 
 TEST(ZImageActivations, GrowWithTokensBatchAndDecodedWeights) {
   const ZImageConfig c;
-  const int64_t one = z_image_activations(c, denoise_query(128, 1, 100), {}, 0).bytes;
-  EXPECT_GT(z_image_activations(c, denoise_query(128, 2, 100), {}, 0).bytes, 19 * one / 10);
-  EXPECT_GT(z_image_activations(c, denoise_query(160, 1, 100), {}, 0).bytes, one);
-  EXPECT_GT(z_image_activations(c, denoise_query(128, 1, 300), {}, 0).bytes, one);
-  const ActivationEstimate fp8 = z_image_activations(c, denoise_query(128, 1, 100), {}, 157286400);
+  const int64_t one = denoiser_activations(c, denoise_query(128, 1, 100), {}, 0).bytes;
+  EXPECT_GT(denoiser_activations(c, denoise_query(128, 2, 100), {}, 0).bytes, 19 * one / 10);
+  EXPECT_GT(denoiser_activations(c, denoise_query(160, 1, 100), {}, 0).bytes, one);
+  EXPECT_GT(denoiser_activations(c, denoise_query(128, 1, 300), {}, 0).bytes, one);
+  const ActivationEstimate fp8 = denoiser_activations(c, denoise_query(128, 1, 100), {}, 157286400);
   EXPECT_GE(fp8.bytes, one + 157286400);
   EXPECT_THAT(fp8.breakdown, HasSubstr("weight decode 150.0 MiB"));
 }
@@ -106,8 +107,8 @@ TEST(ZImageActivations, GrowWithTokensBatchAndDecodedWeights) {
 TEST(FluxActivations, AGuidedDenoiseRunsTwoForwardsOfOneItem) {
   FluxConfig c;  // FLUX.1-dev's sizes
   c.guidance_embeds = true;
-  const ActivationEstimate one = flux_activations(c, denoise_query(128, 1, 512), {}, 0);
-  const ActivationEstimate guided = flux_activations(c, denoise_query(128, 2, 512), {}, 0);
+  const ActivationEstimate one = denoiser_activations(c, denoise_query(128, 1, 512), {}, 0);
+  const ActivationEstimate guided = denoiser_activations(c, denoise_query(128, 2, 512), {}, 0);
   EXPECT_GT(guided.bytes, one.bytes);
   EXPECT_LT(guided.bytes - one.bytes, 2 * kMiB);
   EXPECT_THAT(guided.breakdown, StartsWith("flux at float32, 2 forwards of batch 1 x 4608 tokens (4096 image + 512 text)"));
@@ -117,7 +118,7 @@ TEST(FluxActivations, AGuidedDenoiseRunsTwoForwardsOfOneItem) {
   step.latent_shape = {4096, 64};
   step.batch = 2;
   step.text_tokens = 512;
-  EXPECT_GT(flux_activations(c, step, {}, 0).bytes, 19 * one.bytes / 10);
+  EXPECT_GT(denoiser_activations(c, step, {}, 0).bytes, 19 * one.bytes / 10);
 }
 
 // The figures docs/reliability.md quotes for the real models at 1024x1024.
@@ -125,8 +126,8 @@ TEST(RealModelActivations, PrintTheFiguresAt1024) {
   FluxConfig flux;
   flux.guidance_embeds = true;
   for (const int64_t batch : {1, 2}) {
-    const ActivationEstimate z = z_image_activations(ZImageConfig(), denoise_query(128, batch, 128), {}, 0);
-    const ActivationEstimate f = flux_activations(flux, denoise_query(128, batch, 512), {}, 0);
+    const ActivationEstimate z = denoiser_activations(ZImageConfig(), denoise_query(128, batch, 128), {}, 0);
+    const ActivationEstimate f = denoiser_activations(flux, denoise_query(128, batch, 512), {}, 0);
     std::printf("%s\n  = %s\n%s\n  = %s\n", z.breakdown.c_str(), format_bytes(z.bytes).c_str(), f.breakdown.c_str(),
                 format_bytes(f.bytes).c_str());
     EXPECT_GT(z.bytes, 0);

@@ -24,8 +24,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/checkpoint/checkpoint.h"
 #include "core/denoise/denoise_loop.h"
+#include "core/models/denoiser_activations.h"
 #include "core/models/flux/flux_latents.h"
-#include "core/models/krea2/krea2_activations.h"
 #include "core/models/krea2/krea2_family.h"
 #include "core/models/krea2/krea2_model.h"
 #include "core/models/krea2/krea2_params.h"
@@ -382,11 +382,11 @@ TEST(Krea2ParityActivations, GrowWithTheImageAndTheText) {
   q.latent_shape = {config.in_channels / 4, 64, 64};
   q.text_tokens = 32;
   q.denoise_loop = true;
-  const int64_t small = krea2_activations(config, q, AttentionOptions(), 0).bytes;
+  const int64_t small = denoiser_activations(config, q, AttentionOptions(), 0).bytes;
   q.latent_shape = {config.in_channels / 4, 128, 128};
-  const ActivationEstimate large = krea2_activations(config, q, AttentionOptions(), 0);
+  const ActivationEstimate large = denoiser_activations(config, q, AttentionOptions(), 0);
   q.text_tokens = 512;
-  const int64_t long_text = krea2_activations(config, q, AttentionOptions(), 0).bytes;
+  const int64_t long_text = denoiser_activations(config, q, AttentionOptions(), 0).bytes;
   EXPECT_GT(small, 0);
   EXPECT_GT(large.bytes, small);
   EXPECT_GT(long_text, large.bytes);
