@@ -74,6 +74,19 @@ absl::Status check_request(const GenerateRequest& r) {
   return absl::OkStatus();
 }
 
+// How component `name`, at `id_or_path`, is described, sized and readied:
+// with its `options`, if the request gave any.
+ModelLoadRequest component_load(const std::string& name, const std::string& id_or_path,
+                                const std::map<std::string, ComponentOptions>& options) {
+  ModelLoadRequest load;
+  load.path = id_or_path;
+  if (const auto o = options.find(name); o != options.end()) {
+    load.fp8 = o->second.fp8;
+    load.compute_dtype = o->second.compute_dtype;
+  }
+  return load;
+}
+
 // A request resolved against its family: every component's id or path,
 // and the options it is loaded with.
 struct Resolved {
@@ -81,16 +94,7 @@ struct Resolved {
   std::map<std::string, std::string> ids;
   std::map<std::string, ComponentOptions> options;
 
-  // How component `name` is described, sized and readied.
-  ModelLoadRequest load_of(const std::string& name) const {
-    ModelLoadRequest load;
-    load.path = ids.at(name);
-    if (const auto o = options.find(name); o != options.end()) {
-      load.fp8 = o->second.fp8;
-      load.compute_dtype = o->second.compute_dtype;
-    }
-    return load;
-  }
+  ModelLoadRequest load_of(const std::string& name) const { return component_load(name, ids.at(name), options); }
 };
 
 absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_dir, const GenerateRequest& r) {
@@ -106,13 +110,9 @@ absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_di
       return absl::InvalidArgumentError(
           absl::StrCat("give a pipeline folder, or every component including \"", kDenoiserComponent, "\""));
     }
-    ModelLoadRequest load;
-    load.path = denoiser->second;
-    if (const auto o = r.component_options.find(kDenoiserComponent); o != r.component_options.end()) {
-      load.fp8 = o->second.fp8;
-      load.compute_dtype = o->second.compute_dtype;
-    }
-    DIFFUSIOND_ASSIGN_OR_RETURN(ModelInfo info, describe_component(engine, load));
+    DIFFUSIOND_ASSIGN_OR_RETURN(
+        ModelInfo info,
+        describe_component(engine, component_load(kDenoiserComponent, denoiser->second, r.component_options)));
     out.family = find_pipeline_family_for_denoiser(info.architecture);
     if (out.family == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("no pipeline family runs a ", info.architecture, " denoiser (\"",
