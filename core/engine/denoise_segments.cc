@@ -1,8 +1,7 @@
 #include "core/engine/denoise_segments.h"
 
-#include <optional>
-
 #include "absl/strings/str_cat.h"
+#include "core/engine/describe_model.h"
 #include "core/util/bounded_text.h"
 #include "core/util/status_macros.h"
 
@@ -26,20 +25,13 @@ absl::Status check_later_segments(EngineApi& engine, const EngineDenoiseRequest&
       return absl::InvalidArgumentError(
           absl::StrCat("segment ", k + 1, " has guidance_scale ", s.guidance_scale, ", expected >= 0"));
     }
-    // Described, not loaded: a cached model by its id, else the checkpoint
-    // the path names, from its headers and config.
-    std::optional<ModelInfo> info;
-    for (ModelInfo& m : engine.list()) {
-      if (m.model_id == s.model) info = std::move(m);
-    }
-    if (!info.has_value()) {
-      ModelLoadRequest load;
-      load.path = s.model;
-      DIFFUSIOND_ASSIGN_OR_RETURN(info, engine.inspect(load));
-    }
-    if (info->architecture != first.architecture()) {
+    // Described, not loaded.
+    ModelLoadRequest load;
+    load.path = s.model;
+    DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo info, describe_model(engine, load));
+    if (info.architecture != first.architecture()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "segment ", k + 1, "'s model \"", bounded(s.model), "\" is ", info->architecture, ", but model \"",
+          "segment ", k + 1, "'s model \"", bounded(s.model), "\" is ", info.architecture, ", but model \"",
           bounded(request.model.id()), "\" is ", first.architecture(), ": every segment must be one architecture"));
     }
   }

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/engine/load_resolver.h"
+#include "core/engine/describe_model.h"
 #include "core/models/activation_estimate.h"
 #include "core/models/text_encoder.h"
 #include "core/pipeline/pipeline_family.h"
@@ -112,7 +112,7 @@ absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_di
     }
     DIFFUSIOND_ASSIGN_OR_RETURN(
         ModelInfo info,
-        describe_component(engine, component_load(kDenoiserComponent, denoiser->second, r.component_options)));
+        describe_model(engine, component_load(kDenoiserComponent, denoiser->second, r.component_options)));
     out.family = find_pipeline_family_for_denoiser(info.architecture);
     if (out.family == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("no pipeline family runs a ", info.architecture, " denoiser (\"",
@@ -150,7 +150,7 @@ absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_di
 absl::StatusOr<std::map<std::string, ModelInfo>> describe_components(EngineApi& engine, const Resolved& resolved) {
   std::map<std::string, ModelInfo> infos;
   for (const auto& [name, id] : resolved.ids) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(infos[name], describe_component(engine, resolved.load_of(name)));
+    DIFFUSIOND_ASSIGN_OR_RETURN(infos[name], describe_model(engine, resolved.load_of(name)));
   }
   return infos;
 }
@@ -329,15 +329,6 @@ void report_call(const GenerateOptions& options, const std::string& model_id, Ca
   }
   report_evictions(options, report.evicted, what);
   report_placement_evictions(options, report.where, what);
-}
-
-absl::StatusOr<ModelInfo> describe_component(EngineApi& engine, const ModelLoadRequest& model) {
-  for (ModelInfo& m : engine.list()) {
-    if (m.model_id != model.path) continue;
-    DIFFUSIOND_RETURN_IF_ERROR(check_load_options(m, model));
-    return std::move(m);
-  }
-  return engine.inspect(model);
 }
 
 absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& models_dir,

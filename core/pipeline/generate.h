@@ -117,12 +117,6 @@ absl::StatusOr<ModelHandle> ready_component(EngineApi& engine, const ModelLoadRe
 void report_call(const GenerateOptions& options, const std::string& model_id, CallReport& report,
                  absl::string_view what);
 
-// Returns the description of the model `model.path` names without loading
-// it: a loaded model's info (FAILED_PRECONDITION if it was loaded with
-// other options than `model` sets: check_load_options), else
-// engine.inspect()'s of that path with those options (and its errors).
-absl::StatusOr<ModelInfo> describe_component(EngineApi& engine, const ModelLoadRequest& model);
-
 // Runs the pipeline. INVALID_ARGUMENT for a bad request (size, steps,
 // prompt length, unknown or missing components, a pipeline folder without
 // model_index.json or of a class no family serves, components whose latent

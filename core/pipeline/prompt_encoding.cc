@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/engine/describe_model.h"
 #include "core/pipeline/pipeline_family.h"
 #include "core/pipeline/pipeline_folder.h"
 #include "core/util/bounded_text.h"
@@ -74,7 +75,7 @@ absl::StatusOr<EncodedPrompt> encode_prompt(EngineApi& engine, const std::string
   // The family is chosen from the encoder's description, before it loads.
   ModelLoadRequest load;
   load.path = request.text_encoder;
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo described, describe_component(engine, load));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo described, describe_model(engine, load));
   DIFFUSIOND_ASSIGN_OR_RETURN(const EncoderComponent chosen,
                               choose_component(find_encoder_components(described.architecture), named, described));
   DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle encoder,
