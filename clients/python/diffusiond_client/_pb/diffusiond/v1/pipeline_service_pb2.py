@@ -15,7 +15,7 @@ from diffusiond_client._pb.diffusiond.v1 import model_service_pb2 as diffusiond_
 from diffusiond_client._pb.diffusiond.v1 import tensor_pb2 as diffusiond_dot_v1_dot_tensor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$diffusiond/v1/pipeline_service.proto\x12\rdiffusiond.v1\x1a!diffusiond/v1/model_service.proto\x1a\x1a\x64iffusiond/v1/tensor.proto\"M\n\x13\x45ncodePromptRequest\x12\x14\n\x0ctext_encoder\x18\x01 \x01(\t\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x10\n\x08pipeline\x18\x03 \x01(\t\"Y\n\x14\x45ncodePromptResponse\x12\x31\n\x0c\x63onditioning\x18\x01 \x01(\x0b\x32\x1b.diffusiond.v1.Conditioning\x12\x0e\n\x06tokens\x18\x02 \x01(\x05\"D\n\rDecodeRequest\x12\x0b\n\x03vae\x18\x01 \x01(\t\x12&\n\x07latents\x18\x02 \x01(\x0b\x32\x15.diffusiond.v1.Tensor\"A\n\x05Image\x12\x0b\n\x03png\x18\x01 \x01(\x0c\x12\r\n\x05width\x18\x02 \x01(\x05\x12\x0e\n\x06height\x18\x03 \x01(\x05\x12\x0c\n\x04seed\x18\x04 \x01(\x04\"N\n\x10\x43omponentOptions\x12#\n\x03\x66p8\x18\x01 \x01(\x0e\x32\x16.diffusiond.v1.Fp8Mode\x12\x15\n\rcompute_dtype\x18\x02 \x01(\t\"\xa1\x04\n\x0fGenerateRequest\x12\x10\n\x08pipeline\x18\x01 \x01(\t\x12\x42\n\ncomponents\x18\r \x03(\x0b\x32..diffusiond.v1.GenerateRequest.ComponentsEntry\x12\x14\n\x0ctext_encoder\x18\x02 \x01(\t\x12\x13\n\x0btransformer\x18\x03 \x01(\t\x12\x0b\n\x03vae\x18\x04 \x01(\t\x12\x0e\n\x06prompt\x18\x05 \x01(\t\x12\x17\n\x0fnegative_prompt\x18\x06 \x01(\t\x12\r\n\x05width\x18\x07 \x01(\x05\x12\x0e\n\x06height\x18\x08 \x01(\x05\x12\r\n\x05steps\x18\t \x01(\x05\x12\x16\n\x0eguidance_scale\x18\n \x01(\x01\x12\x0c\n\x04seed\x18\x0b \x01(\x04\x12\r\n\x05shift\x18\x0c \x01(\x01\x12\x16\n\x0etrue_cfg_scale\x18\x0e \x01(\x01\x12O\n\x11\x63omponent_options\x18\x0f \x03(\x0b\x32\x34.diffusiond.v1.GenerateRequest.ComponentOptionsEntry\x1a\x31\n\x0f\x43omponentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aX\n\x15\x43omponentOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12.\n\x05value\x18\x02 \x01(\x0b\x32\x1f.diffusiond.v1.ComponentOptions:\x02\x38\x01\"\xa0\x02\n\x10GenerateProgress\x12\x34\n\x05stage\x18\x01 \x01(\x0e\x32%.diffusiond.v1.GenerateProgress.Stage\x12\x10\n\x08model_id\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x05\x12\r\n\x05steps\x18\x04 \x01(\x05\x12\x0f\n\x07seconds\x18\x05 \x01(\x01\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x07 \x01(\t\"v\n\x05Stage\x12\x15\n\x11STAGE_UNSPECIFIED\x10\x00\x12\x0e\n\nSTAGE_LOAD\x10\x01\x12\x0f\n\x0bSTAGE_EVICT\x10\x02\x12\x10\n\x0cSTAGE_ENCODE\x10\x03\x12\x11\n\rSTAGE_DENOISE\x10\x04\x12\x10\n\x0cSTAGE_DECODE\x10\x05\"t\n\rGenerateEvent\x12\x33\n\x08progress\x18\x01 \x01(\x0b\x32\x1f.diffusiond.v1.GenerateProgressH\x00\x12%\n\x05image\x18\x02 \x01(\x0b\x32\x14.diffusiond.v1.ImageH\x00\x42\x07\n\x05\x65vent2\xf4\x01\n\x0fPipelineService\x12W\n\x0c\x45ncodePrompt\x12\".diffusiond.v1.EncodePromptRequest\x1a#.diffusiond.v1.EncodePromptResponse\x12<\n\x06\x44\x65\x63ode\x12\x1c.diffusiond.v1.DecodeRequest\x1a\x14.diffusiond.v1.Image\x12J\n\x08Generate\x12\x1e.diffusiond.v1.GenerateRequest\x1a\x1c.diffusiond.v1.GenerateEvent0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$diffusiond/v1/pipeline_service.proto\x12\rdiffusiond.v1\x1a!diffusiond/v1/model_service.proto\x1a\x1a\x64iffusiond/v1/tensor.proto\"M\n\x13\x45ncodePromptRequest\x12\x14\n\x0ctext_encoder\x18\x01 \x01(\t\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x10\n\x08pipeline\x18\x03 \x01(\t\"Y\n\x14\x45ncodePromptResponse\x12\x31\n\x0c\x63onditioning\x18\x01 \x01(\x0b\x32\x1b.diffusiond.v1.Conditioning\x12\x0e\n\x06tokens\x18\x02 \x01(\x05\"D\n\rDecodeRequest\x12\x0b\n\x03vae\x18\x01 \x01(\t\x12&\n\x07latents\x18\x02 \x01(\x0b\x32\x15.diffusiond.v1.Tensor\"P\n\x05Image\x12\x0b\n\x03png\x18\x01 \x01(\x0c\x12\r\n\x05width\x18\x02 \x01(\x05\x12\x0e\n\x06height\x18\x03 \x01(\x05\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\r\n\x05index\x18\x05 \x01(\x05\"N\n\x10\x43omponentOptions\x12#\n\x03\x66p8\x18\x01 \x01(\x0e\x32\x16.diffusiond.v1.Fp8Mode\x12\x15\n\rcompute_dtype\x18\x02 \x01(\t\"\xdd\x05\n\x0fGenerateRequest\x12\x10\n\x08pipeline\x18\x01 \x01(\t\x12\x42\n\ncomponents\x18\r \x03(\x0b\x32..diffusiond.v1.GenerateRequest.ComponentsEntry\x12\x14\n\x0ctext_encoder\x18\x02 \x01(\t\x12\x13\n\x0btransformer\x18\x03 \x01(\t\x12\x0b\n\x03vae\x18\x04 \x01(\t\x12\x0e\n\x06prompt\x18\x05 \x01(\t\x12\x17\n\x0fnegative_prompt\x18\x06 \x01(\t\x12\r\n\x05width\x18\x07 \x01(\x05\x12\x0e\n\x06height\x18\x08 \x01(\x05\x12\r\n\x05steps\x18\t \x01(\x05\x12\x16\n\x0eguidance_scale\x18\n \x01(\x01\x12\x0c\n\x04seed\x18\x0b \x01(\x04\x12\r\n\x05shift\x18\x0c \x01(\x01\x12\x16\n\x0etrue_cfg_scale\x18\x0e \x01(\x01\x12O\n\x11\x63omponent_options\x18\x0f \x03(\x0b\x32\x34.diffusiond.v1.GenerateRequest.ComponentOptionsEntry\x12\r\n\x05image\x18\x10 \x01(\x0c\x12+\n\x0cimage_tensor\x18\x15 \x01(\x0b\x32\x15.diffusiond.v1.Tensor\x12\x12\n\nmask_image\x18\x11 \x01(\x0c\x12*\n\x0bmask_tensor\x18\x16 \x01(\x0b\x32\x15.diffusiond.v1.Tensor\x12\x10\n\x08strength\x18\x12 \x01(\x01\x12\x1d\n\x15num_images_per_prompt\x18\x13 \x01(\x05\x12\r\n\x05seeds\x18\x14 \x03(\x04\x1a\x31\n\x0f\x43omponentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aX\n\x15\x43omponentOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12.\n\x05value\x18\x02 \x01(\x0b\x32\x1f.diffusiond.v1.ComponentOptions:\x02\x38\x01\"\xa0\x02\n\x10GenerateProgress\x12\x34\n\x05stage\x18\x01 \x01(\x0e\x32%.diffusiond.v1.GenerateProgress.Stage\x12\x10\n\x08model_id\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x05\x12\r\n\x05steps\x18\x04 \x01(\x05\x12\x0f\n\x07seconds\x18\x05 \x01(\x01\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x07 \x01(\t\"v\n\x05Stage\x12\x15\n\x11STAGE_UNSPECIFIED\x10\x00\x12\x0e\n\nSTAGE_LOAD\x10\x01\x12\x0f\n\x0bSTAGE_EVICT\x10\x02\x12\x10\n\x0cSTAGE_ENCODE\x10\x03\x12\x11\n\rSTAGE_DENOISE\x10\x04\x12\x10\n\x0cSTAGE_DECODE\x10\x05\"t\n\rGenerateEvent\x12\x33\n\x08progress\x18\x01 \x01(\x0b\x32\x1f.diffusiond.v1.GenerateProgressH\x00\x12%\n\x05image\x18\x02 \x01(\x0b\x32\x14.diffusiond.v1.ImageH\x00\x42\x07\n\x05\x65vent2\xf4\x01\n\x0fPipelineService\x12W\n\x0c\x45ncodePrompt\x12\".diffusiond.v1.EncodePromptRequest\x1a#.diffusiond.v1.EncodePromptResponse\x12<\n\x06\x44\x65\x63ode\x12\x1c.diffusiond.v1.DecodeRequest\x1a\x14.diffusiond.v1.Image\x12J\n\x08Generate\x12\x1e.diffusiond.v1.GenerateRequest\x1a\x1c.diffusiond.v1.GenerateEvent0\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'diffusiond.v1.pipeline_service_pb2', globals())
@@ -33,21 +33,21 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _DECODEREQUEST._serialized_start=288
   _DECODEREQUEST._serialized_end=356
   _IMAGE._serialized_start=358
-  _IMAGE._serialized_end=423
-  _COMPONENTOPTIONS._serialized_start=425
-  _COMPONENTOPTIONS._serialized_end=503
-  _GENERATEREQUEST._serialized_start=506
-  _GENERATEREQUEST._serialized_end=1051
-  _GENERATEREQUEST_COMPONENTSENTRY._serialized_start=912
-  _GENERATEREQUEST_COMPONENTSENTRY._serialized_end=961
-  _GENERATEREQUEST_COMPONENTOPTIONSENTRY._serialized_start=963
-  _GENERATEREQUEST_COMPONENTOPTIONSENTRY._serialized_end=1051
-  _GENERATEPROGRESS._serialized_start=1054
-  _GENERATEPROGRESS._serialized_end=1342
-  _GENERATEPROGRESS_STAGE._serialized_start=1224
-  _GENERATEPROGRESS_STAGE._serialized_end=1342
-  _GENERATEEVENT._serialized_start=1344
-  _GENERATEEVENT._serialized_end=1460
-  _PIPELINESERVICE._serialized_start=1463
-  _PIPELINESERVICE._serialized_end=1707
+  _IMAGE._serialized_end=438
+  _COMPONENTOPTIONS._serialized_start=440
+  _COMPONENTOPTIONS._serialized_end=518
+  _GENERATEREQUEST._serialized_start=521
+  _GENERATEREQUEST._serialized_end=1254
+  _GENERATEREQUEST_COMPONENTSENTRY._serialized_start=1115
+  _GENERATEREQUEST_COMPONENTSENTRY._serialized_end=1164
+  _GENERATEREQUEST_COMPONENTOPTIONSENTRY._serialized_start=1166
+  _GENERATEREQUEST_COMPONENTOPTIONSENTRY._serialized_end=1254
+  _GENERATEPROGRESS._serialized_start=1257
+  _GENERATEPROGRESS._serialized_end=1545
+  _GENERATEPROGRESS_STAGE._serialized_start=1427
+  _GENERATEPROGRESS_STAGE._serialized_end=1545
+  _GENERATEEVENT._serialized_start=1547
+  _GENERATEEVENT._serialized_end=1663
+  _PIPELINESERVICE._serialized_start=1666
+  _PIPELINESERVICE._serialized_end=1910
 # @@protoc_insertion_point(module_scope)
