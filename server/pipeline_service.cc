@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/image/png.h"
+#include "core/pipeline/image_inputs.h"
 #include "core/pipeline/prompt_encoding.h"
 #include "core/util/status_macros.h"
 #include "server/cancellable_reactor.h"
@@ -13,6 +14,20 @@
 
 namespace diffusiond {
 namespace {
+
+// An image input given as PNG bytes or as a tensor (`field` and
+// "<field>_tensor"), as float [rank dims] in [0, 1] (image_inputs.h):
+// undefined when neither is given.
+absl::StatusOr<torch::Tensor> image_input(const std::string& png, const v1::Tensor* tensor, absl::string_view field,
+                                          int64_t rank) {
+  if (!png.empty() && tensor != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("give ", field, " or ", field, "_tensor, not both"));
+  }
+  if (!png.empty()) return rank == 3 ? image_from_png(png, field) : mask_from_png(png, field);
+  if (tensor == nullptr) return torch::Tensor();
+  DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor t, from_wire(*tensor, absl::StrCat(field, "_tensor")));
+  return squeeze_leading(t, rank);
+}
 
 // Encodes uint8 pixels [H, W, 3] as the API's Image.
 absl::Status to_wire_image(const torch::Tensor& pixels, uint64_t seed, const PngText& text, v1::Image* image) {
@@ -78,7 +93,8 @@ absl::StatusOr<GenerateRequest> generate_request(const v1::GenerateRequest& wire
   r.width = wire.width();
   r.height = wire.height();
   r.steps = wire.steps();
-  r.guidance_scale = wire.guidance_scale();
+  if (wire.has_guidance_scale()) r.guidance_scale = wire.guidance_scale();
+  if (wire.legacy_guidance_scale() != 0) r.legacy_guidance_scale = wire.legacy_guidance_scale();
   r.true_cfg_scale = wire.true_cfg_scale();
   for (const auto& [name, o] : wire.component_options()) {
     ComponentOptions& options = r.component_options[name];
@@ -87,6 +103,14 @@ absl::StatusOr<GenerateRequest> generate_request(const v1::GenerateRequest& wire
   }
   r.seed = wire.seed();
   r.shift = wire.shift();
+  DIFFUSIOND_ASSIGN_OR_RETURN(r.image, image_input(wire.image(), wire.has_image_tensor() ? &wire.image_tensor() : nullptr,
+                                                   "image", 3));
+  DIFFUSIOND_ASSIGN_OR_RETURN(r.mask_image, image_input(wire.mask_image(),
+                                                        wire.has_mask_tensor() ? &wire.mask_tensor() : nullptr,
+                                                        "mask_image", 2));
+  r.strength = wire.strength();
+  r.num_images_per_prompt = wire.num_images_per_prompt();
+  r.seeds.assign(wire.seeds().begin(), wire.seeds().end());
   return r;
 }
 
@@ -165,6 +189,7 @@ grpc::ServerWriteReactor<v1::GenerateEvent>* PipelineServiceImpl::Generate(grpc:
       p->set_seconds(absl::ToDoubleSeconds(e.time));
       p->set_detail(e.detail);
       p->set_device(e.device);
+      p->set_image(e.image);
       if (e.stage == GenerateEvent::Stage::kDenoise) deps.metrics->observe_step(e.model_id, e.time);
       if (absl::string_view stage = stage_label(e.stage); !stage.empty()) {
         deps.metrics->observe_generate_stage(stage, e.time);
@@ -172,13 +197,17 @@ grpc::ServerWriteReactor<v1::GenerateEvent>* PipelineServiceImpl::Generate(grpc:
       }
       stream->send(std::move(event));
     };
-    absl::StatusOr<GeneratedImage> image = generate(*deps.engine, models_dir, request, options);
-    absl::Status status = image.status();
-    if (image.ok()) {
+    // Each image goes out as soon as it is decoded.
+    absl::Status sent;
+    options.on_image = [&](GeneratedImage image) {
+      if (!sent.ok()) return;
       v1::GenerateEvent event;
-      status = to_wire_image(image->pixels, image->seed, image->parameters, event.mutable_image());
-      if (status.ok()) stream->send(std::move(event));
-    }
+      sent = to_wire_image(image.pixels, image.seed, image.parameters, event.mutable_image());
+      event.mutable_image()->set_index(image.index);
+      if (sent.ok()) stream->send(std::move(event));
+    };
+    absl::Status status = generate_images(*deps.engine, models_dir, request, options).status();
+    if (status.ok()) status = sent;
     if (absl::IsCancelled(status) || stream->cancelled()) deps.metrics->count_cancellation("generate");
     stream->finish(to_grpc_status(status));
   });

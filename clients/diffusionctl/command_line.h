@@ -124,12 +124,17 @@ struct GenerateOptions {
   // and --vae shorthands).
   std::map<std::string, std::string> components;
   std::string prompt;
-  std::string negative_prompt;  // used when guidance_scale > 1
+  std::string negative_prompt;  // used when the pipeline applies classifier-free guidance
   int width = 0;                // pixels, a multiple of 16; 0: the pipeline's default
   int height = 0;
   int steps = 0;                // 0: the pipeline's default
-  double guidance_scale = 0.0;  // 0: the pipeline's default
+  std::optional<double> guidance_scale;  // upstream's meaning; empty: the pipeline's default
   double true_cfg_scale = 0.0;  // FLUX's true CFG, with negative_prompt; 0: not asked
+  std::string image_path;       // img2img: a PNG, sent as its bytes
+  std::string mask_path;        // inpainting, with image_path
+  double strength = 0.0;        // with image_path; 0: the pipeline's default
+  int num_images = 0;           // 0: 1; images go to out_path with "-<index>" before ".png"
+  std::vector<uint64_t> seeds;  // one per image; replaces seed
   // Component name -> how this Generate loads it (--component_fp8
   // NAME=MODE, --component_dtype NAME=DTYPE); unset: the daemon's defaults.
   struct ComponentLoad {

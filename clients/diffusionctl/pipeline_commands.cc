@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -16,6 +17,7 @@
 #include "clients/diffusionctl/progress.h"
 #include "clients/diffusionctl/tensor_file.h"
 #include "core/image/png.h"
+#include "core/util/file_text.h"
 #include "diffusiond/v1/pipeline_service.grpc.pb.h"
 #include "proto/wire_format.h"
 
@@ -99,6 +101,17 @@ absl::Status write_image(const CommandEnv& env, const std::string& path, const v
   return absl::OkStatus();
 }
 
+// "out.png" -> "out-<index>.png" (the index before the extension, if any).
+std::string indexed_path(const std::string& path, int index) {
+  const size_t dot = path.rfind('.');
+  const size_t slash = path.rfind('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return absl::StrCat(path, "-", index);
+  return absl::StrCat(path.substr(0, dot), "-", index, path.substr(dot));
+}
+
+// A PNG the daemon would take (its side limit, 4096, at 16 bits with alpha).
+constexpr int64_t kMaxImageFileBytes = int64_t{256} << 20;
+
 }  // namespace
 
 absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) {
@@ -110,14 +123,25 @@ absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) 
   request.set_width(options.width);
   request.set_height(options.height);
   request.set_steps(options.steps);
-  request.set_guidance_scale(options.guidance_scale);
+  if (options.guidance_scale.has_value()) request.set_guidance_scale(*options.guidance_scale);
   request.set_true_cfg_scale(options.true_cfg_scale);
+  // The image inputs go as the files' bytes: the daemon decodes and checks them.
+  for (const auto& [path, field] : {std::pair<const std::string*, std::string*>{&options.image_path, request.mutable_image()},
+                                    {&options.mask_path, request.mutable_mask_image()}}) {
+    if (path->empty()) continue;
+    absl::StatusOr<std::string> bytes = read_text_file(*path, kMaxImageFileBytes);
+    if (!bytes.ok()) return bytes.status();
+    *field = *std::move(bytes);
+  }
+  request.set_strength(options.strength);
+  request.set_num_images_per_prompt(options.num_images);
+  for (uint64_t seed : options.seeds) request.add_seeds(seed);
   for (const auto& [name, load] : options.component_options) {
     v1::ComponentOptions& wire = (*request.mutable_component_options())[name];
     wire.set_fp8(load.fp8);
     wire.set_compute_dtype(load.compute_dtype);
   }
-  request.set_seed(options.seed.has_value() ? *options.seed : random_seed());
+  if (options.seeds.empty()) request.set_seed(options.seed.has_value() ? *options.seed : random_seed());
   request.set_shift(options.shift);
 
   auto stub = v1::PipelineService::NewStub(env.channel);
@@ -133,13 +157,18 @@ absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) 
       stub->Generate(context.get(), request);
   v1::GenerateEvent event;
   std::string last_progress;
-  std::optional<v1::Image> image;
+  const int images = std::max(options.num_images, 1);
+  int written = 0;
+  absl::Status write_status;
   while (reader->Read(&event)) {
     if (event.has_progress()) {
       last_progress = format_generate_progress(event.progress());
       *env.err << last_progress << std::endl;
-    } else if (event.has_image()) {
-      image = std::move(*event.mutable_image());
+    } else if (event.has_image() && write_status.ok()) {
+      // Each image is written as it arrives.
+      const std::string path = images == 1 ? options.out_path : indexed_path(options.out_path, written);
+      write_status = write_image(env, path, event.image(), "Generate", /*with_seed=*/true);
+      ++written;
     }
   }
   const grpc::Status status = reader->Finish();
@@ -152,8 +181,11 @@ absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) 
                                                  : absl::StrCat("after \"", last_progress, "\""),
                                              " (", s.message(), ")"));
   }
-  if (!image.has_value()) return absl::InternalError("the daemon ended Generate without an image");
-  return write_image(env, options.out_path, *image, "Generate", /*with_seed=*/true);
+  if (!write_status.ok()) return write_status;
+  if (written != images) {
+    return absl::InternalError(absl::StrCat("the daemon ended Generate after ", written, " of ", images, " images"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status run_command(const CommandEnv& env, const EncodeOptions& options) {

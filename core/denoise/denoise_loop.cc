@@ -1,7 +1,5 @@
 #include "core/denoise/denoise_loop.h"
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/util/status_macros.h"
@@ -27,14 +25,48 @@ torch::Tensor norm_rescaled_guidance(const torch::Tensor& pos, const torch::Tens
   return (comb.reshape({c, f, h / patch, patch, w / patch, patch}) * factor).reshape(pos.sizes());
 }
 
-}  // namespace
-
-torch::Tensor seeded_noise(const std::vector<int64_t>& shape, uint64_t seed) {
-  at::Generator generator = at::detail::createCPUGenerator(seed);
-  return torch::randn(shape, generator, torch::TensorOptions().dtype(torch::kFloat32));
+// OK when `from`'s tensors are float, clean and noise of one shape [C,
+// spatial...], and the mask (if any) [1, spatial...].
+absl::Status check_image_start(const ImageStart& from) {
+  const auto shape = [](const torch::Tensor& t) {
+    return t.defined() ? absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]") : std::string("none");
+  };
+  if (!from.clean.defined() || !from.noise.defined() || from.clean.dim() < 2 || !from.clean.is_floating_point() ||
+      !from.noise.is_floating_point() || from.clean.sizes() != from.noise.sizes()) {
+    return absl::InvalidArgumentError(absl::StrCat("an image's run needs float clean latents and noise of one shape "
+                                                   "[C, ...], got ", shape(from.clean), " and ", shape(from.noise)));
+  }
+  if (from.mask.defined()) {
+    std::vector<int64_t> expected = from.clean.sizes().vec();
+    expected[0] = 1;
+    if (from.mask.sizes().vec() != expected || !from.mask.is_floating_point()) {
+      return absl::InvalidArgumentError(absl::StrCat("an inpainting mask must be float [", absl::StrJoin(expected, ", "),
+                                                     "], got ", shape(from.mask)));
+    }
+  }
+  return absl::OkStatus();
 }
 
+// Upstream's FlowMatchEulerDiscreteScheduler.scale_noise at `sigma`, in
+// float32 and in its order of operations.
+torch::Tensor scale_noise(const ImageStart& from, float sigma) {
+  return sigma * from.noise.to(torch::kFloat32) + (1.0f - sigma) * from.clean.to(torch::kFloat32);
+}
+
+}  // namespace
+
 absl::StatusOr<DenoiseRun> DenoiseRun::start(const FlowConvention& convention, const DenoiseRequest& request) {
+  if (request.from_image.has_value()) {
+    const ImageStart& from = *request.from_image;
+    DIFFUSIOND_RETURN_IF_ERROR(check_image_start(from));
+    DIFFUSIOND_ASSIGN_OR_RETURN(Schedule schedule, flow_match_schedule(request.schedule));
+    if (from.first_step < 0 || from.first_step >= schedule.steps()) {
+      return absl::InvalidArgumentError(absl::StrCat("an image's run must start at a step of 0 to ",
+                                                     schedule.steps() - 1, ", got ", from.first_step));
+    }
+    torch::Tensor latents = scale_noise(from, schedule.sigmas[from.first_step]);
+    return DenoiseRun(convention, request, std::move(latents), std::move(schedule), from.first_step);
+  }
   torch::Tensor latents;
   if (request.initial_latents.defined()) {
     // The rank is the model's to check (its LatentLayout): images are
@@ -57,14 +89,24 @@ absl::StatusOr<DenoiseRun> DenoiseRun::start(const FlowConvention& convention, c
     latents = seeded_noise(request.latent_shape, request.seed);
   }
   DIFFUSIOND_ASSIGN_OR_RETURN(Schedule schedule, flow_match_schedule(request.schedule));
-  return DenoiseRun(convention, request, std::move(latents), std::move(schedule));
+  return DenoiseRun(convention, request, std::move(latents), std::move(schedule), 0);
 }
 
 DenoiseRun::DenoiseRun(const FlowConvention& convention, const DenoiseRequest& request, torch::Tensor latents,
-                       Schedule schedule)
-    : convention_(convention), has_negative_(request.has_negative), latents_(std::move(latents)) {
+                       Schedule schedule, int first_step)
+    : convention_(convention),
+      has_negative_(request.has_negative),
+      latents_(std::move(latents)),
+      first_step_(first_step),
+      next_(first_step) {
   result_.schedule = std::move(schedule);
   if (request.schedule.solver == FlowSolver::kUniPc) unipc_.emplace(result_.schedule, request.schedule.solver_order);
+  if (request.from_image.has_value() && request.from_image->mask.defined()) {
+    inpaint_ = request.from_image;
+    inpaint_->clean = inpaint_->clean.to(torch::kFloat32);
+    inpaint_->noise = inpaint_->noise.to(torch::kFloat32);
+    inpaint_->mask = inpaint_->mask.to(torch::kFloat32);
+  }
 }
 
 absl::Status DenoiseRun::run(const FlowPredictor& predict, double guidance_scale, int end, int segment,
@@ -107,11 +149,17 @@ absl::Status DenoiseRun::run(const FlowPredictor& predict, double guidance_scale
     const torch::Tensor velocity = convention_.velocity_sign == 1.0f ? pred : convention_.velocity_sign * pred;
     latents_ = unipc_.has_value() ? unipc_->step(i, latents_, velocity)
                                   : latents_ + (s.sigmas[i + 1] - s.sigmas[i]) * velocity;
+    if (inpaint_.has_value()) {
+      // Upstream blends with timesteps[i + 1]'s noise level, and with the
+      // clean latents themselves after the last step.
+      const torch::Tensor kept = i + 1 < s.steps() ? scale_noise(*inpaint_, s.sigmas[i + 1]) : inpaint_->clean;
+      latents_ = (1 - inpaint_->mask) * kept + inpaint_->mask * latents_;
+    }
     if (options.keep_history) result_.history.push_back(latents_);
     if (options.on_step) {
       StepEvent event;
-      event.step = i + 1;
-      event.steps = s.steps();
+      event.step = i + 1 - first_step_;
+      event.steps = s.steps() - first_step_;
       event.sigma = s.sigmas[i];
       event.step_time = clock->now() - start;
       event.segment = segment;

@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "core/denoise/flow_convention.h"
 #include "core/denoise/flow_match_schedule.h"
+#include "core/denoise/seeded_generator.h"
 #include "core/denoise/unipc_multistep.h"
 #include "core/util/cancellation.h"
 #include "core/util/clock.h"
@@ -37,9 +38,26 @@ struct FlowPrediction {
 using FlowPredictor =
     std::function<absl::StatusOr<FlowPrediction>(const torch::Tensor& latents, float t, bool with_negative)>;
 
+// A run that starts from an image's latents (img2img, inpainting), as
+// diffusers' *Img2ImgPipeline and *InpaintPipeline drive the flow-matching
+// scheduler: the schedule is computed for every step, the run begins at
+// `first_step` (get_timesteps' t_start, set_begin_index), and the start is
+// scale_noise(clean, σ[first_step], noise) = σ·noise + (1 − σ)·clean.
+struct ImageStart {
+  torch::Tensor clean;  // the image's latents [C, ...] (pipeline space)
+  torch::Tensor noise;  // the same shape
+  int first_step = 0;   // in [0, steps)
+  // Inpainting: [1, spatial...] (the latents' spatial sizes), 1 where the
+  // image is repainted and 0 where it is kept. After each step the kept part
+  // is reset to the clean latents noised to the next step's sigma (none
+  // after the last step): latents = (1 − mask)·scale_noise(clean, σ[i + 1],
+  // noise) + mask·latents. Undefined: img2img.
+  torch::Tensor mask;
+};
+
 struct DenoiseRequest {
   // Initial latents [C, H, W] (float, converted to float32). When undefined,
-  // noise of `latent_shape` is drawn from `seed`.
+  // noise of `latent_shape` is drawn from `seed`. Ignored with from_image.
   torch::Tensor initial_latents;
   std::vector<int64_t> latent_shape;  // [C, H, W]
   uint64_t seed = 0;
@@ -52,10 +70,13 @@ struct DenoiseRequest {
   double guidance_scale = 1.0;
   bool has_negative = false;  // guidance needs negative conditioning
   ScheduleOptions schedule;
+  std::optional<ImageStart> from_image;
 };
 
 struct StepEvent {
-  int step = 0;  // 1-based: steps done
+  // 1-based: steps done, of the steps this run makes (an img2img run from
+  // ImageStart::first_step counts from there, as upstream's progress bar).
+  int step = 0;
   int steps = 0;
   float sigma = 0;  // sigma the step started from
   absl::Duration step_time;
@@ -90,6 +111,8 @@ class DenoiseRun {
   static absl::StatusOr<DenoiseRun> start(const FlowConvention& convention, const DenoiseRequest& request);
 
   const Schedule& schedule() const { return result_.schedule; }
+  // The schedule's index of the next step: ImageStart::first_step before
+  // the first.
   int steps_done() const { return next_; }
   bool done() const { return next_ == schedule().steps(); }
 
@@ -107,11 +130,13 @@ class DenoiseRun {
 
  private:
   DenoiseRun(const FlowConvention& convention, const DenoiseRequest& request, torch::Tensor latents,
-             Schedule schedule);
+             Schedule schedule, int first_step);
 
   FlowConvention convention_;
   bool has_negative_ = false;
   torch::Tensor latents_;
+  std::optional<ImageStart> inpaint_;  // with a mask: blended after each step
+  int first_step_ = 0;
   DenoiseResult result_;
   std::optional<UniPcSolver> unipc_;
   int next_ = 0;  // the next step to run
@@ -122,11 +147,6 @@ class DenoiseRun {
 // (upstream's `t < boundary_ratio * num_train_timesteps` picks the later
 // expert), or schedule.steps() when none is.
 int first_step_below(const Schedule& schedule, float boundary, int from);
-
-// Draws the initial noise: torch.randn(shape) from a CPU generator seeded
-// with `seed` — the same values as PyTorch's
-// torch.randn(shape, generator=torch.Generator().manual_seed(seed)).
-torch::Tensor seeded_noise(const std::vector<int64_t>& shape, uint64_t seed);
 
 // Runs the whole loop with one predictor: each step gives `predict` the time
 // `convention` maps the step's timestep to, and integrates

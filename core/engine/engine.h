@@ -28,6 +28,7 @@
 #include "core/engine/step_admission.h"
 #include "core/engine/work_gate.h"
 #include "core/models/diffusion_model.h"
+#include "core/models/image_decoder.h"
 #include "core/util/cancellation.h"
 #include "core/util/clock.h"
 
@@ -67,6 +68,9 @@ class Engine final : public EngineApi {
                                                       const CancellationToken& cancel = {}) override;
   absl::StatusOr<CallResult<torch::Tensor>> decode_image(const ModelHandle& vae, const torch::Tensor& latents,
                                                          const CancellationToken& cancel = {}) override;
+  absl::StatusOr<CallResult<torch::Tensor>> encode_image(const ModelHandle& vae, const torch::Tensor& image,
+                                                         const torch::Tensor& eps,
+                                                         const CancellationToken& cancel = {}) override;
 
   // Lifecycle. After stop_accepting() new work fails with UNAVAILABLE;
   // wait_idle() returns true once no work runs (false at the deadline, on
@@ -104,6 +108,12 @@ class Engine final : public EngineApi {
                                        CallReport* report);
   absl::StatusOr<CallScope> admit_cached(const std::string& model_id, const CallNeeds& needs, const Job& job,
                                          CallReport* report);
+  // A decode or an encode on VAE `vae` (engine_components.cc): the
+  // activations of a decode of `latents` admitted, whole or tiled, then
+  // `work` with the decoder and whether it must tile.
+  absl::StatusOr<CallResult<torch::Tensor>> vae_call(
+      const ModelHandle& vae, const torch::Tensor& latents, const CancellationToken& cancel, absl::string_view what,
+      const std::function<absl::StatusOr<torch::Tensor>(const ImageDecoder&, bool tiled)>& work);
   // One segment of a Denoise (engine_denoise.cc): `model` admitted with
   // one step's activations at `guidance_scale`, and its predictor; what
   // readying it did goes to `start`.

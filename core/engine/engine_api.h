@@ -57,7 +57,7 @@ struct DenoiseSegment {
 // What readying one segment's model did, told before its first step.
 struct SegmentStart {
   int segment = 0;     // 0: the request's model_id, k: later_segments[k - 1]
-  int first_step = 0;  // 0-based
+  int first_step = 0;  // 0-based, of the steps the run makes (StepEvent's count)
   std::string model_id;
   bool loaded = false;  // loaded for this call (a later segment not cached)
   // The models evicted from RAM to make room for its load and activations.
@@ -78,6 +78,11 @@ struct EngineDenoiseRequest {
   torch::Tensor initial_latents;
   std::vector<int64_t> latent_shape;
   uint64_t seed = 0;
+  // img2img and inpainting (denoise_loop.h): the run starts from the
+  // image's latents noised to the schedule's step first_step, and an
+  // inpainting mask keeps the unmasked part after every step. Overrides
+  // initial_latents, latent_shape and seed.
+  std::optional<ImageStart> from_image;
   // The schedule: the model's own (static or resolution-dependent shift,
   // from its scheduler config) for `steps`, unless `shift` (> 0) sets a
   // static shift or `sigmas` are given.
@@ -203,6 +208,15 @@ class EngineApi {
   // encode and decode as it stops step().
   virtual absl::StatusOr<CallResult<torch::Tensor>> decode_image(const ModelHandle& vae,
                                                                  const torch::Tensor& latents,
+                                                                 const CancellationToken& cancel = {}) = 0;
+  // Encodes an image [1, 3, H, W] in [-1, 1] (float; H and W multiples of
+  // the VAE's spatial factor) with `vae` to pipeline-space latents [1, C,
+  // H/f, W/f] float32: the distribution's sample mean + std·eps when `eps`
+  // ([1, C, H/f, W/f], the N(0, 1) draw of upstream's
+  // latent_dist.sample(generator)) is given, else its mode. Admitted as a
+  // decode of those latents is, whole or tiled; errors as decode_image's.
+  virtual absl::StatusOr<CallResult<torch::Tensor>> encode_image(const ModelHandle& vae, const torch::Tensor& image,
+                                                                 const torch::Tensor& eps,
                                                                  const CancellationToken& cancel = {}) = 0;
   virtual bool draining() const = 0;
 };

@@ -61,9 +61,14 @@ absl::StatusOr<CallResult<EncodedText>> Engine::encode_text(const ModelHandle& h
   return out;
 }
 
-absl::StatusOr<CallResult<torch::Tensor>> Engine::decode_image(const ModelHandle& handle,
-                                                               const torch::Tensor& latents,
-                                                               const CancellationToken& cancel) {
+// Runs `work` on VAE `handle` after admitting the activations of a decode
+// of `latents` (an encode of the image they come from reserves the same:
+// the decoder is the larger network at every resolution): whole when that
+// fits, else tile by tile, as diffusers' enable_tiling(), in RAM or against
+// the VRAM budget alike. `what` names the call ("decode", "encode").
+absl::StatusOr<CallResult<torch::Tensor>> Engine::vae_call(
+    const ModelHandle& handle, const torch::Tensor& latents, const CancellationToken& cancel, absl::string_view what,
+    const std::function<absl::StatusOr<torch::Tensor>(const ImageDecoder&, bool tiled)>& work) {
   const std::string& model_id = handle.id();
   Job job(&gate_, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(job.status());
@@ -82,7 +87,7 @@ absl::StatusOr<CallResult<torch::Tensor>> Engine::decode_image(const ModelHandle
     needs.cpu_room = [&, tiled](const Model& m) -> absl::StatusOr<CallRoom> {
       DIFFUSIOND_ASSIGN_OR_RETURN(const ImageDecoder* d, decoder_of(m));
       return CallRoom{d->decode_activation_bytes(latents, tiled),
-                      absl::StrCat(tiled ? "a tiled" : "an untiled", " decode with \"", bounded(model_id), "\"")};
+                      absl::StrCat(tiled ? "a tiled " : "an untiled ", what, " with \"", bounded(model_id), "\"")};
     };
     needs.device_bytes = [&, tiled](const Model& m) -> absl::StatusOr<int64_t> {
       DIFFUSIOND_ASSIGN_OR_RETURN(const ImageDecoder* d, decoder_of(m));
@@ -93,8 +98,6 @@ absl::StatusOr<CallResult<torch::Tensor>> Engine::decode_image(const ModelHandle
     needs.wait = tiled;
     return needs;
   };
-  // Whole when that fits, else tile by tile, as diffusers' enable_tiling(),
-  // in RAM or against the VRAM budget alike.
   bool tiled = false;
   CallResult<torch::Tensor> out;
   absl::StatusOr<CallScope> call = admit_call(handle, needs_of(false), job, &out.report);
@@ -102,20 +105,55 @@ absl::StatusOr<CallResult<torch::Tensor>> Engine::decode_image(const ModelHandle
     tiled = true;
     absl::StatusOr<CallScope> tiled_call = admit_call(handle, needs_of(true), job, &out.report);
     if (absl::IsResourceExhausted(tiled_call.status())) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("an untiled decode: ", call.status().message(),
-                       "; a tiled decode: ", tiled_call.status().message()));
+      return absl::ResourceExhaustedError(absl::StrCat("an untiled ", what, ": ", call.status().message(), "; a tiled ",
+                                                       what, ": ", tiled_call.status().message()));
     }
     call = std::move(tiled_call);
   }
   if (!call.ok()) return call.status();
   DIFFUSIOND_ASSIGN_OR_RETURN(const ImageDecoder* decoder, decoder_of(call->model()));
-  DIFFUSIOND_ASSIGN_OR_RETURN(out.value, call->run("the decode", [&]() -> absl::StatusOr<torch::Tensor> {
-    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor image, decoder->decode_latents(latents, tiled));
-    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor rgb, image_to_uint8(image));
-    return rgb[0];
+  DIFFUSIOND_ASSIGN_OR_RETURN(out.value, call->run(absl::StrCat("the ", what), [&]() -> absl::StatusOr<torch::Tensor> {
+    return work(*decoder, tiled);
   }));
   return out;
+}
+
+absl::StatusOr<CallResult<torch::Tensor>> Engine::decode_image(const ModelHandle& handle,
+                                                               const torch::Tensor& latents,
+                                                               const CancellationToken& cancel) {
+  return vae_call(handle, latents, cancel, "decode",
+                  [&](const ImageDecoder& decoder, bool tiled) -> absl::StatusOr<torch::Tensor> {
+                    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor image, decoder.decode_latents(latents, tiled));
+                    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor rgb, image_to_uint8(image));
+                    return rgb[0];
+                  });
+}
+
+absl::StatusOr<CallResult<torch::Tensor>> Engine::encode_image(const ModelHandle& handle, const torch::Tensor& image,
+                                                               const torch::Tensor& eps,
+                                                               const CancellationToken& cancel) {
+  if (image.dim() != 4 || image.size(0) != 1 || image.size(1) != 3 || !image.is_floating_point()) {
+    return absl::InvalidArgumentError(absl::StrCat("an image to encode must be a float [1, 3, H, W], got [",
+                                                   absl::StrJoin(image.sizes(), ", "), "]"));
+  }
+  // The latents it encodes to, sized from the handle's geometry: what the
+  // admission checks and reserves for.
+  const ModelInfo& info = handle.info();
+  const int64_t f = info.geometry.spatial_factor;
+  if (f <= 0 || image.size(2) % f != 0 || image.size(3) % f != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("VAE \"", bounded(handle.id()), "\" encodes images whose sides are "
+                                                   "multiples of ", f, ", got ", image.size(3), "x", image.size(2)));
+  }
+  const torch::Tensor latents = torch::empty({info.geometry.channels, image.size(2) / f, image.size(3) / f});
+  if (eps.defined() && (eps.dim() != 4 || eps.sizes().slice(1) != latents.sizes())) {
+    return absl::InvalidArgumentError(absl::StrCat("the sample's noise must be [1, ", absl::StrJoin(latents.sizes(), ", "),
+                                                   "], got [", absl::StrJoin(eps.sizes(), ", "), "]"));
+  }
+  return vae_call(handle, latents, cancel, "encode",
+                  [&](const ImageDecoder& decoder, bool tiled) -> absl::StatusOr<torch::Tensor> {
+                    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor z, decoder.encode_image(image, eps, tiled));
+                    return z.to(torch::kCPU, torch::kFloat32);
+                  });
 }
 
 }  // namespace diffusiond

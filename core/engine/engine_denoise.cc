@@ -26,6 +26,9 @@ struct Engine::SegmentModel {
 namespace {
 
 std::vector<int64_t> latent_shape_of(const EngineDenoiseRequest& request) {
+  if (request.from_image.has_value() && request.from_image->clean.defined()) {
+    return request.from_image->clean.sizes().vec();
+  }
   return request.initial_latents.defined() ? request.initial_latents.sizes().vec() : request.latent_shape;
 }
 
@@ -106,6 +109,7 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   loop.latent_shape = request.latent_shape;
   loop.seed = request.seed;
   loop.has_negative = request.negative.has_value();
+  loop.from_image = request.from_image;
   loop.schedule = model.default_schedule(latent_shape_of(request));
   loop.schedule.steps = request.steps;
   loop.schedule.sigmas = request.sigmas;
@@ -119,7 +123,7 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   // The steps each segment runs: [begin[k], begin[k + 1]).
   const size_t segments = request.later_segments.size() + 1;
   std::vector<int> begin(segments + 1, run.schedule().steps());
-  begin[0] = 0;
+  begin[0] = run.steps_done();  // an image's run starts later in the schedule
   for (size_t k = 1; k < segments; ++k) {
     const float boundary = static_cast<float>(request.later_segments[k - 1].boundary_ratio * 1000.0);
     begin[k] = first_step_below(run.schedule(), boundary, begin[k - 1]);
@@ -158,7 +162,7 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
       current.emplace(std::move(readied));
     }
     start.segment = static_cast<int>(k);
-    start.first_step = begin[k];
+    start.first_step = begin[k] - begin[0];
     if (request.on_segment) request.on_segment(start);
     DIFFUSIOND_RETURN_IF_ERROR(current->call.run("the denoise loop", [&]() -> absl::Status {
       return run.run(current->predict, guidance_of(request, k), begin[k + 1], static_cast<int>(k), stoppable);

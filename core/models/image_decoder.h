@@ -48,8 +48,11 @@ class ImageDecoder : public Model {
   virtual absl::StatusOr<torch::Tensor> decode_latents(const torch::Tensor& latents, bool tiled) const = 0;
 
   // Encodes an image [1, 3, H, W] in [-1, 1] to pipeline-space latents
-  // (the distribution's mode). Errors as decode_latents().
-  virtual absl::StatusOr<torch::Tensor> encode_image(const torch::Tensor& image, bool tiled) const = 0;
+  // [1, C, H/f, W/f]: the distribution's sample mean + std·eps when `eps`
+  // (shaped like them) is given, as upstream's latent_dist.sample(); else
+  // its mode. Errors as decode_latents().
+  virtual absl::StatusOr<torch::Tensor> encode_image(const torch::Tensor& image, const torch::Tensor& eps,
+                                                     bool tiled) const = 0;
 };
 
 }  // namespace diffusiond

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "core/engine/describe_model.h"
 #include "core/models/activation_estimate.h"
 #include "core/models/text_encoder.h"
+#include "core/pipeline/image_inputs.h"
 #include "core/pipeline/pipeline_family.h"
 #include "core/pipeline/pipeline_folder.h"
 #include "core/pipeline/unported_architectures.h"
@@ -58,17 +60,61 @@ absl::Status check_request(const GenerateRequest& r) {
     return absl::InvalidArgumentError(
         absl::StrCat("steps must be 1 to ", kGenerateMaxSteps, " (0: the pipeline's default), got ", r.steps));
   }
-  for (const auto& [name, value] : {std::pair<const char*, double>{"guidance_scale", r.guidance_scale},
-                                    {"true_cfg_scale", r.true_cfg_scale},
-                                    {"shift", r.shift}}) {
+  if (r.guidance_scale.has_value() && r.legacy_guidance_scale.has_value()) {
+    return absl::InvalidArgumentError(
+        "give guidance_scale (upstream's meaning) or legacy_guidance_scale (the daemon's former one), not both");
+  }
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"guidance_scale", r.guidance_scale.value_or(0)},
+        {"legacy_guidance_scale", r.legacy_guidance_scale.value_or(0)},
+        {"true_cfg_scale", r.true_cfg_scale},
+        {"shift", r.shift}}) {
     if (!std::isfinite(value) || value < 0) {
       return absl::InvalidArgumentError(absl::StrCat(name, " must be finite and >= 0, got ", value));
     }
+  }
+  if (r.num_images_per_prompt < 0 || r.num_images_per_prompt > kGenerateMaxImages) {
+    return absl::InvalidArgumentError(absl::StrCat("num_images_per_prompt must be 1 to ", kGenerateMaxImages,
+                                                   " (0: 1), got ", r.num_images_per_prompt));
+  }
+  if (!r.seeds.empty()) {
+    const int n = std::max(r.num_images_per_prompt, 1);
+    if (static_cast<int>(r.seeds.size()) != n) {
+      return absl::InvalidArgumentError(absl::StrCat("seeds gives one seed per image: ", n, " for num_images_per_prompt ",
+                                                     r.num_images_per_prompt, ", got ", r.seeds.size()));
+    }
+    if (r.seed != 0) {
+      return absl::InvalidArgumentError("give seed (one generator for the batch) or seeds (one per image), not both");
+    }
+  }
+  if (!(r.strength >= 0 && r.strength <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("strength must be in (0, 1] (0: the pipeline's default), got ", r.strength));
   }
   for (const std::string* text : {&r.prompt, &r.negative_prompt}) {
     if (text->size() > kGenerateMaxPromptBytes) {
       return absl::InvalidArgumentError(absl::StrCat("a prompt may hold at most ", kGenerateMaxPromptBytes,
                                                      " bytes, got ", text->size()));
+    }
+  }
+  if (!r.image.defined()) {
+    if (r.mask_image.defined()) return absl::InvalidArgumentError("mask_image needs the image it masks (image)");
+    if (r.strength != 0) return absl::InvalidArgumentError("strength is used only with an init image (image)");
+    return absl::OkStatus();
+  }
+  DIFFUSIOND_RETURN_IF_ERROR(check_image_input(r.image, "image"));
+  const int64_t image_width = r.image.size(2), image_height = r.image.size(1);
+  if ((r.width != 0 && r.width != image_width) || (r.height != 0 && r.height != image_height)) {
+    return absl::InvalidArgumentError(absl::StrCat("image is ", image_width, "x", image_height, " but width and height ask for ",
+                                                   r.width, "x", r.height, ": the daemon does not resize; send the image "
+                                                   "at the size to generate, or leave width and height 0"));
+  }
+  if (r.mask_image.defined()) {
+    DIFFUSIOND_RETURN_IF_ERROR(check_mask_input(r.mask_image, "mask_image"));
+    if (r.mask_image.size(1) != image_width || r.mask_image.size(0) != image_height) {
+      return absl::InvalidArgumentError(absl::StrCat("mask_image is ", r.mask_image.size(1), "x", r.mask_image.size(0),
+                                                     ", the image ", image_width, "x", image_height,
+                                                     ": they must be the same size"));
     }
   }
   return absl::OkStatus();
@@ -229,7 +275,7 @@ std::vector<PlannedStage> stages_of(const GenerateRequest& r, const PipelineFami
     }
   }
   if (denoiser.geometry.channels == 0) return stages;  // latents not known before the load
-  const PipelineDefaults defaults = family.defaults(denoiser);
+  const PipelineDefaults defaults = r.image.defined() ? family.image_defaults(denoiser) : family.defaults(denoiser);
   const int64_t width = r.width != 0 ? r.width : defaults.width;
   const int64_t height = r.height != 0 ? r.height : defaults.height;
   const std::vector<int64_t> latents = family.latent_shape(denoiser, decoder, width, height);
@@ -246,8 +292,15 @@ std::vector<PlannedStage> stages_of(const GenerateRequest& r, const PipelineFami
   return stages;
 }
 
+// What a request's image input made of it: the strength used and the
+// schedule's step the run starts at (get_timesteps' t_start).
+struct ImageRun {
+  double strength = 0;
+  int first_step = 0;
+};
+
 std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, int steps, double guidance,
-                            int64_t width, int64_t height) {
+                            int64_t width, int64_t height, const std::optional<ImageRun>& image_run, int index) {
   nlohmann::json j = {{"pipeline", std::string(resolved.family->name())},
                       {"prompt", r.prompt},
                       {"negative_prompt", r.negative_prompt},
@@ -255,9 +308,21 @@ std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, 
                       {"height", height},
                       {"steps", steps},
                       {"guidance_scale", guidance},
-                      {"seed", r.seed},
+                      {"seed", r.seeds.empty() ? r.seed : r.seeds[index]},
                       {"shift", r.shift}};
+  if (r.legacy_guidance_scale.has_value()) j["legacy_guidance_scale"] = *r.legacy_guidance_scale;
   if (r.true_cfg_scale != 0) j["true_cfg_scale"] = r.true_cfg_scale;
+  if (r.num_images_per_prompt > 1) {
+    j["num_images_per_prompt"] = r.num_images_per_prompt;
+    j["index"] = index;
+    // One generator drew the batch: the image is not this seed's first draw.
+    if (r.seeds.empty()) j["batch_generator"] = true;
+  }
+  if (image_run.has_value()) {
+    j["mode"] = r.mask_image.defined() ? "inpaint" : "img2img";
+    j["strength"] = image_run->strength;
+    j["first_step"] = image_run->first_step;
+  }
   for (const auto& [name, id] : resolved.ids) j[name] = id;
   for (const auto& [name, o] : resolved.options) {
     nlohmann::json& options = j["component_options"][name];
@@ -287,6 +352,29 @@ absl::Status check_cancelled(const GenerateOptions& options, absl::string_view b
   if (!options.cancel.cancelled()) return absl::OkStatus();
   const absl::Status why = options.cancel.status();
   return absl::Status(why.code(), absl::StrCat("generate cancelled before ", before, ": ", why.message()));
+}
+
+// Upstream's get_timesteps: of `steps`, the run starts at t_start =
+// int(steps − min(steps·strength, steps)), in double as Python computes it.
+int first_step_of(int steps, double strength) {
+  const double init = std::min(steps * strength, static_cast<double>(steps));
+  return static_cast<int>(std::max(steps - init, 0.0));
+}
+
+// INVALID_ARGUMENT naming the field when `family` takes no such image input.
+absl::Status check_image_inputs(const GenerateRequest& r, const PipelineFamily& family) {
+  if (!r.image.defined()) return absl::OkStatus();
+  const std::optional<ImageInputs> inputs = family.image_inputs();
+  if (!inputs.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("image: the ", family.name(),
+                                                   " pipeline takes no init image (no img2img upstream, or not yet "
+                                                   "here); nothing was loaded"));
+  }
+  if (r.mask_image.defined() && !inputs->inpaint_strength.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mask_image: the ", family.name(), " pipeline has no inpainting; nothing was loaded"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -331,23 +419,36 @@ void report_call(const GenerateOptions& options, const std::string& model_id, Ca
   report_placement_evictions(options, report.where, what);
 }
 
-absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& models_dir,
-                                        const GenerateRequest& r, const GenerateOptions& options) {
+absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, const std::string& models_dir,
+                                                            const GenerateRequest& r, const GenerateOptions& options) {
   DIFFUSIOND_RETURN_IF_ERROR(check_request(r));
   DIFFUSIOND_ASSIGN_OR_RETURN(const Resolved resolved, resolve(engine, models_dir, r));
   const PipelineFamily& family = *resolved.family;
   DIFFUSIOND_RETURN_IF_ERROR(check_components_ported(family));
+  DIFFUSIOND_RETURN_IF_ERROR(check_image_inputs(r, family));
+  // The guidance in the family's upstream meaning; an old client's scale
+  // read as it meant it.
+  const std::optional<double> asked_guidance =
+      r.legacy_guidance_scale.has_value() ? std::optional<double>(family.from_legacy_guidance(*r.legacy_guidance_scale))
+                                          : r.guidance_scale;
   // The request's guidance as the family reads it: a negative prompt used
   // by no classifier-free guidance, or a field the family does not take,
   // is refused, not dropped while the image's parameters claimed it.
   DIFFUSIOND_ASSIGN_OR_RETURN(const double cfg_scale,
-                              family.cfg_scale({r.guidance_scale, r.true_cfg_scale, !r.negative_prompt.empty()}));
+                              family.cfg_scale({asked_guidance, r.true_cfg_scale, !r.negative_prompt.empty()}));
   const bool cfg = cfg_scale > 1.0;
+  // The size: the request's, else the init image's, else the family's.
+  GenerateRequest sized = r;
+  if (r.image.defined()) {
+    sized.width = r.image.size(2);
+    sized.height = r.image.size(1);
+  }
   const int64_t multiple = family.size_multiple();
-  for (int64_t side : {r.width, r.height}) {
+  for (int64_t side : {sized.width, sized.height}) {
     if (side % multiple != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("width and height must be multiples of ", multiple, " for the ",
-                                                     family.name(), " pipeline, got ", r.width, "x", r.height));
+      return absl::InvalidArgumentError(absl::StrCat(r.image.defined() ? "the image's width and height" : "width and height",
+                                                     " must be multiples of ", multiple, " for the ", family.name(),
+                                                     " pipeline, got ", sized.width, "x", sized.height));
     }
   }
   // The decoder's latent space, known before any load: a component in the
@@ -370,12 +471,14 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   }
   const ModelInfo& denoiser_info = infos.at(denoiser_name);
   DIFFUSIOND_RETURN_IF_ERROR(check_latent_channels(resolved, denoiser_name, decoder_name, denoiser_info, decoder_info));
-  // Classifier-free guidance is decided by the request's own fields (a
-  // family's default never turns it on), so the negative is encoded or not,
-  // and the denoise sized, before the denoiser is loaded.
+  // Classifier-free guidance is decided by the request's fields and the
+  // family's default, so the negative is encoded or not, and the denoise
+  // sized, before the denoiser is loaded. A batch runs its images one by
+  // one: one image's stages bound it.
   DIFFUSIOND_RETURN_IF_ERROR(check_stages_fit(
-      engine, resolved, infos, stages_of(r, family, cfg, denoiser_info, decoder_info, denoiser_name, decoder_name)));
+      engine, resolved, infos, stages_of(sized, family, cfg, denoiser_info, decoder_info, denoiser_name, decoder_name)));
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
+  const int images = std::max(r.num_images_per_prompt, 1);
 
   // Text encoders, one after another, each readied once and pinned only
   // while it encodes.
@@ -404,6 +507,38 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
                       absl::StrCat(detail, "; ", where.summary()), where.device});
   }
 
+  // The generators, in upstream's order of draws: the VAE's sample of the
+  // init image first (from the first generator), then the batch's noise,
+  // in one tensor from one generator or one image from each.
+  std::vector<SeededGenerator> generators;
+  if (r.seeds.empty()) {
+    generators.emplace_back(r.seed);
+  } else {
+    for (uint64_t seed : r.seeds) generators.emplace_back(seed);
+  }
+  const int64_t f = decoder_info.geometry.spatial_factor;
+  const std::vector<int64_t> image_latents = {1, decoder_info.geometry.channels, sized.height / f, sized.width / f};
+  torch::Tensor eps;
+  if (r.image.defined()) eps = generators[0].randn(image_latents);
+
+  // img2img: the init image's latents, encoded before the denoiser is
+  // readied (which may evict the VAE; the decode readies it again).
+  torch::Tensor clean;
+  if (r.image.defined()) {
+    DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "encoding the image"));
+    const absl::Time start = clock->now();
+    DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle vae,
+                                ready_component(engine, resolved.load_of(decoder_name), ModelRole::kVae, options));
+    DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<torch::Tensor> encoded,
+                                engine.encode_image(vae, vae_input(r.image), eps, options.cancel));
+    report_call(options, vae.id(), encoded.report, absl::StrCat("the encode of ", vae.id()));
+    clean = encoded.value[0];
+    emit_to(options, {GenerateEvent::Stage::kEncode, vae.id(), 0, 0, clock->now() - start,
+                      absl::StrCat("the init image, ", sized.width, "x", sized.height, " pixels; ",
+                                   encoded.report.where.summary()),
+                      encoded.report.where.device});
+  }
+
   DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "denoising"));
   DIFFUSIOND_ASSIGN_OR_RETURN(
       const ModelHandle transformer,
@@ -411,16 +546,27 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   // What the load made known (a folder's latent channels, its defaults).
   const ModelInfo& denoiser = transformer.info();
   DIFFUSIOND_RETURN_IF_ERROR(check_latent_channels(resolved, denoiser_name, decoder_name, denoiser, decoder_info));
-  const PipelineDefaults defaults = family.defaults(denoiser);
-  const int64_t width = r.width != 0 ? r.width : defaults.width;
-  const int64_t height = r.height != 0 ? r.height : defaults.height;
+  const PipelineDefaults defaults = r.image.defined() ? family.image_defaults(denoiser) : family.defaults(denoiser);
+  const int64_t width = sized.width != 0 ? sized.width : defaults.width;
+  const int64_t height = sized.height != 0 ? sized.height : defaults.height;
   const int steps = r.steps != 0 ? r.steps : defaults.steps;
-  const double guidance = r.guidance_scale != 0 ? r.guidance_scale : defaults.guidance_scale;
+  const double guidance = asked_guidance.value_or(defaults.guidance_scale);
+  std::optional<ImageRun> image_run;
+  if (r.image.defined()) {
+    const ImageInputs inputs = *family.image_inputs();
+    ImageRun run;
+    run.strength = r.strength != 0 ? r.strength
+                                   : (r.mask_image.defined() ? *inputs.inpaint_strength : inputs.img2img_strength);
+    run.first_step = first_step_of(steps, run.strength);
+    if (run.first_step >= steps) {  // strength > 0 always leaves a step; kept as upstream's check
+      return absl::InvalidArgumentError(absl::StrCat("strength ", run.strength, " of ", steps, " steps runs no step"));
+    }
+    image_run = run;
+  }
 
   EngineDenoiseRequest denoise;
   denoise.model = transformer;
   denoise.latent_shape = family.latent_shape(denoiser, decoder_info, width, height);
-  denoise.seed = r.seed;
   denoise.guidance_scale = cfg ? cfg_scale : 1.0;
   denoise.steps = steps;
   denoise.shift = r.shift;
@@ -436,40 +582,93 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   };
   assemble(positive_parts, &denoise.positive);
   if (cfg) assemble(negative_parts, &denoise.negative.emplace());
-  // What readying the segment now running did; its first step reports it.
-  SegmentStart segment;
-  denoise.on_segment = [&](const SegmentStart& s) { segment = s; };
-  DenoiseOptions loop_options;
-  loop_options.cancel = options.cancel;
-  loop_options.clock = clock;
-  loop_options.on_step = [&](const StepEvent& e) {
-    // The first step says where the loop runs and what its placement did.
-    std::string detail;
-    if (segment.began_with(e)) {
-      report_evictions(options, segment.evicted, absl::StrCat("the activations of ", segment.model_id));
-      report_placement_evictions(options, segment.where, absl::StrCat("the denoise of ", segment.model_id));
-      detail = segment.where.summary();
-    }
-    emit_to(options, {GenerateEvent::Stage::kDenoise, segment.model_id, e.step, e.steps, e.step_time, detail,
-                      segment.where.device});
-  };
-  DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor latents, engine.denoise(denoise, loop_options));
+  if (clean.defined() && clean.sizes().vec() != denoise.latent_shape) {
+    return absl::InvalidArgumentError(absl::StrCat("the VAE encoded the image to [", absl::StrJoin(clean.sizes(), ", "),
+                                                   "], the denoiser works on [",
+                                                   absl::StrJoin(denoise.latent_shape, ", "), "]"));
+  }
+  // The batch's noise, drawn after the image's sample.
+  std::vector<int64_t> batch_shape = denoise.latent_shape;
+  batch_shape.insert(batch_shape.begin(), r.seeds.empty() ? images : 1);
+  std::vector<torch::Tensor> noise;
+  if (r.seeds.empty()) {
+    const torch::Tensor all = generators[0].randn(batch_shape);
+    for (int k = 0; k < images; ++k) noise.push_back(all[k]);
+  } else {
+    for (SeededGenerator& g : generators) noise.push_back(g.randn(batch_shape)[0]);
+  }
+  const torch::Tensor mask = r.mask_image.defined() ? latent_mask(r.mask_image, f) : torch::Tensor();
 
-  DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "decoding"));
-  const absl::Time start = clock->now();
-  DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle vae,
-                              ready_component(engine, resolved.load_of(decoder_name), ModelRole::kVae, options));
-  DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<torch::Tensor> decoded, engine.decode_image(vae, latents, options.cancel));
-  report_call(options, vae.id(), decoded.report, absl::StrCat("the decode of ", vae.id()));
-  const CallDevice& where = decoded.report.where;
-  GeneratedImage image;
-  image.pixels = std::move(decoded.value);
-  emit_to(options, {GenerateEvent::Stage::kDecode, vae.id(), 0, 0, clock->now() - start,
-                    absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels; ", where.summary()),
-                    where.device});
-  image.seed = r.seed;
-  image.parameters = {{"parameters", parameters_json(r, resolved, steps, guidance, width, height)}};
-  return image;
+  // Every image's denoise, then every decode: the denoiser and the VAE
+  // alternate once, whatever the batch.
+  std::vector<torch::Tensor> latents(images);
+  for (int k = 0; k < images; ++k) {
+    DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "denoising"));
+    EngineDenoiseRequest one = denoise;
+    if (image_run.has_value()) {
+      one.from_image = ImageStart{clean, noise[k], image_run->first_step, mask};
+    } else {
+      one.initial_latents = noise[k];
+    }
+    // What readying the segment now running did; its first step reports it.
+    SegmentStart segment;
+    one.on_segment = [&](const SegmentStart& s) { segment = s; };
+    DenoiseOptions loop_options;
+    loop_options.cancel = options.cancel;
+    loop_options.clock = clock;
+    loop_options.on_step = [&](const StepEvent& e) {
+      // The first step says where the loop runs and what its placement did.
+      std::string detail;
+      if (segment.began_with(e)) {
+        report_evictions(options, segment.evicted, absl::StrCat("the activations of ", segment.model_id));
+        report_placement_evictions(options, segment.where, absl::StrCat("the denoise of ", segment.model_id));
+        detail = segment.where.summary();
+      }
+      emit_to(options, {GenerateEvent::Stage::kDenoise, segment.model_id, e.step, e.steps, e.step_time, detail,
+                        segment.where.device, k});
+    };
+    DIFFUSIOND_ASSIGN_OR_RETURN(latents[k], engine.denoise(one, loop_options));
+  }
+  noise.clear();
+
+  std::vector<GeneratedImage> out;
+  for (int k = 0; k < images; ++k) {
+    DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "decoding"));
+    const absl::Time start = clock->now();
+    DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle vae,
+                                ready_component(engine, resolved.load_of(decoder_name), ModelRole::kVae, options));
+    DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<torch::Tensor> decoded,
+                                engine.decode_image(vae, latents[k], options.cancel));
+    latents[k] = torch::Tensor();
+    report_call(options, vae.id(), decoded.report, absl::StrCat("the decode of ", vae.id()));
+    const CallDevice& where = decoded.report.where;
+    GeneratedImage image;
+    image.pixels = std::move(decoded.value);
+    image.index = k;
+    emit_to(options, {GenerateEvent::Stage::kDecode, vae.id(), 0, 0, clock->now() - start,
+                      absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels; ", where.summary()),
+                      where.device, k});
+    image.seed = r.seeds.empty() ? r.seed : r.seeds[k];
+    image.parameters = {{"parameters", parameters_json(r, resolved, steps, guidance, width, height, image_run, k)}};
+    if (options.on_image) {
+      options.on_image(std::move(image));
+    } else {
+      out.push_back(std::move(image));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& models_dir, const GenerateRequest& r,
+                                        const GenerateOptions& options) {
+  if (r.num_images_per_prompt > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a request for ", r.num_images_per_prompt, " images: use generate_images()"));
+  }
+  GenerateOptions collected = options;
+  collected.on_image = nullptr;
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<GeneratedImage> images, generate_images(engine, models_dir, r, collected));
+  return std::move(images.at(0));
 }
 
 }  // namespace diffusiond

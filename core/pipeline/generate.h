@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,9 @@ namespace diffusiond {
 inline constexpr int64_t kGenerateMaxSide = 4096;
 inline constexpr int kGenerateMaxSteps = 1000;
 inline constexpr size_t kGenerateMaxPromptBytes = 64 * 1024;
+// Images are made one after another, so a batch needs one image's working
+// memory; the bound keeps one request from holding the queue for hours.
+inline constexpr int kGenerateMaxImages = 64;
 
 // How one component is loaded; unset: the daemon's default.
 struct ComponentOptions {
@@ -55,8 +59,15 @@ struct GenerateRequest {
   std::string negative_prompt;  // used when the family applies CFG
   // 0: the family's default for each.
   int64_t width = 0, height = 0;  // pixels, multiples of the family's size_multiple()
-  int steps = 0;
-  double guidance_scale = 0;  // the family's meaning (CFG, or FLUX's distilled guidance)
+  int steps = 0;  // num_inference_steps, before strength shortens the run
+  // Upstream's guidance_scale for the family (Z-Image's CFG g with pred =
+  // pos + g·(pos − neg); FLUX.1-dev's distilled guidance); unset: the
+  // family's default.
+  std::optional<double> guidance_scale;
+  // The daemon's former convention (Z-Image: s = g + 1), kept for old
+  // clients under its own name (PipelineFamily::from_legacy_guidance).
+  // Refused together with guidance_scale.
+  std::optional<double> legacy_guidance_scale;
   // FLUX's true classifier-free guidance (FluxPipeline's true_cfg_scale,
   // with negative_prompt); 0: not asked. Refused by families whose CFG is
   // guidance_scale (PipelineFamily::cfg_scale).
@@ -68,6 +79,19 @@ struct GenerateRequest {
   std::map<std::string, ComponentOptions> component_options;
   uint64_t seed = 0;
   double shift = 0;  // 0: the denoiser's own schedule
+  // img2img: float [3, H, W] in [0, 1] (image_inputs.h), of the request's
+  // size (its size where width and height are 0). Undefined: txt2img.
+  torch::Tensor image;
+  // Inpainting, with `image`: float [H, W] in [0, 1], the image's size;
+  // >= 0.5 is repainted.
+  torch::Tensor mask_image;
+  // With `image`: the share of the schedule run from it, (0, 1]; 0: the
+  // family's default (PipelineFamily::image_inputs).
+  double strength = 0;
+  int num_images_per_prompt = 0;  // 0: 1
+  // One seed per image (upstream's list of generators); empty: `seed`
+  // draws the whole batch from one generator.
+  std::vector<uint64_t> seeds;
 };
 
 struct GenerateEvent {
@@ -81,10 +105,19 @@ struct GenerateEvent {
   // ("sim", "cuda:0"); for an eviction of a placement to RAM, the device it
   // left. Empty for loads and evictions from RAM.
   std::string device;
+  int image = 0;  // kDenoise and kDecode: which image of the batch (0-based)
 };
 
 // "load", "evict", "encode", "denoise" or "decode".
 absl::string_view generate_stage_name(GenerateEvent::Stage stage);
+
+struct GeneratedImage {
+  torch::Tensor pixels;  // uint8 [height, width, 3]
+  uint64_t seed = 0;
+  int index = 0;  // its place in the batch
+  // What made it, for the PNG's text chunks ("parameters": JSON).
+  std::vector<std::pair<std::string, std::string>> parameters;
+};
 
 struct GenerateOptions {
   std::function<void(const GenerateEvent&)> on_event;  // optional
@@ -92,13 +125,10 @@ struct GenerateOptions {
   // a forward stops between its blocks. Default: never cancelled.
   CancellationToken cancel;
   Clock* clock = nullptr;  // times the stages; default real_clock()
-};
-
-struct GeneratedImage {
-  torch::Tensor pixels;  // uint8 [height, width, 3]
-  uint64_t seed = 0;
-  // What made it, for the PNG's text chunks ("parameters": JSON).
-  std::vector<std::pair<std::string, std::string>> parameters;
+  // Optional: each image as soon as it is decoded, in order, instead of in
+  // generate_images()' result (which then comes back empty), so a batch's
+  // pixels are never all held.
+  std::function<void(GeneratedImage)> on_image;
 };
 
 // Readies the model `model.path` names (EngineApi::ready): a loaded
@@ -117,14 +147,26 @@ absl::StatusOr<ModelHandle> ready_component(EngineApi& engine, const ModelLoadRe
 void report_call(const GenerateOptions& options, const std::string& model_id, CallReport& report,
                  absl::string_view what);
 
-// Runs the pipeline. INVALID_ARGUMENT for a bad request (size, steps,
-// prompt length, unknown or missing components, a pipeline folder without
-// model_index.json or of a class no family serves, components whose latent
-// spaces disagree), checked before any load; UNIMPLEMENTED, before any
-// load, for a family with a component no model family implements yet
-// (unported_architectures.h), naming it; the token's reason (CANCELLED)
-// once `cancel` fires; and the engine's errors (e.g. RESOURCE_EXHAUSTED
-// when a component cannot be admitted).
+// Runs the pipeline: num_images_per_prompt images, each denoised and
+// decoded in turn. With an init image, the family's img2img (and with a
+// mask its inpainting) as upstream runs them: the image encoded by the
+// VAE's sample with the generator's first draw, the schedule shortened
+// by strength (get_timesteps), noise added by scale_noise.
+// INVALID_ARGUMENT for a bad request, naming the field (size, steps,
+// prompt length, strength, image or mask shape, seeds, unknown or missing
+// components, a pipeline folder without model_index.json or of a class no
+// family serves, components whose latent spaces disagree, an image input
+// the family does not take), checked before any load; UNIMPLEMENTED,
+// before any load, for a family with a component no model family
+// implements yet (unported_architectures.h), naming it; the token's reason
+// (CANCELLED) once `cancel` fires; and the engine's errors (e.g.
+// RESOURCE_EXHAUSTED when a component cannot be admitted).
+absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, const std::string& models_dir,
+                                                            const GenerateRequest& request,
+                                                            const GenerateOptions& options = {});
+
+// generate_images() for a request of one image, which it returns.
+// INVALID_ARGUMENT for a request of more.
 absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& models_dir,
                                         const GenerateRequest& request, const GenerateOptions& options = {});
 

@@ -34,13 +34,15 @@ absl::StatusOr<double> PipelineFamily::cfg_scale(const GuidanceAsked& asked) con
     return absl::InvalidArgumentError(absl::StrCat("the ", name(), " pipeline takes no true_cfg_scale: its "
                                                    "classifier-free guidance is guidance_scale"));
   }
-  if (asked.negative_prompt && !(asked.guidance_scale > 1.0)) {
+  const double g = asked.guidance_scale.value_or(0.0);
+  if (asked.negative_prompt && !(g > 1.0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "negative_prompt is used only with classifier-free guidance, which the ", name(),
-        " pipeline applies at guidance_scale > 1, got ", asked.guidance_scale,
-        asked.guidance_scale == 0 ? " (its default)" : "", ": leave it empty, or raise guidance_scale"));
+        " pipeline applies at guidance_scale > 1, got ",
+        asked.guidance_scale.has_value() ? absl::StrCat(g) : std::string("none (its default: off)"),
+        ": leave it empty, or raise guidance_scale"));
   }
-  return asked.guidance_scale;
+  return g;
 }
 
 std::vector<int64_t> PipelineFamily::latent_shape(const ModelInfo& denoiser, const ModelInfo& decoder, int64_t width,

@@ -41,11 +41,19 @@ struct PipelineDefaults {
   double guidance_scale = 1.0;
 };
 
-// What a request asks of guidance: its own fields, 0 where not given.
+// What a request asks of guidance: its own fields (true_cfg_scale 0 where
+// not given).
 struct GuidanceAsked {
-  double guidance_scale = 0;
+  std::optional<double> guidance_scale;  // in the family's upstream meaning
   double true_cfg_scale = 0;
   bool negative_prompt = false;  // a negative prompt was given
+};
+
+// The image inputs a family takes, as its upstream *Img2ImgPipeline and
+// *InpaintPipeline do, with their __call__'s default strengths.
+struct ImageInputs {
+  double img2img_strength = 0.6;
+  std::optional<double> inpaint_strength;  // empty: no inpainting upstream
 };
 
 // Immutable; thread-safe.
@@ -66,6 +74,9 @@ class PipelineFamily {
   // The defaults for `denoiser` (FLUX.1 tells dev from schnell by whether
   // it takes distilled guidance).
   virtual PipelineDefaults defaults(const ModelInfo& denoiser) const = 0;
+  // The defaults of its img2img and inpainting pipelines (FLUX's guidance
+  // 7.0 there). Default: defaults().
+  virtual PipelineDefaults image_defaults(const ModelInfo& denoiser) const { return defaults(denoiser); }
 
   // How text-encoder component `component` is asked for `prompt`.
   virtual TextEncoding text_encoding(absl::string_view component, const std::string& prompt) const = 0;
@@ -91,12 +102,23 @@ class PipelineFamily {
 
   // The classifier-free guidance scale the loop applies for what `asked`
   // gives (<= 1: off, and no negative prompt is encoded), read as the
-  // family's upstream __call__ reads the same fields; a family's default
-  // never turns guidance on. INVALID_ARGUMENT naming a field the family
+  // family's upstream __call__ reads the same fields, its default where
+  // guidance_scale is not given (Z-Image's 5.0 turns guidance on, as
+  // upstream's does). INVALID_ARGUMENT naming a field the family
   // does not take, or a negative prompt it would not use: nothing a
-  // request asks for is dropped. Default: guidance_scale is the CFG scale,
-  // and true_cfg_scale is refused.
+  // request asks for is dropped. Default: guidance_scale is the CFG scale
+  // (off when not given), and true_cfg_scale is refused.
   virtual absl::StatusOr<double> cfg_scale(const GuidanceAsked& asked) const;
+
+  // The image inputs it takes; empty (the default): none, and a request
+  // with an init image is refused naming the field.
+  virtual std::optional<ImageInputs> image_inputs() const { return std::nullopt; }
+
+  // The guidance_scale that `legacy` meant in the daemon's former
+  // convention (the wire's legacy_guidance_scale), so an old client is
+  // read as it meant. Default: the same number (FLUX's distilled guidance,
+  // the families whose guidance_scale was always upstream's).
+  virtual double from_legacy_guidance(double legacy) const { return legacy; }
 
   // The component with `name`, or nothing.
   std::optional<PipelineComponent> component(absl::string_view name) const;

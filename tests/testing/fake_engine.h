@@ -156,6 +156,15 @@ class FakeEngine final : public EngineApi {
     const int64_t h = latents.size(-2) * 8, w = latents.size(-1) * 8;
     return CallResult<torch::Tensor>{torch::zeros({h, w, 3}, torch::kUInt8), std::exchange(next_report, {})};
   }
+  // encode_image() answers zero latents [1, 16, H/8, W/8] when this is OK.
+  absl::Status encode_status = absl::UnimplementedError("encode_image");
+  absl::StatusOr<CallResult<torch::Tensor>> encode_image(const ModelHandle&, const torch::Tensor& image,
+                                                         const torch::Tensor&, const CancellationToken&) override {
+    MutexLock lock(&mu_);
+    if (!encode_status.ok()) return encode_status;
+    return CallResult<torch::Tensor>{torch::zeros({1, 16, image.size(-2) / 8, image.size(-1) / 8}),
+                                     std::exchange(next_report, {})};
+  }
   bool draining() const override { return false; }
 
  private:

@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "clients/diffusionctl/internal/command_table.h"
 
 namespace diffusiond::ctl::internal {
@@ -79,6 +80,36 @@ absl::StatusOr<CommandOptions> build_generate(const ParsedArgs& p) {
     absl::StatusOr<double> x = finite_number("--guidance", *v);
     if (!x.ok()) return x.status();
     o.guidance_scale = *x;
+  }
+  if (const std::string* v = p.flag("image")) o.image_path = *v;
+  if (const std::string* v = p.flag("mask")) {
+    if (o.image_path.empty()) return absl::InvalidArgumentError("--mask needs the --image it masks");
+    o.mask_path = *v;
+  }
+  if (const std::string* v = p.flag("strength")) {
+    absl::StatusOr<double> x = finite_number("--strength", *v);
+    if (!x.ok()) return x.status();
+    if (!(*x > 0 && *x <= 1)) return bad_value("--strength", *v, "a number in (0, 1]");
+    if (o.image_path.empty()) return absl::InvalidArgumentError("--strength needs an --image");
+    o.strength = *x;
+  }
+  if (const std::string* v = p.flag("num_images")) {
+    absl::StatusOr<int> n = int_in("--num_images", *v, 1, 64, "an integer from 1 to 64");
+    if (!n.ok()) return n.status();
+    o.num_images = *n;
+  }
+  if (const std::string* v = p.flag("seeds")) {
+    for (absl::string_view part : absl::StrSplit(*v, ',')) {
+      uint64_t seed = 0;
+      if (!absl::SimpleAtoi(part, &seed)) return bad_value("--seeds", *v, "integers separated by commas, such as 1,2");
+      o.seeds.push_back(seed);
+    }
+    if (p.flag("seed") != nullptr) return absl::InvalidArgumentError("give --seed or --seeds, not both");
+    if (o.num_images == 0) o.num_images = static_cast<int>(o.seeds.size());
+    if (o.num_images != static_cast<int>(o.seeds.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--seeds gives ", o.seeds.size(), " seeds for --num_images ", o.num_images));
+    }
   }
   if (const std::string* v = p.flag("true_cfg")) {
     absl::StatusOr<double> x = finite_number("--true_cfg", *v);
@@ -159,14 +190,19 @@ std::vector<CommandSpec> pipeline_commands() {
        "path, size and seed.",
        {{"prompt", "TEXT", "what to draw (required)"},
         {"negative", "TEXT",
-         "negative prompt, for classifier-free guidance (Z-Image: --guidance > 1; FLUX: --true_cfg > 1)"},
-        {"width", "N", "pixels, a multiple of 16 (default: the pipeline's, 1024)"},
-        {"height", "N", "pixels, a multiple of 16 (default: the pipeline's, 1024)"},
-        {"steps", "N", "denoise steps (default: the pipeline's: Z-Image 8, FLUX.1-dev 28, schnell 4)"},
+         "negative prompt, for classifier-free guidance (Z-Image: --guidance > 0; FLUX: --true_cfg > 1)"},
+        {"width", "N", "pixels, a multiple of 16 (default: the pipeline's, 1024; with --image its size)"},
+        {"height", "N", "pixels, a multiple of 16 (default: the pipeline's, 1024; with --image its size)"},
+        {"steps", "N", "denoise steps (default: the pipeline's: Z-Image 50, FLUX.1-dev 28, schnell 4)"},
         {"guidance", "S",
-         "guidance scale (default: the pipeline's): Z-Image's classifier-free scale, <= 1 off; "
-         "FLUX.1-dev's distilled guidance, 3.5"},
+         "upstream's guidance_scale (default: the pipeline's): Z-Image's classifier-free g, 0 off, 5.0; "
+         "FLUX.1-dev's distilled guidance, 3.5 (img2img and inpainting 7.0)"},
         {"true_cfg", "S", "FLUX's true classifier-free guidance scale (> 1, with --negative)"},
+        {"image", "FILE.png", "img2img: the init image, at the size to generate"},
+        {"mask", "FILE.png", "inpainting, with --image: white is repainted, black kept; the image's size"},
+        {"strength", "S", "with --image: how much of the schedule runs, (0, 1] (default: the pipeline's)"},
+        {"num_images", "N", "images from the prompt, written as OUT-0.png, OUT-1.png, ... (default 1)"},
+        {"seeds", "A,B,...", "one seed per image, in place of --seed (one generator for the batch)"},
         {"component_fp8", "NAME=MODE",
          "how this generate loads component NAME: FP8 default, off, e4m3fn or e5m2; repeatable",
          /*repeatable=*/true},

@@ -44,9 +44,10 @@ absl::StatusOr<torch::Tensor> VaeModel::decode_latents(const torch::Tensor& late
   return decode(batched(latents), tiling_of(config_, tiled));
 }
 
-absl::StatusOr<torch::Tensor> VaeModel::encode_image(const torch::Tensor& image, bool tiled) const {
-  DIFFUSIOND_ASSIGN_OR_RETURN(VaeEncoding encoding, encode(image, torch::Tensor(), tiling_of(config_, tiled)));
-  return encoding.latents_mode;
+absl::StatusOr<torch::Tensor> VaeModel::encode_image(const torch::Tensor& image, const torch::Tensor& eps,
+                                                     bool tiled) const {
+  DIFFUSIOND_ASSIGN_OR_RETURN(VaeEncoding encoding, encode(image, eps, tiling_of(config_, tiled)));
+  return eps.defined() ? encoding.latents : encoding.latents_mode;
 }
 
 }  // namespace diffusiond

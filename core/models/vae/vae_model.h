@@ -91,7 +91,8 @@ class VaeModel final : public ImageDecoder {
   absl::Status check_latents(const torch::Tensor& latents) const override;
   int64_t decode_activation_bytes(const torch::Tensor& latents, bool tiled) const override;
   absl::StatusOr<torch::Tensor> decode_latents(const torch::Tensor& latents, bool tiled) const override;
-  absl::StatusOr<torch::Tensor> encode_image(const torch::Tensor& image, bool tiled) const override;
+  absl::StatusOr<torch::Tensor> encode_image(const torch::Tensor& image, const torch::Tensor& eps,
+                                             bool tiled) const override;
 
  private:
   VaeModel(const VaeConfig& config, std::unique_ptr<WeightStore> weights);

@@ -93,6 +93,16 @@ class FluxPipeline final : public PipelineFamily {
     }
     return asked.negative_prompt ? asked.true_cfg_scale : 1.0;
   }
+
+  // FluxImg2ImgPipeline's and FluxInpaintPipeline's strength: 0.6 each.
+  std::optional<ImageInputs> image_inputs() const override { return ImageInputs{0.6, 0.6}; }
+
+  // Their __call__'s guidance_scale is 7.0, FluxPipeline's 3.5.
+  PipelineDefaults image_defaults(const ModelInfo& denoiser) const override {
+    PipelineDefaults d = defaults(denoiser);
+    if (takes_guidance(denoiser)) d.guidance_scale = 7.0;
+    return d;
+  }
 };
 
 }  // namespace

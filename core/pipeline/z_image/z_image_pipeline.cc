@@ -11,6 +11,8 @@ namespace {
 
 class ZImagePipeline final : public PipelineFamily {
  public:
+  static constexpr double kDefaultGuidance = 5.0;
+
   absl::string_view name() const override { return "z-image"; }
   std::vector<std::string> pipeline_classes() const override { return {"ZImagePipeline"}; }
   std::vector<PipelineComponent> components() const override {
@@ -19,8 +21,39 @@ class ZImagePipeline final : public PipelineFamily {
             {"vae", ModelRole::kVae, std::string(kVaeArchitecture)}};
   }
 
-  // Z-Image-Turbo's: 8 steps, no classifier-free guidance.
-  PipelineDefaults defaults(const ModelInfo&) const override { return PipelineDefaults{}; }
+  // ZImagePipeline.__call__'s: 50 steps, guidance_scale 5.0, 1024x1024.
+  // Upstream's defaults are the same for Z-Image-Turbo, whose model card
+  // asks for 9 steps and guidance_scale 0.0: a Turbo user passes them, to
+  // the daemon as to diffusers.
+  PipelineDefaults defaults(const ModelInfo&) const override {
+    PipelineDefaults d;
+    d.steps = 50;
+    d.guidance_scale = kDefaultGuidance;
+    return d;
+  }
+
+  // Upstream's meaning: pred = pos + g·(pos − neg), classifier-free
+  // guidance whenever g > 0 (the loop's s is g + 1), at 5.0 by default.
+  absl::StatusOr<double> cfg_scale(const GuidanceAsked& asked) const override {
+    if (asked.true_cfg_scale != 0) {
+      return absl::InvalidArgumentError(
+          "the z-image pipeline takes no true_cfg_scale: its classifier-free guidance is guidance_scale");
+    }
+    const double g = asked.guidance_scale.value_or(kDefaultGuidance);
+    if (asked.negative_prompt && !(g > 0)) {
+      return absl::InvalidArgumentError(
+          "negative_prompt is used only with classifier-free guidance, which the z-image pipeline applies at "
+          "guidance_scale > 0 (ZImagePipeline's meaning), got 0: leave it empty, or raise guidance_scale");
+    }
+    return g > 0 ? g + 1.0 : 1.0;
+  }
+
+  // The daemon's former Z-Image scale s was the loop's: s = g + 1, off at
+  // s <= 1.
+  double from_legacy_guidance(double legacy) const override { return legacy > 1.0 ? legacy - 1.0 : 0.0; }
+
+  // ZImageImg2ImgPipeline's strength 0.6, ZImageInpaintPipeline's 1.0.
+  std::optional<ImageInputs> image_inputs() const override { return ImageInputs{0.6, 1.0}; }
 
   TextEncoding text_encoding(absl::string_view, const std::string& prompt) const override {
     return z_image_text_encoding(prompt);

@@ -74,8 +74,11 @@ TEST(PipelineCommandLine, GenerateDefaultsLeaveTheChoiceToTheDaemon) {
   EXPECT_EQ(o.width, 0);
   EXPECT_EQ(o.height, 0);
   EXPECT_EQ(o.steps, 0);
-  EXPECT_EQ(o.guidance_scale, 0.0);
+  EXPECT_FALSE(o.guidance_scale.has_value());
   EXPECT_EQ(o.shift, 0.0);
+  EXPECT_EQ(o.image_path, "");
+  EXPECT_EQ(o.num_images, 0);
+  EXPECT_TRUE(o.seeds.empty());
   EXPECT_FALSE(o.seed.has_value());
   EXPECT_EQ(o.negative_prompt, "");
 }

@@ -310,7 +310,7 @@ TEST_F(PipelineCommandsTest, GenerateFailuresKeepTheCodeAndWriteNothing) {
   EXPECT_THAT(run_command(env_, generate("full")),
               StatusIs(absl::StatusCode::kResourceExhausted, "needed 12 GiB, available 3 GiB"));
   EXPECT_THAT(run_command(env_, generate("no-image")),
-              StatusIs(absl::StatusCode::kInternal, "the daemon ended Generate without an image"));
+              StatusIs(absl::StatusCode::kInternal, "the daemon ended Generate after 0 of 1 images"));
   EXPECT_THAT(run_command(env_, generate("garbage")),
               StatusIs(absl::StatusCode::kDataLoss,
                        HasSubstr("the daemon's Generate image is not a valid PNG: not a PNG")));

@@ -24,12 +24,26 @@ namespace {
 using ::diffusiond::testing::IsOk;
 
 // One row: the field, how it is changed, and whether the family uses it
-// (the image changes) or refuses it (INVALID_ARGUMENT naming `field`).
+// (the images change) or refuses it (INVALID_ARGUMENT naming `field`).
+// `given`, when set, is applied to the base request and the changed one
+// alike (a mask is compared with the same init image without it).
 struct FieldRow {
   const char* field;
   std::function<void(GenerateRequest&)> change;
   bool used;
+  std::function<void(GenerateRequest&)> given = nullptr;
 };
+
+// A 32x32 init image and a mask over its middle, not on the 8-pixel grid.
+torch::Tensor init_image() {
+  return torch::linspace(0, 1, 3 * 32 * 32, torch::kFloat32).reshape({3, 32, 32}).flip(2);
+}
+torch::Tensor init_mask() {
+  torch::Tensor m = torch::zeros({32, 32});
+  m.index_put_({torch::indexing::Slice(5, 21), torch::indexing::Slice(9, 27)}, 1.0f);
+  return m;
+}
+void with_image(GenerateRequest& r) { r.image = init_image(); }
 
 class GenerateFieldsTest : public ::testing::Test {
  protected:
@@ -60,18 +74,24 @@ class GenerateFieldsTest : public ::testing::Test {
   // Runs every row against `pipeline`'s base request, each from an empty
   // cache, so that a row's component options load as asked.
   void walk(const std::string& pipeline, const std::vector<FieldRow>& rows) {
-    engine_->unload_all(absl::Seconds(10));
-    absl::StatusOr<GeneratedImage> plain = generate(*engine_, models_dir_, base(pipeline));
-    ASSERT_THAT(plain, IsOk()) << pipeline;
     for (const FieldRow& row : rows) {
-      GenerateRequest r = base(pipeline);
+      GenerateRequest given = base(pipeline);
+      if (row.given) row.given(given);
+      engine_->unload_all(absl::Seconds(10));
+      absl::StatusOr<std::vector<GeneratedImage>> plain = generate_images(*engine_, models_dir_, given);
+      ASSERT_THAT(plain, IsOk()) << pipeline << ": " << row.field << "'s base";
+      GenerateRequest r = given;
       row.change(r);
       engine_->unload_all(absl::Seconds(10));
-      absl::StatusOr<GeneratedImage> changed = generate(*engine_, models_dir_, r);
+      absl::StatusOr<std::vector<GeneratedImage>> changed = generate_images(*engine_, models_dir_, r);
       if (row.used) {
         ASSERT_THAT(changed, IsOk()) << pipeline << ": " << row.field;
-        const bool differs = !changed->pixels.sizes().equals(plain->pixels.sizes()) ||
-                             !torch::equal(changed->pixels, plain->pixels);
+        bool differs = changed->size() != plain->size();
+        for (size_t k = 0; !differs && k < changed->size(); ++k) {
+          const torch::Tensor& a = (*changed)[k].pixels;
+          const torch::Tensor& b = (*plain)[k].pixels;
+          differs = !a.sizes().equals(b.sizes()) || !torch::equal(a, b);
+        }
         EXPECT_TRUE(differs) << pipeline << ": " << row.field << " was accepted and changed nothing";
       } else {
         EXPECT_TRUE(absl::IsInvalidArgument(changed.status())) << pipeline << ": " << row.field << " gave "
@@ -88,9 +108,22 @@ class GenerateFieldsTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_;
 };
 
-// The rows every family shares: what draws and shapes the image.
+// The rows every family shares: what draws and shapes the image, and the
+// image inputs (Z-Image and FLUX.1 have img2img and inpainting upstream).
 std::vector<FieldRow> common_rows() {
   return {{"prompt", [](GenerateRequest& r) { r.prompt = "a red fox in the snow"; }, true},
+          {"image", with_image, true},
+          {"mask_image", [](GenerateRequest& r) { r.mask_image = init_mask(); }, true, with_image},
+          // 0.3 of 2 steps starts at the second (the default, 0.6 or 1.0, at the first).
+          {"strength", [](GenerateRequest& r) { r.strength = 0.3; }, true, with_image},
+          {"strength", [](GenerateRequest& r) { r.strength = 0.3; }, false},
+          {"num_images_per_prompt", [](GenerateRequest& r) { r.num_images_per_prompt = 2; }, true},
+          {"seeds", [](GenerateRequest& r) {
+             r.seed = 0;
+             r.seeds = {8};
+           },
+           true},
+          {"seeds", [](GenerateRequest& r) { r.seeds = {8}; }, false},
           {"width", [](GenerateRequest& r) { r.width = 48; }, true},
           {"height", [](GenerateRequest& r) { r.height = 48; }, true},
           {"steps", [](GenerateRequest& r) { r.steps = 3; }, true},
@@ -109,7 +142,17 @@ TEST_F(GenerateFieldsTest, ZImageUsesOrRefusesEveryField) {
                     r.negative_prompt = "blurry";
                   },
                   true});
-  rows.push_back({"negative_prompt", [](GenerateRequest& r) { r.negative_prompt = "blurry"; }, false});
+  rows.push_back({"negative_prompt", [](GenerateRequest& r) {
+                    r.guidance_scale = 0.0;
+                    r.negative_prompt = "blurry";
+                  },
+                  false});
+  rows.push_back({"legacy_guidance_scale", [](GenerateRequest& r) { r.legacy_guidance_scale = 3.0; }, true});
+  rows.push_back({"legacy_guidance_scale", [](GenerateRequest& r) {
+                    r.guidance_scale = 2.0;
+                    r.legacy_guidance_scale = 3.0;
+                  },
+                  false});
   rows.push_back({"true_cfg_scale", [](GenerateRequest& r) { r.true_cfg_scale = 3.0; }, false});
   rows.push_back({"component_options",
                   [](GenerateRequest& r) { r.component_options["text_encoder_2"].compute_dtype = ComputeDtype::kFloat32; },

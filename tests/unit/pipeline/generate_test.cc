@@ -301,15 +301,63 @@ TEST_F(GenerateTest, BadRequestsAreRefusedBeforeAnyLoad) {
   r = request();
   r.pipeline = "../elsewhere";
   EXPECT_FALSE(generate(*engine_, models_dir_, r).ok());
-  // A negative prompt with guidance off would be dropped: refused instead.
-  for (double off : {0.0, 1.0}) {
+  // A negative prompt with guidance off would be dropped: refused instead,
+  // whether off is upstream's 0 or the former convention's 1.
+  r = request();
+  r.guidance_scale = 0.0;
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("negative_prompt is used only with classifier-free guidance")));
+  r = request();
+  r.guidance_scale.reset();
+  r.legacy_guidance_scale = 1.0;
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("negative_prompt is used only with classifier-free guidance")));
+  r = request();
+  r.guidance_scale = 3.0;
+  r.legacy_guidance_scale = 4.0;
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not both")));
+  // Image inputs: each bad one names its field.
+  const torch::Tensor image = torch::rand({3, 48, 64});  // the request's size
+  r = request();
+  r.image = image;
+  r.width = 32;
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("does not resize")));
+  r = request();
+  r.image = image;
+  r.mask_image = torch::ones({48, 16});
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("mask_image is 16x48")));
+  r = request();
+  r.mask_image = torch::ones({48, 64});
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("mask_image needs")));
+  for (double strength : {-0.1, 1.5}) {
     r = request();
-    r.guidance_scale = off;
-    EXPECT_THAT(generate(*engine_, models_dir_, r),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr("negative_prompt is used only with classifier-free guidance")))
-        << off;
+    r.image = image;
+    r.strength = strength;
+    EXPECT_THAT(generate(*engine_, models_dir_, r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("strength")))
+        << strength;
   }
+  r = request();
+  r.strength = 0.5;
+  EXPECT_THAT(generate(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("strength is used only with an init image")));
+  r = request();
+  r.image = image * 2;
+  EXPECT_THAT(generate(*engine_, models_dir_, r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("[0, 1]")));
+  r = request();
+  r.num_images_per_prompt = kGenerateMaxImages + 1;
+  EXPECT_THAT(generate_images(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("num_images_per_prompt")));
+  r = request();
+  r.num_images_per_prompt = 2;
+  r.seeds = {1, 2, 3};
+  EXPECT_THAT(generate_images(*engine_, models_dir_, r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("seeds gives one seed per image")));
   // Z-Image's classifier-free guidance is guidance_scale: FLUX's knob is
   // refused, not ignored.
   r = request();
