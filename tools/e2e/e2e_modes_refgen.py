@@ -81,12 +81,15 @@ def case(name, mode, prompt, width=80, height=48, steps=3, seed=11, seeds=None, 
 
 
 # Steps are chosen so that strength truncates the schedule: upstream starts at
-# t_start = int(steps - min(steps * strength, steps)); 0.5 of 3 steps starts at 1.
+# t_start = int(steps - min(steps * strength, steps)) in doubles; 0.5 of 3
+# steps starts at 1. 0.56 of 25 starts at 10, not 11: 25 * 0.56 is
+# 14.000000000000002 (float32 arithmetic would give 11).
 CASES = {
     "zimage": [
         case("zimage-i2i-s05", "img2img", Z_PROMPT, steps=3, strength=0.5),
         case("zimage-i2i-s09-cfg", "img2img", Z_PROMPT, steps=10, strength=0.9, guidance_scale=3.0,
              negative_prompt="dark, noisy"),
+        case("zimage-i2i-s056", "img2img", Z_PROMPT, steps=25, strength=0.56),
         case("zimage-inpaint", "inpaint", Z_PROMPT, steps=4),  # strength: ZImageInpaintPipeline's 1.0
         case("zimage-inpaint-s08", "inpaint", Z_PROMPT, steps=5, strength=0.8),
         case("zimage-batch2", "txt2img", Z_PROMPT, num_images_per_prompt=2),
