@@ -1,20 +1,31 @@
 #!/usr/bin/env python3
-"""Runs the daemon's Generate on the cases of e2e_pipe_refgen.py's output and
+"""Runs the daemon's Generate on the cases of the upstream references and
 compares each image with upstream's own pipeline __call__ image, level by
 level in 8 bits.
 
-e2e_pipe_refgen.py (the shared reference generators) writes, per family,
-OUT/<family>-pipe/ with a tiny pipeline folder (pipe/), cases.json (one
-upstream __call__ per case: prompt, negative prompt, size, steps, seed, the
-guidance upstream got and the daemon's reading of it, true_cfg_scale) and
-ref.safetensors (<case>.image_u8, [H, W, 3]). This script starts a daemon
-over each folder with FP8 off (the references are float32), asks it for
-every case through the Python client, and prints a table of the largest
-level difference and how many values differ. It exits 1 when a case is over
---max_levels (default 1: the noise floor of float32 across BLAS kernels).
+Two generators write the references, per family, into OUT/<family>-pipe/
+beside a tiny pipeline folder (pipe/):
+- e2e_pipe_refgen.py (the shared reference generators): cases.json (one
+  txt2img __call__ per case: prompt, negative prompt, size, steps, seed,
+  upstream_guidance, the older daemon_guidance, true_cfg_scale) and
+  ref.safetensors (<case>.image_u8, [H, W, 3]);
+- e2e_modes_refgen.py (here): modes_cases.json (img2img, inpainting,
+  batches, FLUX true CFG: each case as a client sends it, with the
+  init/mask PNG files it names and its images' keys in batch order) and
+  modes_ref.safetensors.
+This script starts a daemon over each folder with FP8 off (the references
+are float32), asks it for every case through the Python client (generate,
+or generate_images for a batch; the PNGs' bytes as image and mask_image;
+strength, seed or seeds, num_images_per_prompt), and prints a table of the
+largest level difference and how many values differ, one row per image. It
+sends upstream's guidance_scale for every case: a shared case's
+daemon_guidance predates Z-Image's guidance_scale taking upstream's meaning.
+It exits 1 when an image is over --max_levels (default 1: the noise floor
+of float32 across BLAS kernels and batch shapes).
 
 Usage: vs_upstream_generate.py --daemon build/release/server/diffusiond
            --refs OUT [--family flux] [--case flux-truecfg] [--max_levels 1]
+       vs_upstream_generate.py --refs OUT --dry_run   (the requests, no daemon)
 """
 import argparse
 import json
@@ -25,11 +36,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "clients", "python"))
+sys.path.insert(0, HERE)
 import diffusiond_client as dc  # noqa: E402
+from png_io import decode_png_rgb8  # noqa: E402
 
 
 def read_safetensors_u8(path, key):
@@ -45,42 +57,81 @@ def read_safetensors_u8(path, key):
         return f.read(end - begin), entry["shape"]
 
 
-def decode_png_rgb8(png):
-    """The pixels of an 8-bit RGB, non-interlaced PNG (what the daemon
-    writes) as bytes [H, W, 3], and (W, H)."""
-    if png[:8] != b"\x89PNG\r\n\x1a\n":
-        raise ValueError("not a PNG")
-    pos, idat, width, height = 8, b"", 0, 0
-    while pos < len(png):
-        (length,) = struct.unpack(">I", png[pos:pos + 4])
-        kind, body = png[pos + 4:pos + 8], png[pos + 8:pos + 8 + length]
-        pos += 12 + length
-        if kind == b"IHDR":
-            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
-            if (depth, color, interlace) != (8, 2, 0):
-                raise ValueError("expected 8-bit RGB without interlacing")
-        elif kind == b"IDAT":
-            idat += body
-    raw, stride, bpp = zlib.decompress(idat), width * 3, 3
-    out, prev = bytearray(), bytearray(stride)
-    for y in range(height):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for x in range(stride):
-            a = line[x - bpp] if x >= bpp else 0
-            b, c = prev[x], prev[x - bpp] if x >= bpp else 0
-            if f == 1:
-                line[x] = (line[x] + a) & 255
-            elif f == 2:
-                line[x] = (line[x] + b) & 255
-            elif f == 3:
-                line[x] = (line[x] + (a + b) // 2) & 255
-            elif f == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        out += line
-        prev = line
-    return bytes(out), (width, height)
+def shared_case(c):
+    """A case of e2e_pipe_refgen.py's cases.json in modes_cases.json's form."""
+    return dict(name=c["name"], mode="txt2img", prompt=c["prompt"], negative_prompt=c["negative_prompt"],
+                width=c["width"], height=c["height"], steps=c["steps"], seed=c["seed"], seeds=[],
+                guidance_scale=c["upstream_guidance"], true_cfg_scale=c.get("true_cfg_scale", 0.0), strength=0.0,
+                num_images_per_prompt=0, image="", mask="", image_keys=[f"{c['name']}.image_u8"])
+
+
+def load_cases(folder):
+    """(pipeline folder, cases) of a <family>-pipe folder: the shared
+    script's, then this project's modes, which win a name both have."""
+    pipeline, cases = None, {}
+    for file_name, ref, convert in (("cases.json", "ref.safetensors", shared_case),
+                                    ("modes_cases.json", "modes_ref.safetensors", dict)):
+        path = os.path.join(folder, file_name)
+        if not os.path.isfile(path):
+            continue
+        with open(path) as f:
+            spec = json.load(f)
+        pipeline = spec["pipeline_folder"]
+        for c in spec["cases"]:
+            c = convert(c)
+            cases.pop(c["name"], None)
+            cases[c["name"]] = dict(c, ref=ref)
+    if pipeline is None:
+        raise RuntimeError(f"{folder} has neither cases.json nor modes_cases.json")
+    return pipeline, list(cases.values())
+
+
+def generate_arguments(folder, c):
+    """The keyword arguments of Client.generate/generate_images for case `c`."""
+    kwargs = dict(width=c["width"], height=c["height"], steps=c["steps"], guidance_scale=c["guidance_scale"],
+                  true_cfg_scale=c["true_cfg_scale"], strength=c["strength"],
+                  num_images_per_prompt=c["num_images_per_prompt"])
+    if c["seeds"]:
+        kwargs["seeds"] = c["seeds"]
+    else:
+        kwargs["seed"] = c["seed"]
+    for field, file_name in (("image", c["image"]), ("mask_image", c["mask"])):
+        if file_name:
+            with open(os.path.join(folder, file_name), "rb") as f:
+                kwargs[field] = f.read()
+    return kwargs
+
+
+def generate(client, folder, pipeline, c):
+    """The daemon's images for case `c`, in batch order."""
+    kwargs = generate_arguments(folder, c)
+    negative = c["negative_prompt"] or None
+    if len(c["image_keys"]) > 1:
+        return client.generate_images(pipeline, c["prompt"], negative, **kwargs)
+    return [client.generate(pipeline, c["prompt"], negative, **kwargs)]
+
+
+def compare(folder, c, images):
+    """Rows (label, largest level difference, values off, values) for each
+    image of case `c` against its reference; RuntimeError when the daemon's
+    answer does not fit (count, index, seed, size)."""
+    keys = c["image_keys"]
+    if len(images) != len(keys):
+        raise RuntimeError(f"{c['name']}: the daemon gave {len(images)} images, upstream {len(keys)}")
+    rows = []
+    for k, (image, key) in enumerate(zip(images, keys)):
+        seed = c["seeds"][k] if c["seeds"] else c["seed"]
+        if (image.index, image.seed) != (k, seed):
+            raise RuntimeError(f"{c['name']}: image {k} came as index {image.index}, seed {image.seed}; "
+                               f"expected index {k}, seed {seed}")
+        ours, size = decode_png_rgb8(image.png)
+        ref, shape = read_safetensors_u8(os.path.join(folder, c["ref"]), key)
+        if [size[1], size[0], 3] != shape:
+            raise RuntimeError(f"{c['name']}: the daemon gave {size[0]}x{size[1]}, upstream {shape}")
+        diffs = [abs(a - b) for a, b in zip(ours, ref)]
+        label = c["name"] if len(keys) == 1 else f"{c['name']}[{k}]"
+        rows.append((label, max(diffs), sum(1 for d in diffs if d), len(diffs)))
+    return rows
 
 
 def free_port():
@@ -89,67 +140,82 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_family(daemon, folder, only_case, max_levels):
-    with open(os.path.join(folder, "cases.json")) as f:
-        spec = json.load(f)
+def wait_until_serving(client, proc, log):
+    deadline = time.time() + 60
+    while True:
+        try:
+            if client.health() == "SERVING":
+                return
+        except dc.DiffusiondError:
+            pass
+        if time.time() > deadline or proc.poll() is not None:
+            log.seek(0)
+            raise RuntimeError("the daemon did not start:\n" + log.read().decode(errors="replace"))
+        time.sleep(0.2)
+
+
+def run_family(daemon, folder, only_case):
+    """Rows of every case of one <family>-pipe folder, from a daemon of its own."""
+    pipeline, cases = load_cases(folder)
     port, metrics = free_port(), free_port()
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen([daemon, f"--models_dir={folder}", f"--listen=127.0.0.1:{port}",
                              f"--metrics_listen=127.0.0.1:{metrics}", "--fp8=off"], stdout=log, stderr=log)
-    rows, worst = [], 0
+    rows = []
     try:
         client = dc.Client(f"127.0.0.1:{port}")
-        deadline = time.time() + 60
-        while True:
-            try:
-                if client.health() == "SERVING":
-                    break
-            except dc.DiffusiondError:
-                pass
-            if time.time() > deadline or proc.poll() is not None:
-                log.seek(0)
-                raise RuntimeError("the daemon did not start:\n" + log.read().decode(errors="replace"))
-            time.sleep(0.2)
-        for case in spec["cases"]:
-            if only_case and case["name"] != only_case:
-                continue
-            image = client.generate(spec["pipeline_folder"], case["prompt"], case["negative_prompt"] or None,
-                                    width=case["width"], height=case["height"], steps=case["steps"],
-                                    guidance_scale=case["daemon_guidance"], seed=case["seed"],
-                                    true_cfg_scale=case.get("true_cfg_scale", 0.0))
-            ours, size = decode_png_rgb8(image.png)
-            ref, shape = read_safetensors_u8(os.path.join(folder, "ref.safetensors"), f"{case['name']}.image_u8")
-            if [size[1], size[0], 3] != shape:
-                raise RuntimeError(f"{case['name']}: the daemon gave {size[0]}x{size[1]}, upstream {shape}")
-            diffs = [abs(a - b) for a, b in zip(ours, ref)]
-            off = sum(1 for d in diffs if d)
-            rows.append((case["name"], max(diffs), off, len(diffs)))
-            worst = max(worst, max(diffs))
+        wait_until_serving(client, proc, log)
+        for c in cases:
+            if not only_case or c["name"] == only_case:
+                rows += compare(folder, c, generate(client, folder, pipeline, c))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    return rows, worst <= max_levels
+    return rows
+
+
+def dry_run(folder, only_case):
+    """Prints each case's request as the client would send it, and checks
+    that its references exist; no daemon."""
+    pipeline, cases = load_cases(folder)
+    for c in cases:
+        if only_case and c["name"] != only_case:
+            continue
+        kwargs = generate_arguments(folder, c)
+        for field in ("image", "mask_image"):
+            if field in kwargs:
+                kwargs[field] = f"<{len(kwargs[field])} bytes of {c['image' if field == 'image' else 'mask']}>"
+        for key in c["image_keys"]:
+            read_safetensors_u8(os.path.join(folder, c["ref"]), key)
+        call = "generate_images" if len(c["image_keys"]) > 1 else "generate"
+        print(f"{c['name']}: {call}({pipeline!r}, {c['prompt']!r}, {c['negative_prompt'] or None!r}, "
+              f"{', '.join(f'{k}={v!r}' for k, v in kwargs.items())}) vs {c['ref']} {c['image_keys']}")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--daemon", required=True, help="the diffusiond binary")
-    ap.add_argument("--refs", required=True, help="e2e_pipe_refgen.py's --out-root")
+    ap.add_argument("--daemon", help="the diffusiond binary (not needed with --dry_run)")
+    ap.add_argument("--refs", required=True, help="the references' --out-root")
     ap.add_argument("--family", help="one family's folder only (zimage, flux, ...)")
     ap.add_argument("--case", help="one case only")
     ap.add_argument("--max_levels", type=int, default=1)
+    ap.add_argument("--dry_run", action="store_true", help="print the requests and check the references")
     args = ap.parse_args()
+    if not args.dry_run and not args.daemon:
+        ap.error("--daemon is required (or --dry_run)")
+    folders = [os.path.abspath(os.path.join(args.refs, name)) for name in sorted(os.listdir(args.refs))
+               if name.endswith("-pipe") and (not args.family or name == f"{args.family}-pipe")]
+    if args.dry_run:
+        for folder in folders:
+            dry_run(folder, args.case)
+        return 0
     ok = True
     print("| case | max level difference (8 bits) | values off |")
     print("|---|---|---|")
-    for name in sorted(os.listdir(args.refs)):
-        folder = os.path.join(args.refs, name)
-        if not name.endswith("-pipe") or (args.family and name != f"{args.family}-pipe"):
-            continue
-        rows, fine = run_family(os.path.abspath(args.daemon), os.path.abspath(folder), args.case, args.max_levels)
-        ok = ok and fine
-        for case, worst, off, total in rows:
-            print(f"| `{case}` | {worst} | {off} of {total:,} |")
+    for folder in folders:
+        for label, worst, off, total in run_family(os.path.abspath(args.daemon), folder, args.case):
+            ok = ok and worst <= args.max_levels
+            print(f"| `{label}` | {worst} | {off} of {total:,} |", flush=True)
     return 0 if ok else 1
 
 

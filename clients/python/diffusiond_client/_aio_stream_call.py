@@ -1,6 +1,7 @@
-"""asyncio server-streaming calls whose events are progress followed by one
-final result: LoadModel, Denoise and Generate for AsyncClient; and
-AsyncEventWatch, the open-ended WatchEvents stream.
+"""asyncio server-streaming calls whose events are progress followed by
+their results (one; a Generate's images, one per image asked for):
+LoadModel, Denoise and Generate for AsyncClient; and AsyncEventWatch, the
+open-ended WatchEvents stream.
 
 Cancelling the task that iterates (or awaits result()) cancels the RPC, so
 the daemon stops work nobody waits for; cancel() does the same from any
@@ -10,12 +11,12 @@ in the blocking client.
 
 import asyncio
 import inspect
-from typing import cast, Any, AsyncIterator, Callable, Generic, Optional, Type, TypeVar
+from typing import cast, Any, AsyncIterator, Callable, Generic, List, Optional, Type, TypeVar
 
 import grpc
 
 from ._calls import Stream, Watch
-from ._stream_call import missing_result
+from ._stream_call import check_image_count, missing_result
 from .errors import CancelledError, from_rpc_error
 from .results import CacheEvent, DenoiseStep, GenerateProgress, Image
 from .tensor import WireTensor
@@ -24,7 +25,7 @@ R = TypeVar("R")
 
 
 class AsyncStreamCall(Generic[R]):
-    """Iterates a running grpc.aio stream: progress events, then the result (type R)."""
+    """Iterates a running grpc.aio stream: progress events and the results (type R)."""
 
     def __init__(self, call: Any, spec: "Stream[R]") -> None:
         self._call = call
@@ -55,15 +56,15 @@ class AsyncStreamCall(Generic[R]):
         code: grpc.StatusCode = await self._call.code()
         return code
 
-    async def result(self, on_event: Optional[Callable[[Any], object]] = None) -> R:
+    async def results(self, on_event: Optional[Callable[[Any], object]] = None) -> List[R]:
         """Consumes the stream, calling ``on_event`` per progress event (a
         function or a coroutine function; if it raises, the call is cancelled
-        and the exception propagates), and returns the final result;
-        DiffusiondError if the stream fails or ends without one."""
-        final: Optional[R] = None
+        and the exception propagates), and returns every result in the order
+        received; DiffusiondError if the stream fails or ends without one."""
+        finals: List[R] = []
         async for event in self:
             if isinstance(event, self._spec.final):
-                final = cast(R, event)
+                finals.append(cast(R, event))
             elif on_event is not None:
                 try:
                     outcome = on_event(event)
@@ -72,9 +73,14 @@ class AsyncStreamCall(Generic[R]):
                 except BaseException:
                     self._call.cancel()
                     raise
-        if final is None:
+        if not finals:
             raise missing_result(self._spec)
-        return final
+        return finals
+
+    async def result(self, on_event: Optional[Callable[[Any], object]] = None) -> R:
+        """As results(), returning the last result: the only one of a stream
+        that ends with one."""
+        return (await self.results(on_event))[-1]
 
 
 class AsyncDenoiseCall(AsyncStreamCall[WireTensor]):
@@ -88,11 +94,17 @@ class AsyncDenoiseCall(AsyncStreamCall[WireTensor]):
 
 class AsyncGenerateCall(AsyncStreamCall[Image]):
     """A running Generate stream: ``async for`` GenerateProgress events and
-    then the Image, or ``await result(on_progress)``."""
+    the Images, each right after its decode; or ``await result(on_progress)``
+    for one image, ``await images(on_progress)`` for all."""
 
     async def result(self, on_progress: Optional[Callable[[GenerateProgress], object]] = None) -> Image:
-        """Consumes the stream and returns the Image."""
+        """Consumes the stream and returns the (last) Image."""
         return await super().result(on_progress)
+
+    async def images(self, on_progress: Optional[Callable[[GenerateProgress], object]] = None) -> List[Image]:
+        """Consumes the stream and returns its Images in batch order;
+        DiffusiondError if they are fewer or more than the request asked for."""
+        return check_image_count(self._spec, await self.results(on_progress))
 
 
 class AsyncEventWatch:

@@ -77,7 +77,9 @@ class Unary(Generic[R]):
 @dataclasses.dataclass(frozen=True)
 class Stream(Generic[R]):
     """A server-streaming RPC whose events are progress (converted with
-    ``converters`` by oneof kind) followed by one result of type ``final``."""
+    ``converters`` by oneof kind) followed by its results of type ``final``:
+    one, except for a Generate of several images (each may come between
+    progress events)."""
 
     service: str
     rpc: str
@@ -264,7 +266,10 @@ def decode(vae: str, latents: TensorLike) -> "Unary[Image]":
 def generate(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str],
              components: Mapping[str, Optional[str]], width: int, height: int, steps: int, guidance_scale: float,
              seed: Optional[int], shift: float, true_cfg_scale: float = 0.0,
-             component_options: Optional[Mapping[str, Mapping[str, Any]]] = None) -> "Stream[Image]":
+             component_options: Optional[Mapping[str, Mapping[str, Any]]] = None, *,
+             image: Optional[_pipeline.ImageInput] = None, mask_image: Optional[_pipeline.ImageInput] = None,
+             strength: float = 0.0, num_images_per_prompt: int = 0,
+             seeds: Optional[Sequence[int]] = None) -> "Stream[Image]":
     options = {}
     for name, given in (component_options or {}).items():
         unknown = set(given) - {"fp8", "compute_dtype"}
@@ -274,9 +279,19 @@ def generate(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str
         options[name] = _ps.ComponentOptions(fp8=fp8_mode(given.get("fp8")),
                                              compute_dtype=given.get("compute_dtype") or "")
     request = _pipeline.generate_request(pipeline, prompt, negative_prompt, components, width, height, steps,
-                                         guidance_scale, seed, shift, true_cfg_scale, options)
+                                         guidance_scale, seed, shift, true_cfg_scale, options, image, mask_image,
+                                         strength, num_images_per_prompt, seeds)
     return Stream("pipeline", "Generate", request, {"progress": GenerateProgress.from_proto, "image": Image.from_proto},
                   Image, "an image", pipeline or request.components.get("transformer"))
+
+
+def check_one_image(num_images_per_prompt: int, seeds: Optional[Sequence[int]]) -> None:
+    """ValueError when a Generate asks for more than the one image
+    ``generate()`` returns."""
+    count = max(num_images_per_prompt, len(seeds or ()))
+    if count > 1:
+        raise ValueError(f"generate() returns one image, this asks for {count} "
+                         "(num_images_per_prompt or seeds): call generate_images()")
 
 
 # --- grpc.health.v1 -----------------------------------------------------------

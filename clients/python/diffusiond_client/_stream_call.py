@@ -1,15 +1,17 @@
-"""Blocking server-streaming calls whose events are progress followed by one
-final result: LoadModel, Denoise and Generate for Client; and EventWatch, the
-open-ended WatchEvents stream.
+"""Blocking server-streaming calls whose events are progress followed by
+their results (one; a Generate's images, one per image asked for):
+LoadModel, Denoise and Generate for Client; and EventWatch, the open-ended
+WatchEvents stream.
 
 The asyncio counterparts are in _aio_stream_call.py; what the events are and
 how they convert is in the _calls.Stream both take.
 """
 
-from typing import cast, Any, Callable, Generic, Iterator, Optional, Type, TypeVar
+from typing import cast, Any, Callable, Generic, Iterator, List, Optional, Type, TypeVar
 
 import grpc
 
+from . import pipeline as _pipeline
 from ._calls import Stream, Watch
 from .errors import DiffusiondError, from_rpc_error
 from .results import CacheEvent, DenoiseStep, GenerateProgress, Image
@@ -23,8 +25,19 @@ def missing_result(spec: "Stream[Any]") -> DiffusiondError:
     return DiffusiondError(grpc.StatusCode.INTERNAL, f"the stream ended without {spec.final_kind}", spec.label)
 
 
+def check_image_count(spec: "Stream[Any]", images: List[Image]) -> List[Image]:
+    """Returns ``images`` if the Generate of ``spec`` sent as many as it asked
+    for; DiffusiondError otherwise (a daemon older than
+    num_images_per_prompt sends one)."""
+    expected = _pipeline.images_expected(spec.request)
+    if len(images) != expected:
+        raise DiffusiondError(grpc.StatusCode.INTERNAL,
+                              f"the stream ended after {len(images)} of {expected} images", spec.label)
+    return images
+
+
 class StreamCall(Generic[R]):
-    """Iterates a running stream: progress events, then the result (type R)."""
+    """Iterates a running stream: progress events and the results (type R)."""
 
     def __init__(self, call: Any, spec: "Stream[R]") -> None:
         self._call = call
@@ -47,24 +60,29 @@ class StreamCall(Generic[R]):
         """Returns the call's grpc.StatusCode (blocks until it finishes)."""
         return self._call.code()
 
-    def result(self, on_event: Optional[Callable[[Any], object]] = None) -> R:
+    def results(self, on_event: Optional[Callable[[Any], object]] = None) -> List[R]:
         """Consumes the stream, calling ``on_event`` per progress event (if it
         raises, the call is cancelled and the exception propagates), and
-        returns the final result; DiffusiondError if the stream fails or ends
-        without one."""
-        final: Optional[R] = None
+        returns every result in the order received; DiffusiondError if the
+        stream fails or ends without one."""
+        finals: List[R] = []
         for event in self:
             if isinstance(event, self._spec.final):
-                final = cast(R, event)
+                finals.append(cast(R, event))
             elif on_event is not None:
                 try:
                     on_event(event)
                 except BaseException:
                     self._call.cancel()
                     raise
-        if final is None:
+        if not finals:
             raise missing_result(self._spec)
-        return final
+        return finals
+
+    def result(self, on_event: Optional[Callable[[Any], object]] = None) -> R:
+        """As results(), returning the last result: the only one of a stream
+        that ends with one."""
+        return self.results(on_event)[-1]
 
 
 class DenoiseCall(StreamCall[WireTensor]):
@@ -86,15 +104,21 @@ class GenerateCall(StreamCall[Image]):
     """A running Generate stream.
 
     Iterate it for GenerateProgress events (load, evict, encode, each denoise
-    step, decode) followed by the Image, or call result(on_progress).
+    step, decode) and the Images, each right after its decode, or call
+    result(on_progress) for one image, images(on_progress) for all.
     cancel() may be called from any thread; the iteration then raises
     CancelledError.
     """
 
     def result(self, on_progress: Optional[Callable[[GenerateProgress], object]] = None) -> Image:
-        """Consumes the stream and returns the Image; ``on_progress`` as
-        StreamCall.result's ``on_event``."""
+        """Consumes the stream and returns the (last) Image; ``on_progress``
+        as StreamCall.results's ``on_event``."""
         return super().result(on_progress)
+
+    def images(self, on_progress: Optional[Callable[[GenerateProgress], object]] = None) -> List[Image]:
+        """Consumes the stream and returns its Images in batch order;
+        DiffusiondError if they are fewer or more than the request asked for."""
+        return check_image_count(self._spec, self.results(on_progress))
 
 
 class EventWatch:

@@ -23,6 +23,7 @@ from ._stream_call import DenoiseCall, EventWatch, GenerateCall, StreamCall
 from ._transport import DEFAULT_MAX_MESSAGE_BYTES, Attempts, RetryPolicy, channel_options
 from .auth import TokenSource
 from .errors import NotFoundError, from_rpc_error
+from .pipeline import ImageInput
 from .results import Available, DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats, UnloadResult
 from .tensor import TensorLike, WireTensor
 
@@ -260,6 +261,9 @@ class Client(ClientBase):
                         guidance_scale: float = 0.0, seed: Optional[int] = None, shift: float = 0.0,
                         true_cfg_scale: float = 0.0,
                         component_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
+                        image: Optional[ImageInput] = None, mask_image: Optional[ImageInput] = None,
+                        strength: float = 0.0, num_images_per_prompt: int = 0,
+                        seeds: Optional[Sequence[int]] = None,
                         timeout: Timeout = DEFAULT) -> GenerateCall:
         """Starts a Generate and returns its GenerateCall (iterable, cancellable).
 
@@ -279,22 +283,46 @@ class Client(ClientBase):
         ``{"text_encoder": {"fp8": "off"}}`` (``fp8`` as ``load``'s,
         ``compute_dtype`` "float32", "bfloat16" or "float16"); a cached
         model loaded otherwise is refused (FailedPreconditionError).
+
+        ``image`` makes it img2img (ZImageImg2ImgPipeline,
+        FluxImg2ImgPipeline): PNG bytes, or a float32 tensor [3, H, W] (or
+        [1, 3, H, W]) in [0, 1] (numpy, torch, WireTensor) of the output's
+        size. ``mask_image`` with it makes it inpainting: PNG bytes or a
+        float32 tensor [H, W] (or [1, H, W], [1, 1, H, W]) in [0, 1], white
+        repainted, black kept. ``strength`` in (0, 1] is how much of the
+        schedule runs from the image (0: the family's default, upstream's).
+        ``num_images_per_prompt`` images (0: 1) share one generator seeded by
+        ``seed``; ``seeds`` instead gives each its own (one per image, with
+        ``seed`` unset; ValueError otherwise), as upstream's list of
+        generators. The daemon refuses the rest (InvalidArgumentError).
         """
         spec = _calls.generate(pipeline, prompt, negative_prompt,
                                self._components(components, text_encoder, transformer, vae),
                                width, height, steps, guidance_scale, seed, shift, true_cfg_scale,
-                               component_options)
+                               component_options, image=image, mask_image=mask_image, strength=strength,
+                               num_images_per_prompt=num_images_per_prompt, seeds=seeds)
         return self._stream(spec, timeout, GenerateCall)
 
     def generate(self, pipeline: Optional[str] = None, prompt: str = "", negative_prompt: Optional[str] = None,
                  *, on_progress: Optional[Callable[[GenerateProgress], object]] = None, **kwargs: Any) -> Image:
-        """Runs a Generate and returns the Image.
+        """Runs a Generate of one image and returns the Image.
 
         Arguments as generate_stream; ``on_progress(GenerateProgress)`` is
         called per event, and if it raises the call is cancelled and the
-        exception propagates.
+        exception propagates. More than one image (``num_images_per_prompt``
+        or ``seeds``) raises ValueError: call generate_images.
         """
+        _calls.check_one_image(kwargs.get("num_images_per_prompt", 0), kwargs.get("seeds"))
         return self.generate_stream(pipeline, prompt, negative_prompt, **kwargs).result(on_progress)
+
+    def generate_images(self, pipeline: Optional[str] = None, prompt: str = "",
+                        negative_prompt: Optional[str] = None, *,
+                        on_progress: Optional[Callable[[GenerateProgress], object]] = None,
+                        **kwargs: Any) -> List[Image]:
+        """Runs a Generate and returns all its Images, in batch order (index
+        0 first): ``num_images_per_prompt`` of them, or one per entry of
+        ``seeds``. Arguments as generate's."""
+        return self.generate_stream(pipeline, prompt, negative_prompt, **kwargs).images(on_progress)
 
     # --- grpc.health.v1 ---------------------------------------------------
 

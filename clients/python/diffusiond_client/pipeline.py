@@ -4,31 +4,74 @@ Not here: the calls themselves (client.py, aio.py) and the result types
 (results.py).
 """
 
+import os
 import secrets
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _stubs
 from .tensor import TensorLike, WireTensor, to_wire_proto
 
 _ps = _stubs.pipeline_service_pb2
 
+ImageInput = Union[bytes, bytearray, memoryview, TensorLike]
+"""An init image or mask: PNG bytes, or a tensor (see GenerateRequest's
+image_tensor and mask_tensor for the shapes, float32 in [0, 1])."""
+
 
 def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str],
                      components: Optional[Mapping[str, Optional[str]]], width: int, height: int, steps: int,
                      guidance_scale: float, seed: Optional[int], shift: float, true_cfg_scale: float = 0.0,
-                     component_options: Optional[Mapping[str, Any]] = None) -> Any:
+                     component_options: Optional[Mapping[str, Any]] = None, image: Optional[ImageInput] = None,
+                     mask_image: Optional[ImageInput] = None, strength: float = 0.0, num_images_per_prompt: int = 0,
+                     seeds: Optional[Sequence[int]] = None) -> Any:
     """Returns a GenerateRequest; ValueError when there is no pipeline and no
-    transformer component (the daemon says which others are missing). A
-    ``seed`` of None draws a random one."""
+    transformer component (the daemon says which others are missing), or
+    when ``seeds`` comes with a nonzero ``seed`` or does not count
+    ``num_images_per_prompt`` images. A ``seed`` of None draws a random one,
+    unless ``seeds`` is given; ``num_images_per_prompt`` 0 with ``seeds`` is
+    len(seeds)."""
     given = {name: value for name, value in (components or {}).items() if value}
     if not pipeline and "transformer" not in given:
         raise ValueError("give pipeline=, or every component in components= (at least the transformer)")
-    if seed is None:
+    seeds = [int(s) for s in seeds or ()]
+    if seeds:
+        if seed:
+            raise ValueError(f"give seed= or seeds=, not both (seed={seed}, seeds={seeds}): "
+                             "seeds gives each image its own generator")
+        if num_images_per_prompt and num_images_per_prompt != len(seeds):
+            raise ValueError(f"seeds has {len(seeds)} entries for num_images_per_prompt={num_images_per_prompt}; "
+                             "give one seed per image")
+        seed, num_images_per_prompt = 0, len(seeds)
+    elif seed is None:
         seed = secrets.randbits(64)
-    return _ps.GenerateRequest(
+    request = _ps.GenerateRequest(
         pipeline=pipeline or "", components=given, prompt=prompt, negative_prompt=negative_prompt or "",
         width=width, height=height, steps=steps, guidance_scale=guidance_scale, seed=seed, shift=shift,
-        true_cfg_scale=true_cfg_scale, component_options=component_options or {})
+        true_cfg_scale=true_cfg_scale, component_options=component_options or {}, strength=strength,
+        num_images_per_prompt=num_images_per_prompt, seeds=seeds)
+    _set_image(request, "image", image)
+    _set_image(request, "mask_image", mask_image)
+    return request
+
+
+def images_expected(request: Any) -> int:
+    """How many images a GenerateRequest asks for (0 on the wire means 1)."""
+    return max(int(request.num_images_per_prompt), len(request.seeds), 1)
+
+
+def _set_image(request: Any, field: str, value: Optional[ImageInput]) -> None:
+    """Sets ``field`` (PNG bytes) or its tensor twin (``image_tensor``,
+    ``mask_tensor``) of a GenerateRequest; TypeError for a path, which the
+    daemon could not read (it is not on the daemon's machine)."""
+    if value is None:
+        return
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        setattr(request, field, bytes(value))
+    elif isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{field}={value!r} is a path: pass the PNG's bytes (open(path, 'rb').read()) or a tensor")
+    else:
+        tensor_field = "image_tensor" if field == "image" else "mask_tensor"
+        getattr(request, tensor_field).CopyFrom(to_wire_proto(value))
 
 
 def encode_request(text_encoder: str, prompt: str, pipeline: str = "") -> Any:

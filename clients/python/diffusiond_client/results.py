@@ -178,15 +178,19 @@ class GenerateProgress:
 class Image(_FromProto):
     """A generated or decoded image (diffusiond.v1.Image): ``png`` holds an
     8-bit RGB PNG whose text chunks carry its parameters; ``seed`` is the
-    noise seed of a Generate (0 for a Decode)."""
+    noise seed of a Generate (0 for a Decode): the request's, shared by its
+    batch, or this image's entry of ``seeds``. ``index`` is its place among
+    the Generate's num_images_per_prompt images (0-based)."""
 
     png: bytes
     width: int
     height: int
     seed: int
+    index: int = 0
 
     def __repr__(self) -> str:
-        return f"Image(width={self.width}, height={self.height}, seed={self.seed}, png=<{len(self.png)} bytes>)"
+        return (f"Image(width={self.width}, height={self.height}, seed={self.seed}, index={self.index}, "
+                f"png=<{len(self.png)} bytes>)")
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> Union[str, "os.PathLike[str]"]:
         """Writes the PNG bytes to ``path``; returns ``path``."""

@@ -115,6 +115,18 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(dc.ResourceExhaustedError):
             await self.client.generate("full", "x")
 
+    async def test_generate_images_and_image_inputs(self):
+        images = await self.client.generate_images("zimage", "a cat", steps=1, seeds=[4, 9], image=b"\x89PNG init",
+                                                   mask_image=dc.WireTensor.zeros((16, 32)), strength=0.5)
+        self.assertEqual([(i.index, i.seed) for i in images], [(0, 4), (1, 9)])
+        sent = self.pipeline.requests[-1]
+        self.assertEqual((sent.image, list(sent.mask_tensor.shape), sent.strength), (b"\x89PNG init", [16, 32], 0.5))
+        self.assertEqual((sent.seed, list(sent.seeds), sent.num_images_per_prompt), (0, [4, 9], 2))
+        with self.assertRaisesRegex(ValueError, "call generate_images"):
+            await self.client.generate("zimage", "x", num_images_per_prompt=2)
+        with self.assertRaisesRegex(dc.DiffusiondError, "ended after 1 of 3 images"):
+            await self.client.generate_images("short", "x", steps=1, num_images_per_prompt=3)
+
     async def test_denoise_stream_iterates_steps_then_latents(self):
         events = [e async for e in self.client.denoise_stream("m", CAPTION, shape=(16, 2, 2), steps=2)]
         self.assertEqual([e.step for e in events[:2]], [1, 2])

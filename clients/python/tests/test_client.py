@@ -139,9 +139,10 @@ class FakeHealth(_stubs.health_pb2_grpc.HealthServicer):
 
 
 class FakePipeline(_stubs.pipeline_service_pb2_grpc.PipelineServiceServicer):
-    """One token per word; a PNG-looking image 8x the latents; pipeline "slow"
-    waits after its first event until cancelled, "full" fails, "no-image"
-    ends without one."""
+    """One token per word; a PNG-looking image 8x the latents; Generate
+    decodes and sends each image of its batch in turn. Pipeline "slow" waits
+    after its first event until cancelled, "full" fails, "no-image" ends
+    without an image, "short" sends one image whatever the batch."""
 
     def __init__(self):
         self.requests = []
@@ -183,10 +184,15 @@ class FakePipeline(_stubs.pipeline_service_pb2_grpc.PipelineServiceServicer):
         for i in range(request.steps):
             yield _ps.GenerateEvent(progress=stage(stage=stage.STAGE_DENOISE, model_id="dit", step=i + 1,
                                                    steps=request.steps, seconds=0.25))
-        yield _ps.GenerateEvent(progress=stage(stage=stage.STAGE_DECODE, model_id="vae"))
-        if request.pipeline != "no-image":
-            yield _ps.GenerateEvent(image=_ps.Image(png=b"\x89PNG generated", width=request.width,
-                                                    height=request.height, seed=request.seed))
+        count = max(request.num_images_per_prompt, len(request.seeds), 1)
+        if request.pipeline == "short":
+            count = 1
+        for index in range(count):
+            yield _ps.GenerateEvent(progress=stage(stage=stage.STAGE_DECODE, model_id="vae"))
+            if request.pipeline != "no-image":
+                seed = request.seeds[index] if request.seeds else request.seed
+                yield _ps.GenerateEvent(image=_ps.Image(png=b"\x89PNG generated", width=request.width,
+                                                        height=request.height, seed=seed, index=index))
 
 
 class ClientTest(unittest.TestCase):
@@ -472,6 +478,87 @@ class PipelineClientTest(unittest.TestCase):
         with self.assertRaises(KeyboardInterrupt):
             self.client.generate("slow", "x", on_progress=stop)
         self.assertTrue(self.pipeline.cancelled.wait(10))
+
+    def test_generate_sends_png_image_mask_and_strength(self):
+        self.client.generate("z-image", "a red door", width=32, height=16, image=b"\x89PNG init",
+                             mask_image=bytearray(b"\x89PNG mask"), strength=0.8, seed=3)
+        sent = self.pipeline.requests[-1]
+        self.assertEqual((sent.image, sent.mask_image, sent.strength), (b"\x89PNG init", b"\x89PNG mask", 0.8))
+        self.assertFalse(sent.HasField("image_tensor") or sent.HasField("mask_tensor"))
+        self.assertEqual((sent.num_images_per_prompt, list(sent.seeds), sent.seed), (0, [], 3))
+
+    def test_generate_sends_tensor_image_and_mask(self):
+        image = dc.WireTensor.zeros((3, 16, 32))
+        mask = dc.WireTensor.from_floats([0.0, 1.0] * 256, (16, 32))
+        self.client.generate("z-image", "a red door", image=image, mask_image=mask)
+        sent = self.pipeline.requests[-1]
+        self.assertEqual((sent.image, sent.mask_image), (b"", b""))
+        self.assertEqual((sent.image_tensor.dtype, list(sent.image_tensor.shape)), (_ts.DTYPE_FLOAT32, [3, 16, 32]))
+        self.assertEqual(dc.WireTensor.from_proto(sent.mask_tensor), mask)
+        self.assertEqual(sent.strength, 0.0)  # the family's default
+
+    @unittest.skipUnless(__import__("importlib").util.find_spec("numpy"), "numpy is not installed")
+    def test_generate_sends_numpy_image_as_a_tensor(self):
+        import numpy as np
+
+        self.client.generate("z-image", "x", image=np.full((1, 3, 16, 32), 0.5, dtype=np.float32))
+        sent = self.pipeline.requests[-1]
+        self.assertEqual(list(sent.image_tensor.shape), [1, 3, 16, 32])
+        self.assertEqual(dc.WireTensor.from_proto(sent.image_tensor).to_list()[:2], [0.5, 0.5])
+
+    def test_generate_refuses_a_path_for_an_image(self):
+        with self.assertRaisesRegex(TypeError, r"image='photo.png' is a path: pass the PNG's bytes"):
+            self.client.generate("z-image", "x", image="photo.png")
+
+    def test_generate_images_returns_each_image_of_one_generator_in_order(self):
+        progress = []
+        images = self.client.generate_images("z-image", "a cat", width=32, height=16, steps=1, seed=5,
+                                             num_images_per_prompt=3, on_progress=progress.append)
+        self.assertEqual([(i.index, i.seed) for i in images], [(0, 5), (1, 5), (2, 5)])
+        self.assertEqual([p.stage for p in progress].count("decode"), 3)
+        sent = self.pipeline.requests[-1]
+        self.assertEqual((sent.num_images_per_prompt, sent.seed, list(sent.seeds)), (3, 5, []))
+
+    def test_generate_images_with_one_seed_per_image(self):
+        images = self.client.generate_images("z-image", "a cat", steps=1, seeds=[4, 9])
+        self.assertEqual([(i.index, i.seed) for i in images], [(0, 4), (1, 9)])
+        sent = self.pipeline.requests[-1]
+        self.assertEqual((sent.seed, list(sent.seeds), sent.num_images_per_prompt), (0, [4, 9], 2))
+        self.client.generate_images("z-image", "a cat", steps=1, seeds=[4, 9], num_images_per_prompt=2, seed=0)
+        self.assertEqual(list(self.pipeline.requests[-1].seeds), [4, 9])
+
+    def test_seeds_misuse_is_refused_before_the_call(self):
+        sent = len(self.pipeline.requests)
+        with self.assertRaisesRegex(ValueError, r"give seed= or seeds=, not both \(seed=3, seeds=\[4, 9\]\)"):
+            self.client.generate_images("z-image", "x", seed=3, seeds=[4, 9])
+        with self.assertRaisesRegex(ValueError, "seeds has 2 entries for num_images_per_prompt=3"):
+            self.client.generate_images("z-image", "x", seeds=[4, 9], num_images_per_prompt=3)
+        self.assertEqual(len(self.pipeline.requests), sent)
+
+    def test_generate_of_a_batch_points_to_generate_images(self):
+        sent = len(self.pipeline.requests)
+        for batch in ({"num_images_per_prompt": 2}, {"seeds": [1, 2]}):
+            with self.assertRaisesRegex(ValueError, "returns one image, this asks for 2.*call generate_images"):
+                self.client.generate("z-image", "x", **batch)
+        self.assertEqual(len(self.pipeline.requests), sent)
+        self.assertEqual(self.client.generate("z-image", "x", steps=1, seeds=[8]).seed, 8)
+
+    def test_generate_images_checks_the_count(self):
+        with self.assertRaisesRegex(dc.DiffusiondError, "ended after 1 of 2 images") as e:
+            self.client.generate_images("short", "x", steps=1, num_images_per_prompt=2)
+        self.assertEqual(e.exception.code, grpc.StatusCode.INTERNAL)
+        with self.assertRaisesRegex(dc.DiffusiondError, "without an image"):
+            self.client.generate_images("no-image", "x", steps=1)
+
+    def test_generate_stream_yields_each_image_after_its_decode(self):
+        events = list(self.client.generate_stream("z-image", "x", steps=1, num_images_per_prompt=2, seed=1))
+        kinds = [e.stage if isinstance(e, dc.GenerateProgress) else f"image {e.index}" for e in events]
+        self.assertEqual(kinds, ["load", "evict", "encode", "denoise", "decode", "image 0", "decode", "image 1"])
+
+    def test_image_index_from_the_wire(self):
+        image = dc.Image.from_proto(_ps.Image(png=b"p", width=2, height=1, seed=3, index=1))
+        self.assertEqual(image, dc.Image(b"p", 2, 1, 3, 1))
+        self.assertIn("index=1", repr(image))
 
     def test_progress_of_an_unknown_stage(self):
         p = dc.GenerateProgress.from_proto(_ps.GenerateProgress(stage=42, model_id="m"))

@@ -1,0 +1,116 @@
+"""Tests of vs_upstream_generate.py's cases, requests and comparison against
+an in-process fake PipelineService that answers with the references (one
+value of one image off by 2), so no daemon is needed.
+
+Run: python3 tools/e2e/test_vs_upstream_generate.py
+"""
+import json
+import os
+import struct
+import sys
+import tempfile
+import unittest
+from concurrent import futures
+
+import grpc
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import png_io  # noqa: E402
+import vs_upstream_generate as vs  # noqa: E402
+from diffusiond_client import _stubs  # noqa: E402  (on the path vs_upstream_generate set)
+
+_ps = _stubs.pipeline_service_pb2
+W, H = 4, 2
+
+
+def write_u8_safetensors(path, tensors):
+    """{name: (bytes, shape)} as U8 tensors."""
+    header, blob = {}, b""
+    for name, (data, shape) in tensors.items():
+        header[name] = {"dtype": "U8", "shape": shape, "data_offsets": [len(blob), len(blob) + len(data)]}
+        blob += data
+    raw = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)) + raw + blob)
+
+
+def pixels(level):
+    return bytes((level + i) % 256 for i in range(W * H * 3))
+
+
+class FakePipeline(_stubs.pipeline_service_pb2_grpc.PipelineServiceServicer):
+    """Answers a Generate with the pixels listed for its prompt, one image each."""
+
+    def __init__(self, answers):
+        self.answers, self.requests = answers, []
+
+    def Generate(self, request, context):
+        self.requests.append(request)
+        for index, data in enumerate(self.answers[request.prompt]):
+            seed = request.seeds[index] if request.seeds else request.seed
+            yield _ps.GenerateEvent(image=_ps.Image(png=png_io.encode_png(data, W, H, 3), width=W, height=H,
+                                                    seed=seed, index=index))
+
+
+class VsUpstreamTest(unittest.TestCase):
+    def setUp(self):
+        folder = tempfile.TemporaryDirectory()
+        self.addCleanup(folder.cleanup)
+        self.folder = folder.name
+        shared = {"name": "fox", "prompt": "a fox", "negative_prompt": "dark", "width": W, "height": H,
+                  "steps": 3, "seed": 11, "upstream_guidance": 3.0, "daemon_guidance": 4.0}
+        mode = {"name": "door", "mode": "inpaint", "prompt": "a door", "negative_prompt": "", "width": W,
+                "height": H, "steps": 4, "seed": 0, "seeds": [13, 14], "guidance_scale": 0.0,
+                "true_cfg_scale": 0.0, "strength": 0.8, "num_images_per_prompt": 2, "image": "init.png",
+                "mask": "mask.png", "image_keys": ["door.image_u8.0", "door.image_u8.1"]}
+        for name, cases in (("cases.json", [shared]), ("modes_cases.json", [mode])):
+            with open(os.path.join(self.folder, name), "w") as f:
+                json.dump({"pipeline_folder": "pipe", "cases": cases}, f)
+        write_u8_safetensors(os.path.join(self.folder, "ref.safetensors"), {"fox.image_u8": (pixels(0), [H, W, 3])})
+        write_u8_safetensors(os.path.join(self.folder, "modes_ref.safetensors"),
+                             {"door.image_u8.0": (pixels(1), [H, W, 3]), "door.image_u8.1": (pixels(2), [H, W, 3])})
+        self.init, self.mask = png_io.encode_png(pixels(5), W, H, 3), png_io.encode_png(bytes(W * H), W, H, 1)
+        for name, data in (("init.png", self.init), ("mask.png", self.mask)):
+            with open(os.path.join(self.folder, name), "wb") as f:
+                f.write(data)
+        off = bytearray(pixels(2))
+        off[5] = (off[5] + 2) % 256
+        self.fake = FakePipeline({"a fox": [pixels(0)], "a door": [pixels(1), bytes(off)]})
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        _stubs.pipeline_service_pb2_grpc.add_PipelineServiceServicer_to_server(self.fake, self.server)
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+        self.client = vs.dc.Client(f"127.0.0.1:{port}", timeout=20)
+
+    def tearDown(self):
+        self.client.close()
+        self.server.stop(None)
+
+    def run_cases(self):
+        pipeline, cases = vs.load_cases(self.folder)
+        self.assertEqual((pipeline, [c["name"] for c in cases]), ("pipe", ["fox", "door"]))
+        rows = []
+        for c in cases:
+            rows += vs.compare(self.folder, c, vs.generate(self.client, self.folder, pipeline, c))
+        return rows
+
+    def test_rows_per_image_against_the_references(self):
+        self.assertEqual(self.run_cases(), [("fox", 0, 0, 24), ("door[0]", 0, 0, 24), ("door[1]", 2, 1, 24)])
+
+    def test_requests_carry_upstream_guidance_pngs_and_seeds(self):
+        self.run_cases()
+        fox, door = self.fake.requests
+        self.assertEqual((fox.pipeline, fox.negative_prompt, fox.guidance_scale, fox.seed), ("pipe", "dark", 3.0, 11))
+        self.assertEqual((door.image, door.mask_image, door.strength), (self.init, self.mask, 0.8))
+        self.assertEqual((door.seed, list(door.seeds), door.num_images_per_prompt, door.negative_prompt),
+                         (0, [13, 14], 2, ""))
+
+    def test_a_wrong_seed_is_reported(self):
+        _, cases = vs.load_cases(self.folder)
+        images = vs.generate(self.client, self.folder, "pipe", cases[1])
+        with self.assertRaisesRegex(RuntimeError, "image 1 came as index 1, seed 14; expected index 1, seed 15"):
+            vs.compare(self.folder, dict(cases[1], seeds=[13, 15]), images)
+
+
+if __name__ == "__main__":
+    unittest.main()
