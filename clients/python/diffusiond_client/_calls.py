@@ -264,7 +264,8 @@ def decode(vae: str, latents: TensorLike) -> "Unary[Image]":
 
 
 def generate(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str],
-             components: Mapping[str, Optional[str]], width: int, height: int, steps: int, guidance_scale: float,
+             components: Mapping[str, Optional[str]], width: int, height: int, steps: int,
+             guidance_scale: Optional[float],
              seed: Optional[int], shift: float, true_cfg_scale: float = 0.0,
              component_options: Optional[Mapping[str, Mapping[str, Any]]] = None, *,
              image: Optional[_pipeline.ImageInput] = None, mask_image: Optional[_pipeline.ImageInput] = None,

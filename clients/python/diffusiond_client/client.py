@@ -258,7 +258,7 @@ class Client(ClientBase):
                         components: Optional[Mapping[str, Optional[str]]] = None,
                         text_encoder: Optional[str] = None, transformer: Optional[str] = None,
                         vae: Optional[str] = None, width: int = 0, height: int = 0, steps: int = 0,
-                        guidance_scale: float = 0.0, seed: Optional[int] = None, shift: float = 0.0,
+                        guidance_scale: Optional[float] = None, seed: Optional[int] = None, shift: float = 0.0,
                         true_cfg_scale: float = 0.0,
                         component_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
                         image: Optional[ImageInput] = None, mask_image: Optional[ImageInput] = None,
@@ -272,8 +272,11 @@ class Client(ClientBase):
         "transformer", "vae", ...) to a loaded model's id or a path, each
         replacing the pipeline's; ``text_encoder``/``transformer``/``vae`` are
         shorthands for those three. Without a pipeline every component is
-        given (ValueError without a transformer). 0 for ``width``/``height``,
-        ``steps`` and ``guidance_scale`` takes the pipeline's defaults;
+        given (ValueError without a transformer). 0 for ``width``/``height``
+        and ``steps``, and None for ``guidance_scale``, take the pipeline's
+        defaults; ``guidance_scale`` means what the family's upstream
+        pipeline means by it (Z-Image: CFG at > 0, 0 off; FLUX.1-dev: the
+        distilled guidance);
         ``shift`` 0 is the transformer's schedule; ``seed`` None draws a
         random one (the Image reports it). ``true_cfg_scale`` (> 1, with a
         ``negative_prompt``) is FLUX's true classifier-free guidance, as

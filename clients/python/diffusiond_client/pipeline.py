@@ -20,7 +20,7 @@ image_tensor and mask_tensor for the shapes, float32 in [0, 1])."""
 
 def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str],
                      components: Optional[Mapping[str, Optional[str]]], width: int, height: int, steps: int,
-                     guidance_scale: float, seed: Optional[int], shift: float, true_cfg_scale: float = 0.0,
+                     guidance_scale: Optional[float], seed: Optional[int], shift: float, true_cfg_scale: float = 0.0,
                      component_options: Optional[Mapping[str, Any]] = None, image: Optional[ImageInput] = None,
                      mask_image: Optional[ImageInput] = None, strength: float = 0.0, num_images_per_prompt: int = 0,
                      seeds: Optional[Sequence[int]] = None) -> Any:
@@ -46,9 +46,11 @@ def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Opti
         seed = secrets.randbits(64)
     request = _ps.GenerateRequest(
         pipeline=pipeline or "", components=given, prompt=prompt, negative_prompt=negative_prompt or "",
-        width=width, height=height, steps=steps, guidance_scale=guidance_scale, seed=seed, shift=shift,
+        width=width, height=height, steps=steps, seed=seed, shift=shift,
         true_cfg_scale=true_cfg_scale, component_options=component_options or {}, strength=strength,
         num_images_per_prompt=num_images_per_prompt, seeds=seeds)
+    if guidance_scale is not None:  # unset: the pipeline's default (0 is a value: Z-Image's CFG off)
+        request.guidance_scale = guidance_scale
     _set_image(request, "image", image)
     _set_image(request, "mask_image", mask_image)
     return request

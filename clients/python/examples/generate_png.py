@@ -78,8 +78,9 @@ if __name__ == "__main__":
     parser.add_argument("--components", default="text_encoder,transformer,vae")
     parser.add_argument("--prompt", required=True)
     parser.add_argument("--negative", default=None,
-                        help="negative prompt: Z-Image's with --guidance > 1, FLUX's with --true_cfg > 1")
-    parser.add_argument("--guidance", type=float, default=0.0, help="guidance_scale; 0: the pipeline's default")
+                        help="negative prompt: Z-Image's with --guidance > 0 (its default 5.0), FLUX's with --true_cfg > 1")
+    parser.add_argument("--guidance", type=float, default=None,
+                        help="upstream's guidance_scale (Z-Image: CFG, 0 off); default: the pipeline's")
     parser.add_argument("--true_cfg", type=float, default=0.0, help="FLUX's true classifier-free guidance scale")
     parser.add_argument("--dense", default="", help="components kept out of FP8 storage, e.g. text_encoder")
     parser.add_argument("--out", default="out.png")
