@@ -37,6 +37,12 @@ void to_wire(const CatalogListing& listing, ComputeDtype compute_dtype, v1::List
       s->set_fp8_tensors(size.fp8_tensors);
     }
     for (const std::string& c : m.components) w->add_components(c);
+    for (const FamilyArgument& a : m.arguments) {
+      v1::GenerateArgument* arg = w->add_arguments();
+      arg->set_name(a.name);
+      arg->set_default_value(a.default_value);
+      arg->set_meaning(a.meaning);
+    }
     w->set_error(m.error);
   }
   wire->set_truncated(listing.truncated);

@@ -222,6 +222,7 @@ AvailableModel describe_pipeline(const CatalogCandidate& c, const std::map<std::
     return m;
   }
   m.architecture = std::string(family->name());
+  m.arguments = family->arguments();
   for (const PipelineComponent& component : family->components()) {
     m.components.push_back(component.name);
     if (!m.error.empty()) continue;

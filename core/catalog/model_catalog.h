@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/pipeline/pipeline_family.h"
 #include "core/precision/compute_dtype.h"
 #include "core/precision/precision_policy.h"
 #include "core/util/mutex.h"
@@ -56,6 +57,9 @@ struct AvailableModel {
   // Pipelines: the components (model_index.json names), each loadable as
   // "<path>/<component>".
   std::vector<std::string> components;
+  // Pipelines: the Generate arguments its family takes, with their
+  // defaults and meanings (PipelineFamily::arguments).
+  std::vector<FamilyArgument> arguments;
   // Why it cannot be loaded (its recogniser's or plan's error); empty when it can.
   std::string error;
 };

@@ -45,6 +45,39 @@ absl::StatusOr<double> PipelineFamily::cfg_scale(const GuidanceAsked& asked) con
   return g;
 }
 
+std::vector<FamilyArgument> common_arguments(const PipelineDefaults& d, int64_t size_multiple,
+                                             const std::optional<ImageInputs>& inputs) {
+  std::vector<FamilyArgument> rows = {
+      {"prompt", "", "what to draw"},
+      {"width", absl::StrCat(d.width), absl::StrCat("pixels, a multiple of ", size_multiple, " (with image: its width)")},
+      {"height", absl::StrCat(d.height), absl::StrCat("pixels, a multiple of ", size_multiple, " (with image: its height)")},
+      {"steps", absl::StrCat(d.steps), "num_inference_steps: the schedule's steps, before strength shortens the run"},
+      {"seed", "random", "one torch.Generator(\"cpu\") for the whole batch"},
+      {"seeds", "", "one seed per image, as a list of generators (replaces seed)"},
+      {"num_images_per_prompt", "1", "images from the prompt, denoised one after another"},
+      {"shift", "the scheduler's", "a static flow shift in place of the scheduler config's"},
+      {"component_options", "the daemon's", "per component: fp8 and compute_dtype for this Generate's loads"}};
+  if (inputs.has_value()) {
+    rows.push_back({"image", "", "img2img: the init image, encoded by the VAE's sample"});
+    rows.push_back({"strength", absl::StrCat(inputs->img2img_strength,
+                                             inputs->inpaint_strength.has_value()
+                                                 ? absl::StrCat(" (inpainting ", *inputs->inpaint_strength, ")")
+                                                 : std::string()),
+                    "the share of the schedule run from the image (get_timesteps), (0, 1]"});
+    if (inputs->inpaint_strength.has_value()) {
+      rows.push_back({"mask_image", "", "inpainting: white repainted, black kept (binarised at 0.5)"});
+    }
+  }
+  return rows;
+}
+
+std::vector<FamilyArgument> PipelineFamily::arguments() const {
+  std::vector<FamilyArgument> rows = common_arguments(defaults(ModelInfo{}), size_multiple(), image_inputs());
+  rows.push_back({"guidance_scale", "off", "classifier-free guidance v_neg + g·(v_pos − v_neg), on at g > 1"});
+  rows.push_back({"negative_prompt", "", "the negative of classifier-free guidance (guidance_scale > 1)"});
+  return rows;
+}
+
 std::vector<int64_t> PipelineFamily::latent_shape(const ModelInfo& denoiser, const ModelInfo& decoder, int64_t width,
                                                   int64_t height) const {
   const int64_t f = decoder.geometry.spatial_factor;

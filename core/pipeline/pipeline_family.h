@@ -56,6 +56,15 @@ struct ImageInputs {
   std::optional<double> inpaint_strength;  // empty: no inpainting upstream
 };
 
+// One Generate argument as a family takes it: the GenerateRequest field
+// (named as upstream's __call__ argument of the same meaning), its default,
+// and what it means for this family. ListAvailable shows a pipeline's.
+struct FamilyArgument {
+  std::string name;
+  std::string default_value;
+  std::string meaning;
+};
+
 // Immutable; thread-safe.
 class PipelineFamily {
  public:
@@ -120,9 +129,20 @@ class PipelineFamily {
   // the families whose guidance_scale was always upstream's).
   virtual double from_legacy_guidance(double legacy) const { return legacy; }
 
+  // Every GenerateRequest field it takes, with its default and meaning;
+  // a field it does not list is refused when given. Default: the fields
+  // every family shares, with defaults() of an unknown denoiser and
+  // guidance_scale as classifier-free guidance.
+  virtual std::vector<FamilyArgument> arguments() const;
+
   // The component with `name`, or nothing.
   std::optional<PipelineComponent> component(absl::string_view name) const;
 };
+
+// The rows every family shares: prompt, size, steps (with these defaults),
+// seeds and the batch, then the image inputs if `inputs` says it has them.
+std::vector<FamilyArgument> common_arguments(const PipelineDefaults& defaults, int64_t size_multiple,
+                                             const std::optional<ImageInputs>& inputs);
 
 // Every registered family, in registration order. Lives for the process.
 std::vector<const PipelineFamily*> pipeline_families();

@@ -252,6 +252,9 @@ class AvailableModel:
     sizes: Tuple[AvailableSize, ...]
     components: Tuple[str, ...]
     error: str
+    # Pipelines: (name, default, meaning) of each Generate argument its
+    # family takes, named as upstream's __call__ arguments.
+    arguments: Tuple[Tuple[str, str, str], ...] = ()
 
     @property
     def loadable(self) -> bool:
@@ -264,7 +267,8 @@ class AvailableModel:
     @classmethod
     def from_proto(cls, m: Any) -> "AvailableModel":
         return cls(m.path, m.format, m.architecture, m.role, m.description, m.file_bytes, m.tensors, m.compute_dtype,
-                   tuple(AvailableSize.from_proto(s) for s in m.sizes), tuple(m.components), m.error)
+                   tuple(AvailableSize.from_proto(s) for s in m.sizes), tuple(m.components), m.error,
+                   tuple((a.name, a.default_value, a.meaning) for a in m.arguments))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -94,6 +94,19 @@ class FluxPipeline final : public PipelineFamily {
     return asked.negative_prompt ? asked.true_cfg_scale : 1.0;
   }
 
+  std::vector<FamilyArgument> arguments() const override {
+    PipelineDefaults d;
+    d.steps = 28;
+    std::vector<FamilyArgument> rows = common_arguments(d, size_multiple(), image_inputs());
+    rows[3].default_value = "28 (schnell 4)";
+    rows.push_back({"guidance_scale", "3.5 (img2img and inpainting 7.0; schnell none)",
+                    "FLUX.1-dev's distilled guidance, a model input; schnell has no guidance embedding and "
+                    "refuses one"});
+    rows.push_back({"true_cfg_scale", "off", "FluxPipeline's true classifier-free guidance, > 1 with negative_prompt"});
+    rows.push_back({"negative_prompt", "", "the negative of true CFG (true_cfg_scale > 1)"});
+    return rows;
+  }
+
   // FluxImg2ImgPipeline's and FluxInpaintPipeline's strength: 0.6 each.
   std::optional<ImageInputs> image_inputs() const override { return ImageInputs{0.6, 0.6}; }
 

@@ -52,6 +52,16 @@ class ZImagePipeline final : public PipelineFamily {
   // s <= 1.
   double from_legacy_guidance(double legacy) const override { return legacy > 1.0 ? legacy - 1.0 : 0.0; }
 
+  std::vector<FamilyArgument> arguments() const override {
+    std::vector<FamilyArgument> rows = common_arguments(defaults(ModelInfo{}), size_multiple(), image_inputs());
+    rows.push_back({"guidance_scale", "5.0",
+                    "ZImagePipeline's: classifier-free guidance pred = pos + g·(pos − neg), on at g > 0 "
+                    "(Z-Image-Turbo's model card: 0.0, with 9 steps)"});
+    rows.push_back({"negative_prompt", "", "the negative of classifier-free guidance (guidance_scale > 0)"});
+    rows.push_back({"legacy_guidance_scale", "", "the daemon's former scale s = g + 1, for old clients"});
+    return rows;
+  }
+
   // ZImageImg2ImgPipeline's strength 0.6, ZImageInpaintPipeline's 1.0.
   std::optional<ImageInputs> image_inputs() const override { return ImageInputs{0.6, 1.0}; }
 

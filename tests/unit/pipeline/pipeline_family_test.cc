@@ -165,5 +165,33 @@ TEST(PipelineFamilyTest, AFamilyOfATakenNameIsRefused) {
   EXPECT_EQ(find_pipeline_family("RenamedPipeline"), nullptr);
 }
 
+// What ListAvailable shows of a family's Generate arguments: each family
+// lists the image inputs only where upstream has them, and its guidance
+// by upstream's meaning and default.
+TEST(PipelineFamilyTest, EachFamilyDeclaresItsArgumentsAndDefaults) {
+  const auto find = [](const PipelineFamily* family, const std::string& name) -> const FamilyArgument* {
+    static std::vector<FamilyArgument> rows;
+    rows = family->arguments();
+    for (const FamilyArgument& a : rows) {
+      if (a.name == name) return &a;
+    }
+    return nullptr;
+  };
+  const PipelineFamily* z_image = find_pipeline_family_named("z-image");
+  ASSERT_NE(find(z_image, "guidance_scale"), nullptr);
+  EXPECT_EQ(find(z_image, "guidance_scale")->default_value, "5.0");
+  EXPECT_EQ(find(z_image, "steps")->default_value, "50");
+  EXPECT_NE(find(z_image, "mask_image"), nullptr);
+  EXPECT_THAT(find(z_image, "strength")->default_value, HasSubstr("inpainting 1"));
+  EXPECT_EQ(find(z_image, "true_cfg_scale"), nullptr);
+  const PipelineFamily* flux = find_pipeline_family_named("flux");
+  EXPECT_NE(find(flux, "true_cfg_scale"), nullptr);
+  EXPECT_THAT(find(flux, "guidance_scale")->default_value, HasSubstr("7.0"));
+  for (const char* name : {"wan", "qwen-image", "krea2"}) {
+    EXPECT_EQ(find(find_pipeline_family_named(name), "image"), nullptr) << name;
+    EXPECT_NE(find(find_pipeline_family_named(name), "num_images_per_prompt"), nullptr) << name;
+  }
+}
+
 }  // namespace
 }  // namespace diffusiond
