@@ -539,6 +539,9 @@ GenerateCliOptions parse_generate(const std::vector<std::string>& args) {
   g.engine.dir = args[0];
   g.request.width = g.request.height = 1024;
   g.request.steps = 8;
+  // Z-Image-Turbo's use, unguided, as the figures in docs/benchmarks.md
+  // were measured (ZImagePipeline's own default, 5.0, doubles each step).
+  g.request.guidance_scale = 0.0;
   g.request.prompt = "a lighthouse on a cliff at dawn, waves breaking below, soft golden light";
   size_t i = 1;
   while (i < args.size()) {
