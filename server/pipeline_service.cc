@@ -111,6 +111,8 @@ absl::StatusOr<GenerateRequest> generate_request(const v1::GenerateRequest& wire
   r.strength = wire.strength();
   r.num_images_per_prompt = wire.num_images_per_prompt();
   r.seeds.assign(wire.seeds().begin(), wire.seeds().end());
+  r.sigmas.assign(wire.sigmas().begin(), wire.sigmas().end());
+  r.max_sequence_length = wire.max_sequence_length();
   return r;
 }
 

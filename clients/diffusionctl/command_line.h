@@ -135,6 +135,8 @@ struct GenerateOptions {
   double strength = 0.0;        // with image_path; 0: the pipeline's default
   int num_images = 0;           // 0: 1; images go to out_path with "-<index>" before ".png"
   std::vector<uint64_t> seeds;  // one per image; replaces seed
+  std::vector<float> sigmas;    // upstream's sigmas, before the schedule's shift
+  int max_sequence_length = 0;  // 0: the pipeline's default
   // Component name -> how this Generate loads it (--component_fp8
   // NAME=MODE, --component_dtype NAME=DTYPE); unset: the daemon's defaults.
   struct ComponentLoad {

@@ -136,6 +136,8 @@ absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) 
   request.set_strength(options.strength);
   request.set_num_images_per_prompt(options.num_images);
   for (uint64_t seed : options.seeds) request.add_seeds(seed);
+  for (float sigma : options.sigmas) request.add_sigmas(sigma);
+  request.set_max_sequence_length(options.max_sequence_length);
   for (const auto& [name, load] : options.component_options) {
     v1::ComponentOptions& wire = (*request.mutable_component_options())[name];
     wire.set_fp8(load.fp8);

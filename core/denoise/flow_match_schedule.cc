@@ -48,6 +48,9 @@ absl::Status check_explicit_sigmas(const std::vector<float>& sigmas) {
 
 absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
   if (options.solver == FlowSolver::kUniPc) {
+    if (!options.base_sigmas.empty() && options.sigmas.empty()) {
+      return absl::InvalidArgumentError("UniPC's flow schedule takes no base sigmas (WanPipeline has no sigmas)");
+    }
     std::vector<double> sigmas;
     if (!options.sigmas.empty()) {
       DIFFUSIOND_RETURN_IF_ERROR(check_explicit_sigmas(options.sigmas));
@@ -77,12 +80,16 @@ absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
     DIFFUSIOND_RETURN_IF_ERROR(check_explicit_sigmas(options.sigmas));
     sigmas = torch::tensor(options.sigmas, torch::kFloat32);
   } else {
-    if (options.steps < 1 || options.steps > 1000) {
+    torch::Tensor s;
+    if (!options.base_sigmas.empty()) {
+      DIFFUSIOND_RETURN_IF_ERROR(check_explicit_sigmas(options.base_sigmas));
+      s = torch::tensor(options.base_sigmas, torch::kFloat32);
+    } else if (options.steps < 1 || options.steps > 1000) {
       return absl::InvalidArgumentError(absl::StrCat("steps is ", options.steps, ", expected 1 to 1000"));
+    } else {
+      s = options.float64_linspace ? numpy_linspace(1.0, 1.0 / options.steps, options.steps)
+                                   : torch::linspace(1.0, 1.0 / options.steps, options.steps, torch::kFloat32);
     }
-    const torch::Tensor s = options.float64_linspace
-                                ? numpy_linspace(1.0, 1.0 / options.steps, options.steps)
-                                : torch::linspace(1.0, 1.0 / options.steps, options.steps, torch::kFloat32);
     if (options.dynamic_shift) {
       const double m = (options.max_shift - options.base_shift) /
                        static_cast<double>(options.max_seq_len - options.base_seq_len);

@@ -56,6 +56,11 @@ struct ScheduleOptions {
   // Explicit sigmas, used as given (no shift applied): strictly decreasing,
   // in (0, 1]. Overrides steps and shift.
   std::vector<float> sigmas;
+  // Upstream __call__'s `sigmas` (kEuler): in place of linspace(1, 1/N, N),
+  // N their count, then shifted (statically, dynamically, to the terminal)
+  // as that linspace would be, as set_timesteps(sigmas=...) shifts them.
+  // Strictly decreasing, in (0, 1]. Ignored when `sigmas` is given.
+  std::vector<float> base_sigmas;
 };
 
 struct Schedule {

@@ -89,6 +89,9 @@ struct EngineDenoiseRequest {
   int steps = 8;
   double shift = 0;
   std::vector<float> sigmas;
+  // Upstream __call__'s sigmas (ScheduleOptions::base_sigmas): shifted as
+  // the schedule's own; their count is the steps. Ignored with `sigmas`.
+  std::vector<float> base_sigmas;
   double guidance_scale = 1.0;  // denoise_loop.h's s; <= 1: unguided
   Conditioning positive;                // the model's conditioning_inputs()
   std::optional<Conditioning> negative;  // for classifier-free guidance

@@ -113,6 +113,7 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   loop.schedule = model.default_schedule(latent_shape_of(request));
   loop.schedule.steps = request.steps;
   loop.schedule.sigmas = request.sigmas;
+  loop.schedule.base_sigmas = request.base_sigmas;
   if (request.shift != 0) {
     loop.schedule.shift = request.shift;
     loop.schedule.dynamic_shift = false;

@@ -56,6 +56,25 @@ absl::Status check_request(const GenerateRequest& r) {
                                                      " (0: the pipeline's default), got ", r.width, "x", r.height));
     }
   }
+  if (!r.sigmas.empty()) {
+    if (r.steps != 0 && r.steps != static_cast<int>(r.sigmas.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sigmas gives ", r.sigmas.size(), " steps, but steps asks for ", r.steps));
+    }
+    if (r.sigmas.size() > static_cast<size_t>(kGenerateMaxSteps)) {
+      return absl::InvalidArgumentError(absl::StrCat("sigmas may hold at most ", kGenerateMaxSteps, " values"));
+    }
+    for (size_t i = 0; i < r.sigmas.size(); ++i) {
+      if (!(r.sigmas[i] > 0.0f && r.sigmas[i] <= 1.0f) || (i > 0 && !(r.sigmas[i] < r.sigmas[i - 1]))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sigmas must decrease strictly within (0, 1]; sigma ", i, " is ", r.sigmas[i]));
+      }
+    }
+  }
+  if (r.max_sequence_length < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_sequence_length must be positive (0: the pipeline's), got ", r.max_sequence_length));
+  }
   if (r.steps < 0 || r.steps > kGenerateMaxSteps) {
     return absl::InvalidArgumentError(
         absl::StrCat("steps must be 1 to ", kGenerateMaxSteps, " (0: the pipeline's default), got ", r.steps));
@@ -255,21 +274,33 @@ absl::Status check_latent_channels(const Resolved& resolved, const std::string& 
                    bounded(resolved.ids.at(decoder_name)), "\" decodes ", decoder.geometry.channels));
 }
 
+// How `family` asks text encoder `component` for `prompt` under `r`:
+// at r's max_sequence_length when given (refused by a family without one).
+absl::StatusOr<TextEncoding> encoding_of(const PipelineFamily& family, const std::string& component,
+                                         const std::string& prompt, const GenerateRequest& r) {
+  TextEncoding encoding = family.text_encoding(component, prompt);
+  if (r.max_sequence_length == 0) return encoding;
+  return family.with_max_sequence_length(component, std::move(encoding), r.max_sequence_length);
+}
+
 // Every stage of `r` under `family`, sized from what is known before any
 // load: each text encoder's encodes (the tokens it will reserve for), one
 // step of the denoise and the decode, at the request's size or the
 // family's default (which depends only on the denoiser's description).
-std::vector<PlannedStage> stages_of(const GenerateRequest& r, const PipelineFamily& family, bool cfg,
-                                    const ModelInfo& denoiser, const ModelInfo& decoder,
-                                    const std::string& denoiser_name, const std::string& decoder_name) {
+absl::StatusOr<std::vector<PlannedStage>> stages_of(const GenerateRequest& r, const PipelineFamily& family, bool cfg,
+                                                    const ModelInfo& denoiser, const ModelInfo& decoder,
+                                                    const std::string& denoiser_name,
+                                                    const std::string& decoder_name) {
   std::vector<PlannedStage> stages;
   for (const PipelineComponent& c : family.components()) {
     if (c.role != ModelRole::kTextEncoder) continue;
     for (bool negative : {false, true}) {
       if (negative && !cfg) break;
       PlannedStage s{c.name, "", {}};
+      DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoding encoding,
+                                  encoding_of(family, c.name, negative ? r.negative_prompt : r.prompt, r));
       // Without the tokenizer's special tokens: a lower bound.
-      s.query.text_tokens = tokens_bound(family.text_encoding(c.name, negative ? r.negative_prompt : r.prompt), 0);
+      s.query.text_tokens = tokens_bound(encoding, 0);
       s.call = absl::StrCat("an encode of ", s.query.text_tokens, " tokens");
       stages.push_back(std::move(s));
     }
@@ -311,6 +342,8 @@ std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, 
                       {"seed", r.seeds.empty() ? r.seed : r.seeds[index]},
                       {"shift", r.shift}};
   if (r.legacy_guidance_scale.has_value()) j["legacy_guidance_scale"] = *r.legacy_guidance_scale;
+  if (!r.sigmas.empty()) j["sigmas"] = r.sigmas;
+  if (r.max_sequence_length != 0) j["max_sequence_length"] = r.max_sequence_length;
   if (r.true_cfg_scale != 0) j["true_cfg_scale"] = r.true_cfg_scale;
   if (r.num_images_per_prompt > 1) {
     j["num_images_per_prompt"] = r.num_images_per_prompt;
@@ -475,8 +508,10 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   // family's default, so the negative is encoded or not, and the denoise
   // sized, before the denoiser is loaded. A batch runs its images one by
   // one: one image's stages bound it.
-  DIFFUSIOND_RETURN_IF_ERROR(check_stages_fit(
-      engine, resolved, infos, stages_of(sized, family, cfg, denoiser_info, decoder_info, denoiser_name, decoder_name)));
+  DIFFUSIOND_ASSIGN_OR_RETURN(
+      const std::vector<PlannedStage> stages,
+      stages_of(sized, family, cfg, denoiser_info, decoder_info, denoiser_name, decoder_name));
+  DIFFUSIOND_RETURN_IF_ERROR(check_stages_fit(engine, resolved, infos, stages));
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
   const int images = std::max(r.num_images_per_prompt, 1);
 
@@ -493,7 +528,8 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
     CallDevice where;
     for (bool negative : {false, true}) {
       if (negative && !cfg) break;
-      const TextEncoding encoding = family.text_encoding(c.name, negative ? r.negative_prompt : r.prompt);
+      DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoding encoding,
+                                  encoding_of(family, c.name, negative ? r.negative_prompt : r.prompt, r));
       DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<EncodedText> encoded,
                                   engine.encode_text(encoder, encoding, options.cancel));
       report_call(options, encoder.id(), encoded.report, absl::StrCat("the encoding of ", encoder.id()));
@@ -549,7 +585,7 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   const PipelineDefaults defaults = r.image.defined() ? family.image_defaults(denoiser) : family.defaults(denoiser);
   const int64_t width = sized.width != 0 ? sized.width : defaults.width;
   const int64_t height = sized.height != 0 ? sized.height : defaults.height;
-  const int steps = r.steps != 0 ? r.steps : defaults.steps;
+  const int steps = !r.sigmas.empty() ? static_cast<int>(r.sigmas.size()) : r.steps != 0 ? r.steps : defaults.steps;
   const double guidance = asked_guidance.value_or(defaults.guidance_scale);
   std::optional<ImageRun> image_run;
   if (r.image.defined()) {
@@ -569,6 +605,7 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   denoise.latent_shape = family.latent_shape(denoiser, decoder_info, width, height);
   denoise.guidance_scale = cfg ? cfg_scale : 1.0;
   denoise.steps = steps;
+  denoise.base_sigmas = r.sigmas;
   denoise.shift = r.shift;
   // The encoders' parts (tensors, and scalars such as Wan's
   // max_sequence_length), then the request's scalars over them.

@@ -60,6 +60,12 @@ struct GenerateRequest {
   // 0: the family's default for each.
   int64_t width = 0, height = 0;  // pixels, multiples of the family's size_multiple()
   int steps = 0;  // num_inference_steps, before strength shortens the run
+  // Upstream's sigmas: the schedule's before its shift, in place of
+  // linspace(1, 1/N, N); their count is the steps (steps 0 or equal).
+  std::vector<float> sigmas;
+  // Upstream's max_sequence_length (the family's text encoder tokens);
+  // 0: the family's default. Refused by a family that takes none.
+  int max_sequence_length = 0;
   // Upstream's guidance_scale for the family (Z-Image's CFG g with pred =
   // pos + g·(pos − neg); FLUX.1-dev's distilled guidance); unset: the
   // family's default.

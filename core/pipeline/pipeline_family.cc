@@ -45,6 +45,11 @@ absl::StatusOr<double> PipelineFamily::cfg_scale(const GuidanceAsked& asked) con
   return g;
 }
 
+absl::StatusOr<TextEncoding> PipelineFamily::with_max_sequence_length(absl::string_view, TextEncoding,
+                                                                      int64_t) const {
+  return absl::InvalidArgumentError(absl::StrCat("max_sequence_length: the ", name(), " pipeline takes none here"));
+}
+
 std::vector<FamilyArgument> common_arguments(const PipelineDefaults& d, int64_t size_multiple,
                                              const std::optional<ImageInputs>& inputs) {
   std::vector<FamilyArgument> rows = {

@@ -90,6 +90,12 @@ class PipelineFamily {
   // How text-encoder component `component` is asked for `prompt`.
   virtual TextEncoding text_encoding(absl::string_view component, const std::string& prompt) const = 0;
 
+  // `encoding` (text_encoding()'s for `component`) at upstream's
+  // max_sequence_length `n` instead of the family's default. Default:
+  // INVALID_ARGUMENT naming max_sequence_length (the family takes none).
+  virtual absl::StatusOr<TextEncoding> with_max_sequence_length(absl::string_view component, TextEncoding encoding,
+                                                                int64_t n) const;
+
   // The part of the denoiser's conditioning `component` gives from its
   // output: tensors, and the scalars that go with how the text was encoded
   // (Wan's "max_sequence_length"). INVALID_ARGUMENT when the output lacks

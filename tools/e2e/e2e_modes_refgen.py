@@ -70,14 +70,17 @@ NEGATIVE = "blurry, low quality"
 
 
 def case(name, mode, prompt, width=80, height=48, steps=3, seed=11, seeds=None, guidance_scale=0.0,
-         negative_prompt="", true_cfg_scale=0.0, strength=0.0, num_images_per_prompt=0):
-    """One upstream __call__, as a client asks for it (see the docstring)."""
+         negative_prompt="", true_cfg_scale=0.0, strength=0.0, num_images_per_prompt=0, sigmas=None,
+         max_sequence_length=0):
+    """One upstream __call__, as a client asks for it (see the docstring).
+    `sigmas` (upstream's, before the scheduler's shift) sets the steps."""
     image = f"init_{width}x{height}.png" if mode != "txt2img" else ""
     return dict(name=name, mode=mode, prompt=prompt, negative_prompt=negative_prompt, width=width, height=height,
-                steps=steps, seed=0 if seeds else seed, seeds=list(seeds or []), guidance_scale=guidance_scale,
-                true_cfg_scale=true_cfg_scale, strength=strength,
+                steps=len(sigmas) if sigmas else steps, seed=0 if seeds else seed, seeds=list(seeds or []),
+                guidance_scale=guidance_scale, true_cfg_scale=true_cfg_scale, strength=strength,
                 num_images_per_prompt=len(seeds) if seeds else num_images_per_prompt,  # the wire wants both
-                image=image, mask=f"mask_{width}x{height}.png" if mode == "inpaint" else "")
+                image=image, mask=f"mask_{width}x{height}.png" if mode == "inpaint" else "",
+                sigmas=list(sigmas or []), max_sequence_length=max_sequence_length)
 
 
 # Steps are chosen so that strength truncates the schedule: upstream starts at
@@ -97,6 +100,9 @@ CASES = {
         case("zimage-i2i-batch2", "img2img", Z_PROMPT, width=64, height=64, steps=4, seed=13,
              num_images_per_prompt=2),  # strength: ZImageImg2ImgPipeline's 0.6
         case("zimage-i2i-seeds", "img2img", Z_PROMPT, width=64, height=64, steps=4, seeds=[13, 14], strength=0.7),
+        case("zimage-sigmas", "txt2img", Z_PROMPT, sigmas=[1.0, 0.7, 0.3]),
+        case("zimage-i2i-sigmas", "img2img", Z_PROMPT, sigmas=[0.95, 0.8, 0.5, 0.2], strength=0.5),
+        case("zimage-maxseq", "txt2img", Z_PROMPT, max_sequence_length=16),
     ],
     "flux": [
         case("flux-truecfg", "txt2img", F_PROMPT, guidance_scale=4.0, negative_prompt=NEGATIVE, true_cfg_scale=3.0),
@@ -110,6 +116,8 @@ CASES = {
              num_images_per_prompt=2),  # strength: FluxImg2ImgPipeline's 0.6
         case("flux-i2i-seeds", "img2img", F_PROMPT, width=64, height=64, steps=4, seeds=[13, 14], strength=0.7,
              guidance_scale=4.0),
+        case("flux-sigmas", "txt2img", F_PROMPT, guidance_scale=4.0, sigmas=[1.0, 0.6, 0.2]),
+        case("flux-maxseq", "txt2img", F_PROMPT, guidance_scale=4.0, max_sequence_length=64),
     ],
 }
 PIPELINE_MODULES = {
@@ -171,8 +179,12 @@ def call_upstream(family, pipe, c, inputs, shared):
         kwargs["negative_prompt"] = c["negative_prompt"]
     if c["true_cfg_scale"]:
         kwargs["true_cfg_scale"] = c["true_cfg_scale"]
-    if family == "flux":
+    if c.get("max_sequence_length"):
+        kwargs["max_sequence_length"] = c["max_sequence_length"]
+    elif family == "flux":
         kwargs["max_sequence_length"] = 512
+    if c.get("sigmas"):
+        kwargs["sigmas"] = c["sigmas"]
     if c["mode"] != "txt2img":
         kwargs["image"] = pixels_as_upstream_gets_them(inputs[c["image"]])
     if c["mode"] == "inpaint":

@@ -95,6 +95,11 @@ def generate_arguments(folder, c):
         kwargs["seeds"] = c["seeds"]
     else:
         kwargs["seed"] = c["seed"]
+    if c.get("sigmas"):
+        kwargs["sigmas"] = c["sigmas"]
+        kwargs["steps"] = 0  # the sigmas' count is the steps
+    if c.get("max_sequence_length"):
+        kwargs["max_sequence_length"] = c["max_sequence_length"]
     for field, file_name in (("image", c["image"]), ("mask_image", c["mask"])):
         if file_name:
             with open(os.path.join(folder, file_name), "rb") as f:

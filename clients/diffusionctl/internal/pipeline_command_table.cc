@@ -98,6 +98,20 @@ absl::StatusOr<CommandOptions> build_generate(const ParsedArgs& p) {
     if (!n.ok()) return n.status();
     o.num_images = *n;
   }
+  if (const std::string* v = p.flag("sigmas")) {
+    for (absl::string_view part : absl::StrSplit(*v, ',')) {
+      float sigma = 0;
+      if (!absl::SimpleAtof(part, &sigma) || !(sigma > 0 && sigma <= 1)) {
+        return bad_value("--sigmas", *v, "numbers in (0, 1] separated by commas, decreasing, such as 1,0.75,0.5,0.25");
+      }
+      o.sigmas.push_back(sigma);
+    }
+  }
+  if (const std::string* v = p.flag("max_sequence_length")) {
+    absl::StatusOr<int> n = int_in("--max_sequence_length", *v, 1, 4096, "an integer from 1 to 4096");
+    if (!n.ok()) return n.status();
+    o.max_sequence_length = *n;
+  }
   if (const std::string* v = p.flag("seeds")) {
     for (absl::string_view part : absl::StrSplit(*v, ',')) {
       uint64_t seed = 0;
@@ -203,6 +217,8 @@ std::vector<CommandSpec> pipeline_commands() {
         {"strength", "S", "with --image: how much of the schedule runs, (0, 1] (default: the pipeline's)"},
         {"num_images", "N", "images from the prompt, written as OUT-0.png, OUT-1.png, ... (default 1)"},
         {"seeds", "A,B,...", "one seed per image, in place of --seed (one generator for the batch)"},
+        {"sigmas", "S1,S2,...", "upstream's sigmas, before the schedule's shift; their count is the steps"},
+        {"max_sequence_length", "N", "the text encoder's tokens (Z-Image's Qwen3, FLUX's T5; default 512)"},
         {"component_fp8", "NAME=MODE",
          "how this generate loads component NAME: FP8 default, off, e4m3fn or e5m2; repeatable",
          /*repeatable=*/true},

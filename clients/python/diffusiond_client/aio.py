@@ -251,7 +251,8 @@ class AsyncClient(ClientBase):
                         component_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
                         image: Optional[ImageInput] = None, mask_image: Optional[ImageInput] = None,
                         strength: float = 0.0, num_images_per_prompt: int = 0,
-                        seeds: Optional[Sequence[int]] = None,
+                        seeds: Optional[Sequence[int]] = None, sigmas: Optional[Sequence[float]] = None,
+                        max_sequence_length: int = 0,
                         timeout: Timeout = DEFAULT) -> AsyncGenerateCall:
         """Starts a Generate and returns its GenerateCall (async-iterable, cancellable).
 
@@ -285,13 +286,17 @@ class AsyncClient(ClientBase):
         ``num_images_per_prompt`` images (0: 1) share one generator seeded by
         ``seed``; ``seeds`` instead gives each its own (one per image, with
         ``seed`` unset; ValueError otherwise), as upstream's list of
-        generators. The daemon refuses the rest (InvalidArgumentError).
+        generators. ``sigmas`` are upstream's (the schedule's before its
+        shift; their count is the steps), ``max_sequence_length`` the text
+        encoder's tokens (0: the family's 512). The daemon refuses the rest
+        (InvalidArgumentError).
         """
         spec = _calls.generate(pipeline, prompt, negative_prompt,
                                self._components(components, text_encoder, transformer, vae),
                                width, height, steps, guidance_scale, seed, shift, true_cfg_scale,
                                component_options, image=image, mask_image=mask_image, strength=strength,
-                               num_images_per_prompt=num_images_per_prompt, seeds=seeds)
+                               num_images_per_prompt=num_images_per_prompt, seeds=seeds, sigmas=sigmas,
+                               max_sequence_length=max_sequence_length)
         return self._stream(spec, timeout, AsyncGenerateCall)
 
     async def generate(self, pipeline: Optional[str] = None, prompt: str = "", negative_prompt: Optional[str] = None,

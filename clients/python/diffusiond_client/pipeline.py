@@ -23,7 +23,8 @@ def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Opti
                      guidance_scale: Optional[float], seed: Optional[int], shift: float, true_cfg_scale: float = 0.0,
                      component_options: Optional[Mapping[str, Any]] = None, image: Optional[ImageInput] = None,
                      mask_image: Optional[ImageInput] = None, strength: float = 0.0, num_images_per_prompt: int = 0,
-                     seeds: Optional[Sequence[int]] = None) -> Any:
+                     seeds: Optional[Sequence[int]] = None, sigmas: Optional[Sequence[float]] = None,
+                     max_sequence_length: int = 0) -> Any:
     """Returns a GenerateRequest; ValueError when there is no pipeline and no
     transformer component (the daemon says which others are missing), or
     when ``seeds`` comes with a nonzero ``seed`` or does not count
@@ -48,7 +49,8 @@ def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Opti
         pipeline=pipeline or "", components=given, prompt=prompt, negative_prompt=negative_prompt or "",
         width=width, height=height, steps=steps, seed=seed, shift=shift,
         true_cfg_scale=true_cfg_scale, component_options=component_options or {}, strength=strength,
-        num_images_per_prompt=num_images_per_prompt, seeds=seeds)
+        num_images_per_prompt=num_images_per_prompt, seeds=seeds, sigmas=[float(x) for x in sigmas or ()],
+        max_sequence_length=max_sequence_length)
     if guidance_scale is not None:  # unset: the pipeline's default (0 is a value: Z-Image's CFG off)
         request.guidance_scale = guidance_scale
     _set_image(request, "image", image)

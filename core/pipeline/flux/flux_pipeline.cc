@@ -50,6 +50,18 @@ class FluxPipeline final : public PipelineFamily {
     return e;
   }
 
+  // FluxPipeline's max_sequence_length is T5's (at most 512, as upstream
+  // checks); CLIP stays at 77.
+  absl::StatusOr<TextEncoding> with_max_sequence_length(absl::string_view component, TextEncoding encoding,
+                                                        int64_t n) const override {
+    if (n < 1 || n > kFluxT5MaxTokens) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("max_sequence_length must be 1 to ", kFluxT5MaxTokens, " for flux, got ", n));
+    }
+    if (component != "text_encoder") encoding.max_tokens = n;
+    return encoding;
+  }
+
   absl::StatusOr<Conditioning> encoder_conditioning(absl::string_view component,
                                                     const EncodedText& encoded) const override {
     Conditioning c;
@@ -104,6 +116,8 @@ class FluxPipeline final : public PipelineFamily {
                     "refuses one"});
     rows.push_back({"true_cfg_scale", "off", "FluxPipeline's true classifier-free guidance, > 1 with negative_prompt"});
     rows.push_back({"negative_prompt", "", "the negative of true CFG (true_cfg_scale > 1)"});
+    rows.push_back({"max_sequence_length", "512", "T5's padded tokens, at most 512 (CLIP's stay 77)"});
+    rows.push_back({"sigmas", "linspace(1, 1/N, N)", "the schedule's sigmas before its shift; N is the steps"});
     return rows;
   }
 

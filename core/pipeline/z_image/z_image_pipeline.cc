@@ -12,6 +12,8 @@ namespace {
 class ZImagePipeline final : public PipelineFamily {
  public:
   static constexpr double kDefaultGuidance = 5.0;
+  // Upstream sets no bound; this one keeps an encode's activations sane.
+  static constexpr int64_t kMaxSequenceLength = 4096;
 
   absl::string_view name() const override { return "z-image"; }
   std::vector<std::string> pipeline_classes() const override { return {"ZImagePipeline"}; }
@@ -59,6 +61,8 @@ class ZImagePipeline final : public PipelineFamily {
                     "(Z-Image-Turbo's model card: 0.0, with 9 steps)"});
     rows.push_back({"negative_prompt", "", "the negative of classifier-free guidance (guidance_scale > 0)"});
     rows.push_back({"legacy_guidance_scale", "", "the daemon's former scale s = g + 1, for old clients"});
+    rows.push_back({"max_sequence_length", "512", "Qwen3's tokens, the chat template included (at most 4096)"});
+    rows.push_back({"sigmas", "linspace(1, 1/N, N)", "the schedule's sigmas before its shift; N is the steps"});
     return rows;
   }
 
@@ -67,6 +71,18 @@ class ZImagePipeline final : public PipelineFamily {
 
   TextEncoding text_encoding(absl::string_view, const std::string& prompt) const override {
     return z_image_text_encoding(prompt);
+  }
+
+  // ZImagePipeline's max_sequence_length: the tokenizer's max_length (the
+  // content cut to it, template included), 512 by default.
+  absl::StatusOr<TextEncoding> with_max_sequence_length(absl::string_view, TextEncoding encoding,
+                                                        int64_t n) const override {
+    if (n < 1 || n > kMaxSequenceLength) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("max_sequence_length must be 1 to ", kMaxSequenceLength, " for z-image, got ", n));
+    }
+    encoding.max_tokens = n;
+    return encoding;
   }
 
   // The caption features are the rows of real tokens only.

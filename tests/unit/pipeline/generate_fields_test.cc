@@ -124,6 +124,15 @@ std::vector<FieldRow> common_rows() {
            },
            true},
           {"seeds", [](GenerateRequest& r) { r.seeds = {8}; }, false},
+          // linspace(1, 0.5, 2) is the default: these differ from it.
+          {"sigmas", [](GenerateRequest& r) {
+             r.steps = 0;
+             r.sigmas = {0.9f, 0.4f};
+           },
+           true},
+          {"sigmas", [](GenerateRequest& r) { r.sigmas = {0.9f, 0.4f, 0.2f}; }, false},
+          {"max_sequence_length", [](GenerateRequest& r) { r.max_sequence_length = 8; }, true},
+          {"max_sequence_length", [](GenerateRequest& r) { r.max_sequence_length = 5000; }, false},
           {"width", [](GenerateRequest& r) { r.width = 48; }, true},
           {"height", [](GenerateRequest& r) { r.height = 48; }, true},
           {"steps", [](GenerateRequest& r) { r.steps = 3; }, true},
