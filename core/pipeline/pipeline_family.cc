@@ -50,6 +50,16 @@ absl::StatusOr<TextEncoding> PipelineFamily::with_max_sequence_length(absl::stri
   return absl::InvalidArgumentError(absl::StrCat("max_sequence_length: the ", name(), " pipeline takes none here"));
 }
 
+absl::StatusOr<TextEncoding> at_max_sequence_length(absl::string_view family, TextEncoding encoding, int64_t n,
+                                                    int64_t limit) {
+  if (n < 1 || n > limit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_sequence_length must be 1 to ", limit, " for ", family, ", got ", n));
+  }
+  encoding.max_tokens = n;
+  return encoding;
+}
+
 std::vector<FamilyArgument> common_arguments(const PipelineDefaults& d, int64_t size_multiple,
                                              const std::optional<ImageInputs>& inputs) {
   std::vector<FamilyArgument> rows = {

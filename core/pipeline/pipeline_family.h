@@ -145,6 +145,12 @@ class PipelineFamily {
   std::optional<PipelineComponent> component(absl::string_view name) const;
 };
 
+// `encoding` cut at max_sequence_length `n` (its max_tokens), for the
+// families whose upstream takes one: INVALID_ARGUMENT naming the field
+// and `family` unless 1 <= n <= `limit`.
+absl::StatusOr<TextEncoding> at_max_sequence_length(absl::string_view family, TextEncoding encoding, int64_t n,
+                                                    int64_t limit);
+
 // The rows every family shares: prompt, size, steps (with these defaults),
 // seeds and the batch, then the image inputs if `inputs` says it has them.
 std::vector<FamilyArgument> common_arguments(const PipelineDefaults& defaults, int64_t size_multiple,

@@ -12,20 +12,13 @@ Usage: refusal_latency.py --daemon build/release/server/diffusiond --folder OUT/
 """
 import argparse
 import os
-import socket
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "clients", "python"))
+sys.path.insert(0, HERE)
+import vs_upstream_generate  # noqa: E402  (its daemon start, and the client's path)
 import diffusiond_client as dc  # noqa: E402
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main():
@@ -34,23 +27,9 @@ def main():
     ap.add_argument("--folder", required=True, help="e2e_modes_refgen.py's <family>-pipe folder")
     args = ap.parse_args()
     folder = os.path.abspath(args.folder)
-    port, metrics = free_port(), free_port()
-    proc = subprocess.Popen([args.daemon, f"--models_dir={folder}", f"--listen=127.0.0.1:{port}",
-                             f"--metrics_listen=127.0.0.1:{metrics}", "--fp8=off"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, client = vs_upstream_generate.start_daemon(os.path.abspath(args.daemon), folder)
     ok = True
     try:
-        client = dc.Client(f"127.0.0.1:{port}")
-        deadline = time.time() + 60
-        while True:
-            try:
-                if client.health() == "SERVING":
-                    break
-            except dc.DiffusiondError:
-                pass
-            if time.time() > deadline or proc.poll() is not None:
-                raise RuntimeError("the daemon did not start")
-            time.sleep(0.1)
         read = lambda name: open(os.path.join(folder, name), "rb").read()  # noqa: E731
         image, other = read("init_80x48.png"), read("init_64x64.png")
         cases = {

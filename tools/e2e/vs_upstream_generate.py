@@ -159,17 +159,28 @@ def wait_until_serving(client, proc, log):
         time.sleep(0.2)
 
 
-def run_family(daemon, folder, only_case):
-    """Rows of every case of one <family>-pipe folder, from a daemon of its own."""
-    pipeline, cases = load_cases(folder)
+def start_daemon(daemon, folder):
+    """(process, client) of a daemon serving `folder` with FP8 off, once
+    it is serving; RuntimeError with its log when it does not start."""
     port, metrics = free_port(), free_port()
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen([daemon, f"--models_dir={folder}", f"--listen=127.0.0.1:{port}",
                              f"--metrics_listen=127.0.0.1:{metrics}", "--fp8=off"], stdout=log, stderr=log)
+    client = dc.Client(f"127.0.0.1:{port}")
+    try:
+        wait_until_serving(client, proc, log)
+    except RuntimeError:
+        proc.kill()
+        raise
+    return proc, client
+
+
+def run_family(daemon, folder, only_case):
+    """Rows of every case of one <family>-pipe folder, from a daemon of its own."""
+    pipeline, cases = load_cases(folder)
+    proc, client = start_daemon(daemon, folder)
     rows = []
     try:
-        client = dc.Client(f"127.0.0.1:{port}")
-        wait_until_serving(client, proc, log)
         for c in cases:
             if not only_case or c["name"] == only_case:
                 rows += compare(folder, c, generate(client, folder, pipeline, c))

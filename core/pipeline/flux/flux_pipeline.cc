@@ -7,6 +7,7 @@
 #include "core/models/flux/flux_model.h"
 #include "core/models/t5/t5_model.h"
 #include "core/models/vae/vae_model.h"
+#include "core/util/status_macros.h"
 
 namespace diffusiond {
 namespace {
@@ -54,12 +55,11 @@ class FluxPipeline final : public PipelineFamily {
   // checks); CLIP stays at 77.
   absl::StatusOr<TextEncoding> with_max_sequence_length(absl::string_view component, TextEncoding encoding,
                                                         int64_t n) const override {
-    if (n < 1 || n > kFluxT5MaxTokens) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("max_sequence_length must be 1 to ", kFluxT5MaxTokens, " for flux, got ", n));
-    }
-    if (component != "text_encoder") encoding.max_tokens = n;
-    return encoding;
+    const int64_t clip_tokens = encoding.max_tokens;
+    DIFFUSIOND_ASSIGN_OR_RETURN(TextEncoding cut, at_max_sequence_length(name(), std::move(encoding), n,
+                                                                         kFluxT5MaxTokens));
+    if (component == "text_encoder") cut.max_tokens = clip_tokens;
+    return cut;
   }
 
   absl::StatusOr<Conditioning> encoder_conditioning(absl::string_view component,

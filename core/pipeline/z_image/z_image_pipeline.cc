@@ -77,12 +77,7 @@ class ZImagePipeline final : public PipelineFamily {
   // content cut to it, template included), 512 by default.
   absl::StatusOr<TextEncoding> with_max_sequence_length(absl::string_view, TextEncoding encoding,
                                                         int64_t n) const override {
-    if (n < 1 || n > kMaxSequenceLength) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("max_sequence_length must be 1 to ", kMaxSequenceLength, " for z-image, got ", n));
-    }
-    encoding.max_tokens = n;
-    return encoding;
+    return at_max_sequence_length(name(), std::move(encoding), n, kMaxSequenceLength);
   }
 
   // The caption features are the rows of real tokens only.
