@@ -88,7 +88,8 @@ std::vector<FamilyArgument> common_arguments(const PipelineDefaults& d, int64_t 
 
 std::vector<FamilyArgument> PipelineFamily::arguments() const {
   std::vector<FamilyArgument> rows = common_arguments(defaults(ModelInfo{}), size_multiple(), image_inputs());
-  rows.push_back({"guidance_scale", "off", "classifier-free guidance v_neg + g·(v_pos − v_neg), on at g > 1"});
+  rows.push_back({"guidance_scale", absl::StrCat(defaults(ModelInfo{}).guidance_scale),
+                  "classifier-free guidance v_neg + g·(v_pos − v_neg), on at g > 1"});
   rows.push_back({"negative_prompt", "", "the negative of classifier-free guidance (guidance_scale > 1)"});
   return rows;
 }

@@ -12,6 +12,8 @@ namespace {
 
 class Krea2Pipeline final : public PipelineFamily {
  public:
+  static constexpr double kDefaultGuidance = 4.5;
+
   absl::string_view name() const override { return "krea2"; }
   std::vector<std::string> pipeline_classes() const override { return {"Krea2Pipeline"}; }
   std::vector<PipelineComponent> components() const override {
@@ -20,13 +22,35 @@ class Krea2Pipeline final : public PipelineFamily {
             {"vae", ModelRole::kVae, std::string(kQwenImageVaeArchitecture)}};
   }
 
-  // Krea2Pipeline's: 28 steps at 1024x1024, guidance 4.5 (classifier-free,
-  // here when a request asks for a scale > 1).
+  // Krea2Pipeline's: 28 steps at 1024x1024, guidance_scale 4.5.
   PipelineDefaults defaults(const ModelInfo&) const override {
     PipelineDefaults d;
     d.steps = 28;
-    d.guidance_scale = 4.5;
+    d.guidance_scale = kDefaultGuidance;
     return d;
+  }
+
+  // Upstream's meaning: cond + g·(cond − uncond), on at g > 0 with the
+  // empty negative when none is given (the loop's s is g + 1).
+  absl::StatusOr<double> cfg_scale(const GuidanceAsked& asked) const override {
+    if (asked.true_cfg_scale != 0) {
+      return absl::InvalidArgumentError(
+          "the krea2 pipeline takes no true_cfg_scale: its classifier-free guidance is guidance_scale");
+    }
+    const double g = asked.guidance_scale.value_or(kDefaultGuidance);
+    if (asked.negative_prompt && !(g > 0)) {
+      return absl::InvalidArgumentError(
+          "negative_prompt is used only with classifier-free guidance, which the krea2 pipeline applies at "
+          "guidance_scale > 0, got 0");
+    }
+    return g > 0 ? g + 1.0 : 1.0;
+  }
+
+  std::vector<FamilyArgument> arguments() const override {
+    std::vector<FamilyArgument> rows = common_arguments(defaults(ModelInfo{}), size_multiple(), image_inputs());
+    rows.push_back({"guidance_scale", "4.5", "Krea2Pipeline's: cond + g·(cond − uncond), on at g > 0"});
+    rows.push_back({"negative_prompt", "", "the negative of classifier-free guidance (guidance_scale > 0)"});
+    return rows;
   }
 
   TextEncoding text_encoding(absl::string_view, const std::string& prompt) const override {

@@ -1,5 +1,7 @@
 #include "core/pipeline/qwen_image/qwen_image_pipeline.h"
 
+#include "absl/strings/str_cat.h"
+
 #include "core/models/qwen_image/qwen_image_model.h"
 #include "core/pipeline/qwen_image/qwen_image_prompt.h"
 #include "core/pipeline/unported_architectures.h"
@@ -10,6 +12,8 @@ namespace {
 
 class QwenImagePipeline final : public PipelineFamily {
  public:
+  static constexpr double kDefaultTrueCfg = 4.0;
+
   absl::string_view name() const override { return "qwen-image"; }
   std::vector<std::string> pipeline_classes() const override { return {"QwenImagePipeline"}; }
   std::vector<PipelineComponent> components() const override {
@@ -19,13 +23,51 @@ class QwenImagePipeline final : public PipelineFamily {
   }
 
   // QwenImagePipeline's: 50 steps at 1024x1024 (its default_sample_size of
-  // 128 latents), true_cfg_scale 4.0 (which, as upstream, guides only when
-  // asked: here, by a request's guidance_scale > 1).
+  // 128 latents). Its guidance_scale feeds only guidance-distilled
+  // transformers; classifier-free guidance is true_cfg_scale (cfg_scale).
   PipelineDefaults defaults(const ModelInfo&) const override {
     PipelineDefaults d;
     d.steps = 50;
-    d.guidance_scale = 4.0;
+    d.guidance_scale = 0;
     return d;
+  }
+
+  // Upstream's true CFG: on when true_cfg_scale (default 4.0) > 1 and a
+  // negative prompt is given, comb = neg + s·(pos − neg) rescaled to pos's
+  // norm per token (the loop's guidance_norm_patch). Where upstream runs
+  // unguided with a warning (a scale without a negative), the request is
+  // refused; so is guidance_scale, which only a guidance-distilled
+  // transformer would read.
+  absl::StatusOr<double> cfg_scale(const GuidanceAsked& asked) const override {
+    if (asked.guidance_scale.has_value()) {
+      return absl::InvalidArgumentError(
+          "guidance_scale: QwenImagePipeline's feeds only guidance-distilled transformers (guidance_embeds), "
+          "which this family does not run; its classifier-free guidance is true_cfg_scale, with a negative_prompt");
+    }
+    const double s = asked.true_cfg_scale != 0 ? asked.true_cfg_scale : kDefaultTrueCfg;
+    if (asked.negative_prompt) {
+      if (!(s > 1.0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "negative_prompt is used only with true_cfg_scale > 1 for qwen-image, got ", s));
+      }
+      return s;
+    }
+    if (asked.true_cfg_scale > 1.0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "true_cfg_scale ", asked.true_cfg_scale, " needs a negative_prompt (upstream would run unguided)"));
+    }
+    return 1.0;
+  }
+
+  // QwenImageImg2ImgPipeline's and QwenImageInpaintPipeline's strength 0.6.
+  std::optional<ImageInputs> image_inputs() const override { return ImageInputs{0.6, 0.6}; }
+
+  std::vector<FamilyArgument> arguments() const override {
+    std::vector<FamilyArgument> rows = common_arguments(defaults(ModelInfo{}), size_multiple(), image_inputs());
+    rows.push_back({"true_cfg_scale", "4.0", "true classifier-free guidance neg + s·(pos − neg), rescaled to "
+                                             "pos's norm per token; on with a negative_prompt"});
+    rows.push_back({"negative_prompt", "", "the negative of true CFG"});
+    return rows;
   }
 
   // Upstream tokenizes up to 1024 + 34 tokens, unpadded for one prompt, and

@@ -12,21 +12,30 @@ class WanPipeline final : public PipelineFamily {
  public:
   absl::string_view name() const override { return "wan"; }
   std::vector<std::string> pipeline_classes() const override { return {"WanPipeline"}; }
+  static constexpr double kDefaultGuidance = 5.0;
+
   std::vector<PipelineComponent> components() const override {
     return {{"text_encoder", ModelRole::kTextEncoder, std::string(kUmt5Architecture)},
             {"transformer", ModelRole::kDenoiser, std::string(kWanArchitecture)},
             {"vae", ModelRole::kVae, std::string(kWanVaeArchitecture)}};
   }
 
-  // WanPipeline's: 50 steps at 832x480, guidance 5.0 (classifier-free, here
-  // when a request asks for a scale > 1).
+  // WanPipeline's: 50 steps at 832x480, guidance_scale 5.0.
   PipelineDefaults defaults(const ModelInfo&) const override {
     PipelineDefaults d;
     d.steps = 50;
     d.width = 832;
     d.height = 480;
-    d.guidance_scale = 5.0;
+    d.guidance_scale = kDefaultGuidance;
     return d;
+  }
+
+  // Upstream's: uncond + g·(cond − uncond), on at g > 1, at 5.0 by default
+  // (the empty negative when none is given).
+  absl::StatusOr<double> cfg_scale(const GuidanceAsked& asked) const override {
+    GuidanceAsked with_default = asked;
+    if (!with_default.guidance_scale.has_value()) with_default.guidance_scale = kDefaultGuidance;
+    return PipelineFamily::cfg_scale(with_default);
   }
 
   // Upstream pads to max_sequence_length and masks the padding, then keeps

@@ -107,7 +107,10 @@ TEST(PipelineFamilyTest, DefaultsAndLatentsAreUpstreams) {
     int steps;
     int64_t width, height;
     double guidance;
-  } expected[] = {{"qwen-image", 50, 1024, 1024, 4.0}, {"wan", 50, 832, 480, 5.0}, {"krea2", 28, 1024, 1024, 4.5}};
+    double cfg;  // the loop's scale for a request of a negative prompt and no scale
+  } expected[] = {{"qwen-image", 50, 1024, 1024, 0.0, 4.0},  // true_cfg_scale 4.0; guidance_scale unused
+                  {"wan", 50, 832, 480, 5.0, 5.0},
+                  {"krea2", 28, 1024, 1024, 4.5, 5.5}};  // cond + g·(cond − uncond): s = g + 1
   for (const auto& e : expected) {
     const PipelineFamily* family = find_pipeline_family_named(e.family);
     const PipelineDefaults d = family->defaults(any);
@@ -116,9 +119,9 @@ TEST(PipelineFamilyTest, DefaultsAndLatentsAreUpstreams) {
     EXPECT_EQ(d.height, e.height) << e.family;
     EXPECT_EQ(d.guidance_scale, e.guidance) << e.family;
     EXPECT_EQ(family->size_multiple(), 16) << e.family;  // the VAE's 8 times the 2x2 patches
-    const absl::StatusOr<double> cfg = family->cfg_scale({e.guidance, 0, true});
+    const absl::StatusOr<double> cfg = family->cfg_scale({std::nullopt, 0, true});
     ASSERT_THAT(cfg, IsOk()) << e.family;
-    EXPECT_EQ(*cfg, e.guidance) << e.family;
+    EXPECT_EQ(*cfg, e.cfg) << e.family;
   }
   ModelInfo denoiser, decoder;
   denoiser.geometry.channels = 16;
@@ -187,8 +190,13 @@ TEST(PipelineFamilyTest, EachFamilyDeclaresItsArgumentsAndDefaults) {
   const PipelineFamily* flux = find_pipeline_family_named("flux");
   EXPECT_NE(find(flux, "true_cfg_scale"), nullptr);
   EXPECT_THAT(find(flux, "guidance_scale")->default_value, HasSubstr("7.0"));
-  for (const char* name : {"wan", "qwen-image", "krea2"}) {
+  EXPECT_NE(find(find_pipeline_family_named("qwen-image"), "mask_image"), nullptr);
+  EXPECT_NE(find(find_pipeline_family_named("qwen-image"), "true_cfg_scale"), nullptr);
+  EXPECT_EQ(find(find_pipeline_family_named("qwen-image"), "guidance_scale"), nullptr);
+  for (const char* name : {"wan", "krea2"}) {
     EXPECT_EQ(find(find_pipeline_family_named(name), "image"), nullptr) << name;
+  }
+  for (const char* name : {"wan", "qwen-image", "krea2"}) {
     EXPECT_NE(find(find_pipeline_family_named(name), "num_images_per_prompt"), nullptr) << name;
   }
 }
