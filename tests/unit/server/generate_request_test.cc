@@ -7,7 +7,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "core/image/png.h"
 #include "server/pipeline_service.h"
+#include "server/wire_tensor.h"
 #include "tests/testing/status_matchers.h"
 
 namespace diffusiond {
@@ -81,6 +83,57 @@ TEST(GenerateRequest, OtherValuesArePassedOnForGenerateToCheck) {
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->width, 1000);
   EXPECT_EQ(r->steps, 1000000);
+}
+
+// Guidance: the optional field is upstream's meaning, and unset stays
+// unset (the family's default); the former field 10 is read apart.
+TEST(GenerateRequest, GuidanceScaleIsPresentOnlyWhenSet) {
+  v1::GenerateRequest wire;
+  absl::StatusOr<GenerateRequest> r = generate_request(wire);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_FALSE(r->guidance_scale.has_value());
+  EXPECT_FALSE(r->legacy_guidance_scale.has_value());
+  wire.set_guidance_scale(0.0);  // Z-Image's CFG off: a value, not "unset"
+  wire.set_legacy_guidance_scale(4.0);
+  r = generate_request(wire);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->guidance_scale, 0.0);
+  EXPECT_EQ(r->legacy_guidance_scale, 4.0);
+}
+
+// Image inputs arrive as PNG bytes or tensors, and become float [3, H, W]
+// and [H, W] in [0, 1]; both forms of one input, or bytes that are not a
+// PNG, are refused naming the field.
+TEST(GenerateRequest, ImageInputsArePngsOrTensors) {
+  const uint8_t rgb[2 * 3 * 3] = {0, 128, 255, 10, 20, 30, 255, 255, 255, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  absl::StatusOr<std::string> png = encode_png(rgb, 3, 2, {});
+  ASSERT_THAT(png, IsOk());
+  v1::GenerateRequest wire;
+  wire.set_image(*png);
+  wire.set_mask_image(*png);
+  absl::StatusOr<GenerateRequest> r = generate_request(wire);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->image.sizes().vec(), (std::vector<int64_t>{3, 2, 3}));
+  EXPECT_FLOAT_EQ(r->image[1][0][0].item<float>(), 128.0f / 255.0f);
+  EXPECT_EQ(r->mask_image.sizes().vec(), (std::vector<int64_t>{2, 3}));
+  EXPECT_FLOAT_EQ(r->mask_image[0][2].item<float>(), 1.0f);  // white
+  // PIL's grey of (0, 128, 255): (38470·128 + 7471·255 + 2^15) >> 16 = 104.
+  EXPECT_FLOAT_EQ(r->mask_image[0][0].item<float>(), 104.0f / 255.0f);
+
+  v1::GenerateRequest tensors;
+  ASSERT_THAT(to_wire(torch::full({1, 3, 4, 5}, 0.25f), tensors.mutable_image_tensor()), IsOk());
+  ASSERT_THAT(to_wire(torch::ones({1, 1, 4, 5}), tensors.mutable_mask_tensor()), IsOk());
+  r = generate_request(tensors);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->image.sizes().vec(), (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_EQ(r->mask_image.sizes().vec(), (std::vector<int64_t>{4, 5}));
+
+  tensors.set_image(*png);
+  EXPECT_THAT(generate_request(tensors).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("give image or image_tensor, not both")));
+  wire.set_mask_image("not a png");
+  EXPECT_THAT(generate_request(wire).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("mask_image")));
 }
 
 }  // namespace
