@@ -2,6 +2,7 @@
 
 #include <torch/types.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -127,6 +128,11 @@ absl::StatusOr<Schedule> flow_match_schedule(const ScheduleOptions& options) {
   schedule.sigmas.push_back(0.0f);
   schedule.timesteps.assign(timesteps.data_ptr<float>(), timesteps.data_ptr<float>() + timesteps.numel());
   return schedule;
+}
+
+int strength_first_step(int steps, double strength) {
+  const double init = std::min(steps * strength, static_cast<double>(steps));
+  return static_cast<int>(std::max(steps - init, 0.0));
 }
 
 ScheduleOptions flow_match_euler_defaults() {

@@ -75,6 +75,11 @@ struct Schedule {
 // (ScheduleOptions' own shift, 3, is Z-Image-Turbo's.)
 ScheduleOptions flow_match_euler_defaults();
 
+// Upstream's get_timesteps for img2img and inpainting: of `steps`, the run
+// starts at t_start = int(steps − min(steps·strength, steps)), in double as
+// Python computes it (0.56 of 25 steps starts at 10, not 11).
+int strength_first_step(int steps, double strength);
+
 // INVALID_ARGUMENT for steps < 1, a non-positive shift, a shift_terminal
 // outside [0, 1), or explicit sigmas that are not strictly decreasing in
 // (0, 1].

@@ -12,10 +12,11 @@
 #include "core/engine/describe_model.h"
 #include "core/models/activation_estimate.h"
 #include "core/models/text_encoder.h"
+#include "core/pipeline/batch_generators.h"
+#include "core/pipeline/generate_request_checks.h"
 #include "core/pipeline/image_inputs.h"
 #include "core/pipeline/pipeline_family.h"
 #include "core/pipeline/pipeline_folder.h"
-#include "core/pipeline/unported_architectures.h"
 #include "core/util/bounded_text.h"
 #include "core/util/bytes.h"
 #include "core/util/status_macros.h"
@@ -49,95 +50,6 @@ void report_placement_evictions(const GenerateOptions& options, CallDevice& wher
   where.evicted.clear();
 }
 
-absl::Status check_request(const GenerateRequest& r) {
-  for (int64_t side : {r.width, r.height}) {
-    if (side != 0 && (side < 16 || side > kGenerateMaxSide)) {
-      return absl::InvalidArgumentError(absl::StrCat("width and height must be 16 to ", kGenerateMaxSide,
-                                                     " (0: the pipeline's default), got ", r.width, "x", r.height));
-    }
-  }
-  if (!r.sigmas.empty()) {
-    if (r.steps != 0 && r.steps != static_cast<int>(r.sigmas.size())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sigmas gives ", r.sigmas.size(), " steps, but steps asks for ", r.steps));
-    }
-    if (r.sigmas.size() > static_cast<size_t>(kGenerateMaxSteps)) {
-      return absl::InvalidArgumentError(absl::StrCat("sigmas may hold at most ", kGenerateMaxSteps, " values"));
-    }
-    for (size_t i = 0; i < r.sigmas.size(); ++i) {
-      if (!(r.sigmas[i] > 0.0f && r.sigmas[i] <= 1.0f) || (i > 0 && !(r.sigmas[i] < r.sigmas[i - 1]))) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("sigmas must decrease strictly within (0, 1]; sigma ", i, " is ", r.sigmas[i]));
-      }
-    }
-  }
-  if (r.max_sequence_length < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_sequence_length must be positive (0: the pipeline's), got ", r.max_sequence_length));
-  }
-  if (r.steps < 0 || r.steps > kGenerateMaxSteps) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("steps must be 1 to ", kGenerateMaxSteps, " (0: the pipeline's default), got ", r.steps));
-  }
-  if (r.guidance_scale.has_value() && r.legacy_guidance_scale.has_value()) {
-    return absl::InvalidArgumentError(
-        "give guidance_scale (upstream's meaning) or legacy_guidance_scale (the daemon's former one), not both");
-  }
-  for (const auto& [name, value] :
-       {std::pair<const char*, double>{"guidance_scale", r.guidance_scale.value_or(0)},
-        {"legacy_guidance_scale", r.legacy_guidance_scale.value_or(0)},
-        {"true_cfg_scale", r.true_cfg_scale},
-        {"shift", r.shift}}) {
-    if (!std::isfinite(value) || value < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(name, " must be finite and >= 0, got ", value));
-    }
-  }
-  if (r.num_images_per_prompt < 0 || r.num_images_per_prompt > kGenerateMaxImages) {
-    return absl::InvalidArgumentError(absl::StrCat("num_images_per_prompt must be 1 to ", kGenerateMaxImages,
-                                                   " (0: 1), got ", r.num_images_per_prompt));
-  }
-  if (!r.seeds.empty()) {
-    const int n = std::max(r.num_images_per_prompt, 1);
-    if (static_cast<int>(r.seeds.size()) != n) {
-      return absl::InvalidArgumentError(absl::StrCat("seeds gives one seed per image: ", n, " for num_images_per_prompt ",
-                                                     r.num_images_per_prompt, ", got ", r.seeds.size()));
-    }
-    if (r.seed != 0) {
-      return absl::InvalidArgumentError("give seed (one generator for the batch) or seeds (one per image), not both");
-    }
-  }
-  if (!(r.strength >= 0 && r.strength <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("strength must be in (0, 1] (0: the pipeline's default), got ", r.strength));
-  }
-  for (const std::string* text : {&r.prompt, &r.negative_prompt}) {
-    if (text->size() > kGenerateMaxPromptBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("a prompt may hold at most ", kGenerateMaxPromptBytes,
-                                                     " bytes, got ", text->size()));
-    }
-  }
-  if (!r.image.defined()) {
-    if (r.mask_image.defined()) return absl::InvalidArgumentError("mask_image needs the image it masks (image)");
-    if (r.strength != 0) return absl::InvalidArgumentError("strength is used only with an init image (image)");
-    return absl::OkStatus();
-  }
-  DIFFUSIOND_RETURN_IF_ERROR(check_image_input(r.image, "image"));
-  const int64_t image_width = r.image.size(2), image_height = r.image.size(1);
-  if ((r.width != 0 && r.width != image_width) || (r.height != 0 && r.height != image_height)) {
-    return absl::InvalidArgumentError(absl::StrCat("image is ", image_width, "x", image_height, " but width and height ask for ",
-                                                   r.width, "x", r.height, ": the daemon does not resize; send the image "
-                                                   "at the size to generate, or leave width and height 0"));
-  }
-  if (r.mask_image.defined()) {
-    DIFFUSIOND_RETURN_IF_ERROR(check_mask_input(r.mask_image, "mask_image"));
-    if (r.mask_image.size(1) != image_width || r.mask_image.size(0) != image_height) {
-      return absl::InvalidArgumentError(absl::StrCat("mask_image is ", r.mask_image.size(1), "x", r.mask_image.size(0),
-                                                     ", the image ", image_width, "x", image_height,
-                                                     ": they must be the same size"));
-    }
-  }
-  return absl::OkStatus();
-}
 
 // How component `name`, at `id_or_path`, is described, sized and readied:
 // with its `options`, if the request gave any.
@@ -366,20 +278,6 @@ std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, 
   return j.dump(-1, ' ', /*ensure_ascii=*/true);
 }
 
-// UNIMPLEMENTED, naming the first component, when `family` declares one
-// that no model family can load yet: whatever a request gives in its place,
-// the recipe needs that architecture. Checked as soon as the family is
-// known, before the components are described or anything is loaded.
-absl::Status check_components_ported(const PipelineFamily& family) {
-  for (const PipelineComponent& c : family.components()) {
-    if (is_unported_architecture(c.architecture)) {
-      return absl::UnimplementedError(absl::StrCat("the ", family.name(), " pipeline's component ", c.name, " (",
-                                                   c.architecture, ") cannot be loaded yet: no model family "
-                                                   "implements that architecture; nothing was loaded"));
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::Status check_cancelled(const GenerateOptions& options, absl::string_view before) {
   if (!options.cancel.cancelled()) return absl::OkStatus();
@@ -387,28 +285,7 @@ absl::Status check_cancelled(const GenerateOptions& options, absl::string_view b
   return absl::Status(why.code(), absl::StrCat("generate cancelled before ", before, ": ", why.message()));
 }
 
-// Upstream's get_timesteps: of `steps`, the run starts at t_start =
-// int(steps − min(steps·strength, steps)), in double as Python computes it.
-int first_step_of(int steps, double strength) {
-  const double init = std::min(steps * strength, static_cast<double>(steps));
-  return static_cast<int>(std::max(steps - init, 0.0));
-}
 
-// INVALID_ARGUMENT naming the field when `family` takes no such image input.
-absl::Status check_image_inputs(const GenerateRequest& r, const PipelineFamily& family) {
-  if (!r.image.defined()) return absl::OkStatus();
-  const std::optional<ImageInputs> inputs = family.image_inputs();
-  if (!inputs.has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat("image: the ", family.name(),
-                                                   " pipeline takes no init image (no img2img upstream, or not yet "
-                                                   "here); nothing was loaded"));
-  }
-  if (r.mask_image.defined() && !inputs->inpaint_strength.has_value()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("mask_image: the ", family.name(), " pipeline has no inpainting; nothing was loaded"));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -454,7 +331,7 @@ void report_call(const GenerateOptions& options, const std::string& model_id, Ca
 
 absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, const std::string& models_dir,
                                                             const GenerateRequest& r, const GenerateOptions& options) {
-  DIFFUSIOND_RETURN_IF_ERROR(check_request(r));
+  DIFFUSIOND_RETURN_IF_ERROR(check_generate_request(r));
   DIFFUSIOND_ASSIGN_OR_RETURN(const Resolved resolved, resolve(engine, models_dir, r));
   const PipelineFamily& family = *resolved.family;
   DIFFUSIOND_RETURN_IF_ERROR(check_components_ported(family));
@@ -543,19 +420,14 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
                       absl::StrCat(detail, "; ", where.summary()), where.device});
   }
 
-  // The generators, in upstream's order of draws: the VAE's sample of the
-  // init image first (from the first generator), then the batch's noise,
-  // in one tensor from one generator or one image from each.
-  std::vector<SeededGenerator> generators;
-  if (r.seeds.empty()) {
-    generators.emplace_back(r.seed);
-  } else {
-    for (uint64_t seed : r.seeds) generators.emplace_back(seed);
-  }
+  // The generators draw in upstream's order: the VAE's sample of the init
+  // image first, then the batch's noise.
+  BatchGenerators generators(r.seed, r.seeds);
   const int64_t f = decoder_info.geometry.spatial_factor;
-  const std::vector<int64_t> image_latents = {1, decoder_info.geometry.channels, sized.height / f, sized.width / f};
   torch::Tensor eps;
-  if (r.image.defined()) eps = generators[0].randn(image_latents);
+  if (r.image.defined()) {
+    eps = generators.image_sample_noise({1, decoder_info.geometry.channels, sized.height / f, sized.width / f});
+  }
 
   // img2img: the init image's latents, encoded before the denoiser is
   // readied (which may evict the VAE; the decode readies it again).
@@ -593,7 +465,7 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
     ImageRun run;
     run.strength = r.strength != 0 ? r.strength
                                    : (r.mask_image.defined() ? *inputs.inpaint_strength : inputs.img2img_strength);
-    run.first_step = first_step_of(steps, run.strength);
+    run.first_step = strength_first_step(steps, run.strength);
     if (run.first_step >= steps) {  // strength > 0 always leaves a step; kept as upstream's check
       return absl::InvalidArgumentError(absl::StrCat("strength ", run.strength, " of ", steps, " steps runs no step"));
     }
@@ -624,16 +496,7 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
                                                    "], the denoiser works on [",
                                                    absl::StrJoin(denoise.latent_shape, ", "), "]"));
   }
-  // The batch's noise, drawn after the image's sample.
-  std::vector<int64_t> batch_shape = denoise.latent_shape;
-  batch_shape.insert(batch_shape.begin(), r.seeds.empty() ? images : 1);
-  std::vector<torch::Tensor> noise;
-  if (r.seeds.empty()) {
-    const torch::Tensor all = generators[0].randn(batch_shape);
-    for (int k = 0; k < images; ++k) noise.push_back(all[k]);
-  } else {
-    for (SeededGenerator& g : generators) noise.push_back(g.randn(batch_shape)[0]);
-  }
+  std::vector<torch::Tensor> noise = generators.batch_noise(images, denoise.latent_shape);
   const torch::Tensor mask = r.mask_image.defined() ? latent_mask(r.mask_image, f) : torch::Tensor();
 
   // Every image's denoise, then every decode: the denoiser and the VAE
