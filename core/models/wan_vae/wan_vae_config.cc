@@ -261,11 +261,14 @@ absl::StatusOr<WanVaeConfig> infer_wan_vae_config(
   c.decoder_base_dim = dec_in[0] / std::max<int64_t>(1, c.dim_mult.back());
   c.decoder_base_dim_set = c.decoder_base_dim != c.base_dim;
   c.assumed.push_back("class AutoencoderKLWan (a Qwen-Image VAE needs its config.json)");
-  if (c.z_dim == static_cast<int64_t>(default_latents_mean().size())) {
-    c.latents_mean = default_latents_mean();
-    c.latents_std = default_latents_std();
-    c.assumed.push_back("Wan 2.1's latents_mean and latents_std");
+  if (c.z_dim != static_cast<int64_t>(default_latents_mean().size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": the latent statistics of a ", c.z_dim, "-channel VAE cannot be assumed (Wan 2.1's are for ",
+        default_latents_mean().size(), " channels); give its config.json"));
   }
+  c.latents_mean = default_latents_mean();
+  c.latents_std = default_latents_std();
+  c.assumed.push_back("Wan 2.1's latents_mean and latents_std");
   if (absl::Status s = c.validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": inferred ", s.message()));
   }
