@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/models/activation_estimate.h"
+
 namespace diffusiond {
 namespace {
 
@@ -382,10 +384,12 @@ WanVaeDecodeBytes wan_vae_decode_activation_bytes(const WanVaeConfig& c, int64_t
     out.chunk = whole.peak - whole.cache;
     chunk_frames = whole.chunk_frames;
   }
-  out.streamed = latents + out.cache + out.chunk;
+  const auto with_heap = [](int64_t tensors) { return tensors + activation_allocator_slack_bytes(tensors); };
+  out.streamed = with_heap(latents + out.cache + out.chunk);
   // decode(): the frames before the last chunk beside it, then all of them
   // twice while joined.
-  out.joined = std::max(out.streamed + out.frames - std::min(out.frames, chunk_frames), latents + 2 * out.frames);
+  out.joined = with_heap(std::max(latents + out.cache + out.chunk + out.frames - std::min(out.frames, chunk_frames),
+                                  latents + 2 * out.frames));
   return out;
 }
 
@@ -413,7 +417,8 @@ int64_t wan_vae_encode_activation_bytes(const WanVaeConfig& c, int64_t batch, in
   }
   // Beside the moments: the clamped logvar, std, and the pipeline-space
   // mode and sample with their temporaries, each half the moments.
-  return cast + std::max(peak, moments + 3 * moments);
+  const int64_t tensors = cast + std::max(peak, moments + 3 * moments);
+  return tensors + activation_allocator_slack_bytes(tensors);
 }
 
 }  // namespace diffusiond
