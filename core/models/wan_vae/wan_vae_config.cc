@@ -91,7 +91,7 @@ absl::Status WanVaeConfig::validate() const {
              {"in_channels", in_channels, 1, kMaxConfigChannels},
              {"out_channels", out_channels, 1, kMaxConfigChannels}}));
   for (int64_t m : dim_mult) {
-    if (m < 1 || m * std::max(base_dim, decoder_base_dim) > kMaxConfigChannels) {
+    if (m < 1 || m > kMaxConfigChannels || m * std::max(base_dim, decoder_base_dim) > kMaxConfigChannels) {
       return absl::InvalidArgumentError(absl::StrCat(name, " config: dim_mult [", absl::StrJoin(dim_mult, ", "),
                                                      "] gives widths outside [1, ", kMaxConfigChannels, "]"));
     }
