@@ -9,8 +9,9 @@
 // full-resolution convs take oneDNN and the 64-channel ones libtorch's
 // native path with its column buffer (a smaller clip would take the native
 // path everywhere: twice the memory, which the walk follows too). The walk's
-// tensors came within 0.1% of the arena's peak of live bytes; the RSS is
-// the arena filled to its capacity and a few MiB of heap beside it.
+// tensors (262.1 MiB) came within 0.1% of an unbounded arena's peak of live
+// bytes (261.8 MiB); here the RSS is the arena filled to its capacity (the
+// estimate, 296.3 MiB) and about 10 MiB of heap beside it.
 //
 // The child runs the daemon's allocator (core/memory/allocator.h).
 #include <cstdio>
@@ -28,8 +29,10 @@ namespace diffusiond {
 namespace {
 
 // What the process adds beyond the estimate (which has the allocator's
-// share already): oneDNN's kernels, libtorch's thread pools.
-constexpr int64_t kSlackBytes = 16 * kMiB;
+// share already): oneDNN's kernels, libtorch's thread pools, the heap's
+// small tensors beside the arena. Measured 10-11 MiB; the AutoencoderKL
+// test allows the same 32 MiB.
+constexpr int64_t kSlackBytes = 32 * kMiB;
 
 void expect_within_estimate(const std::string& args) {
   const testing::CommandOutput out = testing::run_command(std::string(WAN_VAE_RSS_CHILD) + " " + args);
