@@ -237,8 +237,7 @@ class Walk {
     const Dims d = x.d;
     const int64_t context = kt - 1;
     if (slot.frames == 0 && d.t == 1) {
-      const int64_t out = conv({false, batch_, d.c, cout, 1, kh, kw, 1, 1, d.h, d.w, 1, d.h, d.w});
-      (void)out;
+      conv({false, batch_, d.c, cout, 1, kh, kw, 1, 1, d.h, d.w, 1, d.h, d.w});
       if (keep_) {
         slot.frames = 1;
         slot.bytes = x.owned ? bytes(d) : 0;
