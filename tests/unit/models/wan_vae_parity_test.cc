@@ -207,6 +207,18 @@ class CausalVaeParity : public ::testing::Test {
       EXPECT_LT(max_abs_diff(*decoded, io("dec.image")), tol_);
     }
     EXPECT_GT(model->decode_activation_bytes(latents[0], false), 0);
+    // A consumer's error stops the decode after the chunk it refused.
+    int calls = 0;
+    EXPECT_THAT(model->decode_frames(latents, std::nullopt,
+                                     [&](const torch::Tensor&, int64_t) {
+                                       ++calls;
+                                       return absl::CancelledError("the consumer is gone");
+                                     }),
+                testing::StatusIs(absl::StatusCode::kCancelled, ::testing::HasSubstr("the consumer is gone")));
+    EXPECT_EQ(calls, 1);
+    EXPECT_THAT(model->decode_frames(latents.narrow(1, 0, 1), std::nullopt,
+                                     [](const torch::Tensor&, int64_t) { return absl::OkStatus(); }),
+                testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("the latents have shape")));
   }
 
   void encode() {
@@ -270,6 +282,11 @@ class CausalVaeParity : public ::testing::Test {
     EXPECT_EQ(model->architecture(), stats_.at("class").get<std::string>() == "AutoencoderKLWan"
                                          ? kWanVaeArchitecture
                                          : kQwenImageVaeArchitecture);
+    // to_json writes the config the parser reads back.
+    absl::StatusOr<WanVaeConfig> again = wan_vae_config_from_json(to_json(model->config()), "to_json");
+    ASSERT_THAT(again, IsOk());
+    EXPECT_EQ(again->describe(), model->config().describe());
+    EXPECT_EQ(again->latents_std, model->config().latents_std);
   }
 
   // At bfloat16 compute the decode runs (the RMS norms widened to float32
