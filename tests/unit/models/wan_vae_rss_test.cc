@@ -84,5 +84,25 @@ TEST(WanVaeRss, RealSizeFiguresAreTheDocs) {
   }
 }
 
+// And Qwen-Image's VAE (docs/configs/qwen-image-vae.json) on one 1024 x 1024
+// image, whole and in upstream's default tiles, in hundredths of a GiB.
+TEST(WanVaeRss, QwenImageFiguresAreTheDocs) {
+  absl::StatusOr<WanVaeConfig> config = wan_vae_config_from_json(
+      testing::read_json_file(testing::docs_dir() + "/configs/qwen-image-vae.json"), "qwen-image-vae");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const auto gib100 = [](int64_t bytes) { return static_cast<int64_t>(bytes * 100.0 / kGiB + 0.5); };
+  const struct {
+    int64_t element, whole, tiled;
+  } cases[] = {{4, 207, 26}, {2, 145, 16}};
+  for (const auto& c : cases) {
+    const int64_t whole = wan_vae_decode_activation_bytes(*config, 1, 1, 128, 128, c.element, std::nullopt).streamed;
+    const int64_t tiled = wan_vae_decode_activation_bytes(*config, 1, 1, 128, 128, c.element, WanVaeTiling()).streamed;
+    std::printf("Qwen-Image VAE, 1024 x 1024, %lld-byte elements: whole %s, tiled %s\n",
+                static_cast<long long>(c.element), format_bytes(whole).c_str(), format_bytes(tiled).c_str());
+    EXPECT_EQ(gib100(whole), c.whole);
+    EXPECT_EQ(gib100(tiled), c.tiled);
+  }
+}
+
 }  // namespace
 }  // namespace diffusiond
