@@ -9,6 +9,7 @@
 #include "core/models/t5/t5_family.h"
 #include "core/models/vae/vae_family.h"
 #include "core/models/wan/wan_family.h"
+#include "core/models/wan_vae/wan_vae_family.h"
 #include "core/models/z_image/z_image_family.h"
 #include "core/util/json.h"
 
@@ -33,6 +34,7 @@ const std::vector<const ModelFamily*>& model_families() {
   // Leaked on purpose: statics stay trivially destructible.
   static const auto* const families = new std::vector<const ModelFamily*>{
       z_image_family(), flux_family(),  qwen_image_family(), krea2_family(), wan_family(),
+      qwen_image_vae_family(), wan_vae_family(),  // before vae_family(): a Wan VAE file has its names too
       vae_family(),     qwen3_family(), clip_family(),       t5_family()};
   return *families;
 }

@@ -4,7 +4,7 @@ namespace diffusiond {
 
 bool is_unported_architecture(absl::string_view architecture) {
   for (absl::string_view unported :
-       {kQwen25VlArchitecture, kQwen3VlArchitecture, kQwenImageVaeArchitecture, kWanVaeArchitecture}) {
+       {kQwen25VlArchitecture, kQwen3VlArchitecture}) {
     if (architecture == unported) return true;
   }
   return false;

@@ -1,10 +1,10 @@
 // The architectures pipeline families name for components that no model
-// family implements yet (Qwen-Image's and Krea 2's text encoders, the
-// causal 3-D VAEs of Qwen-Image and Wan). A family declares such a
-// component as upstream has it, so its recipe is complete; Generate refuses
-// the pipeline before anything loads, naming the component. When one is
-// ported, its constant moves to its model's header (core/models/<arch>/)
-// and leaves this list.
+// family implements yet (Qwen-Image's and Krea 2's text encoders). A family
+// declares such a component as upstream has it, so its recipe is complete;
+// Generate refuses the pipeline before anything loads, naming the
+// component. When one is ported, its constant moves to its model's header
+// (core/models/<arch>/) and leaves this list, as the Qwen-Image and Wan
+// VAEs' did (core/models/wan_vae/wan_vae_model.h).
 //
 // Not here: the architectures diffusiond loads (each beside its model).
 #ifndef DIFFUSIOND_CORE_PIPELINE_UNPORTED_ARCHITECTURES_H_
@@ -19,10 +19,6 @@ namespace diffusiond {
 inline constexpr absl::string_view kQwen25VlArchitecture = "qwen2.5-vl";
 // Krea 2's text encoder: the language tower of Qwen3-VL (Qwen3VLModel).
 inline constexpr absl::string_view kQwen3VlArchitecture = "qwen3-vl";
-// diffusers' AutoencoderKLQwenImage: Qwen-Image's and Krea 2's decoder.
-inline constexpr absl::string_view kQwenImageVaeArchitecture = "autoencoder-kl-qwen-image";
-// diffusers' AutoencoderKLWan: Wan 2.x's causal 3-D video decoder.
-inline constexpr absl::string_view kWanVaeArchitecture = "autoencoder-kl-wan";
 
 // Whether `architecture` is one of the above: named by a family, loadable
 // by no model family yet.

@@ -2,7 +2,8 @@
 // `diffusiond-checkpoint plan-config`: the family a config.json names, its
 // recipe (config parsed, bounded and validated, parameter table built),
 // and the load plan over that table; every family's recipe for the same
-// bytes; a VAE's decode activations; and scheduler_config.json.
+// bytes; a VAE's decode activations (AutoencoderKL's and the causal 3-D
+// VAE's); and scheduler_config.json.
 //
 // Bad input must give a Status whose message is bounded, never a crash or
 // a sanitizer report. Memory must stay proportional to the input, not to
@@ -25,6 +26,9 @@
 #include "core/models/vae/vae_config.h"
 #include "core/models/vae/vae_memory.h"
 #include "core/models/vae/vae_tiling.h"
+#include "core/models/wan_vae/wan_vae_config.h"
+#include "core/models/wan_vae/wan_vae_memory.h"
+#include "core/util/json.h"
 
 namespace diffusiond {
 namespace {
@@ -70,6 +74,16 @@ void fuzz_one(const uint8_t* data, size_t size) {
     }
   } else {
     check_bounded(vae.status());
+  }
+  if (absl::StatusOr<nlohmann::json> root = parse_json_strict(json, "config.json"); root.ok()) {
+    absl::StatusOr<WanVaeConfig> video = wan_vae_config_from_json(*root, "config.json");
+    check_bounded(video.status());
+    if (video.ok()) {
+      const int64_t f = video->spatial_factor();
+      (void)wan_vae_decode_activation_bytes(*video, 1, 21, 480 / f, 832 / f, 2, std::nullopt);
+      (void)wan_vae_decode_activation_bytes(*video, 1, 3, 1024 / f, 1024 / f, 2, WanVaeTiling());
+      (void)wan_vae_encode_activation_bytes(*video, 1, 9, 480, 832, 2, WanVaeTiling());
+    }
   }
   check_bounded(parse_scheduler_config(json, "scheduler_config.json", ScheduleOptions{}).status());
 }

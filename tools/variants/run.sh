@@ -24,7 +24,7 @@ build="${4:-$repo/build/release}"
 diffusers_commit=58eb52c0803ea9af3abec60841c2a093bdf1f951
 transformers_commit=753d61104116eefc8ffc977327b441ee0c8d599f
 
-for fam in ZIMAGE FLUX QWENIMAGE WAN KREA2 VAE QWEN3 CLIPREF T5REF; do
+for fam in ZIMAGE FLUX QWENIMAGE WAN KREA2 VAE VIDEO_VAE QWEN3 CLIPREF T5REF; do
   export "${fam}_DIFFUSERS_SRC=$diffusers" "${fam}_DIFFUSERS_COMMIT=$diffusers_commit"
 done
 for fam in QWEN3 CLIPREF T5REF; do
@@ -34,6 +34,7 @@ done
 # spec name prefix -> generator
 generator() {
   case "$1" in
+    wan-vae-* | qwenimage-vae-*) echo video_vae_refgen.py ;;
     zimage-*) echo zimage_refgen.py ;;
     flux-*) echo flux_refgen.py ;;
     qwenimage-*) echo qwenimage_refgen.py ;;
@@ -61,6 +62,10 @@ export DIFFUSIOND_WAN22_FIXTURE="$out/wan22-tiny-a14b" DIFFUSIOND_WAN_FIXTURE="$
   DIFFUSIOND_FLUX_FIXTURE="$out/flux-tiny-schnell" DIFFUSIOND_KREA2_FIXTURE="$out/krea2-tiny-distilled" \
   DIFFUSIOND_CLIP_FIXTURE="$out/clip-tiny-w48h3" DIFFUSIOND_QWEN3_FIXTURE="$out/qwen3-tiny-w48h3" \
   DIFFUSIOND_T5_FIXTURE="$out/t5-tiny-w48h3" DIFFUSIOND_UMT5_FIXTURE="$out/umt5-tiny-w40h5" \
-  DIFFUSIOND_VAE_FIXTURE="$out/vae-tiny-c12l2"
+  DIFFUSIOND_VAE_FIXTURE="$out/vae-tiny-c12l2" \
+  DIFFUSIOND_WAN_VAE_FIXTURE="$out/wan-vae-tiny-b" DIFFUSIOND_QWENIMAGE_VAE_FIXTURE="$out/qwenimage-vae-tiny-b"
 "$build/tests/unit/torch_tests" --gtest_brief=1
 "$build/tests/unit/core_tests" --gtest_brief=1
+# The causal VAEs have a second variant each.
+DIFFUSIOND_WAN_VAE_FIXTURE="$out/wan-vae-tiny-c" DIFFUSIOND_QWENIMAGE_VAE_FIXTURE="$out/qwenimage-vae-tiny-c" \
+  "$build/tests/unit/torch_tests" --gtest_brief=1 --gtest_filter='WanVaeParity.*:QwenImageVaeParity.*'

@@ -3,8 +3,8 @@
 // layers for the prompt in Qwen-Image's template (qwen_image_prompt.h) → the
 // Krea 2 transformer, with classifier-free guidance → Qwen-Image's VAE.
 //
-// The encoder and the VAE are not ported yet (unported_architectures.h):
-// Generate refuses the pipeline naming them, and EncodePrompt serves the
+// The encoder is not ported yet (unported_architectures.h): Generate
+// refuses the pipeline naming it, and EncodePrompt serves the
 // family only once a Qwen3-VL encoder can be loaded. Two things wait for
 // that port:
 //   - TextEncoding names one hidden state, so the request names the last

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 
 #include "core/models/qwen_image/qwen_image_model.h"
+#include "core/models/wan_vae/wan_vae_model.h"
 #include "core/pipeline/qwen_image/qwen_image_prompt.h"
 #include "core/pipeline/unported_architectures.h"
 #include "core/util/status_macros.h"

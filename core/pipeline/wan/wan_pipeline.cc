@@ -2,7 +2,7 @@
 
 #include "core/models/t5/t5_model.h"
 #include "core/models/wan/wan_model.h"
-#include "core/pipeline/unported_architectures.h"
+#include "core/models/wan_vae/wan_vae_model.h"
 #include "core/pipeline/wan/wan_prompt_clean.h"
 
 namespace diffusiond {

@@ -4,10 +4,10 @@
 // zero-pads them to max_sequence_length rows (attended, so the count is part
 // of the recipe) → Wan's causal 3-D VAE (AutoencoderKLWan).
 //
-// The VAE is not ported yet (unported_architectures.h), so Generate refuses
-// the pipeline naming it; EncodePrompt serves the family now. A Generate
-// makes one image, so its latents are one frame [C, 1, H/8, W/8]
-// (WanPipeline with num_frames=1). Wan 2.2's second expert (transformer_2,
+// A Generate makes one image, so its latents are one frame [C, 1, H/8,
+// W/8] (WanPipeline with num_frames=1), which the causal VAE
+// (core/models/wan_vae/) decodes; a video's frames (decode_frames) wait
+// for the video output. Wan 2.2's second expert (transformer_2,
 // boundary_ratio) is not a component yet; a Denoise runs both experts
 // (later_segments).
 #ifndef DIFFUSIOND_CORE_PIPELINE_WAN_WAN_PIPELINE_H_

@@ -1,5 +1,7 @@
 // Every role on the simulated device: text encoders (Qwen3, CLIP, T5,
-// through the TextEncoder role) and the VAE (decode and encode) are placed
+// through the TextEncoder role) and the VAEs (AutoencoderKL and the causal
+// 3-D AutoencoderKLWan, decode and encode; the latter's feature caches
+// across chunks on the device too) are placed
 // by the rule denoisers follow. For each: the CPU's answer bit for bit, a
 // streaming plan equal to full residency, a budget for two placements of
 // three evicting the least recently used, and a refusal below the minimum
@@ -8,9 +10,12 @@
 // three stages all run on the device.
 #include <torch/types.h>
 
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "absl/strings/match.h"
 
 #include "core/engine/engine.h"
 #include "core/pipeline/generate.h"
@@ -18,6 +23,7 @@
 #include "core/vram/sim_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/random_models/flux_pipeline_random.h"
@@ -44,6 +50,9 @@ struct Role {
 };
 
 void PrintTo(const Role& role, std::ostream* os) { *os << role.name; }
+
+// A named-tensor Step, which reports no CallDevice.
+bool is_step(const Role& role) { return absl::EndsWith(role.name, "Step"); }
 
 absl::StatusOr<torch::Tensor> encode(Engine& e, const std::string& id, CallDevice* where, const std::string& text) {
   TextEncoding request;
@@ -84,7 +93,11 @@ std::vector<Role> roles() {
           {"T5", "flux/text_encoder_2", text},
           {"VaeDecode", "pipe/vae", decode},
           {"VaeDecodeStep", "pipe/vae", vae_step("latents", {1, 16, 4, 6}, "image")},
-          {"VaeEncodeStep", "pipe/vae", vae_step("image", {1, 3, 32, 24}, "moments")}};
+          {"VaeEncodeStep", "pipe/vae", vae_step("image", {1, 3, 32, 24}, "moments")},
+          // The Wan VAE fixture's: 16 latent channels, 3 latent frames to 9.
+          {"WanVaeDecode", "wanvae", decode},
+          {"WanVaeDecodeStep", "wanvae", vae_step("latents", {1, 16, 3, 4, 6}, "image")},
+          {"WanVaeEncodeStep", "wanvae", vae_step("image", {1, 3, 9, 32, 24}, "moments")}};
 }
 
 class VramRolesTest : public ::testing::Test {
@@ -100,6 +113,13 @@ class VramRolesTest : public ::testing::Test {
     flux.clip.num_hidden_layers = 6;
     flux.t5.num_layers = 6;
     ASSERT_THAT(write_random_flux_pipeline(flux, dir_->path("models") + "/flux", 4), IsOk());
+    // The shared fixture's (not a variant's: the roles' shapes are its own),
+    // copied: the models folder confines its paths.
+    const std::string wan_vae = testing::fixtures_dir() + "/wan-vae-tiny";
+    std::filesystem::create_directories(dir_->path("models/wanvae"));
+    std::filesystem::copy_file(wan_vae + "/config.json", dir_->path("models/wanvae/config.json"));
+    std::filesystem::copy_file(wan_vae + "/vae/diffusion_pytorch_model.safetensors",
+                               dir_->path("models/wanvae/diffusion_pytorch_model.safetensors"));
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -193,7 +213,7 @@ TEST_P(VramRoleTest, OnTheDeviceEqualsTheCpuBitForBit) {
   EXPECT_THAT(m.vram_plan, AllOf(HasSubstr("all "), HasSubstr(" blocks resident")));
   EXPECT_THAT(m.vram_plan, ::testing::Not(HasSubstr("all 0 blocks")));  // the role names its blocks
   EXPECT_LE(device_->allocated_bytes(), m.bytes[kCudaIndex]);
-  if (role.name != "VaeDecodeStep" && role.name != "VaeEncodeStep") {
+  if (!is_step(role)) {
     EXPECT_EQ(where.device, "sim");
     EXPECT_TRUE(where.placed);
     EXPECT_EQ(where.plan, m.vram_plan);
@@ -222,7 +242,7 @@ TEST_P(VramRoleTest, StreamingEqualsFullResidency) {
   EXPECT_GT(m.vram_streamed_bytes_per_step, 0);
   EXPECT_LT(m.bytes[kCudaIndex], whole.placement);
   EXPECT_LE(vram_->snapshot().high_water_bytes, vram_->capacity_bytes());
-  if (role.name != "VaeDecodeStep" && role.name != "VaeEncodeStep") {
+  if (!is_step(role)) {
     EXPECT_GT(where.streamed_bytes, 0);
   }
 }
@@ -241,7 +261,7 @@ TEST_P(VramRoleTest, ABudgetForTwoOfThreeEvictsTheLeastRecentlyUsed) {
   EXPECT_EQ(info("b").bytes[kCudaIndex], 0);
   EXPECT_GT(info("b").bytes[kCpuIndex], 0);  // evicted to RAM, still loaded
   EXPECT_GT(info("c").bytes[kCudaIndex], 0);
-  if (role.name != "VaeDecodeStep" && role.name != "VaeEncodeStep") {
+  if (!is_step(role)) {
     EXPECT_THAT(where.evicted, ElementsAre("b"));
   }
   EXPECT_EQ(engine_->vram_stats()->evictions, 1);
