@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/engine/model_admission.h"
 #include "core/models/model_loader.h"
@@ -21,6 +22,24 @@ struct LoadedModel {
   std::unique_ptr<Checkpoint> checkpoint;
   Pin pin;
   const ZImageModel* model = nullptr;  // set when the model is a Z-Image
+
+  LoadedModel() = default;
+  LoadedModel(LoadedModel&&) = default;
+  // Releases what it holds in teardown order first: a member-wise move
+  // would replace the budget while the old cache still holds reservations.
+  LoadedModel& operator=(LoadedModel&& other) noexcept {
+    if (this == &other) return *this;
+    model = nullptr;
+    pin = Pin();
+    checkpoint.reset();
+    cache.reset();
+    ram = std::move(other.ram);
+    cache = std::move(other.cache);
+    checkpoint = std::move(other.checkpoint);
+    pin = std::move(other.pin);
+    model = std::exchange(other.model, nullptr);
+    return *this;
+  }
 
   // The model as a `T`, or null (also when the load failed).
   template <typename T>
