@@ -3,8 +3,7 @@
 namespace diffusiond {
 
 bool is_unported_architecture(absl::string_view architecture) {
-  for (absl::string_view unported :
-       {kQwen25VlArchitecture, kQwen3VlArchitecture, kQwenImageVaeArchitecture, kWanVaeArchitecture}) {
+  for (absl::string_view unported : {kQwenImageVaeArchitecture, kWanVaeArchitecture}) {
     if (architecture == unported) return true;
   }
   return false;

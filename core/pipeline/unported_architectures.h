@@ -1,6 +1,5 @@
 // The architectures pipeline families name for components that no model
-// family implements yet (Qwen-Image's and Krea 2's text encoders, the
-// causal 3-D VAEs of Qwen-Image and Wan). A family declares such a
+// family implements yet (the causal 3-D VAEs of Qwen-Image and Wan). A family declares such a
 // component as upstream has it, so its recipe is complete; Generate refuses
 // the pipeline before anything loads, naming the component. When one is
 // ported, its constant moves to its model's header (core/models/<arch>/)
@@ -14,11 +13,6 @@
 
 namespace diffusiond {
 
-// Qwen-Image's text encoder: the language tower of Qwen2.5-VL
-// (transformers' Qwen2_5_VLForConditionalGeneration).
-inline constexpr absl::string_view kQwen25VlArchitecture = "qwen2.5-vl";
-// Krea 2's text encoder: the language tower of Qwen3-VL (Qwen3VLModel).
-inline constexpr absl::string_view kQwen3VlArchitecture = "qwen3-vl";
 // diffusers' AutoencoderKLQwenImage: Qwen-Image's and Krea 2's decoder.
 inline constexpr absl::string_view kQwenImageVaeArchitecture = "autoencoder-kl-qwen-image";
 // diffusers' AutoencoderKLWan: Wan 2.x's causal 3-D video decoder.

@@ -1,5 +1,5 @@
 // A Generate of a family with a component no model family implements yet
-// (Qwen-Image's and Krea 2's text encoders and VAE, Wan's VAE) fails with
+// (Qwen-Image's VAE, which Krea 2 shares, and Wan's VAE) fails with
 // UNIMPLEMENTED naming that component, before anything is described or
 // loaded, whether the pipeline is a folder or its components are named.
 #include <string>
@@ -26,9 +26,9 @@ struct Unported {
   const char* refusal;  // the first component that cannot be loaded
 };
 constexpr Unported kUnported[] = {
-    {"Qwen-Image", "QwenImagePipeline", "the qwen-image pipeline's component text_encoder (qwen2.5-vl)"},
+    {"Qwen-Image", "QwenImagePipeline", "the qwen-image pipeline's component vae (autoencoder-kl-qwen-image)"},
     {"Wan2.1-T2V", "WanPipeline", "the wan pipeline's component vae (autoencoder-kl-wan)"},
-    {"Krea-2", "Krea2Pipeline", "the krea2 pipeline's component text_encoder (qwen3-vl)"}};
+    {"Krea-2", "Krea2Pipeline", "the krea2 pipeline's component vae (autoencoder-kl-qwen-image)"}};
 
 TEST(UnportedComponentsTest, AGenerateOfAPipelineFolderIsRefusedNamingTheComponent) {
   testing::TempDir dir;
