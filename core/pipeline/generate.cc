@@ -261,10 +261,12 @@ absl::Status check_latent_channels(const Resolved& resolved, const std::string& 
                    bounded(resolved.ids.at(decoder_name)), "\" decodes ", decoder.geometry.channels));
 }
 
-// Every stage of `r` under `resolved`'s family, sized from what is known before any
-// load: each text encoder's encodes (the tokens it will reserve for), one
-// step of the denoise and the decode, at the request's size or the
-// family's default (which depends only on the denoiser's description).
+// Every stage of `r` under `resolved`'s family, sized from what is known
+// before any load: each text encoder's encodes (the tokens it will reserve
+// for, as the pipeline folder asks them), one step of the denoise and the
+// decode, at the request's size or the family's default (which depends
+// only on the denoiser's description). The folder's malformed settings are
+// refused here.
 absl::StatusOr<std::vector<PlannedStage>> stages_of(const GenerateRequest& r, const Resolved& resolved, bool cfg,
                                                     const ModelInfo& denoiser, const ModelInfo& decoder,
                                                     const std::string& denoiser_name,

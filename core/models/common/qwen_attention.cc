@@ -25,8 +25,8 @@ torch::Tensor mrope_rows(int64_t head_dim, const MropeLayout& layout) {
   return torch::tensor(rows, torch::kInt64);
 }
 
-std::pair<torch::Tensor, torch::Tensor> qwen_rope_tables(double theta, int64_t head_dim,
-                                                         const torch::Tensor& positions, const MropeLayout& layout) {
+std::pair<torch::Tensor, torch::Tensor> qwen_rope_tables(double theta, int64_t head_dim, const torch::Tensor& positions,
+                                                         const MropeLayout& layout) {
   const torch::Tensor exponents =
       torch::arange(0, head_dim, 2, torch::TensorOptions().dtype(torch::kInt64)).to(torch::kFloat32) /
       static_cast<float>(head_dim);

@@ -44,8 +44,8 @@ torch::Tensor mrope_rows(int64_t head_dim, const MropeLayout& layout);
 // frequency j the float32 product of inv_freq_j and its row's position, the
 // half repeated — upstream's rotary embedding, computed where the reference
 // computed it. REQUIRES: as mrope_rows; positions on the CPU.
-std::pair<torch::Tensor, torch::Tensor> qwen_rope_tables(double theta, int64_t head_dim,
-                                                         const torch::Tensor& positions, const MropeLayout& layout);
+std::pair<torch::Tensor, torch::Tensor> qwen_rope_tables(double theta, int64_t head_dim, const torch::Tensor& positions,
+                                                         const MropeLayout& layout);
 
 // Returns x * cos + rotate_half(x) * sin for x [B, heads, L, head_dim],
 // rotate_half(x) = [-x2, x1] over the halves of head_dim. cos/sin

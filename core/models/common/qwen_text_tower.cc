@@ -66,9 +66,10 @@ int64_t qwen_tower_activation_bytes(const QwenTowerSpec& c, torch::ScalarType dt
   // torch::embedding upcasts whole at each encode (Qwen3-4B's: 389 M
   // values, 1.56 GB at float32).
   const int64_t qkv = (c.num_attention_heads + 2 * c.num_key_value_heads) * c.head_dim;
-  const int64_t per_token = element * (3 * c.hidden_size + qkv + c.num_attention_heads * c.head_dim +
-                                       2 * c.intermediate_size + std::max<int64_t>(kept_states - 1, 0) * c.hidden_size) +
-                            (2 * 4 + 2 * element) * c.head_dim;
+  const int64_t per_token =
+      element * (3 * c.hidden_size + qkv + c.num_attention_heads * c.head_dim + 2 * c.intermediate_size +
+                 std::max<int64_t>(kept_states - 1, 0) * c.hidden_size) +
+      (2 * 4 + 2 * element) * c.head_dim;
   const int64_t largest_weight = std::max(element * c.hidden_size * c.intermediate_size, materialized_weight_bytes);
   const int64_t scores = 2 * 4 * c.num_attention_heads * tokens * tokens;
   const int64_t tensors = tokens * per_token + largest_weight + scores;
@@ -94,8 +95,7 @@ absl::StatusOr<std::vector<torch::Tensor>> QwenTextTower::hidden_state_list(cons
   }
   std::vector<int64_t> indices;
   for (int64_t layer : states) {
-    DIFFUSIOND_RETURN_IF_ERROR(
-        check_token_inputs(c.name, input_ids, attention_mask, c.vocab_size, count, layer));
+    DIFFUSIOND_RETURN_IF_ERROR(check_token_inputs(c.name, input_ids, attention_mask, c.vocab_size, count, layer));
     indices.push_back(layer < 0 ? layer + count : layer);
   }
   const int64_t batch = input_ids.size(0), seq = input_ids.size(1);
@@ -121,9 +121,8 @@ absl::StatusOr<std::vector<torch::Tensor>> QwenTextTower::hidden_state_list(cons
     if (layers_to_run > 0) {
       const torch::Tensor key_mask = attention_mask.defined() ? attention_mask.to(device).ne(0) : torch::Tensor();
       const torch::Tensor allowed = qwen_attention_mask(key_mask, batch, seq, device);
-      const torch::Tensor cpu_positions =
-          positions.defined() ? positions.to(torch::kCPU).to(torch::kInt64)
-                              : torch::arange(seq, torch::kInt64).unsqueeze(0);
+      const torch::Tensor cpu_positions = positions.defined() ? positions.to(torch::kCPU).to(torch::kInt64)
+                                                              : torch::arange(seq, torch::kInt64).unsqueeze(0);
       // The tables are computed on the CPU, where the reference computed
       // them, and moved: the same float32 values on every device.
       const auto [cpu_cos, cpu_sin] = qwen_rope_tables(c.rope_theta, c.head_dim, cpu_positions, c.mrope);
@@ -193,12 +192,12 @@ absl::StatusOr<NamedTensors> QwenTextTower::hidden_states_step(const NamedTensor
     return absl::InvalidArgumentError(absl::StrCat("give \"hidden_layer\" or \"hidden_layers\", not both; ", usage));
   }
   const torch::Tensor& asked = layers.defined() ? layers : layer;
-  if (asked.defined() && (!is_integer(asked) || (layer.defined() ? asked.numel() != 1 : asked.dim() != 1) ||
-                          asked.numel() < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        layer.defined() ? "input \"hidden_layer\" must be one integer" : "input \"hidden_layers\" must be a "
-                                                                         "non-empty 1-D integer list",
-        ", got ", shape_of(asked)));
+  if (asked.defined() &&
+      (!is_integer(asked) || (layer.defined() ? asked.numel() != 1 : asked.dim() != 1) || asked.numel() < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(layer.defined() ? "input \"hidden_layer\" must be one integer"
+                                                                   : "input \"hidden_layers\" must be a "
+                                                                     "non-empty 1-D integer list",
+                                                   ", got ", shape_of(asked)));
   }
   std::vector<int64_t> states = {-1};
   if (asked.defined()) {
@@ -244,14 +243,14 @@ torch::Tensor QwenTextTower::decoder_layer(int64_t index, const torch::Tensor& h
   const torch::Tensor v =
       projection(x, a + "v_proj", c.qkv_bias).view({batch, seq, c.num_key_value_heads, hd}).transpose(1, 2);
   const torch::Tensor attn = grouped_query_attention(q, k, v, allowed);
-  torch::Tensor h = h_in + projection(attn.transpose(1, 2).reshape({batch, seq, c.num_attention_heads * hd}),
-                                      a + "o_proj", c.o_bias);
+  torch::Tensor h =
+      h_in + projection(attn.transpose(1, 2).reshape({batch, seq, c.num_attention_heads * hd}), a + "o_proj", c.o_bias);
 
   // SwiGLU: silu(gate) * up in place, the largest activation allocated once.
   const torch::Tensor y = rms_norm(h, param(p + "post_attention_layernorm.weight"), eps);
   // up_proj's output dies with this statement, before down_proj runs.
-  const torch::Tensor hidden = silu_mul_(linear_layer(y, p + "mlp.gate_proj.weight", ""),
-                                         linear_layer(y, p + "mlp.up_proj.weight", ""));
+  const torch::Tensor hidden =
+      silu_mul_(linear_layer(y, p + "mlp.gate_proj.weight", ""), linear_layer(y, p + "mlp.up_proj.weight", ""));
   return h.add_(linear_layer(hidden, p + "mlp.down_proj.weight", ""));
 }
 

@@ -41,7 +41,7 @@ struct QwenTowerSpec {
   int64_t head_dim = 0;  // heads * head_dim need not be hidden_size
   double rope_theta = 0;
   double rms_norm_eps = 0;
-  MropeLayout mrope;  // all-zero sections: plain RoPE
+  MropeLayout mrope;      // all-zero sections: plain RoPE
   bool qk_norm = false;   // per-head RMSNorm of q and k before RoPE (Qwen3, Qwen3-VL)
   bool qkv_bias = false;  // q/k/v_proj biases (Qwen2.5-VL; Qwen3's attention_bias)
   bool o_bias = false;    // o_proj bias (Qwen3's attention_bias only)
@@ -120,8 +120,7 @@ class QwenTextTower : public TextEncoder {
   // tensor.
   static absl::Status check_weights(const QwenTowerSpec& spec, const WeightStore& weights);
 
-  QwenTextTower(QwenTowerSpec spec, std::unique_ptr<WeightStore> weights,
-                std::shared_ptr<const Tokenizer> tokenizer);
+  QwenTextTower(QwenTowerSpec spec, std::unique_ptr<WeightStore> weights, std::shared_ptr<const Tokenizer> tokenizer);
 
  private:
   torch::Tensor decoder_layer(int64_t index, const torch::Tensor& h, const torch::Tensor& allowed,

@@ -5,8 +5,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "core/models/config_limits.h"
 #include "core/text/tokenizer_files.h"
 #include "core/util/json_fields.h"
@@ -43,9 +43,9 @@ absl::Status check_qwen_vl_identity(const json& root, absl::string_view what, ab
     ok = ok && known;
   }
   if (!ok) {
-    return json_field_error(what, "architectures", archs,
-                            absl::StrCat("one of [\"", absl::StrJoin(architectures, "\", \""),
-                                         "\"] (other heads are not supported)"));
+    return json_field_error(
+        what, "architectures", archs,
+        absl::StrCat("one of [\"", absl::StrJoin(architectures, "\", \""), "\"] (other heads are not supported)"));
   }
   return absl::OkStatus();
 }
@@ -99,15 +99,15 @@ absl::Status check_qwen_vl_unsupported(const json& text, absl::string_view what)
 
 absl::Status validate_qwen_tower(const QwenTowerSpec& c, int64_t max_position_embeddings) {
   // Bounds first: the counts size the parameter table and the RoPE table.
-  DIFFUSIOND_RETURN_IF_ERROR(check_int_fields(
-      c.name, {{"vocab_size", c.vocab_size, 1, kMaxConfigVocab},
-               {"hidden_size", c.hidden_size, 1, kMaxConfigWidth},
-               {"intermediate_size", c.intermediate_size, 1, kMaxConfigWidth},
-               {"num_hidden_layers", c.num_hidden_layers, 1, kMaxConfigLayers},
-               {"num_attention_heads", c.num_attention_heads, 1, kMaxConfigHeads},
-               {"num_key_value_heads", c.num_key_value_heads, 1, kMaxConfigHeads},
-               {"head_dim", c.head_dim, 1, kMaxConfigHeadDim},
-               {"max_position_embeddings", max_position_embeddings, 1, kMaxConfigPositions}}));
+  DIFFUSIOND_RETURN_IF_ERROR(
+      check_int_fields(c.name, {{"vocab_size", c.vocab_size, 1, kMaxConfigVocab},
+                                {"hidden_size", c.hidden_size, 1, kMaxConfigWidth},
+                                {"intermediate_size", c.intermediate_size, 1, kMaxConfigWidth},
+                                {"num_hidden_layers", c.num_hidden_layers, 1, kMaxConfigLayers},
+                                {"num_attention_heads", c.num_attention_heads, 1, kMaxConfigHeads},
+                                {"num_key_value_heads", c.num_key_value_heads, 1, kMaxConfigHeads},
+                                {"head_dim", c.head_dim, 1, kMaxConfigHeadDim},
+                                {"max_position_embeddings", max_position_embeddings, 1, kMaxConfigPositions}}));
   if (c.head_dim % 2 != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(c.name, " config: head_dim is ", c.head_dim, ", expected an even number (RoPE pairs)"));
@@ -119,8 +119,8 @@ absl::Status validate_qwen_tower(const QwenTowerSpec& c, int64_t max_position_em
   }
   const std::array<int64_t, 3>& s = c.mrope.sections;
   if (s[0] < 0 || s[1] < 0 || s[2] < 0 || s[0] + s[1] + s[2] != c.head_dim / 2) {
-    return absl::InvalidArgumentError(absl::StrCat(c.name, " config: rope_scaling.mrope_section is [", s[0], ", ",
-                                                   s[1], ", ", s[2], "], expected non-negative sections summing to ",
+    return absl::InvalidArgumentError(absl::StrCat(c.name, " config: rope_scaling.mrope_section is [", s[0], ", ", s[1],
+                                                   ", ", s[2], "], expected non-negative sections summing to ",
                                                    "head_dim / 2 = ", c.head_dim / 2));
   }
   DIFFUSIOND_RETURN_IF_ERROR(check_positive_real(c.name, "rope_theta", c.rope_theta));

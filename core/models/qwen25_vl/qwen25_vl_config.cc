@@ -57,8 +57,8 @@ absl::Status Qwen25VlConfig::validate() const {
 }
 
 absl::StatusOr<Qwen25VlConfig> qwen25_vl_config_from_json(const json& root, absl::string_view what) {
-  DIFFUSIOND_RETURN_IF_ERROR(check_qwen_vl_identity(
-      root, what, kModelType, {"Qwen2_5_VLForConditionalGeneration", "Qwen2_5_VLModel"}));
+  DIFFUSIOND_RETURN_IF_ERROR(
+      check_qwen_vl_identity(root, what, kModelType, {"Qwen2_5_VLForConditionalGeneration", "Qwen2_5_VLModel"}));
   const json& text = qwen_vl_text_fields(root);
   DIFFUSIOND_RETURN_IF_ERROR(check_qwen_vl_unsupported(text, what));
   Qwen25VlConfig c;

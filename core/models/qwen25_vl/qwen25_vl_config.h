@@ -10,7 +10,6 @@
 
 #include <array>
 #include <cstdint>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"

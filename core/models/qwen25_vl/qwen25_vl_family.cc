@@ -24,9 +24,9 @@ class Qwen25VlRecipe final : public TextEncoderRecipe<Qwen25VlConfig, Qwen25VlMo
     const Qwen25VlConfig& c = config_;
     return absl::StrCat("Qwen2.5-VL text tower: hidden ", c.hidden_size, ", ", c.num_hidden_layers, " layers, ",
                         c.num_attention_heads, " heads (", c.num_key_value_heads, " kv) of ", c.head_dim(),
-                        ", intermediate ", c.intermediate_size, ", vocab ", c.vocab_size, ", rope_theta ",
-                        c.rope_theta, ", M-RoPE [", c.mrope_section[0], ", ", c.mrope_section[1], ", ",
-                        c.mrope_section[2], "]; ", note_);
+                        ", intermediate ", c.intermediate_size, ", vocab ", c.vocab_size, ", rope_theta ", c.rope_theta,
+                        ", M-RoPE [", c.mrope_section[0], ", ", c.mrope_section[1], ", ", c.mrope_section[2], "]; ",
+                        note_);
   }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return qwen25_vl_canonical_name(name);
@@ -53,10 +53,9 @@ class Qwen25VlFamily final : public ModelFamily {
     DIFFUSIOND_ASSIGN_OR_RETURN(Qwen25VlConfig config,
                                 qwen25_vl_config_from_json(checkpoint.config(), checkpoint.config_path()));
     // The count sizes the table: it must be the checkpoint's own.
-    DIFFUSIOND_RETURN_IF_ERROR(check_declared_count(checkpoint.config_path(), "num_hidden_layers",
-                                                    config.num_hidden_layers, checkpoint.path(),
-                                                    canonical_tensor_names(checkpoint, qwen25_vl_canonical_name),
-                                                    "layers."));
+    DIFFUSIOND_RETURN_IF_ERROR(
+        check_declared_count(checkpoint.config_path(), "num_hidden_layers", config.num_hidden_layers, checkpoint.path(),
+                             canonical_tensor_names(checkpoint, qwen25_vl_canonical_name), "layers."));
     DIFFUSIOND_ASSIGN_OR_RETURN(FoundTokenizer found, find_qwen_vl_tokenizer(checkpoint));
     return std::unique_ptr<LoadRecipe>(new Qwen25VlRecipe(config, std::move(found.tokenizer), found.note));
   }

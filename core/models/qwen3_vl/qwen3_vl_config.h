@@ -9,7 +9,6 @@
 
 #include <array>
 #include <cstdint>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"

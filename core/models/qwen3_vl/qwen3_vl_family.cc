@@ -25,8 +25,8 @@ class Qwen3VlRecipe final : public TextEncoderRecipe<Qwen3VlConfig, Qwen3VlModel
     return absl::StrCat("Qwen3-VL text tower: hidden ", c.hidden_size, ", ", c.num_hidden_layers, " layers, ",
                         c.num_attention_heads, " heads (", c.num_key_value_heads, " kv) of ", c.head_dim,
                         c.attention_bias ? ", attention biases" : "", ", intermediate ", c.intermediate_size,
-                        ", vocab ", c.vocab_size, ", rope_theta ", c.rope_theta, ", interleaved M-RoPE [", c.mrope_section[0], ", ", c.mrope_section[1], ", ",
-                        c.mrope_section[2], "]; ", note_);
+                        ", vocab ", c.vocab_size, ", rope_theta ", c.rope_theta, ", interleaved M-RoPE [",
+                        c.mrope_section[0], ", ", c.mrope_section[1], ", ", c.mrope_section[2], "]; ", note_);
   }
   std::optional<std::string> canonical_name(absl::string_view name) const override {
     return qwen3_vl_canonical_name(name);
@@ -53,10 +53,9 @@ class Qwen3VlFamily final : public ModelFamily {
     DIFFUSIOND_ASSIGN_OR_RETURN(Qwen3VlConfig config,
                                 qwen3_vl_config_from_json(checkpoint.config(), checkpoint.config_path()));
     // The count sizes the table: it must be the checkpoint's own.
-    DIFFUSIOND_RETURN_IF_ERROR(check_declared_count(checkpoint.config_path(), "num_hidden_layers",
-                                                    config.num_hidden_layers, checkpoint.path(),
-                                                    canonical_tensor_names(checkpoint, qwen3_vl_canonical_name),
-                                                    "layers."));
+    DIFFUSIOND_RETURN_IF_ERROR(
+        check_declared_count(checkpoint.config_path(), "num_hidden_layers", config.num_hidden_layers, checkpoint.path(),
+                             canonical_tensor_names(checkpoint, qwen3_vl_canonical_name), "layers."));
     DIFFUSIOND_ASSIGN_OR_RETURN(FoundTokenizer found, find_qwen_vl_tokenizer(checkpoint));
     return std::unique_ptr<LoadRecipe>(new Qwen3VlRecipe(config, std::move(found.tokenizer), found.note));
   }

@@ -6,8 +6,8 @@
 namespace diffusiond {
 
 absl::StatusOr<std::unique_ptr<Qwen3VlModel>> Qwen3VlModel::create(const Qwen3VlConfig& config,
-                                                                     std::unique_ptr<WeightStore> weights,
-                                                                     std::shared_ptr<const Tokenizer> tokenizer) {
+                                                                   std::unique_ptr<WeightStore> weights,
+                                                                   std::shared_ptr<const Tokenizer> tokenizer) {
   DIFFUSIOND_RETURN_IF_ERROR(config.validate());
   DIFFUSIOND_RETURN_IF_ERROR(check_weights(config.tower_spec(), *weights));
   return std::unique_ptr<Qwen3VlModel>(new Qwen3VlModel(config, std::move(weights), std::move(tokenizer)));

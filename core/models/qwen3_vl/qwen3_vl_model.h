@@ -33,8 +33,8 @@ class Qwen3VlModel final : public QwenTextTower {
   // the first missing, misshapen or unexpected tensor. `tokenizer` (may be
   // null) serves encode().
   static absl::StatusOr<std::unique_ptr<Qwen3VlModel>> create(const Qwen3VlConfig& config,
-                                                               std::unique_ptr<WeightStore> weights,
-                                                               std::shared_ptr<const Tokenizer> tokenizer = nullptr);
+                                                              std::unique_ptr<WeightStore> weights,
+                                                              std::shared_ptr<const Tokenizer> tokenizer = nullptr);
 
   absl::string_view architecture() const override { return kQwen3VlArchitecture; }
   const Qwen3VlConfig& config() const { return config_; }
@@ -44,7 +44,7 @@ class Qwen3VlModel final : public QwenTextTower {
 
  private:
   Qwen3VlModel(const Qwen3VlConfig& config, std::unique_ptr<WeightStore> weights,
-                std::shared_ptr<const Tokenizer> tokenizer)
+               std::shared_ptr<const Tokenizer> tokenizer)
       : QwenTextTower(config.tower_spec(), std::move(weights), std::move(tokenizer)), config_(config) {}
 
   const Qwen3VlConfig config_;

@@ -13,6 +13,7 @@
 // its noise floor (the float64 run against the float32 one) is ~4e-6.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -41,20 +42,24 @@ using ::diffusiond::testing::max_abs_diff;
 using ::diffusiond::testing::TempDir;
 using ::diffusiond::testing::TensorFile;
 
-constexpr double kTolerance = 2e-5;
+constexpr double kQwen25VlTolerance = 2e-5;
 
-std::string fixture() { return ::diffusiond::testing::fixture_folder("DIFFUSIOND_QWEN25VL_FIXTURE", "qwen25vl-tiny"); }
+std::string qwen25vl_fixture() {
+  return ::diffusiond::testing::fixture_folder("DIFFUSIOND_QWEN25VL_FIXTURE", "qwen25vl-tiny");
+}
 
-enum class Source { kFixtureFile, kShardedInMemoryNames };
+enum class Qwen25VlSource { kFixtureFile, kShardedInMemoryNames };
 
-class Qwen25VlParity : public ::testing::TestWithParam<Source> {
+class Qwen25VlParity : public ::testing::TestWithParam<Qwen25VlSource> {
  protected:
   void SetUp() override {
-    const auto in_memory = [](const std::string& name) {
-      return absl::StartsWith(name, "model.") ? "model.language_model." + name.substr(6) : name;
-    };
-    const std::string te = ::diffusiond::testing::write_pipeline_layout(
-        fixture(), tmp_, GetParam() == Source::kShardedInMemoryNames ? in_memory : nullptr);
+    std::function<std::string(const std::string&)> rename;
+    if (GetParam() == Qwen25VlSource::kShardedInMemoryNames) {
+      rename = [](const std::string& name) {
+        return absl::StartsWith(name, "model.") ? "model.language_model." + name.substr(6) : name;
+      };
+    }
+    const std::string te = ::diffusiond::testing::write_pipeline_layout(qwen25vl_fixture(), tmp_, rename);
     loaded_ = load_test_model(te, ModelLoadOptions());
     model_ = loaded_.get<Qwen25VlModel>();
     ASSERT_NE(model_, nullptr);
@@ -64,8 +69,8 @@ class Qwen25VlParity : public ::testing::TestWithParam<Source> {
   TempDir tmp_;
   testing::LoadedModel loaded_;
   const Qwen25VlModel* model_ = nullptr;
-  TensorFile io_{fixture() + "/io.safetensors"};
-  nlohmann::json tokens_ = ::diffusiond::testing::read_json_file(fixture() + "/tokens.json");
+  TensorFile io_{qwen25vl_fixture() + "/io.safetensors"};
+  nlohmann::json tokens_ = ::diffusiond::testing::read_json_file(qwen25vl_fixture() + "/tokens.json");
 };
 
 TEST_P(Qwen25VlParity, EveryHiddenStateOfEveryPaddedBatch) {
@@ -84,15 +89,15 @@ TEST_P(Qwen25VlParity, EveryHiddenStateOfEveryPaddedBatch) {
       const double valid = masked_diff((*states)[k], expected, mask), every = max_abs_diff((*states)[k], expected);
       std::printf("%s hidden_states[%lld]: max abs diff %.3g on tokens, %.3g with padding rows\n", name.c_str(),
                   static_cast<long long>(k), valid, every);
-      EXPECT_LT(valid, kTolerance) << name << " state " << k;
-      EXPECT_LT(every, kTolerance) << name << " state " << k << ", padding rows included";
+      EXPECT_LT(valid, kQwen25VlTolerance) << name << " state " << k;
+      EXPECT_LT(every, kQwen25VlTolerance) << name << " state " << k << ", padding rows included";
     }
     // Step derives upstream's positions (get_rope_index: padding at 1)
     // from the mask itself.
     absl::StatusOr<NamedTensors> step = model_->step({{"input_ids", ids}, {"attention_mask", mask}});
     ASSERT_THAT(step, IsOk());
     EXPECT_LT(max_abs_diff(step->at("hidden_states"), io_.get(absl::StrCat(name, ".hidden_states.", layers))),
-              kTolerance)
+              kQwen25VlTolerance)
         << name;
     ++cases;
   }
@@ -125,7 +130,7 @@ TEST_P(Qwen25VlParity, PipelinePromptEmbedsFromEachPromptAlone) {
       const double diff = max_abs_diff(*rows, embeds[i].narrow(0, 0, kept));
       std::printf("%s.prompt_embeds[%zu]: %lld rows of %lld, max abs diff %.3g\n", name.c_str(), i,
                   static_cast<long long>(kept), static_cast<long long>(embeds.size(1)), diff);
-      EXPECT_LT(diff, kTolerance) << what;
+      EXPECT_LT(diff, kQwen25VlTolerance) << what;
       // What a batch adds: zero rows after the prompt's, masked out.
       const int64_t pad = embeds.size(1) - kept;
       if (pad > 0) EXPECT_EQ(embeds[i].narrow(0, kept, pad).abs().max().item<float>(), 0.0f) << what;
@@ -139,20 +144,19 @@ TEST_P(Qwen25VlParity, PipelinePromptEmbedsFromEachPromptAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Qwen25VlParitySources, Qwen25VlParity,
-                         ::testing::Values(Source::kFixtureFile, Source::kShardedInMemoryNames),
+                         ::testing::Values(Qwen25VlSource::kFixtureFile, Qwen25VlSource::kShardedInMemoryNames),
                          [](const auto& info) {
-                           return info.param == Source::kFixtureFile ? "FixtureFile" : "ShardedInMemoryNames";
+                           return info.param == Qwen25VlSource::kFixtureFile ? "FixtureFile" : "ShardedInMemoryNames";
                          });
 
 TEST(Qwen25VlParityRope, TablesAtUpstreamsPositions) {
-  TensorFile io(fixture() + "/io.safetensors");
-  absl::StatusOr<Qwen25VlConfig> config =
-      qwen25_vl_config_from_json(::diffusiond::testing::read_json_file(fixture() + "/config.json"), "config.json");
+  TensorFile io(qwen25vl_fixture() + "/io.safetensors");
+  absl::StatusOr<Qwen25VlConfig> config = qwen25_vl_config_from_json(
+      ::diffusiond::testing::read_json_file(qwen25vl_fixture() + "/config.json"), "config.json");
   ASSERT_THAT(config, IsOk());
   const torch::Tensor cos = io.get("dbg.rope_cos"), sin = io.get("dbg.rope_sin");  // [3, B, T, head_dim]
   const auto [ours_cos, ours_sin] =
-      qwen_rope_tables(config->rope_theta, config->head_dim(), io.get("pipe.position_ids"),
-                       config->tower_spec().mrope);
+      qwen_rope_tables(config->rope_theta, config->head_dim(), io.get("pipe.position_ids"), config->tower_spec().mrope);
   double diff = 0;
   for (int64_t row = 0; row < 3; ++row) {  // text: every M-RoPE row alike
     diff = std::max({diff, max_abs_diff(ours_cos, cos[row]), max_abs_diff(ours_sin, sin[row])});
@@ -166,7 +170,7 @@ TEST(Qwen25VlParityRope, TablesAtUpstreamsPositions) {
 TEST(Qwen25VlParityFp8, ProjectionWeightsOnlyAndTheForwardOverDecodedWeights) {
   ModelLoadOptions options;
   options.fp8.format = Fp8Format::kE4M3Fn;
-  testing::LoadedModel l = load_test_model(fixture(), options);
+  testing::LoadedModel l = load_test_model(qwen25vl_fixture(), options);
   const auto* model = l.get<Qwen25VlModel>();
   ASSERT_NE(model, nullptr);
   const WeightStore& w = model->weights();
@@ -183,7 +187,7 @@ TEST(Qwen25VlParityFp8, ProjectionWeightsOnlyAndTheForwardOverDecodedWeights) {
   EXPECT_EQ(fp8, 7 * model->config().num_hidden_layers);
   absl::StatusOr<std::unique_ptr<Qwen25VlModel>> reference = Qwen25VlModel::create(model->config(), std::move(decoded));
   ASSERT_THAT(reference, IsOk());
-  TensorFile io(fixture() + "/io.safetensors");
+  TensorFile io(qwen25vl_fixture() + "/io.safetensors");
   const torch::Tensor ids = io.get("pipe.input_ids"), mask = io.get("pipe.attention_mask");
   const torch::Tensor positions = io.get("pipe.position_ids");
   const int64_t last[] = {-1};
@@ -194,9 +198,9 @@ TEST(Qwen25VlParityFp8, ProjectionWeightsOnlyAndTheForwardOverDecodedWeights) {
   const torch::Tensor fp32 = io.get(absl::StrCat("pipe.hidden_states.", model->config().num_hidden_layers));
   const double exact = masked_diff((*ours)[0], (*theirs)[0], mask), codec = masked_diff((*ours)[0], fp32, mask);
   const double scale = fp32.abs().max().item<double>();
-  std::printf("FP8 storage: vs decoded-weight forward %.3g, vs float32 reference %.3g (max abs %.3g)\n", exact,
-              codec, scale);
-  EXPECT_LT(exact, kTolerance);
+  std::printf("FP8 storage: vs decoded-weight forward %.3g, vs float32 reference %.3g (max abs %.3g)\n", exact, codec,
+              scale);
+  EXPECT_LT(exact, kQwen25VlTolerance);
   EXPECT_LT(codec, 0.25 * scale);  // E4M3's 3 mantissa bits; a codec fault errs by the scale itself
 }
 
