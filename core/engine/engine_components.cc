@@ -39,7 +39,7 @@ absl::StatusOr<CallResult<EncodedText>> Engine::encode_text(const ModelHandle& h
   const auto encoder_of = [&](const Model& m) { return component_as<TextEncoder>(m, model_id, "a text encoder"); };
   const auto activation_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {
     DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoder* e, encoder_of(m));
-    return e->encode_activation_bytes(e->max_tokens_of(request));
+    return e->request_activation_bytes(request);
   };
   CallNeeds needs;
   needs.cpu_room = [&](const Model& m) -> absl::StatusOr<CallRoom> {

@@ -4,7 +4,9 @@
 #include "core/models/clip/clip_family.h"
 #include "core/models/flux/flux_family.h"
 #include "core/models/krea2/krea2_family.h"
+#include "core/models/qwen25_vl/qwen25_vl_family.h"
 #include "core/models/qwen3/qwen3_family.h"
+#include "core/models/qwen3_vl/qwen3_vl_family.h"
 #include "core/models/qwen_image/qwen_image_family.h"
 #include "core/models/t5/t5_family.h"
 #include "core/models/vae/vae_family.h"
@@ -35,7 +37,7 @@ const std::vector<const ModelFamily*>& model_families() {
   static const auto* const families = new std::vector<const ModelFamily*>{
       z_image_family(), flux_family(),  qwen_image_family(), krea2_family(), wan_family(),
       qwen_image_vae_family(), wan_vae_family(),  // before vae_family(): a Wan VAE file has its names too
-      vae_family(),     qwen3_family(), clip_family(),       t5_family()};
+      vae_family(),     qwen3_family(), clip_family(),       t5_family(), qwen25_vl_family(), qwen3_vl_family()};
   return *families;
 }
 

@@ -12,12 +12,18 @@
 namespace diffusiond {
 
 int64_t tokens_bound(const TextEncoding& request, int64_t special_tokens) {
-  if (request.max_tokens > 0) return request.max_tokens;
-  return static_cast<int64_t>(request.text.size()) + special_tokens + 1;
+  const int64_t suffix =
+      request.suffix.empty() ? 0 : static_cast<int64_t>(request.suffix.size()) + special_tokens + 1;
+  if (request.max_tokens > 0) return request.max_tokens + suffix;
+  return static_cast<int64_t>(request.text.size()) + special_tokens + 1 + suffix;
 }
 
 int64_t TextEncoder::max_tokens_of(const TextEncoding& request) const {
   return tokens_bound(request, tokenizer_ != nullptr ? tokenizer_->special_tokens_added() : 0);
+}
+
+int64_t TextEncoder::request_activation_bytes(const TextEncoding& request) const {
+  return encode_activation_bytes(max_tokens_of(request));
 }
 
 absl::StatusOr<TextEncoder::Tokens> TextEncoder::tokenize(const TextEncoding& request) const {
@@ -30,12 +36,21 @@ absl::StatusOr<TextEncoder::Tokens> TextEncoder::tokenize(const TextEncoding& re
   options.pad_to_max_length = request.pad_to_max_tokens;
   const std::vector<std::string> texts = {request.text};
   DIFFUSIOND_ASSIGN_OR_RETURN(TokenBatch batch, tokenize_batch(*tokenizer_, texts, options));
-  const std::vector<int64_t> ids(batch.ids.begin(), batch.ids.end());
-  const std::vector<int64_t> mask(batch.attention_mask.begin(), batch.attention_mask.end());
+  std::vector<int64_t> ids(batch.ids.begin(), batch.ids.end());
+  std::vector<int64_t> mask(batch.attention_mask.begin(), batch.attention_mask.end());
+  int64_t count = batch.token_counts[0];
+  if (!request.suffix.empty()) {
+    const std::vector<std::string> suffix = {request.suffix};
+    DIFFUSIOND_ASSIGN_OR_RETURN(TokenBatch tail, tokenize_batch(*tokenizer_, suffix, TokenizeOptions()));
+    ids.insert(ids.end(), tail.ids.begin(), tail.ids.end());
+    mask.insert(mask.end(), tail.attention_mask.begin(), tail.attention_mask.end());
+    count += tail.token_counts[0];
+  }
+  const int64_t length = static_cast<int64_t>(ids.size());
   Tokens tokens;
-  tokens.input_ids = torch::tensor(ids, torch::kInt64).reshape({1, batch.length});
-  tokens.attention_mask = torch::tensor(mask, torch::kInt64).reshape({1, batch.length});
-  tokens.count = batch.token_counts[0];
+  tokens.input_ids = torch::tensor(ids, torch::kInt64).reshape({1, length});
+  tokens.attention_mask = torch::tensor(mask, torch::kInt64).reshape({1, length});
+  tokens.count = count;
   return tokens;
 }
 
@@ -67,6 +82,10 @@ absl::Status TextEncoder::check_token_inputs(absl::string_view name, const torch
 
 absl::StatusOr<EncodedText> TextEncoder::encode_hidden_states(const TextEncoding& request,
                                                               const HiddenStatesFn& hidden_states) const {
+  if (!request.hidden_layers.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(architecture(), " gives one hidden state, not a stack of ",
+                                                   request.hidden_layers.size()));
+  }
   DIFFUSIOND_ASSIGN_OR_RETURN(Tokens tokens, tokenize(request));
   const torch::Tensor mask = request.attend_to_padding ? torch::Tensor() : tokens.attention_mask;
   DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor hidden, hidden_states(tokens.input_ids, mask, request.hidden_layer));

@@ -39,11 +39,21 @@ struct TextEncoding {
   // output_hidden_states tuple: -1 is the last (after the final norm where
   // the architecture has one), -2 the output of the second to last layer.
   int64_t hidden_layer = -1;
+  // When not empty, these hidden states (each indexed as hidden_layer is)
+  // stacked per token instead: EncodedText.hidden_states [L, n, D], as
+  // Krea 2 taps its encoder (text_encoder_select_layers). Encoders that
+  // give one hidden state refuse it.
+  std::vector<int64_t> hidden_layers;
+  // Tokenized on its own and appended after the text's tokens (cut and
+  // padded as above), never cut: Krea 2's template tail, which upstream
+  // keeps whole when it cuts a prompt. max_tokens bounds the text alone.
+  std::string suffix;
 };
 
 // An upper bound on the tokens `request` encodes with a tokenizer that adds
-// `special_tokens` around the text, known before tokenizing: max_tokens
-// when set, else one per byte plus the special tokens and one.
+// `special_tokens` around the text (and around its suffix), known before
+// tokenizing: max_tokens when set, else one per byte plus the special
+// tokens and one; and as much again for a suffix.
 int64_t tokens_bound(const TextEncoding& request, int64_t special_tokens);
 
 struct EncodedText {
@@ -73,6 +83,11 @@ class TextEncoder : public Model {
   // Bytes an encode of `tokens` tokens allocates beyond the weights, at
   // its peak: what the engine reserves before it runs.
   virtual int64_t encode_activation_bytes(int64_t tokens) const = 0;
+  // The bytes an encode of `request` reserves: encode_activation_bytes of
+  // the most tokens it can give, by default; an encoder whose working
+  // memory depends on more of the request (a stack of hidden states) says
+  // so.
+  virtual int64_t request_activation_bytes(const TextEncoding& request) const;
   // A Step over input_ids [B, L]: B encodes of L tokens.
   ActivationEstimate step_activations(const NamedTensors& inputs, bool device_is_cpu) const override;
 
@@ -85,7 +100,8 @@ class TextEncoder : public Model {
 
  protected:
   // Tokenizes `request` (FAILED_PRECONDITION without a tokenizer) into
-  // int64 [1, L] ids and a [1, L] int64 mask (1 = token).
+  // int64 [1, L] ids and a [1, L] int64 mask (1 = token), the suffix's
+  // tokens after the text's.
   struct Tokens {
     torch::Tensor input_ids;
     torch::Tensor attention_mask;
@@ -103,7 +119,8 @@ class TextEncoder : public Model {
 
   // The encode of an architecture without a pooled output: tokenize(), then
   // `hidden_states(ids, mask, request.hidden_layer)` [1, L, D], the mask
-  // undefined when the request attends to padding.
+  // undefined when the request attends to padding. INVALID_ARGUMENT for a
+  // request for a stack of hidden states.
   using HiddenStatesFn = std::function<absl::StatusOr<torch::Tensor>(
       const torch::Tensor& input_ids, const torch::Tensor& attention_mask, int64_t layer)>;
   absl::StatusOr<EncodedText> encode_hidden_states(const TextEncoding& request,

@@ -16,7 +16,9 @@
 namespace diffusiond {
 
 struct ClipTextConfig;
+struct Qwen25VlConfig;
 struct Qwen3Config;
+struct Qwen3VlConfig;
 struct T5Config;
 
 // Each returns the peak bytes of encoding `tokens` tokens with a model of
@@ -24,7 +26,11 @@ struct T5Config;
 // converted per use) has `materialized_weight_bytes`.
 int64_t text_encode_activation_bytes(const ClipTextConfig& config, torch::ScalarType dtype, int64_t tokens,
                                      int64_t materialized_weight_bytes);
+int64_t text_encode_activation_bytes(const Qwen25VlConfig& config, torch::ScalarType dtype, int64_t tokens,
+                                     int64_t materialized_weight_bytes);
 int64_t text_encode_activation_bytes(const Qwen3Config& config, torch::ScalarType dtype, int64_t tokens,
+                                     int64_t materialized_weight_bytes);
+int64_t text_encode_activation_bytes(const Qwen3VlConfig& config, torch::ScalarType dtype, int64_t tokens,
                                      int64_t materialized_weight_bytes);
 int64_t text_encode_activation_bytes(const T5Config& config, torch::ScalarType dtype, int64_t tokens,
                                      int64_t materialized_weight_bytes);

@@ -68,10 +68,20 @@ ModelLoadRequest component_load(const std::string& name, const std::string& id_o
 // and the options it is loaded with.
 struct Resolved {
   const PipelineFamily* family = nullptr;
+  std::optional<PipelineIndex> folder;  // the pipeline folder's index, when one was given
   std::map<std::string, std::string> ids;
   std::map<std::string, ComponentOptions> options;
 
   ModelLoadRequest load_of(const std::string& name) const { return component_load(name, ids.at(name), options); }
+  // How text encoder `name` is asked for `prompt` in this pipeline, at
+  // `max_sequence_length` when not 0 (refused by a family without one).
+  absl::StatusOr<TextEncoding> encoding_of(const std::string& name, const std::string& prompt,
+                                           int64_t max_sequence_length) const {
+    DIFFUSIOND_ASSIGN_OR_RETURN(TextEncoding encoding,
+                                family->folder_text_encoding(name, prompt, folder.has_value() ? &*folder : nullptr));
+    if (max_sequence_length == 0) return encoding;
+    return family->with_max_sequence_length(name, std::move(encoding), max_sequence_length);
+  }
 };
 
 absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_dir, const GenerateRequest& r) {
@@ -80,7 +90,8 @@ absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_di
   if (!r.pipeline.empty()) {
     DIFFUSIOND_ASSIGN_OR_RETURN(PipelineFolder folder, open_pipeline_folder(models_dir, r.pipeline));
     out.family = folder.family;
-    index = std::move(folder.index);
+    index = folder.index;
+    out.folder = std::move(folder.index);
   } else {
     const auto denoiser = r.components.find(kDenoiserComponent);
     if (denoiser == r.components.end() || denoiser->second.empty()) {
@@ -186,31 +197,26 @@ absl::Status check_latent_channels(const Resolved& resolved, const std::string& 
                    bounded(resolved.ids.at(decoder_name)), "\" decodes ", decoder.geometry.channels));
 }
 
-// How `family` asks text encoder `component` for `prompt` under `r`:
-// at r's max_sequence_length when given (refused by a family without one).
-absl::StatusOr<TextEncoding> encoding_of(const PipelineFamily& family, const std::string& component,
-                                         const std::string& prompt, const GenerateRequest& r) {
-  TextEncoding encoding = family.text_encoding(component, prompt);
-  if (r.max_sequence_length == 0) return encoding;
-  return family.with_max_sequence_length(component, std::move(encoding), r.max_sequence_length);
-}
-
-// Every stage of `r` under `family`, sized from what is known before any
-// load: each text encoder's encodes (the tokens it will reserve for), one
-// step of the denoise and the decode, at the request's size or the
-// family's default (which depends only on the denoiser's description).
-absl::StatusOr<std::vector<PlannedStage>> stages_of(const GenerateRequest& r, const PipelineFamily& family, bool cfg,
+// Every stage of `r` under `resolved`'s family, sized from what is known
+// before any load: each text encoder's encodes (the tokens it will reserve
+// for, as the pipeline folder asks them), one step of the denoise and the
+// decode, at the request's size or the family's default (which depends
+// only on the denoiser's description). The folder's malformed settings are
+// refused here.
+absl::StatusOr<std::vector<PlannedStage>> stages_of(const GenerateRequest& r, const Resolved& resolved, bool cfg,
                                                     const ModelInfo& denoiser, const ModelInfo& decoder,
                                                     const std::string& denoiser_name,
                                                     const std::string& decoder_name) {
+  const PipelineFamily& family = *resolved.family;
   std::vector<PlannedStage> stages;
   for (const PipelineComponent& c : family.components()) {
     if (c.role != ModelRole::kTextEncoder) continue;
     for (bool negative : {false, true}) {
       if (negative && !cfg) break;
       PlannedStage s{c.name, "", {}};
-      DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoding encoding,
-                                  encoding_of(family, c.name, negative ? r.negative_prompt : r.prompt, r));
+      DIFFUSIOND_ASSIGN_OR_RETURN(
+          const TextEncoding encoding,
+          resolved.encoding_of(c.name, negative ? r.negative_prompt : r.prompt, r.max_sequence_length));
       // Without the tokenizer's special tokens: a lower bound.
       s.query.text_tokens = tokens_bound(encoding, 0);
       s.call = absl::StrCat("an encode of ", s.query.text_tokens, " tokens");
@@ -387,7 +393,7 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   // one: one image's stages bound it.
   DIFFUSIOND_ASSIGN_OR_RETURN(
       const std::vector<PlannedStage> stages,
-      stages_of(sized, family, cfg, denoiser_info, decoder_info, denoiser_name, decoder_name));
+      stages_of(sized, resolved, cfg, denoiser_info, decoder_info, denoiser_name, decoder_name));
   DIFFUSIOND_RETURN_IF_ERROR(check_stages_fit(engine, resolved, infos, stages));
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
   const int images = std::max(r.num_images_per_prompt, 1);
@@ -406,7 +412,8 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
     for (bool negative : {false, true}) {
       if (negative && !cfg) break;
       DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoding encoding,
-                                  encoding_of(family, c.name, negative ? r.negative_prompt : r.prompt, r));
+                                  resolved.encoding_of(c.name, negative ? r.negative_prompt : r.prompt,
+                                                       r.max_sequence_length));
       DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<EncodedText> encoded,
                                   engine.encode_text(encoder, encoding, options.cancel));
       report_call(options, encoder.id(), encoded.report, absl::StrCat("the encoding of ", encoder.id()));

@@ -25,6 +25,12 @@ Registry& registry() {
 
 }  // namespace
 
+absl::StatusOr<TextEncoding> PipelineFamily::folder_text_encoding(absl::string_view component,
+                                                                  const std::string& prompt,
+                                                                  const PipelineIndex*) const {
+  return text_encoding(component, prompt);
+}
+
 absl::StatusOr<Conditioning> PipelineFamily::scalar_conditioning(double, const ModelInfo&) const {
   return Conditioning{};
 }

@@ -22,6 +22,7 @@
 #include "core/models/conditioning.h"
 #include "core/models/model.h"
 #include "core/models/text_encoder.h"
+#include "core/pipeline/pipeline_index.h"
 
 namespace diffusiond {
 
@@ -87,8 +88,15 @@ class PipelineFamily {
   // 7.0 there). Default: defaults().
   virtual PipelineDefaults image_defaults(const ModelInfo& denoiser) const { return defaults(denoiser); }
 
-  // How text-encoder component `component` is asked for `prompt`.
+  // How text-encoder component `component` is asked for `prompt`, with the
+  // family's defaults.
   virtual TextEncoding text_encoding(absl::string_view component, const std::string& prompt) const = 0;
+  // The same in the pipeline folder whose model_index.json is `folder` (null:
+  // none), whose settings may say otherwise (Krea 2's
+  // text_encoder_select_layers). INVALID_ARGUMENT naming a malformed
+  // setting. Default: text_encoding(), whatever the folder.
+  virtual absl::StatusOr<TextEncoding> folder_text_encoding(absl::string_view component, const std::string& prompt,
+                                                            const PipelineIndex* folder) const;
 
   // `encoding` (text_encoding()'s for `component`) at upstream's
   // max_sequence_length `n` instead of the family's default. Default:

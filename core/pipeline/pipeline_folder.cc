@@ -34,9 +34,14 @@ absl::StatusOr<PipelineFolder> open_pipeline_folder(const std::string& models_di
 }
 
 absl::StatusOr<const PipelineFamily*> pipeline_family_of(const std::string& models_dir, const std::string& pipeline) {
-  if (const PipelineFamily* named = find_pipeline_family_named(pipeline)) return named;
+  DIFFUSIOND_ASSIGN_OR_RETURN(PipelineChoice chosen, choose_pipeline(models_dir, pipeline));
+  return chosen.family;
+}
+
+absl::StatusOr<PipelineChoice> choose_pipeline(const std::string& models_dir, const std::string& pipeline) {
+  if (const PipelineFamily* named = find_pipeline_family_named(pipeline)) return PipelineChoice{named, std::nullopt};
   absl::StatusOr<PipelineFolder> folder = open_pipeline_folder(models_dir, pipeline);
-  if (folder.ok()) return folder->family;
+  if (folder.ok()) return PipelineChoice{folder->family, std::move(folder->index)};
   if (!absl::IsNotFound(folder.status())) return folder.status();
   std::vector<std::string> names;
   for (const PipelineFamily* f : pipeline_families()) names.emplace_back(f->name());

@@ -7,6 +7,7 @@
 #ifndef DIFFUSIOND_CORE_PIPELINE_PIPELINE_FOLDER_H_
 #define DIFFUSIOND_CORE_PIPELINE_PIPELINE_FOLDER_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -26,6 +27,18 @@ struct PipelineFolder {
 // family serves (naming those served); resolve_confined_path's errors
 // otherwise (NOT_FOUND for a missing folder).
 absl::StatusOr<PipelineFolder> open_pipeline_folder(const std::string& models_dir, const std::string& pipeline);
+
+// What a request's `pipeline` chose: a family, and the folder's
+// model_index.json when it named a folder.
+struct PipelineChoice {
+  const PipelineFamily* family = nullptr;
+  std::optional<PipelineIndex> folder;  // empty when a family was named
+};
+
+// Returns the family named `pipeline` ("z-image"), else that of the
+// pipeline folder at that path with its index. Errors as
+// pipeline_family_of.
+absl::StatusOr<PipelineChoice> choose_pipeline(const std::string& models_dir, const std::string& pipeline);
 
 // Returns the family named `pipeline` ("z-image"), else that of the
 // pipeline folder at that path. INVALID_ARGUMENT naming the families when

@@ -16,9 +16,13 @@ absl::StatusOr<PipelineIndex> parse_pipeline_index(absl::string_view json, absl:
   PipelineIndex index;
   index.pipeline_class = root.at("_class_name").get<std::string>();
   for (const auto& [name, value] : root.items()) {
-    if (absl::StartsWith(name, "_") || !value.is_array() || value.size() != 2 || !value[0].is_string() ||
-        !value[1].is_string()) {
-      continue;  // metadata, or an absent optional component ([null, null])
+    if (absl::StartsWith(name, "_")) continue;  // metadata
+    if (value.is_array() && value.size() == 2 && value[0].is_null() && value[1].is_null()) {
+      continue;  // an absent optional component
+    }
+    if (!value.is_array() || value.size() != 2 || !value[0].is_string() || !value[1].is_string()) {
+      index.settings[name] = value;
+      continue;
     }
     if (name.empty() || name == "." || name == ".." || absl::StrContains(name, "/") || absl::StrContains(name, "\\")) {
       return absl::InvalidArgumentError(

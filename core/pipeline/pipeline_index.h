@@ -1,6 +1,6 @@
 // A diffusers pipeline folder's model_index.json: which components it has
-// (text_encoder, tokenizer, transformer, vae, scheduler, ...) and the class
-// each is.
+// (text_encoder, tokenizer, transformer, vae, scheduler, ...), the class
+// each is, and the settings the pipeline's __init__ registered.
 #ifndef DIFFUSIOND_CORE_PIPELINE_PIPELINE_INDEX_H_
 #define DIFFUSIOND_CORE_PIPELINE_PIPELINE_INDEX_H_
 
@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/util/json.h"
 
 namespace diffusiond {
 
@@ -16,11 +17,15 @@ struct PipelineIndex {
   std::string pipeline_class;  // "_class_name", e.g. "ZImagePipeline"
   // Component name (its subfolder) -> its class, e.g. "vae" -> "AutoencoderKL".
   std::map<std::string, std::string> components;
+  // Every other entry not starting with "_" (Krea 2's is_distilled and
+  // text_encoder_select_layers), as a JSON object; the family reads the
+  // ones it has.
+  nlohmann::json settings = nlohmann::json::object();
 };
 
 // Parses model_index.json text. A component is an entry whose value is a
 // [library, class] pair; null entries (absent optional components) are
-// skipped. INVALID_ARGUMENT naming `path` for malformed JSON, a missing
+// skipped; every other entry is a setting. INVALID_ARGUMENT naming `path` for malformed JSON, a missing
 // _class_name, or a component name that is not a plain folder name.
 absl::StatusOr<PipelineIndex> parse_pipeline_index(absl::string_view json, absl::string_view path);
 

@@ -68,21 +68,23 @@ absl::StatusOr<EncodedPrompt> encode_prompt(EngineApi& engine, const std::string
     return absl::InvalidArgumentError(
         absl::StrCat("a prompt may hold at most ", kGenerateMaxPromptBytes, " bytes, got ", request.prompt.size()));
   }
-  const PipelineFamily* named = nullptr;
+  PipelineChoice chosen_pipeline;
   if (!request.pipeline.empty()) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(named, pipeline_family_of(models_dir, request.pipeline));
+    DIFFUSIOND_ASSIGN_OR_RETURN(chosen_pipeline, choose_pipeline(models_dir, request.pipeline));
   }
+  const PipelineFamily* named = chosen_pipeline.family;
   // The family is chosen from the encoder's description, before it loads.
   ModelLoadRequest load;
   load.path = request.text_encoder;
   DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo described, describe_model(engine, load));
   DIFFUSIOND_ASSIGN_OR_RETURN(const EncoderComponent chosen,
                               choose_component(find_encoder_components(described.architecture), named, described));
+  const PipelineIndex* folder = chosen_pipeline.folder.has_value() ? &*chosen_pipeline.folder : nullptr;
+  DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoding encoding,
+                              chosen.family->folder_text_encoding(chosen.component, request.prompt, folder));
   DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle encoder,
                               ready_component(engine, load, ModelRole::kTextEncoder, options));
-  DIFFUSIOND_ASSIGN_OR_RETURN(
-      CallResult<EncodedText> called,
-      engine.encode_text(encoder, chosen.family->text_encoding(chosen.component, request.prompt), options.cancel));
+  DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<EncodedText> called, engine.encode_text(encoder, encoding, options.cancel));
   report_call(options, encoder.id(), called.report, absl::StrCat("the encoding of ", encoder.id()));
   const EncodedText& encoded = called.value;
   EncodedPrompt out;

@@ -1,10 +1,13 @@
 #include "core/pipeline/unported_architectures.h"
 
+#include <array>
+
 namespace diffusiond {
 
 bool is_unported_architecture(absl::string_view architecture) {
-  for (absl::string_view unported :
-       {kQwen25VlArchitecture, kQwen3VlArchitecture}) {
+  // Empty since the Qwen-Image/Wan VAEs and the Qwen VL towers were ported.
+  constexpr std::array<absl::string_view, 0> kUnported{};
+  for (absl::string_view unported : kUnported) {
     if (architecture == unported) return true;
   }
   return false;

@@ -1,8 +1,7 @@
 // Qwen3Model: a port of transformers' Qwen3Model forward (the decoder stack
-// without the LM head) as a text encoder: token embeddings, per layer
-// RMSNorm, grouped-query attention with per-head q/k RMSNorm and
-// half-split RoPE under a causal-plus-padding mask, and a SwiGLU MLP;
-// returning one of the hidden states.
+// without the LM head) as a text encoder: the shared Qwen tower
+// (core/models/common/qwen_text_tower.h) with per-head q/k RMSNorm, no
+// biases and positions 0..L-1; returning one of the hidden states.
 //
 // Not here: tokenisation (core/text) or which hidden state a pipeline takes
 // (its recipe, core/pipeline/<name>/).
@@ -16,8 +15,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/models/common/qwen_text_tower.h"
 #include "core/models/qwen3/qwen3_config.h"
-#include "core/models/text_encoder.h"
 #include "core/text/tokenizer.h"
 
 namespace diffusiond {
@@ -28,7 +27,7 @@ inline constexpr absl::string_view kQwen3Architecture = "qwen3";
 inline constexpr int64_t kQwen3StepHiddenLayer = -2;
 
 // Immutable after construction; forwards may run concurrently.
-class Qwen3Model final : public TextEncoder {
+class Qwen3Model final : public QwenTextTower {
  public:
   // Checks that `weights` holds exactly the parameter table of `config` with
   // the right shapes. FAILED_PRECONDITION naming the first missing,
@@ -52,14 +51,6 @@ class Qwen3Model final : public TextEncoder {
   // missing, unexpected or misshapen input.
   absl::StatusOr<NamedTensors> step(const NamedTensors& inputs) const override;
 
-  // A placement keeps or streams the decoder layers.
-  std::vector<std::string> block_containers() const override { return {"layers"}; }
-
-  // Tokenizes `request` and returns hidden_states[request.hidden_layer]
-  // (padding masked unless attend_to_padding); no pooled output.
-  absl::StatusOr<EncodedText> encode(const TextEncoding& request) const override;
-  int64_t encode_activation_bytes(int64_t tokens) const override;
-
   // Returns hidden_states[layer] of upstream's output_hidden_states, [B, L,
   // hidden_size] at the compute dtype: [0] the token embeddings, [k] the
   // output of decoder layer k-1 for k < num_hidden_layers, and
@@ -76,12 +67,6 @@ class Qwen3Model final : public TextEncoder {
  private:
   Qwen3Model(const Qwen3Config& config, std::unique_ptr<WeightStore> weights,
              std::shared_ptr<const Tokenizer> tokenizer);
-
-  torch::Tensor run(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                    int64_t layers_to_run, bool final_norm) const;
-  torch::Tensor decoder_layer(int64_t index, const torch::Tensor& x, const torch::Tensor& allowed,
-                              const torch::Tensor& cos, const torch::Tensor& sin) const;
-  torch::Tensor linear(const torch::Tensor& x, const std::string& name) const;
 
   const Qwen3Config config_;
 };

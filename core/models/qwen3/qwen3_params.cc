@@ -5,36 +5,25 @@
 
 namespace diffusiond {
 
-std::vector<ParamSpec> qwen3_parameter_table(const Qwen3Config& c) {
-  const int64_t d = c.hidden_size, hd = c.head_dim, ff = c.intermediate_size;
-  const int64_t q_rows = c.num_attention_heads * hd, kv_rows = c.num_key_value_heads * hd;
-  const ParamKind W = ParamKind::kLayerWeight, N = ParamKind::kNormWeight;
-  std::vector<ParamSpec> t = {{"embed_tokens.weight", {c.vocab_size, d}, W}};
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    const std::string p = absl::StrCat("layers.", i, ".");
-    t.push_back({p + "self_attn.q_proj.weight", {q_rows, d}, W});
-    t.push_back({p + "self_attn.k_proj.weight", {kv_rows, d}, W});
-    t.push_back({p + "self_attn.v_proj.weight", {kv_rows, d}, W});
-    t.push_back({p + "self_attn.o_proj.weight", {d, q_rows}, W});
-    t.push_back({p + "self_attn.q_norm.weight", {hd}, N});
-    t.push_back({p + "self_attn.k_norm.weight", {hd}, N});
-    t.push_back({p + "mlp.gate_proj.weight", {ff, d}, W});
-    t.push_back({p + "mlp.up_proj.weight", {ff, d}, W});
-    t.push_back({p + "mlp.down_proj.weight", {d, ff}, W});
-    t.push_back({p + "input_layernorm.weight", {d}, N});
-    t.push_back({p + "post_attention_layernorm.weight", {d}, N});
-  }
-  t.push_back({"norm.weight", {d}, N});
-  return t;
+QwenTowerSpec qwen3_tower_spec(const Qwen3Config& c) {
+  QwenTowerSpec s;
+  s.name = "Qwen3";
+  s.vocab_size = c.vocab_size;
+  s.hidden_size = c.hidden_size;
+  s.intermediate_size = c.intermediate_size;
+  s.num_hidden_layers = c.num_hidden_layers;
+  s.num_attention_heads = c.num_attention_heads;
+  s.num_key_value_heads = c.num_key_value_heads;
+  s.head_dim = c.head_dim;
+  s.rope_theta = c.rope_theta;
+  s.rms_norm_eps = c.rms_norm_eps;
+  s.qk_norm = true;
+  return s;
 }
 
-PrecisionDeclaration qwen3_precision_declaration() {
-  PrecisionDeclaration d;
-  // Norms are covered by the default "norm" pattern (and are norm weights).
-  // The token table is an Embedding (rank 2), so it needs naming here.
-  d.skip_patterns = {"^embed_tokens$"};
-  return d;
-}
+std::vector<ParamSpec> qwen3_parameter_table(const Qwen3Config& c) { return qwen_tower_parameter_table(qwen3_tower_spec(c)); }
+
+PrecisionDeclaration qwen3_precision_declaration() { return qwen_tower_precision_declaration(); }
 
 std::optional<std::string> qwen3_canonical_name(absl::string_view name) {
   if (name == "lm_head.weight") return std::nullopt;

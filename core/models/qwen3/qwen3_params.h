@@ -13,12 +13,16 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "core/models/common/qwen_text_tower.h"
 #include "core/models/qwen3/qwen3_config.h"
 #include "core/models/param_table.h"
 #include "core/precision/param_kind.h"
 #include "core/precision/precision_policy.h"
 
 namespace diffusiond {
+
+// The shared tower's shape for `config`: q/k norms, no biases, plain RoPE.
+QwenTowerSpec qwen3_tower_spec(const Qwen3Config& config);
 
 // Every parameter of Qwen3Model for `config`, in upstream's registration
 // order (embed_tokens first, the final norm last).

@@ -3,9 +3,10 @@
 #include "absl/strings/str_cat.h"
 #include "core/models/common/tensor_text.h"
 #include "core/models/krea2/krea2_model.h"
+#include "core/models/qwen3_vl/qwen3_vl_model.h"
 #include "core/models/wan_vae/wan_vae_model.h"
 #include "core/pipeline/qwen_image/qwen_image_prompt.h"
-#include "core/pipeline/unported_architectures.h"
+#include "core/util/bounded_text.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -55,11 +56,25 @@ class Krea2Pipeline final : public PipelineFamily {
   }
 
   TextEncoding text_encoding(absl::string_view, const std::string& prompt) const override {
-    TextEncoding e;
-    e.text = render_qwen_image_prompt(prompt);
-    e.max_tokens = kQwenImagePromptDropTokens + kKrea2MaxSequenceLength;
-    e.hidden_layer = kKrea2TextEncoderLayers.back();
-    return e;
+    return krea2_text_encoding(prompt, kKrea2MaxSequenceLength,
+                               std::vector<int64_t>(kKrea2TextEncoderLayers.begin(), kKrea2TextEncoderLayers.end()));
+  }
+
+  // The folder's text_encoder_select_layers, when it registered them.
+  absl::StatusOr<TextEncoding> folder_text_encoding(absl::string_view component, const std::string& prompt,
+                                                    const PipelineIndex* folder) const override {
+    const char* const key = "text_encoder_select_layers";
+    if (folder == nullptr || !folder->settings.contains(key) || folder->settings.at(key).is_null()) {
+      return text_encoding(component, prompt);
+    }
+    const nlohmann::json& layers = folder->settings.at(key);
+    bool ok = layers.is_array() && !layers.empty();
+    for (const nlohmann::json& l : ok ? layers : nlohmann::json::array()) ok = ok && l.is_number_integer();
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat("model_index.json: ", key, " is ", bounded(layers.dump()),
+                                                     ", expected a non-empty list of hidden-state indices"));
+    }
+    return krea2_text_encoding(prompt, kKrea2MaxSequenceLength, layers.get<std::vector<int64_t>>());
   }
 
   // The real tokens' stacks past the prefix; no mask, as there is no
@@ -78,6 +93,16 @@ class Krea2Pipeline final : public PipelineFamily {
 };
 
 }  // namespace
+
+TextEncoding krea2_text_encoding(const std::string& prompt, int64_t max_sequence_length,
+                                 std::vector<int64_t> layers) {
+  TextEncoding e;
+  e.text = absl::StrCat(kQwenImagePromptPrefix, prompt);
+  e.max_tokens = max_sequence_length + kQwenImagePromptDropTokens - kKrea2PromptSuffixTokens;
+  e.suffix = std::string(kQwenImagePromptSuffix);
+  e.hidden_layers = std::move(layers);
+  return e;
+}
 
 const PipelineFamily* krea2_pipeline() {
   static const PipelineFamily* const family = new Krea2Pipeline();

@@ -1,20 +1,18 @@
 // Krea 2's pipeline recipe (diffusers' Krea2Pipeline): the Qwen3-VL text
 // encoder, asked for a stack of hidden states tapped from several of its
-// layers for the prompt in Qwen-Image's template (qwen_image_prompt.h) → the
-// Krea 2 transformer, with classifier-free guidance → Qwen-Image's VAE.
+// layers (text_encoder_select_layers, from the pipeline folder's
+// model_index.json or upstream's default) for the prompt in Qwen-Image's
+// template (qwen_image_prompt.h) → the Krea 2 transformer, with
+// classifier-free guidance → Qwen-Image's VAE (core/models/wan_vae/).
 //
-// The encoder is not ported yet (unported_architectures.h): Generate
-// refuses the pipeline naming it, and EncodePrompt serves the
-// family only once a Qwen3-VL encoder can be loaded. Two things wait for
-// that port:
-//   - TextEncoding names one hidden state, so the request names the last
-//     tap (kKrea2TextEncoderLayers); the port must give the whole stack
-//     [L, taps, D], which encoder_conditioning checks for;
-//   - upstream pads between the prompt and the template's 5-token suffix
-//     (positions counting real tokens only) and truncates the prompt alone.
-//     Padding is never attended and takes no position, so the unpadded
-//     template gives the same rows; only a prompt over 507 tokens differs,
-//     losing its suffix here where upstream keeps it.
+// Upstream pads between the prompt and the template's 5-token suffix, with
+// positions counting real tokens only (cumsum(mask) - 1), and cuts the
+// prefixed prompt alone at max_sequence_length + 34 - 5 tokens before the
+// suffix. Here the prompt is cut the same way and the suffix appended after
+// it (TextEncoding::suffix), unpadded: padding takes no position and is
+// never attended (the transformer masks it out as a key, and its own rows
+// are dropped with the transformer's text stream), so the real tokens'
+// rows are upstream's.
 //
 // The pipeline's is_distilled (model_index.json) is read where it acts, by
 // the transformer's recipe (core/models/krea2/krea2_family.cc): it fixes
@@ -25,6 +23,8 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/pipeline/pipeline_family.h"
 
@@ -37,6 +37,17 @@ inline constexpr int64_t kKrea2MaxSequenceLength = 512;
 // encoder's hidden states (0: the embeddings) stacked per token, for
 // Qwen3-VL-4B's 36 layers.
 inline constexpr std::array<int64_t, 12> kKrea2TextEncoderLayers = {2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 32, 35};
+
+// The tokens of the template's tail, which upstream keeps after the cut
+// (prompt_template_encode_num_suffix_tokens).
+inline constexpr int64_t kKrea2PromptSuffixTokens = 5;
+
+// How Krea2Pipeline asks its encoder for `prompt` at `max_sequence_length`
+// rows, tapping `layers` (hidden-state indices, 0 the embeddings): the
+// prefixed prompt cut at max_sequence_length + 34 - 5 tokens, the suffix
+// after it.
+TextEncoding krea2_text_encoding(const std::string& prompt, int64_t max_sequence_length,
+                                 std::vector<int64_t> layers);
 
 // Lives for the process.
 const PipelineFamily* krea2_pipeline();

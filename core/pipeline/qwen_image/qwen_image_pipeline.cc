@@ -1,11 +1,10 @@
 #include "core/pipeline/qwen_image/qwen_image_pipeline.h"
 
 #include "absl/strings/str_cat.h"
-
+#include "core/models/qwen25_vl/qwen25_vl_model.h"
 #include "core/models/qwen_image/qwen_image_model.h"
 #include "core/models/wan_vae/wan_vae_model.h"
 #include "core/pipeline/qwen_image/qwen_image_prompt.h"
-#include "core/pipeline/unported_architectures.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -71,16 +70,8 @@ class QwenImagePipeline final : public PipelineFamily {
     return rows;
   }
 
-  // Upstream tokenizes up to 1024 + 34 tokens, unpadded for one prompt, and
-  // keeps 512 rows after the prefix. The encoder is causal, so a row does
-  // not depend on the tokens after it: encoding only the 34 + 512 tokens
-  // that are kept gives the same rows for less work.
   TextEncoding text_encoding(absl::string_view, const std::string& prompt) const override {
-    TextEncoding e;
-    e.text = render_qwen_image_prompt(prompt);
-    e.max_tokens = kQwenImagePromptDropTokens + kQwenImageMaxSequenceLength;
-    e.hidden_layer = -1;
-    return e;
+    return qwen_image_text_encoding(prompt, kQwenImageMaxSequenceLength);
   }
 
   // The kept rows are all real tokens, so no mask goes with them (upstream
@@ -94,6 +85,14 @@ class QwenImagePipeline final : public PipelineFamily {
 };
 
 }  // namespace
+
+TextEncoding qwen_image_text_encoding(const std::string& prompt, int64_t max_sequence_length) {
+  TextEncoding e;
+  e.text = render_qwen_image_prompt(prompt);
+  e.max_tokens = kQwenImagePromptDropTokens + max_sequence_length;
+  e.hidden_layer = -1;
+  return e;
+}
 
 const PipelineFamily* qwen_image_pipeline() {
   static const PipelineFamily* const family = new QwenImagePipeline();

@@ -5,7 +5,7 @@
 // are a fixed 34 tokens whose hidden states are dropped: the denoiser is
 // conditioned on the prompt and the template's tail only.
 //
-// Not here: the text encoder (Qwen2.5-VL, not ported yet) or the families
+// Not here: the text encoder (core/models/qwen25_vl/) or the families
 // (qwen_image_pipeline.h, core/pipeline/krea2/).
 #ifndef DIFFUSIOND_CORE_PIPELINE_QWEN_IMAGE_QWEN_IMAGE_PROMPT_H_
 #define DIFFUSIOND_CORE_PIPELINE_QWEN_IMAGE_QWEN_IMAGE_PROMPT_H_

@@ -80,6 +80,21 @@ TEST(DeclaredExclusions, FluxAndQwenImageAddNothingToTheDefaults) {
   }
 }
 
+// The Qwen text towers declare their token table (an Embedding of rank 2,
+// which no default holds): Qwen2.5-VL-7B's 152064 x 3584 (Qwen-Image's
+// text encoder) and Qwen3-VL-4B's 151936 x 2560 (Krea 2's); biases are never
+// FP8 anyway. The configs are reconstructed (docs/models.md says so).
+TEST(DeclaredExclusions, TheQwenVlTowersKeepTheirTokenTables) {
+  DeclaredExclusions e = exclusions_of("qwen-image-text-encoder.json");
+  EXPECT_EQ(e.tensors, 1);
+  EXPECT_EQ(e.parameters, 152'064LL * 3584);
+  EXPECT_THAT(e.parameters_by_module, ElementsAre(Pair("embed_tokens", 152'064LL * 3584)));
+  e = exclusions_of("krea2-text-encoder.json");
+  EXPECT_EQ(e.tensors, 1);
+  EXPECT_EQ(e.parameters, 151'936LL * 2560);
+  EXPECT_THAT(e.parameters_by_module, ElementsAre(Pair("embed_tokens", 151'936LL * 2560)));
+}
+
 // The rule on a made-up model: a declared pattern that the defaults do not
 // hold counts its layer weights only (never biases), a declared pattern the
 // defaults hold counts nothing, and a plan without FP8 has no answer.

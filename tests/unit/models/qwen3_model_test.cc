@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/models/model_loader.h"
-#include "core/models/qwen3/qwen3_attention.h"
+#include "core/models/common/qwen_attention.h"
 #include "core/models/qwen3/qwen3_params.h"
 #include "core/pipeline/z_image/z_image_text_encoding.h"
 #include "gmock/gmock.h"
@@ -144,7 +144,7 @@ TEST(Qwen3Model, KeptRowsDoNotDependOnRightPadding) {
 }
 
 TEST(Qwen3Model, AnItemWithoutTokensAttendsToEveryKeyAndKeepsNoRows) {
-  const torch::Tensor allowed = qwen3_attention_mask(torch::tensor({{true, false}, {false, false}}), 2, 2);
+  const torch::Tensor allowed = qwen_attention_mask(torch::tensor({{true, false}, {false, false}}), 2, 2);
   EXPECT_TRUE(torch::equal(allowed[0], torch::tensor({{true, false}, {true, false}})));
   EXPECT_TRUE(allowed[1].all().item<bool>());
   std::unique_ptr<Qwen3Model> m = small_model();

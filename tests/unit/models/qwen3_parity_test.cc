@@ -19,7 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/checkpoint/safetensors_writer.h"
-#include "core/models/qwen3/qwen3_attention.h"
+#include "core/models/common/qwen_attention.h"
 #include "core/models/qwen3/qwen3_config.h"
 #include "core/models/qwen3/qwen3_model.h"
 #include "core/pipeline/z_image/z_image_text_encoding.h"
@@ -214,8 +214,9 @@ TEST(Qwen3ParityRope, TablesMatchUpstreamRotaryEmbedding) {
   TensorFile io(qwen3_fixture() + "/io.safetensors");
   const Qwen3Config config = qwen3_fixture_config();
   const torch::Tensor cos = io.get("dbg.rope_cos"), sin = io.get("dbg.rope_sin");
-  const auto [our_cos, our_sin] = qwen3_rope_tables(config.rope_theta, config.head_dim, cos.size(1));
-  const double diff = std::max(max_abs_diff(our_cos, cos[0]), max_abs_diff(our_sin, sin[0]));
+  const torch::Tensor positions = torch::arange(cos.size(1), torch::kInt64).unsqueeze(0);
+  const auto [our_cos, our_sin] = qwen_rope_tables(config.rope_theta, config.head_dim, positions, MropeLayout());
+  const double diff = std::max(max_abs_diff(our_cos[0], cos[0]), max_abs_diff(our_sin[0], sin[0]));
   std::printf("RoPE cos/sin: max abs diff %.3g\n", diff);
   EXPECT_LT(diff, 1e-6);
 }

@@ -218,10 +218,13 @@ TEST_F(PromptEncodingTest, Krea2AsksForTheQwenImageTemplateAndTakesTheStackOfTap
   serve("qwen3-vl", out);
   absl::StatusOr<EncodedPrompt> e = encode("krea2");
   ASSERT_THAT(e, IsOk());
-  EXPECT_EQ(asked().text, render_qwen_image_prompt("a red fox"));
-  EXPECT_EQ(asked().max_tokens, 34 + 512);
+  // The prefixed prompt, cut alone before the suffix (upstream's
+  // max_sequence_length + 34 - 5), which is never cut.
+  EXPECT_EQ(asked().text, absl::StrCat(kQwenImagePromptPrefix, "a red fox"));
+  EXPECT_EQ(asked().suffix, kQwenImagePromptSuffix);
+  EXPECT_EQ(asked().max_tokens, 512 + 34 - 5);
   EXPECT_FALSE(asked().pad_to_max_tokens);
-  EXPECT_EQ(asked().hidden_layer, 35);  // the last of the pipeline's taps
+  EXPECT_EQ(asked().hidden_layers, (std::vector<int64_t>{2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 32, 35}));
   ASSERT_EQ(e->conditioning.tensors.size(), 1u);
   EXPECT_EQ(e->conditioning.tensors.at("encoder_hidden_states").sizes().vec(), (std::vector<int64_t>{6, 3, 8}));
   EXPECT_TRUE(torch::equal(e->conditioning.tensors.at("encoder_hidden_states"), rows_of(out, 34, 6)));
@@ -229,6 +232,23 @@ TEST_F(PromptEncodingTest, Krea2AsksForTheQwenImageTemplateAndTakesTheStackOfTap
   serve("qwen3-vl", encoded_text(40, 40));  // one layer, not the stack
   EXPECT_THAT(encode("krea2"), StatusIs(absl::StatusCode::kInvalidArgument,
                                         AllOf(HasSubstr("tapped layers [L, taps, D]"), HasSubstr("gave [40, 8]"))));
+}
+
+TEST_F(PromptEncodingTest, AKrea2FolderTapsTheLayersItsModelIndexSelects) {
+  dir_.write("krea/model_index.json",
+             R"({"_class_name": "Krea2Pipeline", "text_encoder_select_layers": [1, 3], "is_distilled": false})");
+  serve("qwen3-vl", encoded_text(40, 40, 8, /*taps=*/2));
+  ASSERT_THAT(encode("krea"), IsOk());
+  EXPECT_EQ(asked().hidden_layers, (std::vector<int64_t>{1, 3}));
+  // The family by its name: upstream's default taps.
+  ASSERT_THAT(encode("krea2"), IsOk());
+  EXPECT_EQ(asked().hidden_layers.size(), 12u);
+
+  dir_.write("bad/model_index.json", R"({"_class_name": "Krea2Pipeline", "text_encoder_select_layers": [1.5]})");
+  const int encodes = engine_.encodes;
+  EXPECT_THAT(encode("bad"), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("text_encoder_select_layers is [1.5], expected a non-empty list")));
+  EXPECT_EQ(engine_.encodes, encodes) << "refused before the encoder was asked";
 }
 
 TEST_F(PromptEncodingTest, WithoutAPipelineTheOneFamilyOfTheArchitectureEncodes) {
