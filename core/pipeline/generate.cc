@@ -256,9 +256,12 @@ std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, 
                       {"width", width},
                       {"height", height},
                       {"steps", steps},
-                      {"guidance_scale", guidance},
                       {"seed", r.seeds.empty() ? r.seed : r.seeds[index]},
                       {"shift", r.shift}};
+  // Only a family that takes guidance_scale used it (Qwen-Image's is true_cfg_scale).
+  for (const FamilyArgument& a : resolved.family->arguments()) {
+    if (a.name == "guidance_scale") j["guidance_scale"] = guidance;
+  }
   if (r.legacy_guidance_scale.has_value()) j["legacy_guidance_scale"] = *r.legacy_guidance_scale;
   if (!r.sigmas.empty()) j["sigmas"] = r.sigmas;
   if (r.max_sequence_length != 0) j["max_sequence_length"] = r.max_sequence_length;
