@@ -10,7 +10,12 @@ TextEncoding z_image_text_encoding(const std::string& prompt) {
   TextEncoding encoding;
   encoding.text = render_z_image_prompt(prompt);
   encoding.max_tokens = kZImageMaxSequenceLength;
-  encoding.pad_to_max_tokens = true;
+  // Upstream pads to 512 and keeps the real tokens' rows. The padding sits
+  // at the end under causal attention, so no real row reads it: the prompt
+  // alone gives the same rows (Qwen3Parity.PromptsEncodedAloneWithoutPadding
+  // against upstream's padded pipeline) without running 512 rows for a
+  // 20-token prompt.
+  encoding.pad_to_max_tokens = false;
   encoding.hidden_layer = kZImageTextHiddenLayer;
   return encoding;
 }
