@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/models/model.h"
 
 namespace diffusiond {
@@ -54,6 +55,35 @@ class ImageDecoder : public Model {
   virtual absl::StatusOr<torch::Tensor> encode_image(const torch::Tensor& image, const torch::Tensor& eps,
                                                      bool tiled) const = 0;
 };
+
+// A VAE Step's named inputs, checked: exactly one of "latents" (decode) or
+// "image" (encode, with an optional "eps"), and an optional one-element
+// "tiled". Every VAE's step() reads them so.
+struct VaeStepInputs {
+  bool decoding = false;
+  torch::Tensor input;  // the latents or the image
+  torch::Tensor eps;    // encode only; undefined when not given
+  bool tiled = false;
+};
+
+// INVALID_ARGUMENT naming the shapes a VAE takes (`latents_shape`,
+// `image_shape`, e.g. "[B, L, h, w]") for a missing, doubled or unexpected
+// input, or a "tiled" that is not one element.
+absl::StatusOr<VaeStepInputs> read_vae_step_inputs(const NamedTensors& inputs, absl::string_view latents_shape,
+                                                   absl::string_view image_shape);
+
+// An encode's outputs as a Step names them: "moments", "mean", "logvar",
+// "std", "latents_mode", and with a sample "sample" and "latents".
+template <typename Encoding>
+NamedTensors vae_encoding_outputs(const Encoding& e) {
+  NamedTensors out{{"moments", e.moments}, {"mean", e.mean}, {"logvar", e.logvar}, {"std", e.std},
+                   {"latents_mode", e.latents_mode}};
+  if (e.sample.defined()) {
+    out["sample"] = e.sample;
+    out["latents"] = e.latents;
+  }
+  return out;
+}
 
 }  // namespace diffusiond
 

@@ -3,15 +3,12 @@
 // (wan_vae_memory.h), and decode / encode with upstream's default tiles when
 // asked to tile.
 #include <optional>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/models/activation_estimate.h"
 #include "core/models/wan_vae/wan_vae_memory.h"
 #include "core/models/wan_vae/wan_vae_model.h"
-#include "core/util/bounded_text.h"
-#include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
@@ -93,50 +90,15 @@ ActivationEstimate WanVaeModel::step_activations(const NamedTensors& inputs, boo
 }
 
 absl::StatusOr<NamedTensors> WanVaeModel::step(const NamedTensors& inputs) const {
-  const auto latents = inputs.find("latents");
-  const auto image = inputs.find("image");
-  if ((latents == inputs.end()) == (image == inputs.end())) {
-    return absl::InvalidArgumentError(
-        "VAE Step needs exactly one of \"latents\" [B, z, F, h, w] (decode) or \"image\" [B, 3, T, H, W] "
-        "(encode, with optional \"eps\"), plus an optional one-element \"tiled\"");
+  DIFFUSIOND_ASSIGN_OR_RETURN(const VaeStepInputs in,
+                              read_vae_step_inputs(inputs, "[B, z, F, h, w]", "[B, 3, T, H, W]"));
+  const std::optional<WanVaeTiling> tiling = tiling_of(in.tiled);
+  if (in.decoding) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor image, decode(in.input, tiling));
+    return NamedTensors{{"image", std::move(image)}};
   }
-  const bool decoding = latents != inputs.end();
-  std::set<std::string> allowed = {decoding ? "latents" : "image", "tiled"};
-  if (!decoding) allowed.insert("eps");
-  for (const auto& [name, tensor] : inputs) {
-    if (allowed.count(name) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected input \"", bounded(name, 64), "\" for a VAE ",
-                                                     decoding ? "decode" : "encode"));
-    }
-  }
-  std::optional<WanVaeTiling> tiling;
-  if (const auto tiled = inputs.find("tiled"); tiled != inputs.end()) {
-    if (!tiled->second.defined() || tiled->second.numel() != 1) {
-      return absl::InvalidArgumentError("input \"tiled\" must hold exactly one element");
-    }
-    DIFFUSIOND_ASSIGN_OR_RETURN(const bool on, status_of("reading \"tiled\"", [&]() -> absl::StatusOr<bool> {
-      return tiled->second.to(torch::kFloat64).item<double>() != 0;
-    }));
-    tiling = tiling_of(on);
-  }
-  NamedTensors out;
-  if (decoding) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(out["image"], decode(latents->second, tiling));
-    return out;
-  }
-  const auto eps = inputs.find("eps");
-  DIFFUSIOND_ASSIGN_OR_RETURN(WanVaeEncoding e,
-                              encode(image->second, eps == inputs.end() ? torch::Tensor() : eps->second, tiling));
-  out["moments"] = e.moments;
-  out["mean"] = e.mean;
-  out["logvar"] = e.logvar;
-  out["std"] = e.std;
-  out["latents_mode"] = e.latents_mode;
-  if (e.sample.defined()) {
-    out["sample"] = e.sample;
-    out["latents"] = e.latents;
-  }
-  return out;
+  DIFFUSIOND_ASSIGN_OR_RETURN(const WanVaeEncoding e, encode(in.input, in.eps, tiling));
+  return vae_encoding_outputs(e);
 }
 
 }  // namespace diffusiond
