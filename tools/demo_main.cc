@@ -14,11 +14,13 @@
 //     writes the model (and, with --inputs_dir, random conditioning as
 //     DIR2/conditioning.safetensors and DIR2/negative.safetensors, for
 //     clients of the daemon) and exits.
-//   diffusiond-demo --write_pipeline DIR [--pipeline z-image|flux]
+//   diffusiond-demo --write_pipeline DIR [--pipeline z-image|flux|wan|wan22]
 //     writes a random-weight pipeline folder for the daemon's Generate, and
 //     exits: Z-Image's (Qwen3 text encoder with its tokenizer, transformer,
-//     VAE) or FLUX.1-dev's (CLIP and T5 with their tokenizers, transformer,
-//     VAE).
+//     VAE), FLUX.1-dev's (CLIP and T5 with their tokenizers, transformer,
+//     VAE), Wan 2.1's (UMT5 with its tokenizer, transformer, the causal 3-D
+//     VAE: a video pipeline) or Wan 2.2's (the same with a second expert,
+//     transformer_2, and boundary_ratio 0.875).
 #include <unistd.h>
 
 #include <cstdio>
@@ -44,6 +46,7 @@
 #include "tools/random_models/demo_models.h"
 #include "tools/random_models/flux_pipeline_random.h"
 #include "tools/random_models/pipeline_random.h"
+#include "tools/random_models/wan_pipeline_random.h"
 
 namespace diffusiond {
 namespace {
@@ -78,7 +81,7 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
     double d = 0;
     if (flag == "--arch") a.arch = v;
     else if (flag == "--write_pipeline") a.pipeline_dir = v;
-    else if (flag == "--pipeline" && (v == "z-image" || v == "flux")) a.pipeline = v;
+    else if (flag == "--pipeline" && (v == "z-image" || v == "flux" || v == "wan" || v == "wan22")) a.pipeline = v;
     else if (flag == "--model_dir") a.model_dir = v;
     else if (flag == "--inputs_dir") a.inputs_dir = v;
     else if (flag == "--out") a.out = v;
@@ -122,6 +125,11 @@ absl::Status run(const Args& args) {
                 args.pipeline_dir.c_str());
     if (args.pipeline == "flux") {
       return write_random_flux_pipeline(demo_flux_pipeline_sizes(), args.pipeline_dir, args.seed);
+    }
+    if (args.pipeline == "wan" || args.pipeline == "wan22") {
+      WanPipelineSizes sizes = demo_wan_pipeline_sizes();
+      if (args.pipeline == "wan22") sizes.boundary_ratio = 0.875;  // Wan2.2-T2V-A14B's
+      return write_random_wan_pipeline(sizes, args.pipeline_dir, args.seed);
     }
     return write_random_pipeline(demo_pipeline_sizes(), args.pipeline_dir, args.seed);
   }

@@ -1,0 +1,30 @@
+// A random-weight causal 3-D VAE (diffusers' AutoencoderKLWan, or
+// AutoencoderKLQwenImage by the config's class) in diffusers' layout, for
+// the pipelines the demo and the tests write. The decoded frames are noise.
+//
+// Not here: the weight-drawing rule (random_weights.h), the model
+// (core/models/wan_vae/).
+#ifndef DIFFUSIOND_TOOLS_RANDOM_MODELS_WAN_VAE_RANDOM_H_
+#define DIFFUSIOND_TOOLS_RANDOM_MODELS_WAN_VAE_RANDOM_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "core/models/wan_vae/wan_vae_config.h"
+
+namespace diffusiond {
+
+// The demo's: Wan 2.1's layout (z 16, dim_mult [1, 2, 4, 4], 2 res
+// blocks, time halved twice) at base_dim 8, with Wan 2.1's latent
+// statistics: a few frames of 256 x 256 decode in seconds on two cores.
+WanVaeConfig demo_wan_vae_config();
+
+// Writes config.json and a bf16 diffusion_pytorch_model.safetensors into
+// `folder` (created), weights drawn from `seed`. INVALID_ARGUMENT for a
+// config that does not validate; UNAVAILABLE if it cannot be written.
+absl::Status write_random_wan_vae(const WanVaeConfig& config, const std::string& folder, uint64_t seed);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_TOOLS_RANDOM_MODELS_WAN_VAE_RANDOM_H_
