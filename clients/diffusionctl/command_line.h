@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "diffusiond/v1/model_service.pb.h"
+#include "diffusiond/v1/pipeline_service.pb.h"
 
 namespace diffusiond::ctl {
 

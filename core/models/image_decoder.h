@@ -34,6 +34,9 @@ class ImageDecoder : public Model {
   // Latent channels, and image pixels per latent along each side.
   virtual int64_t latent_channels() const = 0;
   virtual int64_t spatial_factor() const = 0;
+  // Frames per latent frame after the first, for a video decoder; 0 (the
+  // default) for one without a time axis.
+  virtual int64_t temporal_factor() const { return 0; }
 
   // OK when `latents` (a denoiser's output, unbatched, or with a batch of
   // one) is what this decoder decodes; INVALID_ARGUMENT naming the shape it

@@ -9,6 +9,7 @@ any load.
 """
 
 import json
+import math
 import shutil
 import subprocess
 import threading
@@ -108,6 +109,13 @@ class WanGenerateTest(unittest.TestCase):
                 args.update(kwargs)
                 with self.assertRaises(dc.InvalidArgumentError) as caught:
                     client.generate_video("wanpipe", "a lighthouse", video_format="png_frames", **args)
+                self.assertIn(says, str(caught.exception))
+            # Decode: latents the VAE could never decode, from its description.
+            for shape, says in (((16, 2, 6, 8), "a video's latents [C, F, h, w] are decoded by Generate"),
+                                ((4, 6, 8), "decodes one image from [16, h, w] or [16, 1, h, w]")):
+                latents = dc.WireTensor.from_floats([0.0] * math.prod(shape), shape)
+                with self.assertRaises(dc.InvalidArgumentError) as caught:
+                    client.decode("wanpipe/vae", latents)
                 self.assertIn(says, str(caught.exception))
             self.assertEqual({m.model_id for m in client.list_models()}, before)
 

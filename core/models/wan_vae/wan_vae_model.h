@@ -111,6 +111,7 @@ class WanVaeModel final : public ImageDecoder {
   // default tiles.
   int64_t latent_channels() const override { return config_.z_dim; }
   int64_t spatial_factor() const override { return config_.spatial_factor(); }
+  int64_t temporal_factor() const override { return config_.temporal_factor(); }
   absl::Status check_latents(const torch::Tensor& latents) const override;
   // The larger of a decode of `latents` and an encode of the clip they
   // come from (wan_vae_memory.h), so one reservation serves both.
