@@ -19,9 +19,14 @@
 #      model, encodes, denoises and decodes, and streams every stage; then
 #      the same for a FLUX.1-dev pipeline folder (build/models/fluxpipe: CLIP
 #      and T5 encoders with their tokenizers, transformer, VAE);
-#   5. SIGTERM drains the daemon, which exits 0.
+#   5. from a prompt to a video: diffusionctl generate runs a Wan 2.2 pipeline
+#      folder (build/models/wanpipe: UMT5 with its tokenizer, two experts
+#      switching at boundary_ratio, the causal 3-D VAE) and writes a 9-frame
+#      MP4 as the VAE decodes its frames;
+#   6. SIGTERM drains the daemon, which exits 0.
 # The final latents are written to build/demo-latents.safetensors and
-# build/demo-flux-latents.safetensors, the image to build/demo.png. Extra
+# build/demo-flux-latents.safetensors, the images to build/demo.png and build/demo-flux.png, the
+# video to build/demo-wan.mp4. Extra
 # arguments go to both `diffusionctl denoise` calls (e.g. --steps 4 --seed 7).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +53,9 @@ if [[ ! -f build/models/zpipe/model_index.json ]]; then
 fi
 if [[ ! -f build/models/fluxpipe/model_index.json ]]; then
   "$tools/diffusiond-demo" --write_pipeline build/models/fluxpipe --pipeline flux
+fi
+if [[ ! -f build/models/wanpipe/model_index.json ]]; then
+  "$tools/diffusiond-demo" --write_pipeline build/models/wanpipe --pipeline wan22
 fi
 
 log=build/diffusiond-demo.log
@@ -84,6 +92,9 @@ echo "== diffusionctl generate zpipe (prompt -> 512x512 PNG through text encoder
 echo "== diffusionctl generate fluxpipe (prompt -> 512x512 PNG through CLIP, T5, transformer, VAE)"
 "${ctl[@]}" generate fluxpipe --prompt "a lighthouse on a cliff at dawn" \
   --width 512 --height 512 --steps 4 --seed 42 --out build/demo-flux.png
+echo "== diffusionctl generate wanpipe (prompt -> 9 frames of 256x256 through UMT5, two experts, the video VAE -> MP4)"
+"${ctl[@]}" generate wanpipe --prompt "a lighthouse on a cliff at dawn, waves rolling in" \
+  --width 256 --height 256 --num_frames 9 --steps 6 --seed 42 --out build/demo-wan.mp4
 echo "== diffusionctl ls"
 "${ctl[@]}" ls
 echo "== diffusionctl stats"

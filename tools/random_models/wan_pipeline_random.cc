@@ -36,7 +36,7 @@ WanPipelineSizes demo_wan_pipeline_sizes() {
   WanPipelineSizes s;
   T5Config& t = s.text_encoder;
   t.umt5 = true;
-  t.vocab_size = 640;  // the tokenizer's 256 pieces and UMT5's 300 sentinels
+  t.vocab_size = 704;  // the tokenizer's 384 pieces and UMT5's 300 sentinels
   t.d_model = 64;
   t.d_kv = 16;
   t.num_heads = 4;
@@ -67,7 +67,8 @@ absl::Status write_random_wan_pipeline(const WanPipelineSizes& sizes, const std:
                                              R"( "use_flow_sigmas": true})"
                                              "\n"));
   T5TokenizerFiles tokenizer;
-  tokenizer.byte_fallback = true;
+  tokenizer.byte_fallback = true;  // its 256 byte pieces and the corpus's characters need 384
+  tokenizer.train_vocab_size = 384;
   tokenizer.extra_ids = 300;
   DIFFUSIOND_RETURN_IF_ERROR(write_t5_tokenizer(folder + "/tokenizer", tokenizer));
   DIFFUSIOND_RETURN_IF_ERROR(write_random_t5_encoder(folder + "/text_encoder", sizes.text_encoder, seed));
