@@ -115,6 +115,7 @@ absl::StatusOr<ModelInfo> LoadResolver::describe(const ResolvedLoad& load) const
   info.path = load.path;
   info.architecture = std::string(plan.family->name());
   info.description = plan.recipe->describe();
+  info.role = plan.family->role();
   info.geometry = plan.recipe->latent_geometry();
   info.compute_dtype = load.compute_dtype;
   info.bytes[kCpuIndex] = plan.plan.reservation_bytes();
