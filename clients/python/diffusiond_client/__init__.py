@@ -18,7 +18,8 @@ from ._base import DEFAULT
 from ._stream_call import DenoiseCall, EventWatch, GenerateCall, StreamCall, VideoGenerateCall
 from ._transport import DEFAULT_MAX_MESSAGE_BYTES, KEEPALIVE_OPTIONS, MODEL_HEADER, RetryPolicy
 from ._calls import DenoiseSegment
-from .aio import AsyncClient, AsyncDenoiseCall, AsyncEventWatch, AsyncGenerateCall, AsyncVideoGenerateCall
+from ._aio_stream_call import AsyncVideoGenerateCall
+from .aio import AsyncClient, AsyncDenoiseCall, AsyncEventWatch, AsyncGenerateCall
 from .auth import TOKEN_ENV, TOKEN_FILE_ENV, TokenSource, tls_credentials
 from .client import Client
 from .errors import (CancelledError, DeadlineExceededError, DiffusiondError, FailedPreconditionError,

@@ -189,7 +189,15 @@ class FakePipeline(_stubs.pipeline_service_pb2_grpc.PipelineServiceServicer):
             count = 1
         for index in range(count):
             yield _ps.GenerateEvent(progress=stage(stage=stage.STAGE_DECODE, model_id="vae"))
-            if request.pipeline != "no-image":
+            if request.pipeline == "wan":  # a video: PNG frames as asked, then the Video
+                frames = request.num_frames or 81
+                png_frames = request.video_format == _ps.VIDEO_FORMAT_PNG_FRAMES
+                for k in range(frames if png_frames else 0):
+                    yield _ps.GenerateEvent(frame=_ps.VideoFrame(png=b"\x89PNG %d" % k, index=index, frame=k))
+                yield _ps.GenerateEvent(video=_ps.Video(mp4=b"" if png_frames else b"....ftypisom", width=request.width,
+                                                        height=request.height, frames=frames, fps=16,
+                                                        seed=request.seed, index=index, parameters="{}"))
+            elif request.pipeline != "no-image":
                 seed = request.seeds[index] if request.seeds else request.seed
                 yield _ps.GenerateEvent(image=_ps.Image(png=b"\x89PNG generated", width=request.width,
                                                         height=request.height, seed=seed, index=index))
@@ -518,6 +526,25 @@ class PipelineClientTest(unittest.TestCase):
         self.assertEqual([p.stage for p in progress].count("decode"), 3)
         sent = self.pipeline.requests[-1]
         self.assertEqual((sent.num_images_per_prompt, sent.seed, list(sent.seeds)), (3, 5, []))
+
+    def test_generate_video_gathers_png_frames_or_returns_the_mp4(self):
+        progress = []
+        video = self.client.generate_video("wan", "a cat", width=32, height=16, steps=1, seed=5, num_frames=5,
+                                           guidance_scale_2=2.5, video_format="png_frames", on_event=progress.append)
+        self.assertEqual((video.width, video.height, video.frames, video.fps, video.seed), (32, 16, 5, 16, 5))
+        self.assertEqual(video.frame_pngs, tuple(b"\x89PNG %d" % k for k in range(5)))
+        self.assertEqual(video.mp4, b"")
+        self.assertEqual([type(e).__name__ for e in progress].count("VideoFrame"), 5)
+        sent = self.pipeline.requests[-1]
+        self.assertEqual((sent.num_frames, sent.guidance_scale_2, sent.video_format),
+                         (5, 2.5, _ps.VIDEO_FORMAT_PNG_FRAMES))
+        videos = self.client.generate_videos("wan", "a cat", steps=1, seed=5, num_frames=9, num_images_per_prompt=2)
+        self.assertEqual([(v.index, v.frames, v.mp4, v.frame_pngs) for v in videos],
+                         [(0, 9, b"....ftypisom", ()), (1, 9, b"....ftypisom", ())])
+        self.assertEqual(self.pipeline.requests[-1].video_format, _ps.VIDEO_FORMAT_MP4)
+        self.assertFalse(self.pipeline.requests[-1].HasField("guidance_scale_2"))
+        with self.assertRaisesRegex(ValueError, "video_format 'gif' is not"):
+            self.client.generate_video("wan", "a cat", video_format="gif")
 
     def test_generate_images_with_one_seed_per_image(self):
         images = self.client.generate_images("z-image", "a cat", steps=1, seeds=[4, 9])
