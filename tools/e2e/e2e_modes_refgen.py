@@ -133,6 +133,30 @@ def import_shared(folder):
     return importlib.import_module("e2e_pipe_refgen")
 
 
+def family_refgen_main(doc, families, import_upstream, run_family, diffusers_commit, transformers_commit):
+    """The command line of a script that builds its own families' folders
+    and cases (e2e_qwen_refgen.py, e2e_wan_refgen.py): parses it, imports
+    upstream with `import_upstream(shared, transformers_src, diffusers_src)`
+    and runs `run_family(shared, up, family, OUT/<family>-pipe, case, args)`
+    for each of `families` (or the one --only names)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shared-refgen", default=os.path.join(REPO_ROOT, "..", "shared", "refgen"),
+                    help="the folder of e2e_pipe_refgen.py (default: ../shared/refgen beside the repository)")
+    ap.add_argument("--transformers-src", required=True)
+    ap.add_argument("--transformers-commit", default=transformers_commit)
+    ap.add_argument("--diffusers-src", required=True)
+    ap.add_argument("--diffusers-commit", default=diffusers_commit)
+    ap.add_argument("--out-root", required=True, help="folder of <family>-pipe/")
+    ap.add_argument("--only", choices=tuple(families))
+    ap.add_argument("--case", help="one case only (its family's files then hold only it)")
+    args = ap.parse_args()
+    shared = import_shared(args.shared_refgen)
+    up = import_upstream(shared, args.transformers_src, args.diffusers_src)
+    for family in families:
+        if not args.only or family == args.only:
+            run_family(shared, up, family, os.path.join(args.out_root, f"{family}-pipe"), args.case, args)
+
+
 def mode_pipelines(family, txt2img):
     """{mode: pipeline} sharing txt2img's components (one scheduler object:
     each __call__ sets its timesteps afresh)."""

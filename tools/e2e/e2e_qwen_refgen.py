@@ -54,7 +54,6 @@ Usage (Debian python3-torch 1.13, no pip; about 20 s on 2 cores):
   /usr/bin/python3 tools/e2e/e2e_qwen_refgen.py --transformers-src TRANSFORMERS_V4_57_SRC \\
       --diffusers-src DIFFUSERS_SRC --out-root OUT [--shared-refgen DIR] [--only qwenimage|krea2] [--case NAME]
 """
-import argparse
 import importlib
 import inspect
 import json
@@ -68,7 +67,6 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO_ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import e2e_modes_refgen as modes  # noqa: E402
 from e2e_modes_refgen import case  # noqa: E402
@@ -671,22 +669,7 @@ Per case `<case>.<key>` (float32 unless said):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shared-refgen", default=os.path.join(REPO_ROOT, "..", "shared", "refgen"),
-                    help="the folder of e2e_pipe_refgen.py (default: ../shared/refgen beside the repository)")
-    ap.add_argument("--transformers-src", required=True)
-    ap.add_argument("--transformers-commit", default=TRANSFORMERS_COMMIT)
-    ap.add_argument("--diffusers-src", required=True)
-    ap.add_argument("--diffusers-commit", default=DIFFUSERS_COMMIT)
-    ap.add_argument("--out-root", required=True, help="folder of <family>-pipe/")
-    ap.add_argument("--only", choices=tuple(CASES))
-    ap.add_argument("--case", help="one case only (its family's files then hold only it)")
-    args = ap.parse_args()
-    shared = modes.import_shared(args.shared_refgen)
-    up = import_upstream(shared, args.transformers_src, args.diffusers_src)
-    for family in CASES:
-        if not args.only or family == args.only:
-            run_family(shared, up, family, os.path.join(args.out_root, f"{family}-pipe"), args.case, args)
+    modes.family_refgen_main(__doc__, CASES, import_upstream, run_family, DIFFUSERS_COMMIT, TRANSFORMERS_COMMIT)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,13 @@ class FakePipeline(_stubs.pipeline_service_pb2_grpc.PipelineServiceServicer):
 
     def Generate(self, request, context):
         self.requests.append(request)
+        if request.num_frames:  # a video: its frames as PNGs, then the Video
+            frames = self.answers[request.prompt]
+            for k, data in enumerate(frames):
+                yield _ps.GenerateEvent(frame=_ps.VideoFrame(png=png_io.encode_png(data, W, H, 3), index=0, frame=k))
+            yield _ps.GenerateEvent(video=_ps.Video(width=W, height=H, frames=len(frames), fps=16, seed=request.seed,
+                                                    index=0))
+            return
         for index, data in enumerate(self.answers[request.prompt]):
             seed = request.seeds[index] if request.seeds else request.seed
             yield _ps.GenerateEvent(image=_ps.Image(png=png_io.encode_png(data, W, H, 3), width=W, height=H,
@@ -104,6 +111,22 @@ class VsUpstreamTest(unittest.TestCase):
         self.assertEqual((door.image, door.mask_image, door.strength), (self.init, self.mask, 0.8))
         self.assertEqual((door.seed, list(door.seeds), door.num_images_per_prompt, door.negative_prompt),
                          (0, [13, 14], 2, ""))
+
+    def test_a_video_case_compares_every_frame(self):
+        case = {"name": "wave", "mode": "txt2img", "prompt": "a wave", "negative_prompt": "", "width": W, "height": H,
+                "num_frames": 2, "steps": 2, "seed": 7, "seeds": [], "guidance_scale": None, "guidance_scale_2": 2.0,
+                "true_cfg_scale": 0.0, "strength": 0.0, "num_images_per_prompt": 0, "image": "", "mask": "",
+                "image_keys": [], "video_keys": ["wave.video_u8"], "ref": "video_ref.safetensors"}
+        write_u8_safetensors(os.path.join(self.folder, "video_ref.safetensors"),
+                             {"wave.video_u8": (pixels(3) + pixels(4), [2, H, W, 3])})
+        off = bytearray(pixels(4))
+        off[0] = (off[0] + 1) % 256
+        self.fake.answers["a wave"] = [pixels(3), bytes(off)]
+        rows = vs.compare(self.folder, case, vs.generate(self.client, self.folder, "pipe", case))
+        self.assertEqual(rows, [("wave", 1, 1, 48)])
+        sent = self.fake.requests[-1]
+        self.assertEqual((sent.num_frames, sent.guidance_scale_2, sent.video_format, sent.HasField("guidance_scale")),
+                         (2, 2.0, _ps.VIDEO_FORMAT_PNG_FRAMES, False))
 
     def test_a_wrong_seed_is_reported(self):
         _, cases = vs.load_cases(self.folder)
