@@ -2,6 +2,7 @@
 // errors refused before any call, and their help.
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -126,6 +127,30 @@ TEST(PipelineCommandLine, GenerateRefusesBadValues) {
   expect_usage_error(with({"--seed", "-1"}), "--seed: '-1' is not an integer from 0 to 2^64-1");
   expect_usage_error({"generate", "--prompt", "x", "--out", "o"},
                      "generate takes PIPELINE, got 0 arguments");
+}
+
+TEST(PipelineCommandLine, GenerateTakesAVideosFramesGuidanceAndFormat) {
+  const GenerateOptions o =
+      options<GenerateOptions>({"generate", "wan", "--prompt", "a wave", "--num_frames", "33", "--guidance_2", "3",
+                                "--video_format", "png_frames", "--out", "wave"});
+  EXPECT_EQ(o.num_frames, 33);
+  EXPECT_EQ(o.guidance_scale_2, 3.0);
+  EXPECT_EQ(o.video_format, v1::VIDEO_FORMAT_PNG_FRAMES);
+  const GenerateOptions d = options<GenerateOptions>({"generate", "wan", "--prompt", "x", "--out", "o"});
+  EXPECT_EQ(d.num_frames, 0);
+  EXPECT_FALSE(d.guidance_scale_2.has_value());
+  EXPECT_EQ(d.video_format, v1::VIDEO_FORMAT_MP4);
+  const std::vector<std::string> base = {"generate", "wan", "--prompt", "x", "--out", "o"};
+  for (const auto& [flag, value, says] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--num_frames", "0", "--num_frames: '0' is not an integer from 1 to 1025"},
+           {"--guidance_2", "0.5", "--guidance_2: '0.5' is not a number >= 1"},
+           {"--video_format", "gif", "--video_format: 'gif' is not mp4 or png_frames"}}) {
+    std::vector<std::string> args = base;
+    args.push_back(flag);
+    args.push_back(value);
+    expect_usage_error(args, says);
+  }
 }
 
 TEST(PipelineCommandLine, GenerateTakesTrueCfgAndEachComponentsLoadOptions) {
