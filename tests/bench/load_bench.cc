@@ -1,7 +1,10 @@
-// Load time of a 1 GiB bf16 checkpoint (page cache warm) against plain
+// Load time of a 1 GiB bf16 checkpoint (page cache warm), and the page
+// faults a load takes, against plain
 // sequential reads of the same file: into one reused buffer (the I/O floor)
 // and into fresh buffers of the same total size (the I/O plus the cost of
 // making that much new memory resident, which any load must pay).
+#include <sys/resource.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -16,6 +19,14 @@
 
 namespace diffusiond {
 namespace {
+
+// Minor page faults of this process so far: what making fresh weight
+// memory resident costs, per page (or per huge page).
+int64_t minor_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
 
 constexpr int kTensors = 64;
 constexpr int64_t kRows = 2048, kCols = 4096;
@@ -82,9 +93,12 @@ void BM_Load(benchmark::State& state) {
   if (state.range(0) == 1) options.fp8.format = Fp8Format::kE4M3Fn;
   auto plan = plan_load(**ckpt, options);
   Budget ram(Device::kCpu, int64_t{8} << 30);
+  int64_t faults = 0;
   for (auto _ : state) {
     auto r = ram.reserve(plan->reservation_bytes());
+    const int64_t faults_before = minor_faults();
     auto store = stream_weights(**ckpt, *plan, *r);
+    faults += minor_faults() - faults_before;
     if (!store.ok()) state.SkipWithError(std::string(store.status().message()).c_str());
     benchmark::DoNotOptimize(store);
     state.PauseTiming();
@@ -92,6 +106,7 @@ void BM_Load(benchmark::State& state) {
     state.ResumeTiming();
   }
   state.SetBytesProcessed(state.iterations() * (*ckpt)->weight_bytes());
+  state.counters["faults_per_load"] = static_cast<double>(faults) / static_cast<double>(state.iterations());
   state.SetLabel(state.range(0) == 0 ? "bf16 direct" : state.range(0) == 1 ? "fp8 e4m3fn" : "f32 cast");
 }
 BENCHMARK(BM_Load)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(3);
