@@ -60,6 +60,9 @@ struct SegmentStart {
   int first_step = 0;  // 0-based, of the steps the run makes (StepEvent's count)
   std::string model_id;
   bool loaded = false;  // loaded for this call (a later segment not cached)
+  // When loaded: how long readying it took (the load, and any wait for
+  // room), the model switch's cost.
+  absl::Duration load_time;
   // The models evicted from RAM to make room for its load and activations.
   std::vector<std::string> evicted;
   CallDevice where;  // where it runs, and what its placement did

@@ -322,8 +322,17 @@ absl::StatusOr<ModelHandle> ready_component(EngineApi& engine, const ModelLoadRe
   if (!handle.loaded()) {
     emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, absl::ZeroDuration(), "already loaded", ""});
   } else {
-    emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, clock->now() - start,
-                      absl::StrCat("loaded ", info.architecture, ", ", format_bytes(info.bytes[kCpuIndex])), ""});
+    // The rate is the switch's cost a user sees: bytes made resident per
+    // second of this readying (waits for room included).
+    const absl::Duration took = clock->now() - start;
+    const double seconds = absl::ToDoubleSeconds(took);
+    emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, took,
+                      absl::StrCat("loaded ", info.architecture, ", ", format_bytes(info.bytes[kCpuIndex]),
+                                   seconds > 0 ? absl::StrCat(" at ", format_bytes(static_cast<int64_t>(
+                                                                          info.bytes[kCpuIndex] / seconds)),
+                                                              "/s")
+                                               : ""),
+                      ""});
   }
   return handle;
 }
