@@ -220,9 +220,13 @@ class Daemon:
     """
 
     def __init__(self, models, ram_budget="512MiB", drain_grace="10s", extra_args=()):
+        # float32 unless the test asks otherwise: the daemon's default is the
+        # CPU's fast path (bfloat16 where it has native bf16 matmuls), and a
+        # test's numbers must not depend on which CPU runs it.
+        dtype = [] if any(a.startswith("--compute_dtype") for a in extra_args) else ["--compute_dtype", "float32"]
         self.args = [binary("DIFFUSIOND_BIN", "diffusiond"), "--listen", "127.0.0.1:0", "--metrics_listen",
                      "127.0.0.1:0", "--models_dir", str(models), "--ram_budget", ram_budget, "--drain_grace",
-                     drain_grace, "--log_level", "debug", *extra_args]
+                     drain_grace, "--log_level", "debug", *dtype, *extra_args]
         self.proc = None
         self.address = self.metrics_address = None
         self._lines = []
