@@ -3,6 +3,7 @@
 extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
+#include <libavutil/cpu.h>
 #include <libavutil/dict.h>
 #include <libavutil/error.h>
 #include <libavutil/frame.h>
@@ -39,6 +40,7 @@ using video_internal::SwsContextPtr;
 
 constexpr int kMaxFps = 240;
 constexpr int kMaxCrf = 51;
+constexpr int kMaxThreads = 16;
 
 absl::Status check_format(const VideoFormat& format) {
   for (const auto& [name, side] : {std::pair<const char*, int64_t>{"width", format.width},
@@ -56,6 +58,10 @@ absl::Status check_format(const VideoFormat& format) {
   if (format.crf < 0 || format.crf > kMaxCrf) {
     return absl::InvalidArgumentError(
         absl::StrCat("video crf is ", format.crf, ", expected 0 to ", kMaxCrf));
+  }
+  if (format.threads < 0 || format.threads > kMaxThreads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("video encoder threads is ", format.threads, ", expected 0 to ", kMaxThreads));
   }
   return absl::OkStatus();
 }
@@ -178,9 +184,8 @@ struct Mp4Writer::State {
     codec->framerate = AVRational{video.fps, 1};
     codec->color_range = AVCOL_RANGE_MPEG;
     codec->colorspace = AVCOL_SPC_SMPTE170M;  // BT.601's matrix, as swscale converts below
-    // One thread: x264's output depends on its thread count, and the
-    // machine's core count must not change the bytes.
-    codec->thread_count = 1;
+    // x264's output depends on its thread count (VideoFormat::threads).
+    codec->thread_count = video.threads;
     if ((format->oformat->flags & AVFMT_GLOBALHEADER) != 0) {
       codec->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;  // mp4 keeps SPS/PPS in avcC
     }
@@ -189,6 +194,14 @@ struct Mp4Writer::State {
     int rc = av_dict_set_int(&options.dict, "crf", video.crf, 0);
     if (rc >= 0 && absl::string_view(encoder->name) == "libx264") {
       rc = av_dict_set(&options.dict, "profile", "high", 0);
+      // x264's AVX-512 code (core 164, Debian 12's) makes its output depend
+      // on uninitialised memory: the same frames gave other bytes from one
+      // run to the next (and under MALLOC_PERTURB_ in the ffmpeg program).
+      // Its AVX2 code and below give one output, the C code's, so an
+      // AVX-512 CPU runs x264's AVX2 code (which every AVX-512 CPU has).
+      if (rc >= 0 && (av_get_cpu_flags() & AV_CPU_FLAG_AVX512) != 0) {
+        rc = av_dict_set(&options.dict, "x264-params", "asm=AVX2", 0);
+      }
     }
     if (rc < 0) return errors.error(rc, "setting the encoder's options");
     rc = avcodec_open2(codec.get(), encoder, &options.dict);
@@ -315,6 +328,7 @@ absl::Status Mp4Writer::add_frame(const torch::Tensor& rgb) {
   rc = sws_scale(s.sws.get(), planes, strides, 0, static_cast<int>(s.video.height), s.frame->data,
                  s.frame->linesize);
   if (rc < 0) return s.fail(errors.error(rc, "converting a frame to yuv420p"));
+
   s.frame->pts = s.frames;  // in 1/fps
   absl::Status encoded = s.encode(s.frame.get(), errors);
   if (!encoded.ok()) return s.fail(std::move(encoded));

@@ -3,9 +3,9 @@
 // av_log writes to stderr by default. The first FfmpegErrorScope installs
 // a process-wide callback that drops every line, except that error-level
 // lines logged on a thread while a scope is open there are kept for that
-// scope's statuses: FFmpeg logs on the calling thread (core/video runs its
-// encoder with one thread), and its return codes alone ("Invalid argument")
-// seldom say what was wrong.
+// scope's statuses: FFmpeg logs a failing call's reasons on the calling
+// thread (an encoder's own threads, where it has several, go unheard), and
+// its return codes alone ("Invalid argument") seldom say what was wrong.
 //
 // Not here: the FFmpeg objects (av_handles.h), IO (memory_io.h).
 #ifndef DIFFUSIOND_CORE_VIDEO_INTERNAL_AV_STATUS_H_

@@ -19,7 +19,7 @@ extern "C" {
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -184,6 +184,11 @@ Mp4ReadBack read_mp4(const std::string& bytes) {
   return out;
 }
 
+std::string tag_of(const Mp4ReadBack& read, const std::string& key) {
+  const auto it = read.tags.find(key);
+  return it == read.tags.end() ? "(absent)" : it->second;
+}
+
 // The top-level box types of an MP4, in file order.
 std::vector<std::string> top_level_boxes(const std::string& bytes) {
   std::vector<std::string> boxes;
@@ -226,9 +231,11 @@ TEST(Mp4WriterTest, WritesH264Yuv420pAtTheFrameRateWithMetadata) {
       << read.r_frame_rate.num << "/" << read.r_frame_rate.den;
   EXPECT_EQ(read.color_space, AVCOL_SPC_SMPTE170M);
   EXPECT_EQ(read.color_range, AVCOL_RANGE_MPEG);
-  EXPECT_EQ(read.tags["comment"], parameters);
-  EXPECT_EQ(read.tags["title"], "cat");
-  if (encoder == "libx264") EXPECT_EQ(read.profile, FF_PROFILE_H264_HIGH);
+  EXPECT_EQ(tag_of(read, "comment"), parameters);
+  EXPECT_EQ(tag_of(read, "title"), "cat");
+  if (encoder == "libx264") {
+    EXPECT_EQ(read.profile, FF_PROFILE_H264_HIGH);
+  }
 
   // Faststart: the moov sits before the media data.
   const std::vector<std::string> boxes = top_level_boxes(*bytes);
@@ -247,9 +254,9 @@ TEST(Mp4WriterTest, DecodedFramesAreCloseToTheInput) {
   for (int t = 0; t < kClipFrames; ++t) {
     const double mean_abs_error =
         (read.frames[t].to(torch::kFloat32) - clip_frame(t).to(torch::kFloat32)).abs().mean().item<double>();
-    // About 1 level with Debian's x264 at crf 18; the bound leaves room for
-    // other x264 builds.
-    EXPECT_LT(mean_abs_error, 3.0) << "frame " << t;
+    // 1.3 to 1.5 levels with Debian's x264 at crf 18 (two conversions and
+    // 4:2:0 included); the bound leaves room for other x264 builds.
+    EXPECT_LT(mean_abs_error, 4.0) << "frame " << t;
   }
 }
 
@@ -273,6 +280,16 @@ TEST(Mp4WriterTest, SameFramesGiveTheSameBytesWhateverTheirLayout) {
   EXPECT_TRUE(*first == *permuted) << "a non-contiguous frame encodes differently";
 }
 
+TEST(Mp4WriterTest, SeveralEncoderThreadsWriteEveryFrame) {
+  VideoFormat format = clip_format();
+  format.threads = 2;
+  auto bytes = encode_clip(format);
+  ASSERT_THAT(bytes, IsOk());
+  const Mp4ReadBack read = read_mp4(*bytes);
+  EXPECT_EQ(read.nb_frames, kClipFrames);
+  EXPECT_EQ(read.frames.size(), static_cast<size_t>(kClipFrames));
+}
+
 TEST(Mp4WriterTest, EveryMetadataKeyRoundTrips) {
   std::vector<std::pair<std::string, std::string>> metadata;
   for (const char* key : kMp4MetadataKeys) metadata.emplace_back(key, absl::StrCat(key, " ✓"));
@@ -282,7 +299,7 @@ TEST(Mp4WriterTest, EveryMetadataKeyRoundTrips) {
   auto bytes = (*writer)->finish();
   ASSERT_THAT(bytes, IsOk());
   const Mp4ReadBack read = read_mp4(*bytes);
-  for (const auto& [key, value] : metadata) EXPECT_EQ(read.tags[key], value) << key;
+  for (const auto& [key, value] : metadata) EXPECT_EQ(tag_of(read, key), value) << key;
 }
 
 // ffprobe, the program people use on these files, where it is installed.
@@ -324,6 +341,10 @@ TEST(Mp4WriterTest, RefusesABadFormatOrMetadata) {
   VideoFormat still = clip_format();
   still.fps = 0;
   EXPECT_THAT(Mp4Writer::open(still, {}), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fps is 0")));
+  VideoFormat crowded = clip_format();
+  crowded.threads = 17;
+  EXPECT_THAT(Mp4Writer::open(crowded, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("threads is 17, expected 0 to 16")));
   VideoFormat blocky = clip_format();
   blocky.crf = 52;
   EXPECT_THAT(Mp4Writer::open(blocky, {}), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("crf is 52")));
