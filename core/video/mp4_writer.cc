@@ -46,18 +46,16 @@ absl::Status check_format(const VideoFormat& format) {
   for (const auto& [name, side] : {std::pair<const char*, int64_t>{"width", format.width},
                                    std::pair<const char*, int64_t>{"height", format.height}}) {
     if (side < 1 || side > kMaxVideoSide || side % 2 != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "video ", name, " is ", side, ", but H.264 in yuv420p needs an even number from 2 to ",
-          kMaxVideoSide));
+      return absl::InvalidArgumentError(absl::StrCat("video ", name, " is ", side,
+                                                     ", but H.264 in yuv420p needs an even number from 2 to ",
+                                                     kMaxVideoSide));
     }
   }
   if (format.fps < 1 || format.fps > kMaxFps) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("video fps is ", format.fps, ", expected 1 to ", kMaxFps));
+    return absl::InvalidArgumentError(absl::StrCat("video fps is ", format.fps, ", expected 1 to ", kMaxFps));
   }
   if (format.crf < 0 || format.crf > kMaxCrf) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("video crf is ", format.crf, ", expected 0 to ", kMaxCrf));
+    return absl::InvalidArgumentError(absl::StrCat("video crf is ", format.crf, ", expected 0 to ", kMaxCrf));
   }
   if (format.threads < 0 || format.threads > kMaxThreads) {
     return absl::InvalidArgumentError(
@@ -82,7 +80,7 @@ absl::Status check_metadata(const std::vector<std::pair<std::string, std::string
     if (value.find('\0') != std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat("mp4 metadata '", key, "' has a NUL byte"));
     }
-    DIFFUSIOND_RETURN_IF_ERROR(validate_utf8(value, absl::StrCat("mp4 metadata '", key, "': ")));
+    DIFFUSIOND_RETURN_IF_ERROR(validate_utf8(value, absl::StrCat("mp4 metadata '", key, "'")));
   }
   return absl::OkStatus();
 }
@@ -105,17 +103,19 @@ absl::StatusOr<std::vector<const AVCodec*>> find_encoders(const std::vector<std:
     for (const std::string& name : names) {
       const AVCodec* codec = avcodec_find_encoder_by_name(name.c_str());
       if (codec != nullptr && codec->id != AV_CODEC_ID_H264) {
-        return absl::InvalidArgumentError(absl::StrCat("encoder '", name, "' encodes ",
-                                                       avcodec_get_name(codec->id), ", not h264"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("encoder '", name, "' encodes ", avcodec_get_name(codec->id), ", not h264"));
       }
       add(codec);
     }
     looked_for = absl::StrJoin(names, ", ");
   }
   if (found.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "this process's libavcodec (", LIBAVCODEC_IDENT, ") has no H.264 encoder: looked for ",
-        looked_for, " (Debian's libavcodec59 has libx264)"));
+    const unsigned version = avcodec_version();
+    return absl::FailedPreconditionError(
+        absl::StrCat("this process's libavcodec (", AV_VERSION_MAJOR(version), ".", AV_VERSION_MINOR(version),
+                     ".", AV_VERSION_MICRO(version), ") has no H.264 encoder: looked for ", looked_for,
+                     " (Debian's libavcodec59 has libx264)"));
   }
   return found;
 }
@@ -211,7 +211,8 @@ struct Mp4Writer::State {
 
   absl::Status check_open(absl::string_view call) const {
     switch (phase) {
-      case Phase::kOpen: return absl::OkStatus();
+      case Phase::kOpen:
+        return absl::OkStatus();
       case Phase::kFinished:
         return absl::FailedPreconditionError(absl::StrCat("Mp4Writer::", call, " after finish()"));
       case Phase::kFailed:
@@ -221,7 +222,6 @@ struct Mp4Writer::State {
     return absl::OkStatus();
   }
 };
-
 
 Mp4Writer::Mp4Writer(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
@@ -293,9 +293,8 @@ absl::StatusOr<std::unique_ptr<Mp4Writer>> Mp4Writer::open(
   // What the ffmpeg program does between rgb24 and yuv420p (its default
   // scaler flags are bicubic): BT.601 coefficients, RGB full range in,
   // limited (16-235 luma, 16-240 chroma) out.
-  state->sws.reset(sws_getContext(frame.width, frame.height, AV_PIX_FMT_RGB24, frame.width,
-                                  frame.height, AV_PIX_FMT_YUV420P, SWS_BICUBIC, nullptr, nullptr,
-                                  nullptr));
+  state->sws.reset(sws_getContext(frame.width, frame.height, AV_PIX_FMT_RGB24, frame.width, frame.height,
+                                  AV_PIX_FMT_YUV420P, SWS_BICUBIC, nullptr, nullptr, nullptr));
   if (state->sws == nullptr) return absl::InternalError("swscale refused rgb24 to yuv420p");
   const int* bt601 = sws_getCoefficients(SWS_CS_ITU601);
   rc = sws_setColorspaceDetails(state->sws.get(), bt601, /*srcRange=*/1, bt601, /*dstRange=*/0,
@@ -311,14 +310,13 @@ absl::Status Mp4Writer::add_frame(const torch::Tensor& rgb) {
       rgb.size(0) != s.video.height || rgb.size(1) != s.video.width || rgb.size(2) != 3) {
     return absl::InvalidArgumentError(absl::StrCat(
         "video frame ", s.frames, " is ",
-        rgb.defined() ? scalar_type_name(rgb.scalar_type()) : std::string("a tensor of"), " ",
-        shape_of(rgb), ", but the writer expects uint8 [", s.video.height, ", ", s.video.width,
-        ", 3] RGB"));
+        rgb.defined() ? absl::StrCat(scalar_type_name(rgb.scalar_type()), " ", shape_of(rgb)) : "undefined",
+        ", but the writer expects uint8 [", s.video.height, ", ", s.video.width, ", 3] RGB"));
   }
-  DIFFUSIOND_ASSIGN_OR_RETURN(
-      torch::Tensor pixels, status_of("reading a video frame", [&]() -> absl::StatusOr<torch::Tensor> {
-        return rgb.to(torch::kCPU).contiguous();
-      }));
+  DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor pixels,
+                              status_of("reading a video frame", [&]() -> absl::StatusOr<torch::Tensor> {
+                                return rgb.to(torch::kCPU).contiguous();
+                              }));
   FfmpegErrorScope errors;
   // The encoder may still hold the previous frame's buffer (lookahead).
   int rc = av_frame_make_writable(s.frame.get());
@@ -328,7 +326,6 @@ absl::Status Mp4Writer::add_frame(const torch::Tensor& rgb) {
   rc = sws_scale(s.sws.get(), planes, strides, 0, static_cast<int>(s.video.height), s.frame->data,
                  s.frame->linesize);
   if (rc < 0) return s.fail(errors.error(rc, "converting a frame to yuv420p"));
-
   s.frame->pts = s.frames;  // in 1/fps
   absl::Status encoded = s.encode(s.frame.get(), errors);
   if (!encoded.ok()) return s.fail(std::move(encoded));
@@ -349,11 +346,12 @@ absl::StatusOr<std::string> Mp4Writer::finish() {
   FfmpegErrorScope errors;
   absl::Status flushed = s.encode(nullptr, errors);
   if (!flushed.ok()) return s.fail(std::move(flushed));
-  // Writes the moov, then (faststart) reads the file back through
-  // open_reader to move it in front of the media data.
+  // Writes the moov, then (faststart) reads the file back through the
+  // reader attach_memory_output installed, to move the moov in front.
   const int rc = av_write_trailer(s.format.get());
-  if (rc < 0) return s.fail(s.io_error(rc, "the mp4 muxer (write the trailer)", errors));
-  if (s.cursor.out_of_memory) return s.fail(s.io_error(0, "", errors));
+  if (rc < 0 || s.cursor.out_of_memory) {
+    return s.fail(s.io_error(rc, "the mp4 muxer (write the trailer)", errors));
+  }
   s.phase = State::Phase::kFinished;
   return std::move(s.bytes);
 }

@@ -40,9 +40,9 @@ inline constexpr int64_t kMaxVideoSide = 16384;
 // The mp4 metadata keys Mp4Writer writes (as iTunes-style ilst atoms, which
 // players and ffprobe show): libavformat's mp4 muxer drops any other key
 // without a word, so open() refuses them instead.
-inline constexpr const char* kMp4MetadataKeys[] = {
-    "title", "artist", "album", "date", "comment", "description", "synopsis",
-    "genre", "copyright", "keywords"};
+inline constexpr const char* kMp4MetadataKeys[] = {"title",     "artist",      "album",    "date",
+                                                   "comment",   "description", "synopsis", "genre",
+                                                   "copyright", "keywords"};
 
 struct VideoFormat {
   // Frame size in pixels. H.264 in yuv420p halves the chroma planes, so both

@@ -51,8 +51,7 @@ absl::Status FfmpegErrorScope::error(int code, absl::string_view what) const {
   av_strerror(code, text, sizeof(text));
   std::string message = absl::StrCat(what, " failed: ", text);
   if (!errors_.empty()) absl::StrAppend(&message, " (FFmpeg: ", errors_, ")");
-  return code == AVERROR(ENOMEM) ? absl::ResourceExhaustedError(message)
-                                 : absl::InternalError(message);
+  return code == AVERROR(ENOMEM) ? absl::ResourceExhaustedError(message) : absl::InternalError(message);
 }
 
 }  // namespace video_internal

@@ -54,11 +54,19 @@ int64_t seek_bytes(void* opaque, int64_t offset, int whence) {
   const int64_t size = static_cast<int64_t>(cursor->bytes->size());
   int64_t base = 0;
   switch (whence & ~AVSEEK_FORCE) {
-    case AVSEEK_SIZE: return size;
-    case SEEK_SET: base = 0; break;
-    case SEEK_CUR: base = cursor->position; break;
-    case SEEK_END: base = size; break;
-    default: return AVERROR(EINVAL);
+    case AVSEEK_SIZE:
+      return size;
+    case SEEK_SET:
+      base = 0;
+      break;
+    case SEEK_CUR:
+      base = cursor->position;
+      break;
+    case SEEK_END:
+      base = size;
+      break;
+    default:
+      return AVERROR(EINVAL);
   }
   if (offset < -base) return AVERROR(EINVAL);
   cursor->position = base + offset;
@@ -68,9 +76,9 @@ int64_t seek_bytes(void* opaque, int64_t offset, int whence) {
 AVIOContext* open_io(MemoryCursor* cursor, bool writable) {
   uint8_t* buffer = static_cast<uint8_t*>(av_malloc(kIoBufferBytes));
   if (buffer == nullptr) return nullptr;
-  AVIOContext* io = avio_alloc_context(buffer, kIoBufferBytes, writable ? 1 : 0, cursor,
-                                       writable ? nullptr : &read_bytes,
-                                       writable ? &write_bytes : nullptr, &seek_bytes);
+  AVIOContext* io =
+      avio_alloc_context(buffer, kIoBufferBytes, writable ? 1 : 0, cursor, writable ? nullptr : &read_bytes,
+                         writable ? &write_bytes : nullptr, &seek_bytes);
   if (io == nullptr) av_free(buffer);
   return io;
 }
