@@ -231,8 +231,8 @@ absl::StatusOr<std::unique_ptr<Mp4Writer>> Mp4Writer::open(
     const VideoFormat& format, const std::vector<std::pair<std::string, std::string>>& metadata) {
   DIFFUSIOND_RETURN_IF_ERROR(check_format(format));
   DIFFUSIOND_RETURN_IF_ERROR(check_metadata(metadata));
-  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<const AVCodec*> encoders, find_encoders(format.encoders));
   FfmpegErrorScope errors;
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<const AVCodec*> encoders, find_encoders(format.encoders));
   auto state = std::make_unique<State>();
   state->video = format;
 
