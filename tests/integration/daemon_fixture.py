@@ -14,8 +14,8 @@ PYTHONPATH=<build>/python:clients/python.
 
 The demo model is generated once per process into a temporary models
 directory (``<tmp>/models/demo``), which every daemon of the process serves;
-so is the random Z-Image pipeline (``<tmp>/models/zpipe``) for the tests that
-ask for it.
+so are the random pipelines (``<tmp>/models/zpipe`` and the others
+demo_pipeline writes) for the tests that ask for them.
 """
 
 import atexit
@@ -105,18 +105,26 @@ COMPONENTS = [f"{PIPELINE}/{c}" for c in ("text_encoder", "transformer", "vae")]
 _pipeline_lock = threading.Lock()
 
 
+def demo_pipeline(name, kind="z-image"):
+    """Returns ``name``, a random pipeline folder of ``kind`` (z-image, flux, qwen-image, krea2: real layouts,
+    random weights; ``diffusiond-demo --write_pipeline DIR --pipeline kind``) inside models_dir(), written on
+    first use."""
+    models = models_dir()
+    with _pipeline_lock:
+        if not (models / name / "model_index.json").exists():
+            out = subprocess.run([binary("DIFFUSIOND_DEMO_BIN", "diffusiond-demo"), "--write_pipeline",
+                                  str(models / name), "--pipeline", kind], stdin=subprocess.DEVNULL,
+                                 capture_output=True, text=True, timeout=300)
+            if out.returncode != 0:
+                raise AssertionError(f"--write_pipeline exited {out.returncode}:\n{out.stdout}\n{out.stderr}")
+    return name
+
+
 def pipeline_models_dir():
     """Returns the models directory with the random Z-Image pipeline (text encoder and tokenizer, transformer,
     VAE: real layouts, random weights; ``diffusiond-demo --write_pipeline``) written on first use."""
-    models = models_dir()
-    with _pipeline_lock:
-        if not (models / PIPELINE / "model_index.json").exists():
-            out = subprocess.run([binary("DIFFUSIOND_DEMO_BIN", "diffusiond-demo"), "--write_pipeline",
-                                  str(models / PIPELINE)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                 timeout=300)
-            if out.returncode != 0:
-                raise AssertionError(f"--write_pipeline exited {out.returncode}:\n{out.stdout}\n{out.stderr}")
-    return models
+    demo_pipeline(PIPELINE)
+    return models_dir()
 
 
 def fixture_folder(variable, name):
@@ -277,13 +285,14 @@ class Daemon:
         with self._cond:
             return "\n".join(self._lines)
 
-    def rss_bytes(self):
-        """Returns the daemon's resident set size (VmRSS of /proc/<pid>/status) in bytes."""
+    def rss_bytes(self, field="VmRSS"):
+        """Returns the daemon's resident set size (``field`` of /proc/<pid>/status: VmRSS, or VmHWM for its
+        peak so far) in bytes."""
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
-        raise AssertionError(f"no VmRSS in /proc/{self.proc.pid}/status")
+        raise AssertionError(f"no {field} in /proc/{self.proc.pid}/status")
 
     def client(self, timeout=120):
         return dc.Client(self.address, timeout=timeout)

@@ -28,10 +28,14 @@ struct Krea2PipelineSizes {
   WanVaeConfig vae;         // AutoencoderKLQwenImage
 };
 
-// The demo's: a 5-layer Qwen3-VL of width 128 (4 heads x 32, 2 KV heads,
-// interleaved M-RoPE [6, 5, 5]) tapped at hidden states 1 to 4, the demo
-// Krea 2 transformer (4 tapped layers x 128), the demo
-// AutoencoderKLQwenImage (a 512 x 512 image in seconds on two cores).
+// The demo's: a 6-layer Qwen3-VL of width 128 (2 heads x 64 over 1 KV
+// head, interleaved M-RoPE [12, 10, 10] as the 4B's [24, 20, 20] at half
+// its head_dim; MLP 1024) tapped at hidden states 2 to 5 (as upstream's
+// taps, never the last, normed one), the demo Krea 2 transformer (4 tapped
+// layers x 128), the demo AutoencoderKLQwenImage: 2.7 M, 4.5 M and 3.6 M
+// parameters, each component near the others' size and an encode's working
+// memory (few heads) below them, as the integration tests' budgets want (a
+// 256 x 256 image in seconds on two cores).
 Krea2PipelineSizes demo_krea2_pipeline_sizes();
 
 // Writes the pipeline into `folder` (created), weights drawn from `seed`.

@@ -12,15 +12,16 @@ namespace diffusiond {
 QwenImagePipelineSizes demo_qwen_image_pipeline_sizes() {
   QwenImagePipelineSizes s;
   Qwen25VlConfig& q = s.text_encoder;
-  q.hidden_size = 128;
-  q.intermediate_size = 256;
-  q.num_hidden_layers = 2;
-  q.num_attention_heads = 4;
-  q.num_key_value_heads = 2;
+  q.hidden_size = 256;
+  q.intermediate_size = 768;
+  q.num_hidden_layers = 4;
+  q.num_attention_heads = 2;
+  q.num_key_value_heads = 1;
   q.vocab_size = 512;
   q.max_position_embeddings = 4096;
-  q.mrope_section = {4, 6, 6};
+  q.mrope_section = {16, 24, 24};
   s.transformer = demo_qwen_image_config();
+  s.transformer.num_layers = 2;
   s.transformer.joint_attention_dim = q.hidden_size;
   s.vae = demo_qwen_image_vae_config();
   return s;

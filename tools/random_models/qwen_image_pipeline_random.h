@@ -23,9 +23,13 @@ struct QwenImagePipelineSizes {
   WanVaeConfig vae;             // AutoencoderKLQwenImage, z_dim = transformer's latent channels
 };
 
-// The demo's: a 2-layer Qwen2.5-VL of width 128 (4 heads x 32, 2 KV heads,
-// M-RoPE [4, 6, 6]), the demo Qwen-Image transformer reading it, the demo
-// AutoencoderKLQwenImage (a 512 x 512 image in seconds on two cores).
+// The demo's: a 4-layer Qwen2.5-VL of width 256 (2 heads x 128 over 1 KV
+// head, the 7B's head_dim and M-RoPE [16, 24, 24]; MLP 768), the demo
+// Qwen-Image transformer with 2 blocks reading it, the demo
+// AutoencoderKLQwenImage: 3.3 M, 5.1 M and 3.6 M parameters, each
+// component near the others' size and an encode's working memory (few
+// heads) below them, as the integration tests' budgets want (a 256 x 256
+// image in seconds on two cores).
 QwenImagePipelineSizes demo_qwen_image_pipeline_sizes();
 
 // Writes the pipeline into `folder` (created), weights drawn from `seed`.
