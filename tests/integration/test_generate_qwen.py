@@ -17,7 +17,6 @@ The daemon keeps weights in float32 (FP8 storage and narrow weights off),
 so a component holds 4 bytes per parameter, counted from its file's header.
 """
 
-import json
 import math
 import re
 import subprocess
@@ -25,14 +24,15 @@ import unittest
 
 import diffusiond_client as dc
 import safetensors_io
-from daemon_fixture import SANITIZED, Daemon, binary, daemon_env, demo_pipeline, models_dir, work_dir
+from daemon_fixture import (SANITIZED, Daemon, binary, daemon_env, demo_pipeline, models_dir, stretched_model,
+                            work_dir)
 from test_generate import png_size
 
 PIPELINES = {"qwenpipe": "qwen-image", "krea2pipe": "krea2"}
 PARTS = ("text_encoder", "transformer", "vae")
 WIDTH = HEIGHT = 64
 STEPS = 2
-HUGE = "qwen-image-huge"  # a Qwen-Image transformer over the budget (a hole: never read)
+HUGE = "qwen-image-huge"
 HUGE_LAYERS = 64
 # What the RSS may exceed the budget by over the idle daemon's (as
 # test_stress.py: freed pages not yet returned, gRPC's buffers).
@@ -47,34 +47,6 @@ def weights_file(folder):
 def float32_bytes(folder):
     """What a component loaded as float32 holds: 4 bytes per parameter of its weights file."""
     return 4 * sum(math.prod(t["shape"]) for t in safetensors_io.read_header(weights_file(folder)).values())
-
-
-def write_huge_transformer():
-    """Writes HUGE into models_dir(): the Qwen-Image folder's transformer stretched to HUGE_LAYERS blocks,
-    its tensors a hole in a sparse file (no disk, and a refused Generate never reads them)."""
-    folder = models_dir() / HUGE
-    if (folder / "config.json").exists():
-        return
-    source = models_dir() / "qwenpipe" / "transformer"
-    header = safetensors_io.read_header(weights_file(source))
-    block = {k[len("transformer_blocks.0."):]: v for k, v in header.items() if k.startswith("transformer_blocks.0.")}
-    specs = [(k, v) for k, v in header.items() if not k.startswith("transformer_blocks.")]
-    specs += [(f"transformer_blocks.{i}.{k}", v) for i in range(HUGE_LAYERS) for k, v in block.items()]
-    out, offset = {}, 0
-    for key, v in specs:
-        size = v["data_offsets"][1] - v["data_offsets"][0]
-        out[key] = {"dtype": v["dtype"], "shape": v["shape"], "data_offsets": [offset, offset + size]}
-        offset += size
-    text = json.dumps(out, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    folder.mkdir()
-    with open(folder / "diffusion_pytorch_model.safetensors", "wb") as f:
-        f.write(len(text).to_bytes(8, "little"))
-        f.write(text)
-        f.truncate(8 + len(text) + offset)
-    config = json.loads((source / "config.json").read_text())
-    config["num_layers"] = HUGE_LAYERS
-    (folder / "config.json").write_text(json.dumps(config))
 
 
 def ctl_events(stderr):
@@ -93,7 +65,9 @@ class QwenAndKrea2UnderABudgetForTwoComponentsTest(unittest.TestCase):
     def setUpClass(cls):
         for name, kind in PIPELINES.items():
             demo_pipeline(name, kind)
-        write_huge_transformer()
+        # A Qwen-Image transformer over the budget (a hole: a refused Generate never reads it).
+        stretched_model(models_dir() / "qwenpipe" / "transformer", HUGE, "transformer_blocks", "num_layers",
+                        HUGE_LAYERS)
         models = models_dir()
         cls.sizes = {f"{p}/{c}": float32_bytes(models / p / c) for p in PIPELINES for c in PARTS}
         totals = {p: [cls.sizes[f"{p}/{c}"] for c in PARTS] for p in PIPELINES}
