@@ -1,0 +1,35 @@
+// A random-weight causal 3-D VAE in diffusers' layout (config.json and
+// diffusion_pytorch_model.safetensors) as AutoencoderKLWan or
+// AutoencoderKLQwenImage, for the pipelines the demo and the tests write.
+// The decoded image is noise.
+//
+// Not here: the weight-drawing rule (random_weights.h), the model
+// (core/models/wan_vae/).
+#ifndef DIFFUSIOND_TOOLS_RANDOM_MODELS_WAN_VAE_RANDOM_H_
+#define DIFFUSIOND_TOOLS_RANDOM_MODELS_WAN_VAE_RANDOM_H_
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "core/models/wan_vae/wan_vae_config.h"
+
+namespace diffusiond {
+
+// The demo pipelines' AutoencoderKLQwenImage (Qwen-Image's, Krea 2's):
+// upstream's layout (16 latent channels, factor 8, its latent statistics)
+// at base_dim 16, a sixth of the real widths (a 512 x 512 image in about
+// a second on two cores).
+WanVaeConfig demo_qwen_image_vae_config();
+
+// Writes the VAE into `folder` (created), weights drawn from `seed` on
+// `device`. INVALID_ARGUMENT for a config that does not validate,
+// UNAVAILABLE if it cannot be written.
+absl::Status write_random_wan_vae(const WanVaeConfig& config, const std::string& folder, uint64_t seed,
+                                  const torch::Device& device = torch::kCPU);
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_TOOLS_RANDOM_MODELS_WAN_VAE_RANDOM_H_
