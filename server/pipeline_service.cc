@@ -1,7 +1,10 @@
 #include "server/pipeline_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/engine/describe_model.h"
 #include "core/image/png.h"
+#include "core/util/bounded_text.h"
 #include "core/pipeline/image_inputs.h"
 #include "core/pipeline/prompt_encoding.h"
 #include "core/util/status_macros.h"
@@ -10,6 +13,7 @@
 #include "server/grpc_status.h"
 #include "server/request_checks.h"
 #include "server/request_options.h"
+#include "server/video_stream_sink.h"
 #include "server/wire_tensor.h"
 
 namespace diffusiond {
@@ -38,6 +42,29 @@ absl::Status to_wire_image(const torch::Tensor& pixels, uint64_t seed, const Png
   image->set_height(static_cast<int32_t>(rgb.size(0)));
   image->set_seed(seed);
   return absl::OkStatus();
+}
+
+// OK when a Decode's `latents` are one image in `vae`'s latent space:
+// [C, h, w] or [1, C, h, w], and for a video VAE [C, 1, h, w] (one frame;
+// a video's latents are Generate's to decode). INVALID_ARGUMENT naming
+// both otherwise, and for a model that is no VAE.
+absl::Status check_decode_latents(const ModelInfo& vae, const std::string& name, const torch::Tensor& latents) {
+  const LatentGeometry& g = vae.geometry;
+  if (vae.role != ModelRole::kVae || g.spatial_factor <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("vae: \"", bounded(name), "\" is a ",
+                                                   model_role_name(vae.role), " (", vae.architecture, "), not a VAE"));
+  }
+  const bool video = g.temporal_factor > 0;
+  const int64_t rank = latents.dim();
+  const bool one_frame = video && rank == 4 && latents.size(0) == g.channels && latents.size(1) == 1;
+  const bool image = rank == 3 ? latents.size(0) == g.channels
+                               : rank == 4 && latents.size(0) == 1 && latents.size(1) == g.channels;
+  if (one_frame || image) return absl::OkStatus();
+  const bool frames = video && rank == 4 && latents.size(0) == g.channels;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "latents are [", absl::StrJoin(latents.sizes(), ", "), "], but VAE \"", bounded(name), "\" (",
+      vae.architecture, ") decodes one image from [", g.channels, ", h, w]", video ? absl::StrCat(" or [", g.channels, ", 1, h, w]") : "",
+      frames ? ": a video's latents [C, F, h, w] are decoded by Generate" : "", "; nothing was loaded"));
 }
 
 v1::GenerateProgress::Stage stage_to_wire(GenerateEvent::Stage stage) {
@@ -113,6 +140,8 @@ absl::StatusOr<GenerateRequest> generate_request(const v1::GenerateRequest& wire
   r.seeds.assign(wire.seeds().begin(), wire.seeds().end());
   r.sigmas.assign(wire.sigmas().begin(), wire.sigmas().end());
   r.max_sequence_length = wire.max_sequence_length();
+  r.num_frames = wire.num_frames();
+  if (wire.has_guidance_scale_2()) r.guidance_scale_2 = wire.guidance_scale_2();
   return r;
 }
 
@@ -159,6 +188,10 @@ grpc::ServerUnaryReactor* PipelineServiceImpl::Decode(grpc::CallbackServerContex
   }
   run_unary(deps_, reactor, [deps = deps_, request, response,
                              latents = *std::move(latents)](const GenerateOptions& options) -> absl::Status {
+    // Described, not loaded: latents the VAE could never decode are
+    // refused before any load.
+    DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo info, describe_model(*deps.engine, ModelLoadRequest{request->vae()}));
+    DIFFUSIOND_RETURN_IF_ERROR(check_decode_latents(info, request->vae(), latents));
     DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle vae,
                                 ready_component(*deps.engine, ModelLoadRequest{request->vae()}, ModelRole::kVae, options));
     DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<torch::Tensor> decoded,
@@ -178,7 +211,8 @@ grpc::ServerWriteReactor<v1::GenerateEvent>* PipelineServiceImpl::Generate(grpc:
   }
   const ServiceDeps deps = deps_;
   absl::Status queued = deps.compute_queue->submit([deps, stream, models_dir = models_dir_,
-                                                    request = *std::move(request)] {
+                                                    request = *std::move(request),
+                                                    video_format = wire->video_format()] {
     GenerateOptions options;
     options.cancel = stream->token();
     options.on_event = [&](const GenerateEvent& e) {
@@ -208,6 +242,8 @@ grpc::ServerWriteReactor<v1::GenerateEvent>* PipelineServiceImpl::Generate(grpc:
       event.mutable_image()->set_index(image.index);
       if (sent.ok()) stream->send(std::move(event));
     };
+    VideoStreamSink video(video_format, [&](v1::GenerateEvent event) { stream->send(std::move(event)); });
+    options.video = &video;
     absl::Status status = generate_images(*deps.engine, models_dir, request, options).status();
     if (status.ok()) status = sent;
     if (absl::IsCancelled(status) || stream->cancelled()) deps.metrics->count_cancellation("generate");

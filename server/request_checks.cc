@@ -102,6 +102,10 @@ absl::Status check_generate_request(const v1::GenerateRequest& wire) {
                      wire.height(), ", ", wire.steps(), " steps"));
   }
   DIFFUSIOND_RETURN_IF_ERROR(check_pipeline_field(wire.pipeline()));
+  if (!v1::VideoFormat_IsValid(wire.video_format())) {
+    return absl::InvalidArgumentError(absl::StrCat("video_format ", wire.video_format(),
+                                                   " is none of MP4 (1) and PNG_FRAMES (2)"));
+  }
   // A pipeline has a handful of components; names are folder names.
   constexpr int kMaxComponents = 16;
   if (wire.components_size() > kMaxComponents || wire.component_options_size() > kMaxComponents) {

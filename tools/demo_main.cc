@@ -14,13 +14,16 @@
 //     writes the model (and, with --inputs_dir, random conditioning as
 //     DIR2/conditioning.safetensors and DIR2/negative.safetensors, for
 //     clients of the daemon) and exits.
-//   diffusiond-demo --write_pipeline DIR [--pipeline z-image|flux|qwen-image|krea2]
+//   diffusiond-demo --write_pipeline DIR [--pipeline z-image|flux|qwen-image|krea2|wan|wan22]
 //     writes a random-weight pipeline folder for the daemon's Generate, and
 //     exits: Z-Image's (Qwen3 text encoder with its tokenizer, transformer,
 //     VAE), FLUX.1-dev's (CLIP and T5 with their tokenizers, transformer,
 //     VAE), Qwen-Image's (Qwen2.5-VL with its tokenizer, transformer,
-//     AutoencoderKLQwenImage) or Krea 2's (Qwen3-VL with its tokenizer,
-//     transformer, AutoencoderKLQwenImage).
+//     AutoencoderKLQwenImage), Krea 2's (Qwen3-VL with its tokenizer,
+//     transformer, AutoencoderKLQwenImage), Wan 2.1's (UMT5 with its
+//     tokenizer, transformer, the causal 3-D VAE: a video pipeline) or Wan
+//     2.2's (the same with a second expert, transformer_2, and boundary_ratio
+//     0.875).
 #include <unistd.h>
 
 #include <cstdio>
@@ -48,6 +51,7 @@
 #include "tools/random_models/krea2_pipeline_random.h"
 #include "tools/random_models/pipeline_random.h"
 #include "tools/random_models/qwen_image_pipeline_random.h"
+#include "tools/random_models/wan_pipeline_random.h"
 
 namespace diffusiond {
 namespace {
@@ -82,7 +86,8 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
     double d = 0;
     if (flag == "--arch") a.arch = v;
     else if (flag == "--write_pipeline") a.pipeline_dir = v;
-    else if (flag == "--pipeline" && (v == "z-image" || v == "flux" || v == "qwen-image" || v == "krea2"))
+    else if (flag == "--pipeline" && (v == "z-image" || v == "flux" || v == "qwen-image" || v == "krea2" ||
+                                      v == "wan" || v == "wan22"))
       a.pipeline = v;
     else if (flag == "--model_dir") a.model_dir = v;
     else if (flag == "--inputs_dir") a.inputs_dir = v;
@@ -133,6 +138,11 @@ absl::Status run(const Args& args) {
     }
     if (args.pipeline == "krea2") {
       return write_random_krea2_pipeline(demo_krea2_pipeline_sizes(), args.pipeline_dir, args.seed);
+    }
+    if (args.pipeline == "wan" || args.pipeline == "wan22") {
+      WanPipelineSizes sizes = demo_wan_pipeline_sizes();
+      if (args.pipeline == "wan22") sizes.boundary_ratio = 0.875;  // Wan2.2-T2V-A14B's
+      return write_random_wan_pipeline(sizes, args.pipeline_dir, args.seed);
     }
     return write_random_pipeline(demo_pipeline_sizes(), args.pipeline_dir, args.seed);
   }

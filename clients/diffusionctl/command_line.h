@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "diffusiond/v1/model_service.pb.h"
+#include "diffusiond/v1/pipeline_service.pb.h"
 
 namespace diffusiond::ctl {
 
@@ -137,6 +138,11 @@ struct GenerateOptions {
   std::vector<uint64_t> seeds;  // one per image; replaces seed
   std::vector<float> sigmas;    // upstream's sigmas, before the schedule's shift
   int max_sequence_length = 0;  // 0: the pipeline's default
+  int num_frames = 0;           // a video pipeline's frames; 0: the pipeline's default
+  std::optional<double> guidance_scale_2;  // Wan 2.2's second expert's; empty: guidance_scale
+  // A video pipeline's videos: an MP4 each (out_path with ".mp4"), or
+  // their frames as PNGs (out_path's stem, then "-<frame>.png").
+  v1::VideoFormat video_format = v1::VIDEO_FORMAT_MP4;
   // Component name -> how this Generate loads it (--component_fp8
   // NAME=MODE, --component_dtype NAME=DTYPE); unset: the daemon's defaults.
   struct ComponentLoad {
@@ -146,7 +152,7 @@ struct GenerateOptions {
   std::map<std::string, ComponentLoad> component_options;
   std::optional<uint64_t> seed;  // empty: a random seed, printed with the result
   double shift = 0.0;           // 0: the transformer's schedule
-  std::string out_path;         // the PNG
+  std::string out_path;         // the PNG (a video pipeline: the MP4, or the PNG frames' stem)
 };
 struct EncodeOptions {
   std::string text_encoder;

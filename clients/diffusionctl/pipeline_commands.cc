@@ -109,6 +109,62 @@ std::string indexed_path(const std::string& path, int index) {
   return absl::StrCat(path.substr(0, dot), "-", index, path.substr(dot));
 }
 
+// A video's path: `out` with ".mp4" in place of its extension (if any),
+// "-<index>" before it when the request makes several videos.
+std::string video_path(const std::string& out, int videos, int index) {
+  const size_t dot = out.rfind('.');
+  const size_t slash = out.rfind('/');
+  const std::string stem =
+      dot == std::string::npos || (slash != std::string::npos && dot < slash) ? out : out.substr(0, dot);
+  return videos == 1 ? absl::StrCat(stem, ".mp4") : absl::StrCat(stem, "-", index, ".mp4");
+}
+
+// A PNG frame's path: `out`'s stem, "-<index>" when the request makes
+// several videos, then "-<frame>.png" (four digits, so they sort).
+std::string frame_path(const std::string& out, int videos, int index, int frame) {
+  const std::string mp4 = video_path(out, videos, index);
+  return absl::StrCat(mp4.substr(0, mp4.size() - 4), "-", absl::Dec(frame, absl::kZeroPad4), ".png");
+}
+
+// Writes one PNG frame of a video, checked as an image is.
+absl::Status write_frame(const std::string& path, const v1::VideoFrame& frame) {
+  absl::StatusOr<DecodedPng> png = decode_png(frame.png());
+  if (!png.ok()) {
+    return absl::DataLossError(absl::StrCat("the daemon's frame ", frame.frame(), " is not a valid PNG: ",
+                                            png.status().message()));
+  }
+  return write_file(path, frame.png());
+}
+
+// Writes a video's MP4 (none with PNG frames) and says what was written.
+absl::Status write_video(const CommandEnv& env, const std::string& out, int videos, const v1::Video& video,
+                         int frames_written) {
+  const bool mp4 = !video.mp4().empty();
+  const std::string path = mp4 ? video_path(out, videos, video.index())
+                               : frame_path(out, videos, video.index(), 0);
+  if (mp4) {
+    if (absl::Status s = write_file(path, video.mp4()); !s.ok()) return s;
+  } else if (frames_written != video.frames()) {
+    return absl::DataLossError(absl::StrCat("the daemon sent ", frames_written, " frames of video ", video.index(),
+                                            ", announced ", video.frames()));
+  }
+  if (env.json) {
+    nlohmann::json json{{"path", path},       {"width", video.width()}, {"height", video.height()},
+                        {"frames", video.frames()}, {"fps", video.fps()}, {"seed", video.seed()},
+                        {"index", video.index()}, {"bytes", video.mp4().size()}};
+    json["parameters"] = video.parameters();
+    *env.out << json.dump() << "\n";
+    return absl::OkStatus();
+  }
+  *env.out << "wrote " << (mp4 ? path : absl::StrCat(frame_path(out, videos, video.index(), 0), " .. ",
+                                                      frame_path(out, videos, video.index(), video.frames() - 1)))
+           << ": " << video.width() << "x" << video.height() << ", " << video.frames() << " frames at "
+           << video.fps() << " fps";
+  if (mp4) *env.out << ", " << short_bytes(static_cast<int64_t>(video.mp4().size()));
+  *env.out << ", seed " << video.seed() << "\n  parameters: " << video.parameters() << "\n";
+  return absl::OkStatus();
+}
+
 // A PNG the daemon would take (its side limit, 4096, at 16 bits with alpha).
 constexpr int64_t kMaxImageFileBytes = int64_t{256} << 20;
 
@@ -138,6 +194,9 @@ absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) 
   for (uint64_t seed : options.seeds) request.add_seeds(seed);
   for (float sigma : options.sigmas) request.add_sigmas(sigma);
   request.set_max_sequence_length(options.max_sequence_length);
+  request.set_num_frames(options.num_frames);
+  if (options.guidance_scale_2.has_value()) request.set_guidance_scale_2(*options.guidance_scale_2);
+  request.set_video_format(options.video_format);
   for (const auto& [name, load] : options.component_options) {
     v1::ComponentOptions& wire = (*request.mutable_component_options())[name];
     wire.set_fp8(load.fp8);
@@ -161,6 +220,7 @@ absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) 
   std::string last_progress;
   const int images = std::max(options.num_images, 1);
   int written = 0;
+  int frames_written = 0;  // of the video in progress
   absl::Status write_status;
   while (reader->Read(&event)) {
     if (event.has_progress()) {
@@ -170,6 +230,19 @@ absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) 
       // Each image is written as it arrives.
       const std::string path = images == 1 ? options.out_path : indexed_path(options.out_path, written);
       write_status = write_image(env, path, event.image(), "Generate", /*with_seed=*/true);
+      ++written;
+    } else if (event.has_frame() && write_status.ok()) {
+      const v1::VideoFrame& frame = event.frame();
+      if (frame.frame() != frames_written) {
+        write_status = absl::DataLossError(absl::StrCat("the daemon sent frame ", frame.frame(), " after ",
+                                                        frames_written, " frames"));
+        continue;
+      }
+      write_status = write_frame(frame_path(options.out_path, images, frame.index(), frame.frame()), frame);
+      ++frames_written;
+    } else if (event.has_video() && write_status.ok()) {
+      write_status = write_video(env, options.out_path, images, event.video(), frames_written);
+      frames_written = 0;
       ++written;
     }
   }

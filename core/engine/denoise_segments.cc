@@ -28,6 +28,8 @@ absl::Status check_later_segments(EngineApi& engine, const EngineDenoiseRequest&
     // Described, not loaded.
     ModelLoadRequest load;
     load.path = s.model;
+    load.fp8 = s.fp8;
+    load.compute_dtype = s.compute_dtype;
     DIFFUSIOND_ASSIGN_OR_RETURN(const ModelInfo info, describe_model(engine, load));
     if (info.architecture != first.architecture()) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -68,6 +68,9 @@ class Engine final : public EngineApi {
                                                       const CancellationToken& cancel = {}) override;
   absl::StatusOr<CallResult<torch::Tensor>> decode_image(const ModelHandle& vae, const torch::Tensor& latents,
                                                          const CancellationToken& cancel = {}) override;
+  absl::StatusOr<CallResult<int64_t>> decode_video(const ModelHandle& vae, const torch::Tensor& latents,
+                                                   const VideoFrameSink& on_frame,
+                                                   const CancellationToken& cancel = {}) override;
   absl::StatusOr<CallResult<torch::Tensor>> encode_image(const ModelHandle& vae, const torch::Tensor& image,
                                                          const torch::Tensor& eps,
                                                          const CancellationToken& cancel = {}) override;
@@ -109,11 +112,12 @@ class Engine final : public EngineApi {
   absl::StatusOr<CallScope> admit_cached(const std::string& model_id, const CallNeeds& needs, const Job& job,
                                          CallReport* report);
   // A decode or an encode on VAE `vae` (engine_components.cc): the
-  // activations of a decode of `latents` admitted, whole or tiled, then
-  // `work` with the decoder and whether it must tile.
+  // activations of a decode of `latents` (`streamed`: frame by frame)
+  // admitted, whole or tiled, then `work` with the decoder and whether it
+  // must tile.
   absl::StatusOr<CallResult<torch::Tensor>> vae_call(
       const ModelHandle& vae, const torch::Tensor& latents, const CancellationToken& cancel, absl::string_view what,
-      const std::function<absl::StatusOr<torch::Tensor>(const ImageDecoder&, bool tiled)>& work);
+      bool streamed, const std::function<absl::StatusOr<torch::Tensor>(const ImageDecoder&, bool tiled)>& work);
   // One segment of a Denoise (engine_denoise.cc): `model` admitted with
   // one step's activations at `guidance_scale`, and its predictor; what
   // readying it did goes to `start`.

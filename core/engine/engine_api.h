@@ -52,7 +52,14 @@ struct DenoiseSegment {
   // num_train_timesteps`). In (0, 1], below the segment before it.
   double boundary_ratio = 0;
   double guidance_scale = 0;  // its classifier-free guidance; 0: the request's
+  // How `model` is loaded when it is not cached; empty: the engine's
+  // defaults (as ModelLoadRequest's).
+  std::optional<Fp8Options> fp8;
+  std::optional<ComputeDtype> compute_dtype;
 };
+
+// Takes frame `index` (0-based) of a decoded video as uint8 pixels [H, W, 3].
+using VideoFrameSink = std::function<absl::Status(const torch::Tensor& rgb, int64_t index)>;
 
 // What readying one segment's model did, told before its first step.
 struct SegmentStart {
@@ -215,6 +222,15 @@ class EngineApi {
   virtual absl::StatusOr<CallResult<torch::Tensor>> decode_image(const ModelHandle& vae,
                                                                  const torch::Tensor& latents,
                                                                  const CancellationToken& cancel = {}) = 0;
+  // Decodes a video's pipeline-space latents [C, F, h, w] with `vae` as
+  // decode_image() decodes an image, admitted the same way by the
+  // activations of a streamed decode, handing frame after frame to
+  // `on_frame` as uint8 pixels [H, W, 3] as the VAE makes them: at most one
+  // latent frame's decoded frames are held in float. Returns the frame
+  // count. Errors as decode_image's, and on_frame's, which stops it.
+  virtual absl::StatusOr<CallResult<int64_t>> decode_video(const ModelHandle& vae, const torch::Tensor& latents,
+                                                           const VideoFrameSink& on_frame,
+                                                           const CancellationToken& cancel = {}) = 0;
   // Encodes an image [1, 3, H, W] in [-1, 1] (float; H and W multiples of
   // the VAE's spatial factor) with `vae` to pipeline-space latents [1, C,
   // H/f, W/f] float32: the distribution's sample mean + std·eps when `eps`

@@ -68,7 +68,7 @@ absl::StatusOr<CallResult<EncodedText>> Engine::encode_text(const ModelHandle& h
 // the VRAM budget alike. `what` names the call ("decode", "encode").
 absl::StatusOr<CallResult<torch::Tensor>> Engine::vae_call(
     const ModelHandle& handle, const torch::Tensor& latents, const CancellationToken& cancel, absl::string_view what,
-    const std::function<absl::StatusOr<torch::Tensor>(const ImageDecoder&, bool tiled)>& work) {
+    bool streamed, const std::function<absl::StatusOr<torch::Tensor>(const ImageDecoder&, bool tiled)>& work) {
   const std::string& model_id = handle.id();
   Job job(&gate_, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(job.status());
@@ -82,16 +82,19 @@ absl::StatusOr<CallResult<torch::Tensor>> Engine::vae_call(
     }
     return d;
   };
+  const auto bytes_of = [streamed, &latents](const ImageDecoder& d, bool tiled) {
+    return streamed ? d.latent_frames_activation_bytes(latents, tiled) : d.decode_activation_bytes(latents, tiled);
+  };
   const auto needs_of = [&](bool tiled) {
     CallNeeds needs;
     needs.cpu_room = [&, tiled](const Model& m) -> absl::StatusOr<CallRoom> {
       DIFFUSIOND_ASSIGN_OR_RETURN(const ImageDecoder* d, decoder_of(m));
-      return CallRoom{d->decode_activation_bytes(latents, tiled),
+      return CallRoom{bytes_of(*d, tiled),
                       absl::StrCat(tiled ? "a tiled " : "an untiled ", what, " with \"", bounded(model_id), "\"")};
     };
     needs.device_bytes = [&, tiled](const Model& m) -> absl::StatusOr<int64_t> {
       DIFFUSIOND_ASSIGN_OR_RETURN(const ImageDecoder* d, decoder_of(m));
-      return d->decode_activation_bytes(latents, tiled);
+      return bytes_of(*d, tiled);
     };
     // Whole only when that fits now; tile by tile waits in line for room
     // that work in flight holds.
@@ -121,12 +124,37 @@ absl::StatusOr<CallResult<torch::Tensor>> Engine::vae_call(
 absl::StatusOr<CallResult<torch::Tensor>> Engine::decode_image(const ModelHandle& handle,
                                                                const torch::Tensor& latents,
                                                                const CancellationToken& cancel) {
-  return vae_call(handle, latents, cancel, "decode",
+  return vae_call(handle, latents, cancel, "decode", /*streamed=*/false,
                   [&](const ImageDecoder& decoder, bool tiled) -> absl::StatusOr<torch::Tensor> {
                     DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor image, decoder.decode_latents(latents, tiled));
                     DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor rgb, image_to_uint8(image));
                     return rgb[0];
                   });
+}
+
+absl::StatusOr<CallResult<int64_t>> Engine::decode_video(const ModelHandle& handle, const torch::Tensor& latents,
+                                                         const VideoFrameSink& on_frame,
+                                                         const CancellationToken& cancel) {
+  int64_t frames = 0;
+  DIFFUSIOND_ASSIGN_OR_RETURN(
+      CallResult<torch::Tensor> decoded,
+      vae_call(handle, latents, cancel, "video decode", /*streamed=*/true,
+               [&](const ImageDecoder& decoder, bool tiled) -> absl::StatusOr<torch::Tensor> {
+                 DIFFUSIOND_RETURN_IF_ERROR(decoder.decode_latent_frames(
+                     latents, tiled, [&](const torch::Tensor& chunk, int64_t first) -> absl::Status {
+                       for (int64_t i = 0; i < chunk.size(2); ++i) {
+                         DIFFUSIOND_ASSIGN_OR_RETURN(const torch::Tensor rgb, image_to_uint8(chunk.select(2, i)));
+                         DIFFUSIOND_RETURN_IF_ERROR(on_frame(rgb[0], first + i));
+                         ++frames;
+                       }
+                       return absl::OkStatus();
+                     }));
+                 return torch::Tensor();
+               }));
+  CallResult<int64_t> out;
+  out.value = frames;
+  out.report = std::move(decoded.report);
+  return out;
 }
 
 absl::StatusOr<CallResult<torch::Tensor>> Engine::encode_image(const ModelHandle& handle, const torch::Tensor& image,
@@ -149,7 +177,7 @@ absl::StatusOr<CallResult<torch::Tensor>> Engine::encode_image(const ModelHandle
     return absl::InvalidArgumentError(absl::StrCat("the sample's noise must be [1, ", absl::StrJoin(latents.sizes(), ", "),
                                                    "], got [", absl::StrJoin(eps.sizes(), ", "), "]"));
   }
-  return vae_call(handle, latents, cancel, "encode",
+  return vae_call(handle, latents, cancel, "encode", /*streamed=*/false,
                   [&](const ImageDecoder& decoder, bool tiled) -> absl::StatusOr<torch::Tensor> {
                     DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor z, decoder.encode_image(image, eps, tiled));
                     return z.to(torch::kCPU, torch::kFloat32);

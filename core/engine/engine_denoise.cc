@@ -152,8 +152,11 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
       watcher.on_progress = [&start](const LoadProgress& p) {
         start.evicted.insert(start.evicted.end(), p.evicted.begin(), p.evicted.end());
       };
+      const DenoiseSegment& segment = request.later_segments[k - 1];
       ModelLoadRequest named;
-      named.path = request.later_segments[k - 1].model;
+      named.path = segment.model;
+      named.fp8 = segment.fp8;
+      named.compute_dtype = segment.compute_dtype;
       DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle next, ready(named, ModelRole::kDenoiser, watcher));
       const std::string& id = next.id();
       start.loaded = next.loaded();

@@ -45,7 +45,7 @@ absl::StatusOr<LoadedValue> load_planned_model(const Checkpoint& checkpoint, con
     d.geometry.channels = denoiser->latent_layout().channels;
   }
   if (const auto* decoder = dynamic_cast<const ImageDecoder*>(model.get())) {
-    d.geometry = {decoder->latent_channels(), decoder->spatial_factor()};
+    d.geometry = {decoder->latent_channels(), decoder->spatial_factor(), decoder->temporal_factor()};
   }
   d.description = plan.recipe->describe();
   d.compute_dtype = compute_dtype_of(compute_dtype(*model)).value_or(ComputeDtype::kFloat32);

@@ -11,6 +11,12 @@
 
 namespace diffusiond {
 
+absl::Status ImageDecoder::decode_latent_frames(const torch::Tensor& latents, bool tiled,
+                                                const DecodedFramesSink& sink) const {
+  DIFFUSIOND_ASSIGN_OR_RETURN(const torch::Tensor image, decode_latents(latents, tiled));
+  return sink(image.unsqueeze(2), 0);
+}
+
 ActivationEstimate ImageDecoder::step_activations(const NamedTensors& inputs, bool) const {
   const auto input = [&](const char* name) {
     const auto it = inputs.find(name);

@@ -11,6 +11,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -18,6 +19,11 @@
 #include "core/models/model.h"
 
 namespace diffusiond {
+
+// Takes decoded frames [B, out_channels, n, H, W] at the compute dtype, the
+// first being frame `first_frame` of the clip (0 for an image). An error
+// stops the decode.
+using DecodedFramesSink = std::function<absl::Status(const torch::Tensor& frames, int64_t first_frame)>;
 
 // Immutable after construction; decodes may run concurrently.
 class ImageDecoder : public Model {
@@ -28,6 +34,9 @@ class ImageDecoder : public Model {
   // Latent channels, and image pixels per latent along each side.
   virtual int64_t latent_channels() const = 0;
   virtual int64_t spatial_factor() const = 0;
+  // Frames per latent frame after the first, for a video decoder; 0 (the
+  // default) for one without a time axis.
+  virtual int64_t temporal_factor() const { return 0; }
 
   // OK when `latents` (a denoiser's output, unbatched, or with a batch of
   // one) is what this decoder decodes; INVALID_ARGUMENT naming the shape it
@@ -47,6 +56,19 @@ class ImageDecoder : public Model {
   // [1, 3, H, W] in about [-1, 1] at the compute dtype. The token's reason
   // when cancelled between blocks.
   virtual absl::StatusOr<torch::Tensor> decode_latents(const torch::Tensor& latents, bool tiled) const = 0;
+
+  // Decodes latents that passed check_latents() as decode_latents() does,
+  // handing the frames to `sink` as they are made, so a video's frames are
+  // never all held: a video VAE hands each latent frame's frames in order.
+  // Errors as decode_latents(), or the sink's. Default: the one image of
+  // decode_latents() as one frame.
+  virtual absl::Status decode_latent_frames(const torch::Tensor& latents, bool tiled,
+                                            const DecodedFramesSink& sink) const;
+  // Peak bytes beyond the weights of decode_latent_frames(). Default:
+  // decode_activation_bytes().
+  virtual int64_t latent_frames_activation_bytes(const torch::Tensor& latents, bool tiled) const {
+    return decode_activation_bytes(latents, tiled);
+  }
 
   // Encodes an image [1, 3, H, W] in [-1, 1] to pipeline-space latents
   // [1, C, H/f, W/f]: the distribution's sample mean + std·eps when `eps`

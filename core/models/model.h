@@ -23,12 +23,14 @@ struct ActivationEstimate;  // activation_estimate.h
 // Tensors by the name an architecture gives them (docs/api.md lists them).
 using NamedTensors = std::map<std::string, torch::Tensor>;
 
-// The latent space a denoiser works in or a decoder decodes: channels, and
+// The latent space a denoiser works in or a decoder decodes: channels,
 // image pixels per latent along each side (0 where the model does not fix
-// it: a denoiser's latents take the decoder's factor).
+// it: a denoiser's latents take the decoder's factor), and for a video
+// decoder the frames per latent frame after the first (0: no time axis).
 struct LatentGeometry {
   int64_t channels = 0;
   int64_t spatial_factor = 0;
+  int64_t temporal_factor = 0;
 };
 
 // What a model is for in a pipeline.

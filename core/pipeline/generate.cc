@@ -16,7 +16,9 @@
 #include "core/pipeline/generate_request_checks.h"
 #include "core/pipeline/image_inputs.h"
 #include "core/pipeline/pipeline_family.h"
+#include "core/pipeline/internal/generate_plan.h"
 #include "core/pipeline/pipeline_folder.h"
+#include "core/pipeline/video_sink.h"
 #include "core/util/bounded_text.h"
 #include "core/util/bytes.h"
 #include "core/util/status_macros.h"
@@ -24,9 +26,14 @@
 namespace diffusiond {
 namespace {
 
-// The component diffusers' pipelines keep their denoiser under: how a
-// request without a pipeline folder names the model that chooses the family.
-constexpr char kDenoiserComponent[] = "transformer";
+using generate_internal::check_latent_channels;
+using generate_internal::check_stages_fit;
+using generate_internal::describe_components;
+using generate_internal::PlannedDenoiser;
+using generate_internal::PlannedStage;
+using generate_internal::Resolved;
+using generate_internal::resolve;
+using generate_internal::stages_of;
 
 void emit_to(const GenerateOptions& options, GenerateEvent e) {
   if (options.on_event) options.on_event(e);
@@ -51,196 +58,6 @@ void report_placement_evictions(const GenerateOptions& options, CallDevice& wher
 }
 
 
-// How component `name`, at `id_or_path`, is described, sized and readied:
-// with its `options`, if the request gave any.
-ModelLoadRequest component_load(const std::string& name, const std::string& id_or_path,
-                                const std::map<std::string, ComponentOptions>& options) {
-  ModelLoadRequest load;
-  load.path = id_or_path;
-  if (const auto o = options.find(name); o != options.end()) {
-    load.fp8 = o->second.fp8;
-    load.compute_dtype = o->second.compute_dtype;
-  }
-  return load;
-}
-
-// A request resolved against its family: every component's id or path,
-// and the options it is loaded with.
-struct Resolved {
-  const PipelineFamily* family = nullptr;
-  std::optional<PipelineIndex> folder;  // the pipeline folder's index, when one was given
-  std::map<std::string, std::string> ids;
-  std::map<std::string, ComponentOptions> options;
-
-  ModelLoadRequest load_of(const std::string& name) const { return component_load(name, ids.at(name), options); }
-  // How text encoder `name` is asked for `prompt` in this pipeline, at
-  // `max_sequence_length` when not 0 (refused by a family without one).
-  absl::StatusOr<TextEncoding> encoding_of(const std::string& name, const std::string& prompt,
-                                           int64_t max_sequence_length) const {
-    DIFFUSIOND_ASSIGN_OR_RETURN(TextEncoding encoding,
-                                family->folder_text_encoding(name, prompt, folder.has_value() ? &*folder : nullptr));
-    if (max_sequence_length == 0) return encoding;
-    return family->with_max_sequence_length(name, std::move(encoding), max_sequence_length);
-  }
-};
-
-absl::StatusOr<Resolved> resolve(EngineApi& engine, const std::string& models_dir, const GenerateRequest& r) {
-  Resolved out;
-  PipelineIndex index;
-  if (!r.pipeline.empty()) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(PipelineFolder folder, open_pipeline_folder(models_dir, r.pipeline));
-    out.family = folder.family;
-    index = folder.index;
-    out.folder = std::move(folder.index);
-  } else {
-    const auto denoiser = r.components.find(kDenoiserComponent);
-    if (denoiser == r.components.end() || denoiser->second.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("give a pipeline folder, or every component including \"", kDenoiserComponent, "\""));
-    }
-    DIFFUSIOND_ASSIGN_OR_RETURN(
-        ModelInfo info,
-        describe_model(engine, component_load(kDenoiserComponent, denoiser->second, r.component_options)));
-    out.family = find_pipeline_family_for_denoiser(info.architecture);
-    if (out.family == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("no pipeline family runs a ", info.architecture, " denoiser (\"",
-                                                     bounded(denoiser->second), "\")"));
-    }
-  }
-  std::vector<std::string> names;
-  for (const PipelineComponent& c : out.family->components()) names.push_back(c.name);
-  const auto check_name = [&](const std::string& name, const char* field) -> absl::Status {
-    if (out.family->component(name).has_value()) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(field, ": the ", out.family->name(), " pipeline has no component \"",
-                                                   bounded(name), "\"; its components are ", absl::StrJoin(names, ", ")));
-  };
-  for (const auto& [name, id] : r.components) DIFFUSIOND_RETURN_IF_ERROR(check_name(name, "components"));
-  for (const auto& [name, o] : r.component_options) {
-    DIFFUSIOND_RETURN_IF_ERROR(check_name(name, "component_options"));
-  }
-  out.options = r.component_options;
-  for (const std::string& name : names) {
-    const auto given = r.components.find(name);
-    if (given != r.components.end() && !given->second.empty()) {
-      out.ids[name] = given->second;
-    } else if (!r.pipeline.empty() && index.components.count(name) != 0) {
-      out.ids[name] = absl::StrCat(r.pipeline, "/", name);
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat(r.pipeline.empty() ? std::string("the request") : absl::StrCat("pipeline \"", bounded(r.pipeline), "\""),
-                       " has no ", name, " component for the ", out.family->name(), " pipeline"));
-    }
-  }
-  return out;
-}
-
-// Every component of `resolved`, described without loading it (by name).
-absl::StatusOr<std::map<std::string, ModelInfo>> describe_components(EngineApi& engine, const Resolved& resolved) {
-  std::map<std::string, ModelInfo> infos;
-  for (const auto& [name, id] : resolved.ids) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(infos[name], describe_model(engine, resolved.load_of(name)));
-  }
-  return infos;
-}
-
-// One stage of a Generate as it is known before anything loads: its
-// component, and its call (activation_estimate.h, read by the role).
-struct PlannedStage {
-  std::string component;
-  std::string call;  // "an encode of 12 tokens", for the refusal
-  ActivationQuery query;
-};
-
-// Refuses, before anything loads, a stage whose component's weights alone,
-// or with the least working memory of its call, are more than the RAM
-// budget: no eviction or wait could ever admit it, and the stages before it
-// would run for nothing. The engine sizes each call from its model's config
-// (EngineApi::least_call_room), a lower bound of what it will reserve.
-absl::Status check_stages_fit(EngineApi& engine, const Resolved& resolved,
-                              const std::map<std::string, ModelInfo>& infos, const std::vector<PlannedStage>& stages) {
-  const CacheStats stats = engine.stats();
-  if (stats.budgets.empty()) return absl::OkStatus();
-  const int64_t capacity = stats.budgets[0].capacity_bytes;
-  const auto refuse = [&](const std::string& name, const std::string& needs) {
-    const ModelInfo& info = infos.at(name);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "component ", name, " (\"", bounded(resolved.ids.at(name)), "\", ", info.architecture, ") needs ", needs,
-        ", more than the RAM budget of ", format_bytes(capacity), ": it could never run; nothing was loaded"));
-  };
-  for (const auto& [name, info] : infos) {
-    if (info.bytes[kCpuIndex] > capacity) {
-      return refuse(name, absl::StrCat(format_bytes(info.bytes[kCpuIndex]), " of weights"));
-    }
-  }
-  for (const PlannedStage& stage : stages) {
-    DIFFUSIOND_ASSIGN_OR_RETURN(const CallFloor floor,
-                                engine.least_call_room(resolved.load_of(stage.component), stage.query));
-    if (floor.call > capacity - floor.weights) {
-      return refuse(stage.component, absl::StrCat(format_bytes(floor.weights), " of weights and at least ",
-                                                  format_bytes(floor.call), " for ", stage.call));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// OK when `denoiser` and `decoder` work in the same latent channels (0: not
-// known yet).
-absl::Status check_latent_channels(const Resolved& resolved, const std::string& denoiser_name,
-                                   const std::string& decoder_name, const ModelInfo& denoiser,
-                                   const ModelInfo& decoder) {
-  if (denoiser.geometry.channels == 0 || denoiser.geometry.channels == decoder.geometry.channels) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("the denoiser \"", bounded(resolved.ids.at(denoiser_name)), "\" works in ",
-                   denoiser.geometry.channels, " latent channels, but the decoder \"",
-                   bounded(resolved.ids.at(decoder_name)), "\" decodes ", decoder.geometry.channels));
-}
-
-// Every stage of `r` under `resolved`'s family, sized from what is known
-// before any load: each text encoder's encodes (the tokens it will reserve
-// for, as the pipeline folder asks them), one step of the denoise and the
-// decode, at the request's size or the family's default (which depends
-// only on the denoiser's description). The folder's malformed settings are
-// refused here.
-absl::StatusOr<std::vector<PlannedStage>> stages_of(const GenerateRequest& r, const Resolved& resolved, bool cfg,
-                                                    const ModelInfo& denoiser, const ModelInfo& decoder,
-                                                    const std::string& denoiser_name,
-                                                    const std::string& decoder_name) {
-  const PipelineFamily& family = *resolved.family;
-  std::vector<PlannedStage> stages;
-  for (const PipelineComponent& c : family.components()) {
-    if (c.role != ModelRole::kTextEncoder) continue;
-    for (bool negative : {false, true}) {
-      if (negative && !cfg) break;
-      PlannedStage s{c.name, "", {}};
-      DIFFUSIOND_ASSIGN_OR_RETURN(
-          const TextEncoding encoding,
-          resolved.encoding_of(c.name, negative ? r.negative_prompt : r.prompt, r.max_sequence_length));
-      // Without the tokenizer's special tokens: a lower bound.
-      s.query.text_tokens = tokens_bound(encoding, 0);
-      s.call = absl::StrCat("an encode of ", s.query.text_tokens, " tokens");
-      stages.push_back(std::move(s));
-    }
-  }
-  if (denoiser.geometry.channels == 0) return stages;  // latents not known before the load
-  const PipelineDefaults defaults = r.image.defined() ? family.image_defaults(denoiser) : family.defaults(denoiser);
-  const int64_t width = r.width != 0 ? r.width : defaults.width;
-  const int64_t height = r.height != 0 ? r.height : defaults.height;
-  const std::vector<int64_t> latents = family.latent_shape(denoiser, decoder, width, height);
-  const std::string size = absl::StrCat(width, "x", height, " pixels (latents [", absl::StrJoin(latents, ", "), "])");
-  PlannedStage step{denoiser_name, absl::StrCat(cfg ? "a guided" : "a", " denoise step at ", size), {}};
-  step.query.latent_shape = latents;
-  step.query.batch = cfg ? 2 : 1;
-  step.query.text_tokens = 1;  // the encoders' output is not known yet: a lower bound
-  step.query.denoise_loop = true;
-  stages.push_back(std::move(step));
-  PlannedStage decode{decoder_name, absl::StrCat("a decode at ", size), {}};
-  decode.query.latent_shape = latents;
-  stages.push_back(std::move(decode));
-  return stages;
-}
-
 // What a request's image input made of it: the strength used and the
 // schedule's step the run starts at (get_timesteps' t_start).
 struct ImageRun {
@@ -248,19 +65,37 @@ struct ImageRun {
   int first_step = 0;
 };
 
-std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, int steps, double guidance,
-                            int64_t width, int64_t height, const std::optional<ImageRun>& image_run, int index) {
+// What a Generate ran with, the family's defaults in place of what the
+// request left unset.
+struct Effective {
+  int steps = 0;
+  double guidance = 0;
+  std::optional<double> guidance_2;  // with a second expert
+  int64_t width = 0, height = 0;
+  int64_t frames = 0;  // a video's; 0 for an image
+  int fps = 0;
+  std::optional<ImageRun> image_run;
+};
+
+std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, const Effective& run,
+                            const std::vector<ExpertHandover>& handovers, int index) {
   nlohmann::json j = {{"pipeline", std::string(resolved.family->name())},
                       {"prompt", r.prompt},
                       {"negative_prompt", r.negative_prompt},
-                      {"width", width},
-                      {"height", height},
-                      {"steps", steps},
+                      {"width", run.width},
+                      {"height", run.height},
+                      {"steps", run.steps},
                       {"seed", r.seeds.empty() ? r.seed : r.seeds[index]},
                       {"shift", r.shift}};
   // Only a family that takes guidance_scale used it (Qwen-Image's is true_cfg_scale).
   for (const FamilyArgument& a : resolved.family->arguments()) {
-    if (a.name == "guidance_scale") j["guidance_scale"] = guidance;
+    if (a.name == "guidance_scale") j["guidance_scale"] = run.guidance;
+  }
+  if (run.guidance_2.has_value()) j["guidance_scale_2"] = *run.guidance_2;
+  for (const ExpertHandover& h : handovers) j["boundary_ratio"][h.component] = h.boundary_ratio;
+  if (run.frames != 0) {
+    j["num_frames"] = run.frames;
+    j["fps"] = run.fps;
   }
   if (r.legacy_guidance_scale.has_value()) j["legacy_guidance_scale"] = *r.legacy_guidance_scale;
   if (!r.sigmas.empty()) j["sigmas"] = r.sigmas;
@@ -272,10 +107,10 @@ std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, 
     // One generator drew the batch: the image is not this seed's first draw.
     if (r.seeds.empty()) j["batch_generator"] = true;
   }
-  if (image_run.has_value()) {
+  if (run.image_run.has_value()) {
     j["mode"] = r.mask_image.defined() ? "inpaint" : "img2img";
-    j["strength"] = image_run->strength;
-    j["first_step"] = image_run->first_step;
+    j["strength"] = run.image_run->strength;
+    j["first_step"] = run.image_run->first_step;
   }
   for (const auto& [name, id] : resolved.ids) j[name] = id;
   for (const auto& [name, o] : resolved.options) {
@@ -287,6 +122,80 @@ std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, 
   return j.dump(-1, ' ', /*ensure_ascii=*/true);
 }
 
+// The request's fields that only some families take: num_frames (video
+// families) and sigmas (families whose upstream takes them).
+absl::Status check_family_fields(const GenerateRequest& r, const PipelineFamily& family) {
+  if (r.num_frames != 0 && !family.video().has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("num_frames: the ", family.name(),
+                                                   " pipeline makes images, not videos; nothing was loaded"));
+  }
+  if (!r.sigmas.empty() && !family.takes_sigmas()) {
+    return absl::InvalidArgumentError(absl::StrCat("sigmas: the ", family.name(),
+                                                   " pipeline's upstream __call__ takes none; nothing was loaded"));
+  }
+  return absl::OkStatus();
+}
+
+// guidance_scale_2 is the later experts' guidance: refused without one,
+// without classifier-free guidance (upstream reads it only then), and below
+// 1 (upstream's uncond + g·(cond − uncond) for g < 1 extrapolates towards
+// the negative, which the loop does not run).
+absl::Status check_guidance_2(const GenerateRequest& r, const PipelineFamily& family, bool cfg,
+                              const std::vector<ExpertHandover>& handovers) {
+  if (!r.guidance_scale_2.has_value()) return absl::OkStatus();
+  if (handovers.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("guidance_scale_2: this ", family.name(),
+                                                   " pipeline has one denoiser, no second expert to guide"));
+  }
+  if (!cfg) {
+    return absl::InvalidArgumentError(
+        "guidance_scale_2 applies with classifier-free guidance, which guidance_scale <= 1 turns off");
+  }
+  if (*r.guidance_scale_2 < 1.0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("guidance_scale_2 must be >= 1 (1: unguided), got ", *r.guidance_scale_2));
+  }
+  return absl::OkStatus();
+}
+
+// The frames a Generate makes: 1 for an image family; for a video family
+// the request's num_frames or the family's default, which must be 1 + t·k
+// for the decoder's temporal factor t (INVALID_ARGUMENT naming num_frames,
+// or the decoder when it has no time axis).
+absl::StatusOr<int64_t> frames_of(const GenerateRequest& r, const Resolved& resolved,
+                                  const std::optional<VideoDefaults>& video, const std::string& decoder_name,
+                                  const ModelInfo& decoder) {
+  if (!video.has_value()) return 1;
+  const int64_t t = decoder.geometry.temporal_factor;
+  if (t <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("component ", decoder_name, " (\"",
+                                                   bounded(resolved.ids.at(decoder_name)), "\", ",
+                                                   decoder.architecture, ") decodes no frames: it is not a video VAE"));
+  }
+  const int64_t frames = r.num_frames != 0 ? r.num_frames : video->num_frames;
+  if ((frames - 1) % t != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("num_frames must be 1 + ", t, "k for the ", resolved.family->name(),
+                                                   " pipeline's VAE (", t, " frames per latent frame after the "
+                                                   "first), got ", frames, "; nothing was loaded"));
+  }
+  return frames;
+}
+
+// Decodes one video's latents with `vae` into `sink`, frame by frame as the
+// VAE makes them; returns what the call did.
+absl::StatusOr<CallReport> decode_video(EngineApi& engine, const ModelHandle& vae, const torch::Tensor& latents,
+                                        const VideoHeader& header, VideoSink& sink, const CancellationToken& cancel) {
+  DIFFUSIOND_RETURN_IF_ERROR(sink.begin(header));
+  DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<int64_t> decoded,
+                              engine.decode_video(
+                                  vae, latents,
+                                  [&](const torch::Tensor& rgb, int64_t) { return sink.add_frame(rgb); }, cancel));
+  if (decoded.value != header.frames) {
+    return absl::InternalError(absl::StrCat("the VAE decoded ", decoded.value, " frames, not ", header.frames));
+  }
+  DIFFUSIOND_RETURN_IF_ERROR(sink.finish());
+  return std::move(decoded.report);
+}
 
 absl::Status check_cancelled(const GenerateOptions& options, absl::string_view before) {
   if (!options.cancel.cancelled()) return absl::OkStatus();
@@ -353,18 +262,30 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   DIFFUSIOND_ASSIGN_OR_RETURN(const Resolved resolved, resolve(engine, models_dir, r));
   const PipelineFamily& family = *resolved.family;
   DIFFUSIOND_RETURN_IF_ERROR(check_components_ported(family));
+  DIFFUSIOND_RETURN_IF_ERROR(check_family_fields(r, family));
   DIFFUSIOND_RETURN_IF_ERROR(check_image_inputs(r, family));
-  // The guidance in the family's upstream meaning; an old client's scale
-  // read as it meant it.
-  const std::optional<double> asked_guidance =
-      r.legacy_guidance_scale.has_value() ? std::optional<double>(family.from_legacy_guidance(*r.legacy_guidance_scale))
-                                          : r.guidance_scale;
+  const std::optional<VideoDefaults> video = family.video();
+  if (video.has_value() && options.video == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("the ", family.name(),
+                                                   " pipeline makes videos, and this caller takes only images"));
+  }
   // The request's guidance as the family reads it: a negative prompt used
   // by no classifier-free guidance, or a field the family does not take,
   // is refused, not dropped while the image's parameters claimed it.
+  const std::optional<double> asked_guidance =
+      r.legacy_guidance_scale.has_value() ? std::optional<double>(family.from_legacy_guidance(*r.legacy_guidance_scale))
+                                          : r.guidance_scale;
   DIFFUSIOND_ASSIGN_OR_RETURN(const double cfg_scale,
                               family.cfg_scale({asked_guidance, r.true_cfg_scale, !r.negative_prompt.empty()}));
   const bool cfg = cfg_scale > 1.0;
+  // The experts that take over (Wan 2.2's transformer_2), from the folder.
+  std::vector<std::string> present;
+  for (const PipelineComponent& c : family.components()) {
+    if (c.optional && resolved.has(c.name)) present.push_back(c.name);
+  }
+  DIFFUSIOND_ASSIGN_OR_RETURN(const std::vector<ExpertHandover> handovers,
+                              family.expert_handovers(resolved.folder_index(), present));
+  DIFFUSIOND_RETURN_IF_ERROR(check_guidance_2(r, family, cfg, handovers));
   // The size: the request's, else the init image's, else the family's.
   GenerateRequest sized = r;
   if (r.image.defined()) {
@@ -384,7 +305,7 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   std::string decoder_name, denoiser_name;
   for (const PipelineComponent& c : family.components()) {
     if (c.role == ModelRole::kVae) decoder_name = c.name;
-    if (c.role == ModelRole::kDenoiser) denoiser_name = c.name;
+    if (c.role == ModelRole::kDenoiser && denoiser_name.empty()) denoiser_name = c.name;
   }
   if (decoder_name.empty() || denoiser_name.empty()) {
     return absl::InternalError(absl::StrCat("the ", family.name(), " pipeline family names no ",
@@ -399,14 +320,28 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   }
   const ModelInfo& denoiser_info = infos.at(denoiser_name);
   DIFFUSIOND_RETURN_IF_ERROR(check_latent_channels(resolved, denoiser_name, decoder_name, denoiser_info, decoder_info));
+  for (const ExpertHandover& h : handovers) {
+    DIFFUSIOND_RETURN_IF_ERROR(check_latent_channels(resolved, h.component, decoder_name, infos.at(h.component),
+                                                     decoder_info));
+  }
+  DIFFUSIOND_ASSIGN_OR_RETURN(const int64_t frames, frames_of(r, resolved, video, decoder_name, decoder_info));
   // Classifier-free guidance is decided by the request's fields and the
   // family's default, so the negative is encoded or not, and the denoise
   // sized, before the denoiser is loaded. A batch runs its images one by
   // one: one image's stages bound it.
-  DIFFUSIOND_ASSIGN_OR_RETURN(
-      const std::vector<PlannedStage> stages,
-      stages_of(sized, resolved, cfg, denoiser_info, decoder_info, denoiser_name, decoder_name));
+  const double guidance_2 = r.guidance_scale_2.value_or(cfg_scale);
+  std::vector<PlannedDenoiser> denoisers = {{denoiser_name, cfg}};
+  for (const ExpertHandover& h : handovers) denoisers.push_back({h.component, cfg && guidance_2 > 1.0});
+  DIFFUSIOND_ASSIGN_OR_RETURN(const std::vector<PlannedStage> stages,
+                              stages_of(sized, resolved, cfg, denoisers, frames, denoiser_info, decoder_info,
+                                        decoder_name));
   DIFFUSIOND_RETURN_IF_ERROR(check_stages_fit(engine, resolved, infos, stages));
+  if (video.has_value()) {
+    // Whether videos can be written at all, before anything loads.
+    const PipelineDefaults d = family.defaults(denoiser_info);
+    DIFFUSIOND_RETURN_IF_ERROR(options.video->check(sized.width != 0 ? sized.width : d.width,
+                                                    sized.height != 0 ? sized.height : d.height, video->fps));
+  }
   Clock* clock = options.clock != nullptr ? options.clock : real_clock();
   const int images = std::max(r.num_images_per_prompt, 1);
 
@@ -474,33 +409,45 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   const ModelInfo& denoiser = transformer.info();
   DIFFUSIOND_RETURN_IF_ERROR(check_latent_channels(resolved, denoiser_name, decoder_name, denoiser, decoder_info));
   const PipelineDefaults defaults = r.image.defined() ? family.image_defaults(denoiser) : family.defaults(denoiser);
-  const int64_t width = sized.width != 0 ? sized.width : defaults.width;
-  const int64_t height = sized.height != 0 ? sized.height : defaults.height;
-  const int steps = !r.sigmas.empty() ? static_cast<int>(r.sigmas.size()) : r.steps != 0 ? r.steps : defaults.steps;
-  const double guidance = asked_guidance.value_or(defaults.guidance_scale);
-  std::optional<ImageRun> image_run;
+  Effective run;
+  run.width = sized.width != 0 ? sized.width : defaults.width;
+  run.height = sized.height != 0 ? sized.height : defaults.height;
+  run.steps = !r.sigmas.empty() ? static_cast<int>(r.sigmas.size()) : r.steps != 0 ? r.steps : defaults.steps;
+  run.guidance = asked_guidance.value_or(defaults.guidance_scale);
+  if (!handovers.empty()) run.guidance_2 = r.guidance_scale_2.value_or(run.guidance);
+  if (video.has_value()) {
+    run.frames = frames;
+    run.fps = video->fps;
+  }
   if (r.image.defined()) {
     const ImageInputs inputs = *family.image_inputs();
-    ImageRun run;
-    run.strength = r.strength != 0 ? r.strength
-                                   : (r.mask_image.defined() ? *inputs.inpaint_strength : inputs.img2img_strength);
-    run.first_step = strength_first_step(steps, run.strength);
-    if (run.first_step >= steps) {  // strength > 0 always leaves a step; kept as upstream's check
-      return absl::InvalidArgumentError(absl::StrCat("strength ", run.strength, " of ", steps, " steps runs no step"));
+    ImageRun image_run;
+    image_run.strength = r.strength != 0 ? r.strength
+                                         : (r.mask_image.defined() ? *inputs.inpaint_strength : inputs.img2img_strength);
+    image_run.first_step = strength_first_step(run.steps, image_run.strength);
+    if (image_run.first_step >= run.steps) {  // strength > 0 always leaves a step; kept as upstream's check
+      return absl::InvalidArgumentError(
+          absl::StrCat("strength ", image_run.strength, " of ", run.steps, " steps runs no step"));
     }
-    image_run = run;
+    run.image_run = image_run;
   }
 
   EngineDenoiseRequest denoise;
   denoise.model = transformer;
-  denoise.latent_shape = family.latent_shape(denoiser, decoder_info, width, height);
+  denoise.latent_shape = family.latent_shape(denoiser, decoder_info, run.width, run.height, frames);
   denoise.guidance_scale = cfg ? cfg_scale : 1.0;
-  denoise.steps = steps;
+  denoise.steps = run.steps;
   denoise.base_sigmas = r.sigmas;
   denoise.shift = r.shift;
+  for (const ExpertHandover& h : handovers) {
+    const ModelLoadRequest load = resolved.load_of(h.component);
+    // Without guidance the later experts run unguided too, as upstream's.
+    denoise.later_segments.push_back(
+        {load.path, h.boundary_ratio, cfg ? guidance_2 : 1.0, load.fp8, load.compute_dtype});
+  }
   // The encoders' parts (tensors, and scalars such as Wan's
   // max_sequence_length), then the request's scalars over them.
-  DIFFUSIOND_ASSIGN_OR_RETURN(const Conditioning scalars, family.scalar_conditioning(guidance, denoiser));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const Conditioning scalars, family.scalar_conditioning(run.guidance, denoiser));
   const auto assemble = [&](std::map<std::string, Conditioning>& parts, Conditioning* into) {
     for (auto& [name, part] : parts) {
       for (auto& [k, t] : part.tensors) into->tensors[k] = std::move(t);
@@ -524,8 +471,8 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   for (int k = 0; k < images; ++k) {
     DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "denoising"));
     EngineDenoiseRequest one = denoise;
-    if (image_run.has_value()) {
-      one.from_image = ImageStart{clean, noise[k], image_run->first_step, mask};
+    if (run.image_run.has_value()) {
+      one.from_image = ImageStart{clean, noise[k], run.image_run->first_step, mask};
     } else {
       one.initial_latents = noise[k];
     }
@@ -540,6 +487,10 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
       std::string detail;
       if (segment.began_with(e)) {
         report_evictions(options, segment.evicted, absl::StrCat("the activations of ", segment.model_id));
+        if (segment.loaded) {
+          emit_to(options, {GenerateEvent::Stage::kLoad, segment.model_id, 0, 0, absl::ZeroDuration(),
+                            absl::StrCat("loaded for its steps, from step ", e.step), ""});
+        }
         report_placement_evictions(options, segment.where, absl::StrCat("the denoise of ", segment.model_id));
         detail = segment.where.summary();
       }
@@ -556,6 +507,28 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
     const absl::Time start = clock->now();
     DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle vae,
                                 ready_component(engine, resolved.load_of(decoder_name), ModelRole::kVae, options));
+    const uint64_t seed = r.seeds.empty() ? r.seed : r.seeds[k];
+    std::vector<std::pair<std::string, std::string>> parameters = {
+        {"parameters", parameters_json(r, resolved, run, handovers, k)}};
+    if (video.has_value()) {
+      VideoHeader header;
+      header.index = k;
+      header.seed = seed;
+      header.width = run.width;
+      header.height = run.height;
+      header.frames = frames;
+      header.fps = video->fps;
+      header.parameters = std::move(parameters);
+      DIFFUSIOND_ASSIGN_OR_RETURN(CallReport report,
+                                  decode_video(engine, vae, latents[k], header, *options.video, options.cancel));
+      latents[k] = torch::Tensor();
+      report_call(options, vae.id(), report, absl::StrCat("the decode of ", vae.id()));
+      const CallDevice& where = report.where;
+      emit_to(options, {GenerateEvent::Stage::kDecode, vae.id(), 0, 0, clock->now() - start,
+                        absl::StrCat(run.width, "x", run.height, "x", frames, " frames; ", where.summary()),
+                        where.device, k});
+      continue;
+    }
     DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<torch::Tensor> decoded,
                                 engine.decode_image(vae, latents[k], options.cancel));
     latents[k] = torch::Tensor();
@@ -567,8 +540,8 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
     emit_to(options, {GenerateEvent::Stage::kDecode, vae.id(), 0, 0, clock->now() - start,
                       absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels; ", where.summary()),
                       where.device, k});
-    image.seed = r.seeds.empty() ? r.seed : r.seeds[k];
-    image.parameters = {{"parameters", parameters_json(r, resolved, steps, guidance, width, height, image_run, k)}};
+    image.seed = seed;
+    image.parameters = std::move(parameters);
     if (options.on_image) {
       options.on_image(std::move(image));
     } else {
@@ -587,6 +560,9 @@ absl::StatusOr<GeneratedImage> generate(EngineApi& engine, const std::string& mo
   GenerateOptions collected = options;
   collected.on_image = nullptr;
   DIFFUSIOND_ASSIGN_OR_RETURN(std::vector<GeneratedImage> images, generate_images(engine, models_dir, r, collected));
+  if (images.empty()) {
+    return absl::InvalidArgumentError("the pipeline made a video, not an image: use generate_images() with a VideoSink");
+  }
   return std::move(images.at(0));
 }
 

@@ -26,6 +26,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/engine/engine_api.h"
+#include "core/pipeline/video_sink.h"
 #include "core/util/cancellation.h"
 #include "core/util/clock.h"
 
@@ -38,6 +39,8 @@ inline constexpr size_t kGenerateMaxPromptBytes = 64 * 1024;
 // Images are made one after another, so a batch needs one image's working
 // memory; the bound keeps one request from holding the queue for hours.
 inline constexpr int kGenerateMaxImages = 64;
+// A video's frames, at most: 64 s at Wan's 16 frames a second.
+inline constexpr int64_t kGenerateMaxFrames = 1025;
 
 // How one component is loaded; unset: the daemon's default.
 struct ComponentOptions {
@@ -74,6 +77,13 @@ struct GenerateRequest {
   // clients under its own name (PipelineFamily::from_legacy_guidance).
   // Refused together with guidance_scale.
   std::optional<double> legacy_guidance_scale;
+  // Wan 2.2's guidance_scale_2: the classifier-free guidance of the expert
+  // that takes over (transformer_2); unset: guidance_scale. Refused where
+  // the pipeline has no second expert.
+  std::optional<double> guidance_scale_2;
+  // A video family's num_frames (Wan: 1 + 4k); 0: the family's default.
+  // Refused by image families.
+  int64_t num_frames = 0;
   // FLUX's true classifier-free guidance (FluxPipeline's true_cfg_scale,
   // with negative_prompt); 0: not asked. Refused by families whose CFG is
   // guidance_scale (PipelineFamily::cfg_scale).
@@ -94,7 +104,7 @@ struct GenerateRequest {
   // With `image`: the share of the schedule run from it, (0, 1]; 0: the
   // family's default (PipelineFamily::image_inputs).
   double strength = 0;
-  int num_images_per_prompt = 0;  // 0: 1
+  int num_images_per_prompt = 0;  // 0: 1; a video family's num_videos_per_prompt
   // One seed per image (upstream's list of generators); empty: `seed`
   // draws the whole batch from one generator.
   std::vector<uint64_t> seeds;
@@ -135,6 +145,10 @@ struct GenerateOptions {
   // generate_images()' result (which then comes back empty), so a batch's
   // pixels are never all held.
   std::function<void(GeneratedImage)> on_image;
+  // Where a video family's videos go, frame by frame as they decode
+  // (video_sink.h); required for one (INVALID_ARGUMENT without), unused by
+  // image families. Not owned.
+  VideoSink* video = nullptr;
 };
 
 // Readies the model `model.path` names (EngineApi::ready): a loaded
@@ -153,13 +167,15 @@ absl::StatusOr<ModelHandle> ready_component(EngineApi& engine, const ModelLoadRe
 void report_call(const GenerateOptions& options, const std::string& model_id, CallReport& report,
                  absl::string_view what);
 
-// Runs the pipeline: num_images_per_prompt images, each denoised and
-// decoded in turn. With an init image, the family's img2img (and with a
+// Runs the pipeline: num_images_per_prompt images (a video family's
+// videos, handed to options.video frame by frame; none are returned), each
+// denoised and decoded in turn. With an init image, the family's img2img (and with a
 // mask its inpainting) as upstream runs them: the image encoded by the
 // VAE's sample with the generator's first draw, the schedule shortened
 // by strength (get_timesteps), noise added by scale_noise.
 // INVALID_ARGUMENT for a bad request, naming the field (size, steps,
-// prompt length, strength, image or mask shape, seeds, unknown or missing
+// prompt length, strength, image or mask shape, seeds, num_frames not
+// 1 + 4k, guidance_scale_2 without a second expert, unknown or missing
 // components, a pipeline folder without model_index.json or of a class no
 // family serves, components whose latent spaces disagree, an image input
 // the family does not take), checked before any load; UNIMPLEMENTED,

@@ -44,8 +44,13 @@ absl::Status check_generate_request(const GenerateRequest& r) {
     return absl::InvalidArgumentError(
         "give guidance_scale (upstream's meaning) or legacy_guidance_scale (the daemon's former one), not both");
   }
+  if (r.num_frames < 0 || r.num_frames > kGenerateMaxFrames) {
+    return absl::InvalidArgumentError(absl::StrCat("num_frames must be 1 to ", kGenerateMaxFrames,
+                                                   " (0: the pipeline's default), got ", r.num_frames));
+  }
   for (const auto& [name, value] :
        {std::pair<const char*, double>{"guidance_scale", r.guidance_scale.value_or(0)},
+        {"guidance_scale_2", r.guidance_scale_2.value_or(0)},
         {"legacy_guidance_scale", r.legacy_guidance_scale.value_or(0)},
         {"true_cfg_scale", r.true_cfg_scale},
         {"shift", r.shift}}) {

@@ -100,8 +100,13 @@ std::vector<FamilyArgument> PipelineFamily::arguments() const {
   return rows;
 }
 
+absl::StatusOr<std::vector<ExpertHandover>> PipelineFamily::expert_handovers(
+    const PipelineIndex*, const std::vector<std::string>&) const {
+  return std::vector<ExpertHandover>{};
+}
+
 std::vector<int64_t> PipelineFamily::latent_shape(const ModelInfo& denoiser, const ModelInfo& decoder, int64_t width,
-                                                  int64_t height) const {
+                                                  int64_t height, int64_t) const {
   const int64_t f = decoder.geometry.spatial_factor;
   return {denoiser.geometry.channels, height / f, width / f};
 }

@@ -33,6 +33,25 @@ struct PipelineComponent {
   std::string name;
   ModelRole role = ModelRole::kDenoiser;
   std::string architecture;
+  // A pipeline folder may lack it, as upstream's __init__ takes None for it
+  // (Wan 2.2's transformer_2 is in its two-expert folders only).
+  bool optional = false;
+};
+
+// What a video family makes beyond an image, when the request leaves it
+// unset: the frames (upstream's num_frames) and the rate they are played at.
+struct VideoDefaults {
+  int64_t num_frames = 81;
+  int fps = 16;
+};
+
+// A denoiser that takes over from the one before it within one Denoise
+// (Wan 2.2's low-noise expert, transformer_2): its component, and where it
+// takes over, as the share of the training timesteps below which it runs
+// (upstream's boundary_ratio).
+struct ExpertHandover {
+  std::string component;
+  double boundary_ratio = 0;
 };
 
 // What a Generate uses when the request leaves a value unset.
@@ -74,9 +93,26 @@ class PipelineFamily {
   virtual absl::string_view name() const = 0;
   // The model_index.json _class_name values it serves.
   virtual std::vector<std::string> pipeline_classes() const = 0;
-  // Every component, text encoders first, then the denoiser, then the image
-  // decoder: the order Generate readies and runs them.
+  // Every component, text encoders first, then the denoisers (the first
+  // runs from the first step; the optional others take over as
+  // expert_handovers() says), then the image decoder: the order Generate
+  // readies and runs them.
   virtual std::vector<PipelineComponent> components() const = 0;
+
+  // Empty (the default): the family makes images, and a request's
+  // num_frames is refused. Else its video defaults: a Generate makes one
+  // video per num_images_per_prompt, its frames streamed as they decode.
+  virtual std::optional<VideoDefaults> video() const { return std::nullopt; }
+
+  // The later denoisers of a pipeline whose folder's model_index.json is
+  // `folder` (null: none, the request names its components), given which of
+  // its optional components the request has (`present`), in the order they
+  // take over. INVALID_ARGUMENT naming the setting when the folder's
+  // settings and components disagree (a second expert without a boundary,
+  // or the reverse); UNIMPLEMENTED for a setting the daemon does not run.
+  // Default: none.
+  virtual absl::StatusOr<std::vector<ExpertHandover>> expert_handovers(
+      const PipelineIndex* folder, const std::vector<std::string>& present) const;
   // Image sides must be multiples of this (the decoder's factor times the
   // denoiser's patch).
   virtual int64_t size_multiple() const { return 16; }
@@ -111,11 +147,12 @@ class PipelineFamily {
   virtual absl::StatusOr<Conditioning> encoder_conditioning(absl::string_view component,
                                                             const EncodedText& encoded) const = 0;
 
-  // The latents a Generate of `width` x `height` pixels denoises. Default:
-  // an image's [C, height / f, width / f], with the denoiser's channels and
-  // the decoder's factor f; a video pipeline adds its frames axis.
+  // The latents a Generate of `width` x `height` pixels (and `frames`
+  // frames, 1 for an image) denoises. Default: an image's [C, height / f,
+  // width / f], with the denoiser's channels and the decoder's factor f; a
+  // video pipeline adds its frames axis.
   virtual std::vector<int64_t> latent_shape(const ModelInfo& denoiser, const ModelInfo& decoder, int64_t width,
-                                            int64_t height) const;
+                                            int64_t height, int64_t frames) const;
 
   // The request's scalars as conditioning for `denoiser` (FLUX.1-dev's
   // "guidance"), at `guidance_scale` (the request's, else the family's
@@ -132,6 +169,10 @@ class PipelineFamily {
   // request asks for is dropped. Default: guidance_scale is the CFG scale
   // (off when not given), and true_cfg_scale is refused.
   virtual absl::StatusOr<double> cfg_scale(const GuidanceAsked& asked) const;
+
+  // Whether its upstream __call__ takes sigmas (the schedule's before its
+  // shift); a request's sigmas are refused where not. Default: true.
+  virtual bool takes_sigmas() const { return true; }
 
   // The image inputs it takes; empty (the default): none, and a request
   // with an init image is refused naming the field.

@@ -156,6 +156,21 @@ class FakeEngine final : public EngineApi {
     const int64_t h = latents.size(-2) * 8, w = latents.size(-1) * 8;
     return CallResult<torch::Tensor>{torch::zeros({h, w, 3}, torch::kUInt8), std::exchange(next_report, {})};
   }
+  // decode_video() hands black frames [8h, 8w, 3] for latents [C, F, h, w],
+  // 1 + 4 (F - 1) of them, when decode_status is OK.
+  absl::StatusOr<CallResult<int64_t>> decode_video(const ModelHandle&, const torch::Tensor& latents,
+                                                   const VideoFrameSink& on_frame, const CancellationToken&) override {
+    {
+      MutexLock lock(&mu_);
+      if (!decode_status.ok()) return decode_status;
+    }
+    const int64_t h = latents.size(-2) * 8, w = latents.size(-1) * 8, frames = 1 + 4 * (latents.size(-3) - 1);
+    for (int64_t i = 0; i < frames; ++i) {
+      if (absl::Status s = on_frame(torch::zeros({h, w, 3}, torch::kUInt8), i); !s.ok()) return s;
+    }
+    MutexLock lock(&mu_);
+    return CallResult<int64_t>{frames, std::exchange(next_report, {})};
+  }
   // encode_image() answers zero latents [1, 16, H/8, W/8] when this is OK.
   absl::Status encode_status = absl::UnimplementedError("encode_image");
   absl::StatusOr<CallResult<torch::Tensor>> encode_image(const ModelHandle&, const torch::Tensor& image,

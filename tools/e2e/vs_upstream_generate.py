@@ -9,10 +9,12 @@ beside a tiny pipeline folder (pipe/):
   txt2img __call__ per case: prompt, negative prompt, size, steps, seed,
   upstream_guidance, the older daemon_guidance, true_cfg_scale) and
   ref.safetensors (<case>.image_u8, [H, W, 3]);
-- e2e_modes_refgen.py (here): modes_cases.json (img2img, inpainting,
-  batches, FLUX true CFG: each case as a client sends it, with the
-  init/mask PNG files it names and its images' keys in batch order) and
-  modes_ref.safetensors.
+- e2e_modes_refgen.py, e2e_qwen_refgen.py and e2e_wan_refgen.py (here):
+  modes_cases.json (img2img, inpainting, batches, FLUX true CFG, Wan's
+  videos: each case as a client sends it, with the init/mask PNG files it
+  names and its images' or videos' keys in batch order) and
+  modes_ref.safetensors. A video case (video_keys) is asked for its frames
+  as PNGs (video_format "png_frames") and compared over all of them.
 This script starts a daemon over each folder with FP8 off (the references
 are float32), asks it for every case through the Python client (generate,
 or generate_images for a batch; the PNGs' bytes as image and mask_image;
@@ -100,6 +102,10 @@ def generate_arguments(folder, c):
         kwargs["steps"] = 0  # the sigmas' count is the steps
     if c.get("max_sequence_length"):
         kwargs["max_sequence_length"] = c["max_sequence_length"]
+    if is_video(c):  # WanPipeline takes neither true_cfg_scale nor strength
+        for name in ("true_cfg_scale", "strength"):
+            kwargs.pop(name)
+        kwargs.update(num_frames=c["num_frames"], guidance_scale_2=c.get("guidance_scale_2"))
     for field, file_name in (("image", c["image"]), ("mask_image", c["mask"])):
         if file_name:
             with open(os.path.join(folder, file_name), "rb") as f:
@@ -107,19 +113,50 @@ def generate_arguments(folder, c):
     return kwargs
 
 
+def is_video(c):
+    """Whether case `c` is a video pipeline's (e2e_wan_refgen.py's cases)."""
+    return bool(c.get("video_keys"))
+
+
 def generate(client, folder, pipeline, c):
-    """The daemon's images for case `c`, in batch order."""
+    """The daemon's images for case `c`, in batch order; for a video case
+    its Videos, with the frames as PNGs."""
     kwargs = generate_arguments(folder, c)
     negative = c["negative_prompt"] or None
+    if is_video(c):
+        return client.generate_videos(pipeline, c["prompt"], negative, video_format="png_frames", **kwargs)
     if len(c["image_keys"]) > 1:
         return client.generate_images(pipeline, c["prompt"], negative, **kwargs)
     return [client.generate(pipeline, c["prompt"], negative, **kwargs)]
+
+
+def compare_videos(folder, c, videos):
+    """compare()'s rows for a video case, one per video, over all its
+    frames."""
+    keys = c["video_keys"]
+    if len(videos) != len(keys):
+        raise RuntimeError(f"{c['name']}: the daemon gave {len(videos)} videos, upstream {len(keys)}")
+    rows = []
+    for k, (video, key) in enumerate(zip(videos, keys)):
+        if (video.index, video.seed) != (k, c["seed"]):
+            raise RuntimeError(f"{c['name']}: video {k} came as index {video.index}, seed {video.seed}")
+        ref, shape = read_safetensors_u8(os.path.join(folder, c["ref"]), key)
+        if [len(video.frame_pngs), video.height, video.width, 3] != shape:
+            raise RuntimeError(f"{c['name']}: the daemon gave {len(video.frame_pngs)} frames of "
+                               f"{video.width}x{video.height}, upstream {shape}")
+        ours = b"".join(decode_png_rgb8(png)[0] for png in video.frame_pngs)
+        diffs = [abs(a - b) for a, b in zip(ours, ref)]
+        label = c["name"] if len(keys) == 1 else f"{c['name']}[{k}]"
+        rows.append((label, max(diffs), sum(1 for d in diffs if d), len(diffs)))
+    return rows
 
 
 def compare(folder, c, images):
     """Rows (label, largest level difference, values off, values) for each
     image of case `c` against its reference; RuntimeError when the daemon's
     answer does not fit (count, index, seed, size)."""
+    if is_video(c):
+        return compare_videos(folder, c, images)
     keys = c["image_keys"]
     if len(images) != len(keys):
         raise RuntimeError(f"{c['name']}: the daemon gave {len(images)} images, upstream {len(keys)}")
@@ -202,11 +239,11 @@ def dry_run(folder, only_case):
         for field in ("image", "mask_image"):
             if field in kwargs:
                 kwargs[field] = f"<{len(kwargs[field])} bytes of {c['image' if field == 'image' else 'mask']}>"
-        for key in c["image_keys"]:
+        for key in c["image_keys"] + c.get("video_keys", []):
             read_safetensors_u8(os.path.join(folder, c["ref"]), key)
-        call = "generate_images" if len(c["image_keys"]) > 1 else "generate"
+        call = "generate_videos" if is_video(c) else "generate_images" if len(c["image_keys"]) > 1 else "generate"
         print(f"{c['name']}: {call}({pipeline!r}, {c['prompt']!r}, {c['negative_prompt'] or None!r}, "
-              f"{', '.join(f'{k}={v!r}' for k, v in kwargs.items())}) vs {c['ref']} {c['image_keys']}")
+              f"{', '.join(f'{k}={v!r}' for k, v in kwargs.items())}) vs {c['ref']} {c['image_keys'] or c['video_keys']}")
 
 
 def main():

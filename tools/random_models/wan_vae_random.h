@@ -1,7 +1,7 @@
 // A random-weight causal 3-D VAE in diffusers' layout (config.json and
 // diffusion_pytorch_model.safetensors) as AutoencoderKLWan or
-// AutoencoderKLQwenImage, for the pipelines the demo and the tests write.
-// The decoded image is noise.
+// AutoencoderKLQwenImage (by the config's class), for the pipelines the
+// demo and the tests write. The decoded frames are noise.
 //
 // Not here: the weight-drawing rule (random_weights.h), the model
 // (core/models/wan_vae/).
@@ -23,6 +23,11 @@ namespace diffusiond {
 // at base_dim 16, a sixth of the real widths (a 512 x 512 image in about
 // a second on two cores).
 WanVaeConfig demo_qwen_image_vae_config();
+
+// The Wan demo pipeline's AutoencoderKLWan: Wan 2.1's layout (z 16, dim_mult [1, 2, 4, 4], 2 res
+// blocks, time halved twice) at base_dim 8, with Wan 2.1's latent
+// statistics: a few frames of 256 x 256 decode in seconds on two cores.
+WanVaeConfig demo_wan_vae_config();
 
 // Writes the VAE into `folder` (created), weights drawn from `seed` on
 // `device`. INVALID_ARGUMENT for a config that does not validate,

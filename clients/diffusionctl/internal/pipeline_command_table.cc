@@ -112,6 +112,26 @@ absl::StatusOr<CommandOptions> build_generate(const ParsedArgs& p) {
     if (!n.ok()) return n.status();
     o.max_sequence_length = *n;
   }
+  if (const std::string* v = p.flag("num_frames")) {
+    absl::StatusOr<int> n = int_in("--num_frames", *v, 1, 1025, "an integer from 1 to 1025 (Wan: 1 + 4k)");
+    if (!n.ok()) return n.status();
+    o.num_frames = *n;
+  }
+  if (const std::string* v = p.flag("guidance_2")) {
+    absl::StatusOr<double> x = finite_number("--guidance_2", *v);
+    if (!x.ok()) return x.status();
+    if (*x < 1) return bad_value("--guidance_2", *v, "a number >= 1 (Wan 2.2's second expert's guidance)");
+    o.guidance_scale_2 = *x;
+  }
+  if (const std::string* v = p.flag("video_format")) {
+    if (*v == "mp4") {
+      o.video_format = v1::VIDEO_FORMAT_MP4;
+    } else if (*v == "png_frames") {
+      o.video_format = v1::VIDEO_FORMAT_PNG_FRAMES;
+    } else {
+      return bad_value("--video_format", *v, "mp4 or png_frames");
+    }
+  }
   if (const std::string* v = p.flag("seeds")) {
     for (absl::string_view part : absl::StrSplit(*v, ',')) {
       uint64_t seed = 0;
@@ -197,11 +217,11 @@ std::vector<CommandSpec> pipeline_commands() {
        "PIPELINE",
        1,
        1,
-       "Make an image from a prompt: encode it, denoise and decode, loading (and evicting) models "
-       "as the budget needs, with a progress line per stage on stderr; Ctrl-C cancels. PIPELINE "
-       "is a pipeline folder in the models directory, or \"-\" when every component is given "
-       "(--component, or --text_encoder, --transformer and --vae). Writes the PNG and prints its "
-       "path, size and seed.",
+       "Make an image (a video pipeline: a video) from a prompt: encode it, denoise and decode, loading "
+       "(and evicting) models as the budget needs, with a progress line per stage on stderr; Ctrl-C "
+       "cancels. PIPELINE is a pipeline folder in the models directory, or \"-\" when every component "
+       "is given (--component, or --text_encoder, --transformer and --vae). Writes the PNG (the MP4, or "
+       "the PNG frames) and prints its path, size and seed.",
        {{"prompt", "TEXT", "what to draw (required)"},
         {"negative", "TEXT",
          "negative prompt, for classifier-free guidance (Z-Image: --guidance > 0; FLUX: --true_cfg > 1)"},
@@ -219,6 +239,10 @@ std::vector<CommandSpec> pipeline_commands() {
         {"seeds", "A,B,...", "one seed per image, in place of --seed (one generator for the batch)"},
         {"sigmas", "S1,S2,...", "upstream's sigmas, before the schedule's shift; their count is the steps"},
         {"max_sequence_length", "N", "the text encoder's tokens (Z-Image's Qwen3, FLUX's T5; default 512)"},
+        {"num_frames", "N", "a video pipeline's frames (Wan: 1 + 4k, default 81)"},
+        {"guidance_2", "S", "Wan 2.2's low-noise expert's guidance_scale_2 (default: --guidance's)"},
+        {"video_format", "FORMAT",
+         "a video pipeline's output: mp4 (OUT with .mp4, the default) or png_frames (OUT-0000.png, ...)"},
         {"component_fp8", "NAME=MODE",
          "how this generate loads component NAME: FP8 default, off, e4m3fn or e5m2; repeatable",
          /*repeatable=*/true},
@@ -233,7 +257,7 @@ std::vector<CommandSpec> pipeline_commands() {
         {"component", "NAME=ID",
          "any component (text_encoder_2, ...) by a loaded model's id or a path; repeatable",
          /*repeatable=*/true},
-        {"out", "FILE", "where to write the image (required)"}},
+        {"out", "FILE", "where to write the image (a video pipeline: OUT.mp4, or OUT-<frame>.png) (required)"}},
        build_generate},
       {"encode",
        "TEXT_ENCODER",
@@ -254,7 +278,7 @@ std::vector<CommandSpec> pipeline_commands() {
        "Decode latents with a VAE (a loaded model's id or a path) and write the image as a PNG.",
        {{"latents", "FILE",
          "latents [C,H,W] as denoise wrote them: one tensor, or \"latents\" (required)"},
-        {"out", "FILE", "where to write the image (required)"}},
+        {"out", "FILE", "where to write the image (a video pipeline: OUT.mp4, or OUT-<frame>.png) (required)"}},
        build_decode},
   };
 }

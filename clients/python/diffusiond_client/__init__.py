@@ -15,17 +15,17 @@ torch and PIL are used only when asked to convert.
 """
 
 from ._base import DEFAULT
-from ._stream_call import DenoiseCall, EventWatch, GenerateCall, StreamCall
+from ._stream_call import DenoiseCall, EventWatch, GenerateCall, StreamCall, VideoGenerateCall
 from ._transport import DEFAULT_MAX_MESSAGE_BYTES, KEEPALIVE_OPTIONS, MODEL_HEADER, RetryPolicy
 from ._calls import DenoiseSegment
-from .aio import AsyncClient, AsyncDenoiseCall, AsyncEventWatch, AsyncGenerateCall
+from .aio import AsyncClient, AsyncDenoiseCall, AsyncEventWatch, AsyncGenerateCall, AsyncVideoGenerateCall
 from .auth import TOKEN_ENV, TOKEN_FILE_ENV, TokenSource, tls_credentials
 from .client import Client
 from .errors import (CancelledError, DeadlineExceededError, DiffusiondError, FailedPreconditionError,
                      InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError,
                      UnauthenticatedError, UnavailableError, from_rpc_error)
 from .results import (Available, AvailableModel, AvailableSize, CacheEvent, ConditioningInput, DenoiseStep, DeviceBudget, GenerateProgress, Image, LoadProgress,
-                      MakeRoomResult, ModelInfo, Stats, UnloadResult)
+                      MakeRoomResult, ModelInfo, Stats, UnloadResult, Video, VideoFrame)
 from .tensor import DTYPE_NAMES, TensorLike, WireTensor, to_wire_proto
 
 __all__ = [
@@ -34,7 +34,7 @@ __all__ = [
     "RetryPolicy", "TokenSource", "tls_credentials", "TOKEN_ENV", "TOKEN_FILE_ENV", "MODEL_HEADER", "KEEPALIVE_OPTIONS", "DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT",
     "WireTensor", "TensorLike", "to_wire_proto", "DTYPE_NAMES",
     "ModelInfo", "ConditioningInput", "LoadProgress", "DenoiseSegment", "DenoiseStep", "UnloadResult", "DeviceBudget", "Stats",
-    "MakeRoomResult", "GenerateProgress", "Image",
+    "MakeRoomResult", "GenerateProgress", "Image", "Video", "VideoFrame", "VideoGenerateCall", "AsyncVideoGenerateCall",
     "DiffusiondError", "InvalidArgumentError", "NotFoundError", "PermissionDeniedError", "UnauthenticatedError",
     "ResourceExhaustedError", "FailedPreconditionError", "CancelledError", "DeadlineExceededError",
     "UnavailableError", "from_rpc_error",

@@ -16,9 +16,9 @@ from typing import cast, Any, AsyncIterator, Callable, Generic, List, Optional, 
 import grpc
 
 from ._calls import Stream, Watch
-from ._stream_call import check_image_count, missing_result
+from ._stream_call import check_image_count, gather_videos, missing_result
 from .errors import CancelledError, from_rpc_error
-from .results import CacheEvent, DenoiseStep, GenerateProgress, Image
+from .results import CacheEvent, DenoiseStep, GenerateProgress, Image, Video, VideoFrame
 from .tensor import WireTensor
 
 R = TypeVar("R")
@@ -105,6 +105,34 @@ class AsyncGenerateCall(AsyncStreamCall[Image]):
         """Consumes the stream and returns its Images in batch order;
         DiffusiondError if they are fewer or more than the request asked for."""
         return check_image_count(self._spec, await self.results(on_progress))
+
+
+class AsyncVideoGenerateCall(AsyncStreamCall[Video]):
+    """A running Generate stream of a video pipeline: ``async for``
+    GenerateProgress events, VideoFrame events (video_format "png_frames")
+    and the Videos; or ``await video(on_event)``, ``await videos(on_event)``."""
+
+    async def videos(self, on_event: Optional[Callable[[Any], object]] = None) -> List[Video]:
+        """Consumes the stream and returns its Videos in batch order, PNG
+        frames gathered into each; ``on_event`` (a function or a coroutine
+        function) gets the progress and frame events."""
+        events: List[Any] = []
+        async for event in self:
+            if isinstance(event, (Video, VideoFrame)):
+                events.append(event)
+            if not isinstance(event, Video) and on_event is not None:
+                try:
+                    outcome = on_event(event)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                except BaseException:
+                    self._call.cancel()
+                    raise
+        return gather_videos(self._spec, events)
+
+    async def video(self, on_event: Optional[Callable[[Any], object]] = None) -> Video:
+        """As videos(), for a request of one video."""
+        return (await self.videos(on_event))[-1]
 
 
 class AsyncEventWatch:

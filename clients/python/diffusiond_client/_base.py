@@ -4,7 +4,7 @@ model each lease pins (so renew and release carry the diffusiond-model
 header too)."""
 
 import threading
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -76,6 +76,27 @@ class ClientBase:
         merged: Dict[str, Optional[str]] = {"text_encoder": text_encoder, "transformer": transformer, "vae": vae}
         merged.update(components or {})
         return merged
+
+    def _generate_spec(self, pipeline: Optional[str], prompt: str, negative_prompt: Optional[str], *,
+                       components: Optional[Mapping[str, Optional[str]]] = None,
+                       text_encoder: Optional[str] = None, transformer: Optional[str] = None,
+                       vae: Optional[str] = None, width: int = 0, height: int = 0, steps: int = 0,
+                       guidance_scale: Optional[float] = None, seed: Optional[int] = None, shift: float = 0.0,
+                       true_cfg_scale: float = 0.0, component_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
+                       image: Any = None, mask_image: Any = None, strength: float = 0.0,
+                       num_images_per_prompt: int = 0, seeds: Optional[Sequence[int]] = None,
+                       sigmas: Optional[Sequence[float]] = None, max_sequence_length: int = 0, num_frames: int = 0,
+                       guidance_scale_2: Optional[float] = None, video_format: Optional[str] = None,
+                       video: bool = False) -> "_calls.Stream[Any]":
+        """The Generate stream both clients' generate_stream and
+        generate_video_stream start (arguments as documented there)."""
+        return _calls.generate(pipeline, prompt, negative_prompt,
+                               self._components(components, text_encoder, transformer, vae),
+                               width, height, steps, guidance_scale, seed, shift, true_cfg_scale,
+                               component_options, image=image, mask_image=mask_image, strength=strength,
+                               num_images_per_prompt=num_images_per_prompt, seeds=seeds, sigmas=sigmas,
+                               max_sequence_length=max_sequence_length, num_frames=num_frames,
+                               guidance_scale_2=guidance_scale_2, video_format=video_format, video=video)
 
     def _not_connected(self, timeout: float) -> DiffusiondError:
         return from_rpc_error(_NotConnected(self.address, timeout), "connect")

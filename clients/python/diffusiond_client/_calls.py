@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Generic, Mapping, Optional, Sequence, Tu
 from . import _stubs
 from . import pipeline as _pipeline
 from .results import (Available, CacheEvent, DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult,
-                      ModelInfo, Stats, UnloadResult)
+                      ModelInfo, Stats, UnloadResult, Video, VideoFrame)
 from .tensor import TensorLike, WireTensor, to_wire_proto
 
 _ms = _stubs.model_service_pb2
@@ -271,7 +271,10 @@ def generate(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str
              image: Optional[_pipeline.ImageInput] = None, mask_image: Optional[_pipeline.ImageInput] = None,
              strength: float = 0.0, num_images_per_prompt: int = 0,
              seeds: Optional[Sequence[int]] = None, sigmas: Optional[Sequence[float]] = None,
-             max_sequence_length: int = 0) -> "Stream[Image]":
+             max_sequence_length: int = 0, num_frames: int = 0, guidance_scale_2: Optional[float] = None,
+             video_format: Optional[str] = None, video: bool = False) -> "Stream[Any]":
+    """A Generate's stream: of Images, or with ``video`` (a video pipeline's
+    call) of VideoFrames and Videos."""
     options = {}
     for name, given in (component_options or {}).items():
         unknown = set(given) - {"fp8", "compute_dtype"}
@@ -282,9 +285,15 @@ def generate(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str
                                              compute_dtype=given.get("compute_dtype") or "")
     request = _pipeline.generate_request(pipeline, prompt, negative_prompt, components, width, height, steps,
                                          guidance_scale, seed, shift, true_cfg_scale, options, image, mask_image,
-                                         strength, num_images_per_prompt, seeds, sigmas, max_sequence_length)
+                                         strength, num_images_per_prompt, seeds, sigmas, max_sequence_length,
+                                         num_frames, guidance_scale_2, video_format)
+    model = pipeline or request.components.get("transformer")
+    if video:
+        return Stream("pipeline", "Generate", request,
+                      {"progress": GenerateProgress.from_proto, "frame": VideoFrame.from_proto,
+                       "video": Video.from_proto}, Video, "a video", model)
     return Stream("pipeline", "Generate", request, {"progress": GenerateProgress.from_proto, "image": Image.from_proto},
-                  Image, "an image", pipeline or request.components.get("transformer"))
+                  Image, "an image", model)
 
 
 def check_one_image(num_images_per_prompt: int, seeds: Optional[Sequence[int]]) -> None:

@@ -7,14 +7,15 @@ The asyncio counterparts are in _aio_stream_call.py; what the events are and
 how they convert is in the _calls.Stream both take.
 """
 
-from typing import cast, Any, Callable, Generic, Iterator, List, Optional, Type, TypeVar
+import dataclasses
+from typing import cast, Any, Callable, Dict, Generic, Iterator, List, Optional, Type, TypeVar
 
 import grpc
 
 from . import pipeline as _pipeline
 from ._calls import Stream, Watch
 from .errors import DiffusiondError, from_rpc_error
-from .results import CacheEvent, DenoiseStep, GenerateProgress, Image
+from .results import CacheEvent, DenoiseStep, GenerateProgress, Image, Video, VideoFrame
 from .tensor import WireTensor
 
 R = TypeVar("R")
@@ -34,6 +35,29 @@ def check_image_count(spec: "Stream[Any]", images: List[Image]) -> List[Image]:
         raise DiffusiondError(grpc.StatusCode.INTERNAL,
                               f"the stream ended after {len(images)} of {expected} images", spec.label)
     return images
+
+
+def gather_videos(spec: "Stream[Any]", events: List[Any]) -> List[Video]:
+    """The Videos among a video Generate's ``events``, in batch order, each
+    with the PNG frames that came before it; DiffusiondError when they are
+    fewer or more than the request asked for, or a video's frames are not
+    its announced count."""
+    frames: Dict[int, List[bytes]] = {}
+    videos: List[Video] = []
+    for event in events:
+        if isinstance(event, VideoFrame):
+            frames.setdefault(event.index, []).append(event.png)
+        elif isinstance(event, Video):
+            pngs = tuple(frames.pop(event.index, []))
+            if pngs and len(pngs) != event.frames:
+                raise DiffusiondError(grpc.StatusCode.INTERNAL, f"video {event.index} came with {len(pngs)} "
+                                      f"of its {event.frames} frames", spec.label)
+            videos.append(dataclasses.replace(event, frame_pngs=pngs))
+    expected = _pipeline.images_expected(spec.request)
+    if len(videos) != expected:
+        raise DiffusiondError(grpc.StatusCode.INTERNAL,
+                              f"the stream ended after {len(videos)} of {expected} videos", spec.label)
+    return videos
 
 
 class StreamCall(Generic[R]):
@@ -119,6 +143,40 @@ class GenerateCall(StreamCall[Image]):
         """Consumes the stream and returns its Images in batch order;
         DiffusiondError if they are fewer or more than the request asked for."""
         return check_image_count(self._spec, self.results(on_progress))
+
+
+class VideoGenerateCall(StreamCall[Video]):
+    """A running Generate stream of a video pipeline (Wan).
+
+    Iterate it for GenerateProgress events, VideoFrame events (video_format
+    "png_frames", each as it decodes) and the Videos, each after its last
+    frame; or call video(on_event) for one video, videos(on_event) for all.
+    ``on_event`` gets the progress and frame events. cancel() may be called
+    from any thread; the iteration then raises CancelledError.
+    """
+
+    def _events(self, on_event: Optional[Callable[[Any], object]]) -> List[Any]:
+        events: List[Any] = []
+        for event in self:
+            if isinstance(event, (Video, VideoFrame)):
+                events.append(event)
+            if not isinstance(event, Video) and on_event is not None:
+                try:
+                    on_event(event)
+                except BaseException:
+                    self._call.cancel()
+                    raise
+        return events
+
+    def videos(self, on_event: Optional[Callable[[Any], object]] = None) -> List[Video]:
+        """Consumes the stream and returns its Videos in batch order, PNG
+        frames gathered into each; DiffusiondError if they are fewer or more
+        than the request asked for."""
+        return gather_videos(self._spec, self._events(on_event))
+
+    def video(self, on_event: Optional[Callable[[Any], object]] = None) -> Video:
+        """As videos(), for a request of one video."""
+        return self.videos(on_event)[-1]
 
 
 class EventWatch:

@@ -13,14 +13,16 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import grpc
 
 from . import _calls
-from ._aio_stream_call import AsyncDenoiseCall, AsyncEventWatch, AsyncGenerateCall, AsyncStreamCall
+from ._aio_stream_call import (AsyncDenoiseCall, AsyncEventWatch, AsyncGenerateCall, AsyncStreamCall,
+                               AsyncVideoGenerateCall)
 from ._base import DEFAULT, ClientBase, Timeout
 from ._calls import Conditioning, DenoiseSegment
 from ._transport import DEFAULT_MAX_MESSAGE_BYTES, Attempts, RetryPolicy, channel_options
 from .auth import TokenSource
 from .errors import NotFoundError, from_rpc_error
 from .pipeline import ImageInput
-from .results import Available, DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats, UnloadResult
+from .results import (Available, DenoiseStep, GenerateProgress, Image, LoadProgress, MakeRoomResult, ModelInfo, Stats,
+                      UnloadResult, Video)
 from .tensor import TensorLike, WireTensor
 
 R = TypeVar("R")
@@ -252,7 +254,8 @@ class AsyncClient(ClientBase):
                         image: Optional[ImageInput] = None, mask_image: Optional[ImageInput] = None,
                         strength: float = 0.0, num_images_per_prompt: int = 0,
                         seeds: Optional[Sequence[int]] = None, sigmas: Optional[Sequence[float]] = None,
-                        max_sequence_length: int = 0,
+                        max_sequence_length: int = 0, num_frames: int = 0,
+                        guidance_scale_2: Optional[float] = None,
                         timeout: Timeout = DEFAULT) -> AsyncGenerateCall:
         """Starts a Generate and returns its GenerateCall (async-iterable, cancellable).
 
@@ -288,15 +291,19 @@ class AsyncClient(ClientBase):
         ``seed`` unset; ValueError otherwise), as upstream's list of
         generators. ``sigmas`` are upstream's (the schedule's before its
         shift; their count is the steps), ``max_sequence_length`` the text
-        encoder's tokens (0: the family's 512). The daemon refuses the rest
-        (InvalidArgumentError).
+        encoder's tokens (0: the family's 512). ``num_frames`` (a video
+        pipeline's) and ``guidance_scale_2`` (Wan 2.2's second expert's) are
+        for generate_video_stream; an image pipeline refuses them. The daemon
+        refuses the rest (InvalidArgumentError).
         """
-        spec = _calls.generate(pipeline, prompt, negative_prompt,
-                               self._components(components, text_encoder, transformer, vae),
-                               width, height, steps, guidance_scale, seed, shift, true_cfg_scale,
-                               component_options, image=image, mask_image=mask_image, strength=strength,
-                               num_images_per_prompt=num_images_per_prompt, seeds=seeds, sigmas=sigmas,
-                               max_sequence_length=max_sequence_length)
+        spec = self._generate_spec(pipeline, prompt, negative_prompt, components=components,
+                                   text_encoder=text_encoder, transformer=transformer, vae=vae, width=width,
+                                   height=height, steps=steps, guidance_scale=guidance_scale, seed=seed, shift=shift,
+                                   true_cfg_scale=true_cfg_scale, component_options=component_options, image=image,
+                                   mask_image=mask_image, strength=strength,
+                                   num_images_per_prompt=num_images_per_prompt, seeds=seeds, sigmas=sigmas,
+                                   max_sequence_length=max_sequence_length, num_frames=num_frames,
+                                   guidance_scale_2=guidance_scale_2)
         return self._stream(spec, timeout, AsyncGenerateCall)
 
     async def generate(self, pipeline: Optional[str] = None, prompt: str = "", negative_prompt: Optional[str] = None,
@@ -319,6 +326,40 @@ class AsyncClient(ClientBase):
         0 first): ``num_images_per_prompt`` of them, or one per entry of
         ``seeds``. Arguments as generate's."""
         return await self.generate_stream(pipeline, prompt, negative_prompt, **kwargs).images(on_progress)
+
+    def generate_video_stream(self, pipeline: Optional[str] = None, prompt: str = "",
+                              negative_prompt: Optional[str] = None, *, video_format: Optional[str] = None,
+                              timeout: Timeout = DEFAULT, **kwargs: Any) -> AsyncVideoGenerateCall:
+        """Starts a Generate of a video pipeline (Wan) and returns its call.
+
+        Arguments as generate_stream's (``num_images_per_prompt`` is
+        upstream's num_videos_per_prompt; ``num_frames`` 1 + 4k, 0: 81;
+        ``guidance_scale_2`` Wan 2.2's low-noise expert's guidance, where the
+        pipeline folder has a transformer_2). ``video_format`` "mp4" (None,
+        the default: each video's H.264 file) or "png_frames" (each frame as
+        a PNG, streamed as it decodes). An MP4 the daemon cannot encode is
+        FailedPreconditionError before anything loads.
+        """
+        spec = self._generate_spec(pipeline, prompt, negative_prompt, video=True, video_format=video_format, **kwargs)
+        return self._stream(spec, timeout, AsyncVideoGenerateCall)
+
+    async def generate_video(self, pipeline: Optional[str] = None, prompt: str = "",
+                       negative_prompt: Optional[str] = None, *,
+                       on_event: Optional[Callable[[Any], object]] = None, **kwargs: Any) -> Video:
+        """Runs a Generate of one video and returns the Video (its ``mp4``
+        bytes, or its ``frame_pngs``). Arguments as generate_video_stream;
+        ``on_event`` gets each GenerateProgress (and VideoFrame); if it raises
+        the call is cancelled and the exception propagates. More than one
+        video raises ValueError: call generate_videos."""
+        _calls.check_one_image(kwargs.get("num_images_per_prompt", 0), kwargs.get("seeds"))
+        return await self.generate_video_stream(pipeline, prompt, negative_prompt, **kwargs).video(on_event)
+
+    async def generate_videos(self, pipeline: Optional[str] = None, prompt: str = "",
+                        negative_prompt: Optional[str] = None, *,
+                        on_event: Optional[Callable[[Any], object]] = None, **kwargs: Any) -> List[Video]:
+        """Runs a Generate and returns all its Videos in batch order.
+        Arguments as generate_video's."""
+        return await self.generate_video_stream(pipeline, prompt, negative_prompt, **kwargs).videos(on_event)
 
     # --- grpc.health.v1 ---------------------------------------------------
 

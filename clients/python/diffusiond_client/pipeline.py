@@ -24,13 +24,15 @@ def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Opti
                      component_options: Optional[Mapping[str, Any]] = None, image: Optional[ImageInput] = None,
                      mask_image: Optional[ImageInput] = None, strength: float = 0.0, num_images_per_prompt: int = 0,
                      seeds: Optional[Sequence[int]] = None, sigmas: Optional[Sequence[float]] = None,
-                     max_sequence_length: int = 0) -> Any:
+                     max_sequence_length: int = 0, num_frames: int = 0,
+                     guidance_scale_2: Optional[float] = None, video_format: Optional[str] = None) -> Any:
     """Returns a GenerateRequest; ValueError when there is no pipeline and no
     transformer component (the daemon says which others are missing), or
     when ``seeds`` comes with a nonzero ``seed`` or does not count
     ``num_images_per_prompt`` images. A ``seed`` of None draws a random one,
     unless ``seeds`` is given; ``num_images_per_prompt`` 0 with ``seeds`` is
-    len(seeds)."""
+    len(seeds). ``video_format`` ("mp4" or "png_frames"; None: mp4) is how a
+    video pipeline's videos come back; ValueError for another."""
     given = {name: value for name, value in (components or {}).items() if value}
     if not pipeline and "transformer" not in given:
         raise ValueError("give pipeline=, or every component in components= (at least the transformer)")
@@ -50,12 +52,25 @@ def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Opti
         width=width, height=height, steps=steps, seed=seed, shift=shift,
         true_cfg_scale=true_cfg_scale, component_options=component_options or {}, strength=strength,
         num_images_per_prompt=num_images_per_prompt, seeds=seeds, sigmas=[float(x) for x in sigmas or ()],
-        max_sequence_length=max_sequence_length)
+        max_sequence_length=max_sequence_length, num_frames=num_frames,
+        video_format=video_format_enum(video_format))
+    if guidance_scale_2 is not None:  # unset: guidance_scale
+        request.guidance_scale_2 = guidance_scale_2
     if guidance_scale is not None:  # unset: the pipeline's default (0 is a value: Z-Image's CFG off)
         request.guidance_scale = guidance_scale
     _set_image(request, "image", image)
     _set_image(request, "mask_image", mask_image)
     return request
+
+
+_VIDEO_FORMATS = {None: "VIDEO_FORMAT_MP4", "mp4": "VIDEO_FORMAT_MP4", "png_frames": "VIDEO_FORMAT_PNG_FRAMES"}
+
+
+def video_format_enum(video_format: Optional[str]) -> int:
+    """The wire enum of a ``video_format`` argument; ValueError when unknown."""
+    if video_format not in _VIDEO_FORMATS:
+        raise ValueError(f"video_format {video_format!r} is not \"mp4\" or \"png_frames\"")
+    return int(getattr(_ps, _VIDEO_FORMATS[video_format]))
 
 
 def images_expected(request: Any) -> int:

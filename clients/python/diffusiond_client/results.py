@@ -213,6 +213,59 @@ class Image(_FromProto):
         return picture
 
 
+@dataclasses.dataclass(frozen=True)
+class VideoFrame(_FromProto):
+    """One frame of a Generate's video as it decodes
+    (diffusiond.v1.VideoFrame, video_format "png_frames"): ``png`` an 8-bit
+    RGB PNG, ``index`` the video's place among num_images_per_prompt,
+    ``frame`` its place in the video (0-based)."""
+
+    png: bytes
+    index: int
+    frame: int
+
+    def __repr__(self) -> str:
+        return f"VideoFrame(index={self.index}, frame={self.frame}, png=<{len(self.png)} bytes>)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Video:
+    """A generated video (diffusiond.v1.Video): ``mp4`` the H.264 file
+    (video_format "mp4"; its metadata's "comment" is ``parameters``), or,
+    with video_format "png_frames", ``frame_pngs`` the frames in order as
+    PNGs (the client gathers the VideoFrame events; ``mp4`` is empty).
+    ``parameters`` is the JSON of what made it, as an image's PNG carries;
+    ``seed`` and ``index`` as an Image's."""
+
+    mp4: bytes
+    width: int
+    height: int
+    frames: int
+    fps: int
+    seed: int
+    index: int
+    parameters: str
+    frame_pngs: Tuple[bytes, ...] = ()
+
+    @classmethod
+    def from_proto(cls, m: Any) -> "Video":
+        return cls(m.mp4, m.width, m.height, m.frames, m.fps, m.seed, m.index, m.parameters)
+
+    def __repr__(self) -> str:
+        return (f"Video(width={self.width}, height={self.height}, frames={self.frames}, fps={self.fps}, "
+                f"seed={self.seed}, index={self.index}, mp4=<{len(self.mp4)} bytes>, "
+                f"frame_pngs=<{len(self.frame_pngs)} PNGs>)")
+
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> Union[str, "os.PathLike[str]"]:
+        """Writes the MP4 bytes to ``path``; returns ``path``. ValueError for
+        a video received as PNG frames (write ``frame_pngs`` instead)."""
+        if not self.mp4:
+            raise ValueError("this video came as PNG frames (video_format=\"png_frames\"): write frame_pngs")
+        with open(path, "wb") as f:
+            f.write(self.mp4)
+        return path
+
+
 def _enum_name(m: Any, field: str, prefix: str) -> str:
     """The lower-case name of enum field ``field`` without ``prefix``, or
     "<field>_<n>" for a value newer than this client."""

@@ -36,7 +36,9 @@ class WanVaeRecipe final : public TableRecipe {
     DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<WanVaeModel> model, WanVaeModel::create(config_, std::move(weights)));
     return std::unique_ptr<Model>(std::move(model));
   }
-  LatentGeometry latent_geometry() const override { return {config_.z_dim, config_.spatial_factor()}; }
+  LatentGeometry latent_geometry() const override {
+    return {config_.z_dim, config_.spatial_factor(), config_.temporal_factor()};
+  }
   // A decode of latents [C, h, w] or [C, F, h, w], its frames handed on:
   // whole or tile by tile, whichever is less.
   int64_t least_call_bytes(const ActivationQuery& query) const override {

@@ -53,10 +53,8 @@ struct WanVaeEncoding {
   torch::Tensor latents;       // the sample in pipeline space; undefined without eps
 };
 
-// Takes one latent frame's decoded frames [B, out_channels, n, H, W] at the
-// compute dtype, the first being frame `first_frame` of the clip. An error
-// stops the decode.
-using WanVaeFrameSink = std::function<absl::Status(const torch::Tensor& frames, int64_t first_frame)>;
+// Takes one latent frame's decoded frames (image_decoder.h).
+using WanVaeFrameSink = DecodedFramesSink;
 
 // Thread-safe for concurrent forwards: each call has its own feature cache.
 class WanVaeModel final : public ImageDecoder {
@@ -113,11 +111,19 @@ class WanVaeModel final : public ImageDecoder {
   // default tiles.
   int64_t latent_channels() const override { return config_.z_dim; }
   int64_t spatial_factor() const override { return config_.spatial_factor(); }
+  int64_t temporal_factor() const override { return config_.temporal_factor(); }
   absl::Status check_latents(const torch::Tensor& latents) const override;
   // The larger of a decode of `latents` and an encode of the clip they
   // come from (wan_vae_memory.h), so one reservation serves both.
   int64_t decode_activation_bytes(const torch::Tensor& latents, bool tiled) const override;
   absl::StatusOr<torch::Tensor> decode_latents(const torch::Tensor& latents, bool tiled) const override;
+  // decode_frames() with upstream's default tiles when `tiled`, each
+  // latent frame's frames handed on as they are made.
+  absl::Status decode_latent_frames(const torch::Tensor& latents, bool tiled,
+                                    const DecodedFramesSink& sink) const override;
+  // The streamed decode's peak (wan_vae_memory.h): one chunk's frames at a
+  // time, not the joined clip.
+  int64_t latent_frames_activation_bytes(const torch::Tensor& latents, bool tiled) const override;
   absl::StatusOr<torch::Tensor> encode_image(const torch::Tensor& image, const torch::Tensor& eps,
                                              bool tiled) const override;
 

@@ -56,6 +56,20 @@ absl::StatusOr<torch::Tensor> WanVaeModel::decode_latents(const torch::Tensor& l
   return frames.size(2) == 1 ? frames.select(2, 0) : frames;
 }
 
+absl::Status WanVaeModel::decode_latent_frames(const torch::Tensor& latents, bool tiled,
+                                               const DecodedFramesSink& sink) const {
+  DIFFUSIOND_RETURN_IF_ERROR(check_latents(latents));
+  return decode_frames(batched(latents), tiling_of(tiled), sink);
+}
+
+int64_t WanVaeModel::latent_frames_activation_bytes(const torch::Tensor& latents, bool tiled) const {
+  const torch::Tensor z = batched(latents);
+  const int64_t element = torch::elementSize(compute_dtype(*this));
+  return wan_vae_decode_activation_bytes(config_, 1, z.size(2), z.size(3), z.size(4), element, tiling_of(tiled),
+                                         attention_options_)
+      .streamed;
+}
+
 absl::StatusOr<torch::Tensor> WanVaeModel::encode_image(const torch::Tensor& image, const torch::Tensor& eps,
                                                         bool tiled) const {
   // An image [B, 3, H, W] is a one-frame clip; its latents lose the axis again.

@@ -166,6 +166,13 @@ TEST_F(GenerateFieldsTest, ZImageUsesOrRefusesEveryField) {
   rows.push_back({"component_options",
                   [](GenerateRequest& r) { r.component_options["text_encoder_2"].compute_dtype = ComputeDtype::kFloat32; },
                   false});
+  // A video family's fields: an image family has no frames and one expert.
+  rows.push_back({"num_frames", [](GenerateRequest& r) { r.num_frames = 5; }, false});
+  rows.push_back({"guidance_scale_2", [](GenerateRequest& r) {
+                    r.guidance_scale = 3.0;
+                    r.guidance_scale_2 = 2.0;
+                  },
+                  false});
   walk("z-image", rows);
 }
 

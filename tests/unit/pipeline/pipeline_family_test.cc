@@ -80,7 +80,7 @@ TEST(PipelineFamilyTest, TheNewFamiliesDeclareUpstreamsComponents) {
   const auto components = [](absl::string_view family) {
     std::vector<std::string> out;
     for (const PipelineComponent& c : find_pipeline_family_named(family)->components()) {
-      out.push_back(absl::StrCat(c.name, ":", model_role_name(c.role), ":", c.architecture));
+      out.push_back(absl::StrCat(c.name, ":", model_role_name(c.role), ":", c.architecture, c.optional ? "?" : ""));
     }
     return out;
   };
@@ -88,7 +88,7 @@ TEST(PipelineFamilyTest, TheNewFamiliesDeclareUpstreamsComponents) {
               ::testing::ElementsAre("text_encoder:text-encoder:qwen2.5-vl", "transformer:denoiser:qwen-image",
                                      "vae:vae:autoencoder-kl-qwen-image"));
   EXPECT_THAT(components("wan"), ::testing::ElementsAre("text_encoder:text-encoder:umt5", "transformer:denoiser:wan",
-                                                        "vae:vae:autoencoder-kl-wan"));
+                                                        "transformer_2:denoiser:wan?", "vae:vae:autoencoder-kl-wan"));
   EXPECT_THAT(components("krea2"),
               ::testing::ElementsAre("text_encoder:text-encoder:qwen3-vl", "transformer:denoiser:krea2",
                                      "vae:vae:autoencoder-kl-qwen-image"));
@@ -125,10 +125,52 @@ TEST(PipelineFamilyTest, DefaultsAndLatentsAreUpstreams) {
   ModelInfo denoiser, decoder;
   denoiser.geometry.channels = 16;
   decoder.geometry.spatial_factor = 8;
-  // Wan's latents have a frames axis: one frame for an image.
-  EXPECT_EQ(wan_pipeline()->latent_shape(denoiser, decoder, 832, 480), (std::vector<int64_t>{16, 1, 60, 104}));
-  EXPECT_EQ(find_pipeline_family_named("qwen-image")->latent_shape(denoiser, decoder, 64, 32),
+  decoder.geometry.temporal_factor = 4;
+  // Wan's latents have a frames axis: prepare_latents' (F - 1) / 4 + 1.
+  EXPECT_EQ(wan_pipeline()->latent_shape(denoiser, decoder, 832, 480, 81), (std::vector<int64_t>{16, 21, 60, 104}));
+  EXPECT_EQ(wan_pipeline()->latent_shape(denoiser, decoder, 832, 480, 1), (std::vector<int64_t>{16, 1, 60, 104}));
+  EXPECT_EQ(find_pipeline_family_named("qwen-image")->latent_shape(denoiser, decoder, 64, 32, 1),
             (std::vector<int64_t>{16, 4, 8}));
+  ASSERT_TRUE(wan_pipeline()->video().has_value());
+  EXPECT_EQ(wan_pipeline()->video()->num_frames, 81);
+  EXPECT_EQ(wan_pipeline()->video()->fps, 16);
+  EXPECT_FALSE(find_pipeline_family_named("qwen-image")->video().has_value());
+}
+
+// Wan 2.2's second expert is data: model_index.json's transformer_2 and
+// boundary_ratio, each refused without the other.
+TEST(PipelineFamilyTest, WansSecondExpertComesFromTheFoldersIndex) {
+  const auto handovers = [](const std::string& index, std::vector<std::string> present) {
+    absl::StatusOr<PipelineIndex> parsed = parse_pipeline_index(index, "model_index.json");
+    EXPECT_THAT(parsed, IsOk());
+    return wan_pipeline()->expert_handovers(parsed.ok() ? &*parsed : nullptr, present);
+  };
+  const std::string wan22 =
+      R"({"_class_name": "WanPipeline", "boundary_ratio": 0.875, "expand_timesteps": false,
+          "transformer_2": ["diffusers", "WanTransformer3DModel"]})";
+  absl::StatusOr<std::vector<ExpertHandover>> two = handovers(wan22, {"transformer_2"});
+  ASSERT_THAT(two, IsOk());
+  ASSERT_EQ(two->size(), 1u);
+  EXPECT_EQ((*two)[0].component, "transformer_2");
+  EXPECT_EQ((*two)[0].boundary_ratio, 0.875);
+  const std::string wan21 = R"({"_class_name": "WanPipeline", "boundary_ratio": null, "transformer_2": [null, null]})";
+  absl::StatusOr<std::vector<ExpertHandover>> one = handovers(wan21, {});
+  ASSERT_THAT(one, IsOk());
+  EXPECT_TRUE(one->empty());
+  EXPECT_THAT(handovers(wan22, {}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             HasSubstr("sets boundary_ratio 0.875 but the pipeline has no transformer_2")));
+  EXPECT_THAT(handovers(wan21, {"transformer_2"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("this pipeline folder does not set")));
+  EXPECT_THAT(wan_pipeline()->expert_handovers(nullptr, {"transformer_2"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a request without a pipeline folder")));
+  EXPECT_THAT(handovers(R"({"_class_name": "WanPipeline", "boundary_ratio": 1.5})", {"transformer_2"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected a number in (0, 1]")));
+  EXPECT_THAT(handovers(R"({"_class_name": "WanPipeline", "expand_timesteps": true})", {}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("expand_timesteps")));
+  absl::StatusOr<std::vector<ExpertHandover>> image = find_pipeline_family_named("qwen-image")->expert_handovers(
+      nullptr, {});
+  ASSERT_THAT(image, IsOk());
+  EXPECT_TRUE(image->empty());
 }
 
 TEST(PipelineFamilyTest, TextEncodersOfAnArchitectureAreListedAcrossFamilies) {
