@@ -115,12 +115,12 @@ torch::Tensor AnimaConditionerModel::run(const torch::Tensor& source_in, const t
   const torch::Tensor source_mask = source_mask_in.defined() ? source_mask_in.ne(0) : torch::Tensor();
 
   torch::Tensor h = torch::embedding(param("embed.weight"), ids.to(torch::kInt64)).to(dtype);
+  if (debug != nullptr) debug->embed = h[0];
   if (c.model_dim != c.target_dim) h = linear_layer(h, "in_proj.weight", "in_proj.bias");
   // Positions 0..L-1 of each sequence, padding included.
   const auto [t_cos, t_sin] = anima_rope(c.head_dim(), target_len, h.device());
   const auto [s_cos, s_sin] = anima_rope(c.head_dim(), source_len, h.device());
   if (debug != nullptr) {
-    debug->embed = h[0];
     debug->rope_target_cos = t_cos[0][0];
     debug->rope_target_sin = t_sin[0][0];
     debug->rope_source_cos = s_cos[0][0];

@@ -34,7 +34,7 @@ inline constexpr int64_t kAnimaMaxSequenceLength = 512;
 
 // Intermediates of the first batch item, for parity checks.
 struct AnimaConditionerIntermediates {
-  torch::Tensor embed;                              // [Lt, model_dim] after in_proj
+  torch::Tensor embed;                              // [Lt, target_dim] embed(ids), before in_proj
   torch::Tensor rope_target_cos, rope_target_sin;   // [Lt, head_dim] float32
   torch::Tensor rope_source_cos, rope_source_sin;   // [Lq, head_dim] float32
   torch::Tensor block0_self_attn, block0_cross_attn;  // [Lt, model_dim] (o_proj outputs)
