@@ -11,10 +11,12 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   libabsl-dev prometheus-cpp-dev nlohmann-json3-dev libicu-dev libpng-dev
   libsentencepiece-dev libjemalloc-dev
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev  # core/video: MP4 (H.264)
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-grpcio python3-protobuf python3-yaml prometheus
   mypy python3-setuptools python3-wheel python3-pip
   nginx  # integration.Routing: the model-affinity proxy (deploy/nginx)
+  ffmpeg  # ffprobe: Mp4WriterTest reads the MP4s it writes
 )
 
 # Commands that deploy.KustomizeRender runs (render deploy/k8s, then validate it

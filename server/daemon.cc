@@ -218,7 +218,8 @@ absl::Status Daemon::start_serving() {
     // Each FP8 layer's matmul choice, once per placement.
     eo.note = [this](const std::string& line) { log_.info("placement", absl::StrCat("detail=", logfmt_value(line))); };
   }
-  eo.compute_dtype = resolve_compute_dtype(options_, detect_cpu_features());
+  const ComputeDtypeChoice dtype = resolve_compute_dtype(options_, detect_cpu_features());
+  eo.compute_dtype = dtype.dtype;
   eo.fp8 = Fp8Options{};
   if (Fp8Format f; parse_fp8_format(options_.fp8.c_str(), &f)) eo.fp8.format = f;
   eo.keep_narrow_weights = options_.narrow_weights;
@@ -277,7 +278,8 @@ absl::Status Daemon::start_serving() {
                          " models_dir=", logfmt_value(options_.models_dir), " ram_budget_bytes=", ram,
                          " ram_budget=", logfmt_value(format_bytes(ram)), device_fields(device_), " fp8=", options_.fp8,
                          " narrow_weights=", options_.narrow_weights ? "true" : "false",
-                         " compute_dtype=", compute_dtype_name(eo.compute_dtype), " threads=", threads,
+                         " compute_dtype=", compute_dtype_name(eo.compute_dtype),
+                         " compute_dtype_chosen_by=", logfmt_value(dtype.chosen_by), " threads=", threads,
                          " allocator=", logfmt_value(build.allocator), " blas_threads=", compat::blas_threading(),
                          " blas_core=", logfmt_value(build.blas_core), " blas_chosen_by=", build.blas_chosen_by,
                          " onednn=", logfmt_value(onednn.empty() ? "off" : onednn),

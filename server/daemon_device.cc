@@ -39,14 +39,21 @@ absl::StatusOr<DaemonDevice> open_daemon_device(const DaemonOptions& options) {
   return out;
 }
 
-ComputeDtype resolve_compute_dtype(const DaemonOptions& options, const CpuFeatures& cpu) {
+ComputeDtypeChoice resolve_compute_dtype(const DaemonOptions& options, const CpuFeatures& cpu) {
   const bool cuda = cuda_device_index(options).has_value();
-  if (options.compute_dtype.empty()) return cuda ? ComputeDtype::kBFloat16 : ComputeDtype::kFloat32;
-  if (options.compute_dtype == "auto") {
-    return cuda || cpu.avx512bf16 || cpu.amx_bf16 ? ComputeDtype::kBFloat16 : ComputeDtype::kFloat32;
+  const bool by_default = options.compute_dtype.empty();
+  if (!by_default && options.compute_dtype != "auto") {
+    // daemon_options checked the spelling against the same table.
+    return {parse_compute_dtype_name(options.compute_dtype).value_or(ComputeDtype::kFloat32), "--compute_dtype"};
   }
-  // daemon_options checked the spelling against the same table.
-  return parse_compute_dtype_name(options.compute_dtype).value_or(ComputeDtype::kFloat32);
+  const std::string how = by_default ? "default (auto)" : "auto";
+  if (cuda) return {ComputeDtype::kBFloat16, absl::StrCat(how, ": a CUDA device")};
+  if (by_default && options.device == "sim") {
+    return {ComputeDtype::kFloat32, "default on the simulated device: the CPU's float32 results"};
+  }
+  if (cpu.amx_bf16) return {ComputeDtype::kBFloat16, absl::StrCat(how, ": the CPU has AMX-BF16")};
+  if (cpu.avx512bf16) return {ComputeDtype::kBFloat16, absl::StrCat(how, ": the CPU has AVX512-BF16")};
+  return {ComputeDtype::kFloat32, absl::StrCat(how, ": no native bf16 matmuls on this CPU")};
 }
 
 }  // namespace diffusiond

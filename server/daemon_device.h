@@ -13,6 +13,8 @@
 #include "absl/status/statusor.h"
 #include "core/cpu/cpu_features.h"
 #include "core/memory/budget.h"
+#include <string>
+
 #include "core/precision/compute_dtype.h"
 #include "core/vram/vram_device.h"
 #include "server/daemon_options.h"
@@ -34,15 +36,21 @@ struct DaemonDevice {
 // caller owns the result; the budget must outlive every placement.
 absl::StatusOr<DaemonDevice> open_daemon_device(const DaemonOptions& options);
 
+// The compute dtype every forward runs in, and why it was chosen.
+struct ComputeDtypeChoice {
+  ComputeDtype dtype = ComputeDtype::kFloat32;
+  std::string chosen_by;  // one phrase for the ready line, e.g. "auto: the CPU has AVX512-BF16"
+};
+
 // The compute dtype of --compute_dtype as given, with `cpu` the CPU's
 // features (detect_cpu_features() in production):
-// - empty (the default): bfloat16 on cuda:N, where it is the GPU's fast
-//   path; float32 otherwise (cpu, and sim, so that the simulated device
-//   computes exactly what the CPU does, on every CPU alike);
-// - "auto": bfloat16 on cuda:N and on CPUs with native bf16 matmuls
-//   (AVX512-BF16 or AMX, where oneDNN runs them), float32 elsewhere;
-// - a dtype's name: that dtype.
-ComputeDtype resolve_compute_dtype(const DaemonOptions& options, const CpuFeatures& cpu);
+// - empty (the default) or "auto": the fast path — bfloat16 on cuda:N and
+//   on CPUs with native bf16 matmuls (AVX512-BF16 or AMX, where oneDNN runs
+//   them), float32 elsewhere; the default keeps float32 on sim, so that
+//   the simulated device computes exactly what the CPU does, on every CPU
+//   alike;
+// - a dtype's name: that dtype (parity checks pin float32 this way).
+ComputeDtypeChoice resolve_compute_dtype(const DaemonOptions& options, const CpuFeatures& cpu);
 
 }  // namespace diffusiond
 

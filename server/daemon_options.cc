@@ -165,7 +165,8 @@ const std::vector<Flag>& flags() {
        size(&DaemonOptions::sim_device_memory_bytes, 1)},
       {"compute_dtype", "",
        "dtype of every forward: float32, bfloat16, float16, or auto (bfloat16 on cuda:N and on CPUs with native "
-       "bf16 matmuls, AVX512-BF16 or AMX; float32 elsewhere); default: bfloat16 on cuda:N, float32 otherwise",
+       "bf16 matmuls, AVX512-BF16 or AMX; float32 elsewhere); default: auto, except float32 on --device sim; the "
+       "ready line says what was chosen and why",
        one_of(&DaemonOptions::compute_dtype, with_names({"", "auto"}, compute_dtype_names()))},
       {"fp8", "e4m3fn", "default FP8 storage of layer weights: e4m3fn, e5m2 or off",
        one_of(&DaemonOptions::fp8, with_names(fp8_format_names(), {"off"}))},

@@ -40,7 +40,7 @@ struct DaemonOptions {
   // cuBLAS workspaces, allocator fragmentation, anything not accounted.
   int64_t vram_headroom_bytes = int64_t{2} << 30;
   int64_t sim_device_memory_bytes = int64_t{4} << 30;  // the simulated device's capacity
-  std::string compute_dtype;                     // empty: bfloat16 on cuda:N, float32 otherwise
+  std::string compute_dtype;                     // empty: auto (float32 on sim); resolve_compute_dtype()
   std::string fp8 = "e4m3fn";                    // default FP8 storage: e4m3fn | e5m2 | off
   // Weights stored narrower than the compute dtype stay so in RAM and are
   // upcast per use (docs/configuration.md#narrow-weights).

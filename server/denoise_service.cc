@@ -109,6 +109,7 @@ grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::Ca
       if (segment.began_with(e)) {
         for (const std::string& key : segment.evicted) step->add_evicted_model_ids(key);
         step->set_model_loaded(segment.loaded);
+        if (segment.loaded) step->set_load_seconds(absl::ToDoubleSeconds(segment.load_time));
       }
       stream->send(std::move(event));
     };

@@ -111,6 +111,7 @@ struct DaemonMetrics::Impl {
   Counter* unloads = nullptr;
   Counter* admission_rejections = nullptr;
   Histogram* load_seconds = nullptr;
+  Counter* load_bytes = nullptr;
   Histogram* room_wait_admitted = nullptr;
   Histogram* room_wait_refused = nullptr;
   Family<Counter>* cancellations = nullptr;
@@ -153,6 +154,13 @@ void DaemonMetrics::Impl::register_cache_events(prometheus::Registry& r) {
                              .Help("Seconds the loader ran, for model loads that succeeded.")
                              .Register(r)
                              .Add({}, load_buckets());
+  load_bytes = &prometheus::BuildCounter()
+                    .Name("diffusiond_model_load_bytes_total")
+                    .Help(
+                        "Bytes the successful loads made resident, all devices: over "
+                        "diffusiond_model_load_seconds_sum, the loads' bytes per second.")
+                    .Register(r)
+                    .Add({});
   evictions = &prometheus::BuildCounter()
                           .Name("diffusiond_model_evictions_total")
                           .Help("Unpinned models removed from the cache to make room in a budget.")
@@ -347,6 +355,7 @@ void DaemonMetrics::on_cache_event(const CacheEvent& event) {
       impl_->loads_ok->Increment();
       impl_->model_series->loaded(event.key);
       impl_->load_seconds->Observe(absl::ToDoubleSeconds(event.duration));
+      for (int64_t bytes : event.bytes) impl_->load_bytes->Increment(static_cast<double>(bytes));
       return;
     case CacheEvent::Kind::kLoadFailed:
       switch (event.status.code()) {

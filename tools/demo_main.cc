@@ -14,13 +14,16 @@
 //     writes the model (and, with --inputs_dir, random conditioning as
 //     DIR2/conditioning.safetensors and DIR2/negative.safetensors, for
 //     clients of the daemon) and exits.
-//   diffusiond-demo --write_pipeline DIR [--pipeline z-image|flux|wan|wan22]
+//   diffusiond-demo --write_pipeline DIR [--pipeline z-image|flux|qwen-image|krea2|wan|wan22]
 //     writes a random-weight pipeline folder for the daemon's Generate, and
 //     exits: Z-Image's (Qwen3 text encoder with its tokenizer, transformer,
 //     VAE), FLUX.1-dev's (CLIP and T5 with their tokenizers, transformer,
-//     VAE), Wan 2.1's (UMT5 with its tokenizer, transformer, the causal 3-D
-//     VAE: a video pipeline) or Wan 2.2's (the same with a second expert,
-//     transformer_2, and boundary_ratio 0.875).
+//     VAE), Qwen-Image's (Qwen2.5-VL with its tokenizer, transformer,
+//     AutoencoderKLQwenImage), Krea 2's (Qwen3-VL with its tokenizer,
+//     transformer, AutoencoderKLQwenImage), Wan 2.1's (UMT5 with its
+//     tokenizer, transformer, the causal 3-D VAE: a video pipeline) or Wan
+//     2.2's (the same with a second expert, transformer_2, and boundary_ratio
+//     0.875).
 #include <unistd.h>
 
 #include <cstdio>
@@ -45,7 +48,9 @@
 #include "core/util/status_macros.h"
 #include "tools/random_models/demo_models.h"
 #include "tools/random_models/flux_pipeline_random.h"
+#include "tools/random_models/krea2_pipeline_random.h"
 #include "tools/random_models/pipeline_random.h"
+#include "tools/random_models/qwen_image_pipeline_random.h"
 #include "tools/random_models/wan_pipeline_random.h"
 
 namespace diffusiond {
@@ -81,7 +86,9 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
     double d = 0;
     if (flag == "--arch") a.arch = v;
     else if (flag == "--write_pipeline") a.pipeline_dir = v;
-    else if (flag == "--pipeline" && (v == "z-image" || v == "flux" || v == "wan" || v == "wan22")) a.pipeline = v;
+    else if (flag == "--pipeline" && (v == "z-image" || v == "flux" || v == "qwen-image" || v == "krea2" ||
+                                      v == "wan" || v == "wan22"))
+      a.pipeline = v;
     else if (flag == "--model_dir") a.model_dir = v;
     else if (flag == "--inputs_dir") a.inputs_dir = v;
     else if (flag == "--out") a.out = v;
@@ -125,6 +132,12 @@ absl::Status run(const Args& args) {
                 args.pipeline_dir.c_str());
     if (args.pipeline == "flux") {
       return write_random_flux_pipeline(demo_flux_pipeline_sizes(), args.pipeline_dir, args.seed);
+    }
+    if (args.pipeline == "qwen-image") {
+      return write_random_qwen_image_pipeline(demo_qwen_image_pipeline_sizes(), args.pipeline_dir, args.seed);
+    }
+    if (args.pipeline == "krea2") {
+      return write_random_krea2_pipeline(demo_krea2_pipeline_sizes(), args.pipeline_dir, args.seed);
     }
     if (args.pipeline == "wan" || args.pipeline == "wan22") {
       WanPipelineSizes sizes = demo_wan_pipeline_sizes();

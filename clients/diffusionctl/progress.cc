@@ -51,7 +51,7 @@ std::string format_denoise_step(const v1::DenoiseStep& step) {
   if (!step.model_id().empty()) absl::StrAppend(&line, " model ", step.model_id());
   // A model's first step says what readying it cost (the second expert's
   // load, evicting the first under a budget for one).
-  if (step.model_loaded()) absl::StrAppend(&line, " (loaded)");
+  if (step.model_loaded()) absl::StrAppend(&line, absl::StrFormat(" (loaded in %.2f s)", step.load_seconds()));
   if (step.evicted_model_ids_size() > 0) {
     absl::StrAppend(&line, " (evicted ", absl::StrJoin(step.evicted_model_ids(), ", "), ")");
   }

@@ -97,7 +97,10 @@ class CatalogWalk {
       return std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return !e.second && pred(e.first); });
     };
     const auto join = [&](const std::string& name) { return rel.empty() ? name : absl::StrCat(rel, "/", name); };
-    const bool pipeline = has_file([](const std::string& n) { return n == "model_index.json"; });
+    const bool pipeline = has_file([](const std::string& n) {
+      return std::any_of(std::begin(kPipelineIndexFiles), std::end(kPipelineIndexFiles),
+                         [&](const char* index) { return n == index; });
+    });
     const bool config = has_file([](const std::string& n) { return n == "config.json"; });
     const bool shards = has_file(is_shard_index_name);
     const bool weights = has_file(is_weights_name);
@@ -205,12 +208,7 @@ AvailableModel describe_pipeline(const CatalogCandidate& c, const std::map<std::
   m.path = c.rel;
   m.format = AvailableModel::Format::kPipeline;
   m.role = "pipeline";
-  const std::string index_path = c.path + "/model_index.json";
-  absl::StatusOr<PipelineIndex> index = [&]() -> absl::StatusOr<PipelineIndex> {
-    absl::StatusOr<std::string> text = read_text_file(index_path);
-    if (!text.ok()) return text.status();
-    return parse_pipeline_index(*text, index_path);
-  }();
+  const absl::StatusOr<PipelineIndex> index = read_pipeline_index(c.path);
   if (!index.ok()) {
     m.error = std::string(index.status().message());
     return m;

@@ -66,6 +66,9 @@ class Engine final : public EngineApi {
                                     const LoadWatcher& watcher = {}) override;
   absl::StatusOr<CallResult<EncodedText>> encode_text(const ModelHandle& encoder, const TextEncoding& request,
                                                       const CancellationToken& cancel = {}) override;
+  absl::StatusOr<CallResult<ConditionedText>> condition_text(const ModelHandle& conditioner,
+                                                             const ConditionerRequest& request,
+                                                             const CancellationToken& cancel = {}) override;
   absl::StatusOr<CallResult<torch::Tensor>> decode_image(const ModelHandle& vae, const torch::Tensor& latents,
                                                          const CancellationToken& cancel = {}) override;
   absl::StatusOr<CallResult<int64_t>> decode_video(const ModelHandle& vae, const torch::Tensor& latents,

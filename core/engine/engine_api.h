@@ -26,6 +26,7 @@
 #include "core/engine/model_info.h"
 #include "core/memory/device.h"
 #include "core/models/diffusion_model.h"
+#include "core/models/text_conditioner.h"
 #include "core/models/text_encoder.h"
 #include "core/precision/compute_dtype.h"
 #include "core/precision/precision_policy.h"
@@ -67,6 +68,9 @@ struct SegmentStart {
   int first_step = 0;  // 0-based, of the steps the run makes (StepEvent's count)
   std::string model_id;
   bool loaded = false;  // loaded for this call (a later segment not cached)
+  // When loaded: how long readying it took (the load, and any wait for
+  // room), the model switch's cost.
+  absl::Duration load_time;
   // The models evicted from RAM to make room for its load and activations.
   std::vector<std::string> evicted;
   CallDevice where;  // where it runs, and what its placement did
@@ -207,6 +211,18 @@ class EngineApi {
   virtual absl::StatusOr<CallResult<EncodedText>> encode_text(const ModelHandle& encoder,
                                                               const TextEncoding& request,
                                                               const CancellationToken& cancel = {}) = 0;
+  // Conditions one prompt with text conditioner `conditioner`
+  // (text_conditioner.h: an encoder's hidden states read through the
+  // prompt's own tokens, Anima's LLM adapter), after admitting its
+  // activations (request_activation_bytes) as encode_text admits an
+  // encode, on the device where there is one (the output comes back to
+  // RAM). FAILED_PRECONDITION if the model is not a text conditioner (or
+  // has no tokenizer), INVALID_ARGUMENT for source states it cannot take,
+  // NOT_FOUND and RESOURCE_EXHAUSTED as encode_text; `cancel` stops it
+  // between blocks.
+  virtual absl::StatusOr<CallResult<ConditionedText>> condition_text(const ModelHandle& conditioner,
+                                                                     const ConditionerRequest& request,
+                                                                     const CancellationToken& cancel = {}) = 0;
   // Decodes pipeline-space `latents` [C, h, w] (or [1, C, h, w]) with
   // `vae` into uint8 pixels [8h, 8w, 3]. The decode's activations are
   // admitted by a reservation first (evicting unpinned models if needed):

@@ -1,5 +1,5 @@
 // Engine operations on the components of a pipeline other than the
-// denoiser: text encoders and VAEs. With a device they run there, placed
+// denoiser: text encoders, text conditioners and VAEs. With a device they run there, placed
 // by the rule denoisers follow (device_placer.h); their outputs come
 // back to RAM.
 #include "absl/strings/str_cat.h"
@@ -7,6 +7,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/internal/call_scope.h"
 #include "core/models/image_decoder.h"
+#include "core/models/text_conditioner.h"
 #include "core/models/text_encoder.h"
 #include "core/models/vae/image_postprocess.h"
 #include "core/util/bounded_text.h"
@@ -57,6 +58,37 @@ absl::StatusOr<CallResult<EncodedText>> Engine::encode_text(const ModelHandle& h
       if (t->defined()) *t = t->to(torch::kCPU);
     }
     return encoded;
+  }));
+  return out;
+}
+
+absl::StatusOr<CallResult<ConditionedText>> Engine::condition_text(const ModelHandle& handle,
+                                                                   const ConditionerRequest& request,
+                                                                   const CancellationToken& cancel) {
+  const std::string& model_id = handle.id();
+  Job job(&gate_, cancel);
+  DIFFUSIOND_RETURN_IF_ERROR(job.status());
+  const auto conditioner_of = [&](const Model& m) {
+    return component_as<TextConditioner>(m, model_id, "a text conditioner");
+  };
+  const auto activation_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {
+    DIFFUSIOND_ASSIGN_OR_RETURN(const TextConditioner* c, conditioner_of(m));
+    return c->request_activation_bytes(request);
+  };
+  CallNeeds needs;
+  needs.cpu_room = [&](const Model& m) -> absl::StatusOr<CallRoom> {
+    DIFFUSIOND_ASSIGN_OR_RETURN(const int64_t bytes, activation_bytes(m));
+    return CallRoom{bytes, absl::StrCat("the conditioning of \"", bounded(model_id), "\"")};
+  };
+  needs.device_bytes = activation_bytes;
+  CallResult<ConditionedText> out;
+  DIFFUSIOND_ASSIGN_OR_RETURN(CallScope call, admit_call(handle, needs, job, &out.report));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const TextConditioner* conditioner, conditioner_of(call.model()));
+  DIFFUSIOND_ASSIGN_OR_RETURN(out.value, call.run("the text conditioning", [&]() -> absl::StatusOr<ConditionedText> {
+    DIFFUSIOND_ASSIGN_OR_RETURN(ConditionedText conditioned, conditioner->condition(request));
+    // The caller's tensors live in RAM, wherever the conditioner ran.
+    conditioned.hidden_states = conditioned.hidden_states.to(torch::kCPU);
+    return conditioned;
   }));
   return out;
 }

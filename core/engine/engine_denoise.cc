@@ -95,8 +95,10 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
   SegmentStart start;
   std::optional<SegmentModel> current;
   {
+    const absl::Time readying = clock_->now();
     DIFFUSIOND_ASSIGN_OR_RETURN(SegmentModel readied,
                                 ready_segment(request.model, request, request.guidance_scale, job, start));
+    if (start.loaded) start.load_time = clock_->now() - readying;
     current.emplace(std::move(readied));
   }
   const DiffusionModel& model = *current->model;
@@ -142,6 +144,7 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
       // placement, so that readying this one may evict it.
       current.reset();
       start = SegmentStart();
+      const absl::Time readying = clock_->now();
       // Readied when its turn comes: loaded if it is not cached, which may
       // evict the model before it.
       LoadWatcher watcher;
@@ -159,6 +162,7 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
       start.loaded = next.loaded();
       DIFFUSIOND_ASSIGN_OR_RETURN(SegmentModel readied,
                                   ready_segment(next, request, guidance_of(request, k), job, start));
+      if (start.loaded) start.load_time = clock_->now() - readying;
       if (readied.model->architecture() != architecture) {  // the path now holds another model
         return absl::FailedPreconditionError(absl::StrCat("segment ", k, "'s model \"", bounded(id), "\" is ",
                                                           readied.model->architecture(), ", not ", architecture));

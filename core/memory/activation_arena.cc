@@ -1,43 +1,17 @@
 #include "core/memory/activation_arena.h"
 
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/memory/anonymous_mapping.h"
 
 namespace diffusiond {
 namespace {
 
-int64_t page_bytes() {
-  static const int64_t page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
-  return page;
-}
-
 int64_t round_up(int64_t bytes, int64_t granule) { return (bytes + granule - 1) / granule * granule; }
-
-int64_t round_up_to_pages(int64_t bytes) { return round_up(bytes, page_bytes()); }
-
-// x86-64's PMD size; a transparent huge page is never another size there.
-constexpr int64_t kHugePageBytes = int64_t{2} << 20;
-
-// `capacity` bytes at a huge-page boundary: a huge page is only ever mapped
-// at one, so an unaligned arena would lose its first and last.
-void* map_huge_aligned(int64_t capacity) {
-  const size_t span = static_cast<size_t>(capacity + kHugePageBytes);
-  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (raw == MAP_FAILED) return MAP_FAILED;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + kHugePageBytes - 1) & ~uintptr_t(kHugePageBytes - 1);
-  if (aligned > start) munmap(raw, aligned - start);
-  const uintptr_t end = start + span, used_end = aligned + static_cast<uintptr_t>(capacity);
-  if (end > used_end) munmap(reinterpret_cast<void*>(used_end), end - used_end);
-  return reinterpret_cast<void*>(aligned);
-}
 
 }  // namespace
 
@@ -45,21 +19,13 @@ absl::StatusOr<std::unique_ptr<ActivationArena>> ActivationArena::map(int64_t ca
   if (capacity_bytes <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("an activation arena of ", capacity_bytes, " bytes"));
   }
-  const int64_t capacity = round_up_to_pages(capacity_bytes);
-  // MAP_NORESERVE: the budget, not the kernel's overcommit accounting, is
-  // what admitted these bytes.
-  const bool huge = capacity >= kHugePageBytes;
-  void* base = huge ? map_huge_aligned(capacity)
-                    : mmap(nullptr, static_cast<size_t>(capacity), PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (base == MAP_FAILED) {
+  auto mapping = map_anonymous(capacity_bytes, Residency::kLazy);
+  if (!mapping.ok()) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("mapping an activation arena of ", capacity, " bytes: ", std::strerror(errno)));
+        absl::StrCat("mapping an activation arena: ", mapping.status().message()));
   }
-  // EINVAL where the kernel has no transparent huge pages: 4 KiB pages then.
-  const bool advised = huge && madvise(base, static_cast<size_t>(capacity), MADV_HUGEPAGE) == 0;
-  return std::unique_ptr<ActivationArena>(
-      new ActivationArena(static_cast<char*>(base), capacity, advised ? kHugePageBytes : page_bytes()));
+  return std::unique_ptr<ActivationArena>(new ActivationArena(
+      mapping->base, mapping->length, mapping->huge_pages ? kHugePageBytes : page_bytes()));
 }
 
 ActivationArena::ActivationArena(char* base, int64_t capacity, int64_t touch_granule)
@@ -69,7 +35,7 @@ ActivationArena::ActivationArena(char* base, int64_t capacity, int64_t touch_gra
   stats_.capacity_bytes = capacity;
 }
 
-ActivationArena::~ActivationArena() { munmap(base_, static_cast<size_t>(capacity_)); }
+ActivationArena::~ActivationArena() { unmap_anonymous({base_, capacity_, false}); }
 
 void* ActivationArena::allocate(int64_t bytes) {
   const int64_t size = round_up_to_pages(bytes);

@@ -16,6 +16,7 @@
 
 namespace diffusiond {
 
+struct CosmosConfig;
 struct FluxConfig;
 struct Krea2Config;
 struct QwenImageConfig;
@@ -26,6 +27,10 @@ struct ZImageConfig;
 // `attention`, where `materialized_weight_bytes` is the largest weight a
 // forward decodes or converts (largest_materialized_weight_bytes).
 //
+// Cosmos (Anima): query.latent_shape is [C, H, W] or a Step's item [C, T,
+// H, W]; in a Denoise the text is at least the conditioner's 512 rows.
+ActivationEstimate denoiser_activations(const CosmosConfig& config, const ActivationQuery& query,
+                                        const AttentionOptions& attention, int64_t materialized_weight_bytes);
 // FLUX, Krea 2, Qwen-Image: query.latent_shape is unpacked [C, H, W] or a
 // Step's item [S, in_channels]. A guided FLUX Denoise (batch 2) runs two
 // forwards of one item.

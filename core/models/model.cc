@@ -14,6 +14,7 @@ absl::string_view model_role_name(ModelRole role) {
     case ModelRole::kDenoiser: return "denoiser";
     case ModelRole::kTextEncoder: return "text-encoder";
     case ModelRole::kVae: return "vae";
+    case ModelRole::kTextConditioner: return "text-conditioner";
   }
   return "unknown";
 }

@@ -33,8 +33,9 @@ struct LatentGeometry {
   int64_t temporal_factor = 0;
 };
 
-// What a model is for in a pipeline.
-enum class ModelRole { kDenoiser, kTextEncoder, kVae };
+// What a model is for in a pipeline. A text conditioner sits between a text
+// encoder and the denoiser (text_conditioner.h).
+enum class ModelRole { kDenoiser, kTextEncoder, kVae, kTextConditioner };
 absl::string_view model_role_name(ModelRole role);
 
 // Immutable after construction; forwards may run concurrently.

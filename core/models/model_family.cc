@@ -1,7 +1,9 @@
 #include "core/models/model_family.h"
 
 #include "core/denoise/scheduler_config.h"
+#include "core/models/anima_conditioner/anima_conditioner_family.h"
 #include "core/models/clip/clip_family.h"
+#include "core/models/cosmos/cosmos_family.h"
 #include "core/models/flux/flux_family.h"
 #include "core/models/krea2/krea2_family.h"
 #include "core/models/qwen25_vl/qwen25_vl_family.h"
@@ -35,9 +37,10 @@ absl::StatusOr<ScheduleOptions> checkpoint_schedule(const Checkpoint& checkpoint
 const std::vector<const ModelFamily*>& model_families() {
   // Leaked on purpose: statics stay trivially destructible.
   static const auto* const families = new std::vector<const ModelFamily*>{
-      z_image_family(), flux_family(),  qwen_image_family(), krea2_family(), wan_family(),
+      z_image_family(), flux_family(),  qwen_image_family(), krea2_family(), wan_family(), cosmos_family(),
       qwen_image_vae_family(), wan_vae_family(),  // before vae_family(): a Wan VAE file has its names too
-      vae_family(),     qwen3_family(), clip_family(),       t5_family(), qwen25_vl_family(), qwen3_vl_family()};
+      vae_family(),     qwen3_family(), clip_family(),       t5_family(), qwen25_vl_family(), qwen3_vl_family(),
+      anima_conditioner_family()};
   return *families;
 }
 

@@ -52,7 +52,14 @@ PlanOptions recipe_plan_options(std::shared_ptr<const LoadRecipe> recipe, const 
 
 absl::StatusOr<ModelPlan> plan_model(const Checkpoint& checkpoint, const ModelLoadOptions& options) {
   ModelPlan mp;
-  mp.family = find_model_family(checkpoint);
+  // A file may hold two models (Anima's single file: the DiT and its text
+  // conditioner): a config the caller named chooses among the families
+  // that recognise it.
+  if (checkpoint.config_given()) {
+    const ModelFamily* named = find_family_for_config(checkpoint.config_json());
+    if (named != nullptr && named->recognizes(checkpoint)) mp.family = named;
+  }
+  if (mp.family == nullptr) mp.family = find_model_family(checkpoint);
   if (mp.family == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         checkpoint.path(), ": no supported architecture recognises this checkpoint"));

@@ -34,8 +34,12 @@ struct ModelPlan {
   LoadPlan plan;
 };
 
-// Plans the load of `checkpoint` as a model. FAILED_PRECONDITION if no
-// supported architecture recognises it; INVALID_ARGUMENT for a bad config.
+// Plans the load of `checkpoint` as a model: of the first family that
+// recognises it, or, when the caller named a config, of the family of that
+// config's class if it recognises the checkpoint too (a file of two models,
+// as Anima's single file holds the DiT and its text conditioner).
+// FAILED_PRECONDITION if no supported architecture recognises it;
+// INVALID_ARGUMENT for a bad config.
 absl::StatusOr<ModelPlan> plan_model(const Checkpoint& checkpoint, const ModelLoadOptions& options);
 
 // A model sized from its config alone: the recipe's parameter table stands

@@ -231,8 +231,17 @@ absl::StatusOr<ModelHandle> ready_component(EngineApi& engine, const ModelLoadRe
   if (!handle.loaded()) {
     emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, absl::ZeroDuration(), "already loaded", ""});
   } else {
-    emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, clock->now() - start,
-                      absl::StrCat("loaded ", info.architecture, ", ", format_bytes(info.bytes[kCpuIndex])), ""});
+    // The rate is the switch's cost a user sees: bytes made resident per
+    // second of this readying (waits for room included).
+    const absl::Duration took = clock->now() - start;
+    const double seconds = absl::ToDoubleSeconds(took);
+    emit_to(options, {GenerateEvent::Stage::kLoad, info.model_id, 0, 0, took,
+                      absl::StrCat("loaded ", info.architecture, ", ", format_bytes(info.bytes[kCpuIndex]),
+                                   seconds > 0 ? absl::StrCat(" at ", format_bytes(static_cast<int64_t>(
+                                                                          info.bytes[kCpuIndex] / seconds)),
+                                                              "/s")
+                                               : ""),
+                      ""});
   }
   return handle;
 }
@@ -337,8 +346,12 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   const int images = std::max(r.num_images_per_prompt, 1);
 
   // Text encoders, one after another, each readied once and pinned only
-  // while it encodes.
+  // while it encodes. A family with a text conditioner keeps the encoders'
+  // outputs for it.
+  bool has_conditioner = false;
+  for (const PipelineComponent& c : family.components()) has_conditioner |= c.role == ModelRole::kTextConditioner;
   std::map<std::string, Conditioning> positive_parts, negative_parts;
+  std::map<std::string, EncodedText> positive_texts, negative_texts;
   for (const PipelineComponent& c : family.components()) {
     if (c.role != ModelRole::kTextEncoder) continue;
     DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "encoding"));
@@ -360,10 +373,42 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
       (negative ? negative_parts : positive_parts)[c.name] = std::move(part);
       absl::StrAppend(&detail, detail.empty() ? "" : ", ", encoded.value.tokens,
                       negative ? " negative" : " prompt", " tokens");
+      if (has_conditioner) (negative ? negative_texts : positive_texts)[c.name] = std::move(encoded.value);
     }
     emit_to(options, {GenerateEvent::Stage::kEncode, encoder.id(), 0, 0, clock->now() - start,
                       absl::StrCat(detail, "; ", where.summary()), where.device});
   }
+
+  // Text conditioners, after every encoder: each reads the encoders'
+  // outputs for its prompt, and its output joins the conditioning.
+  for (const PipelineComponent& c : family.components()) {
+    if (c.role != ModelRole::kTextConditioner) continue;
+    DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "conditioning"));
+    const absl::Time start = clock->now();
+    DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle conditioner,
+                                ready_component(engine, resolved.load_of(c.name), c.role, options));
+    std::string detail;
+    CallDevice where;
+    for (bool negative : {false, true}) {
+      if (negative && !cfg) break;
+      DIFFUSIOND_ASSIGN_OR_RETURN(
+          const ConditionerRequest request,
+          family.conditioner_request(c.name, negative ? r.negative_prompt : r.prompt,
+                                     negative ? negative_texts : positive_texts));
+      DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<ConditionedText> conditioned,
+                                  engine.condition_text(conditioner, request, options.cancel));
+      report_call(options, conditioner.id(), conditioned.report, absl::StrCat("the conditioning of ", conditioner.id()));
+      where.add(std::move(conditioned.report.where));
+      DIFFUSIOND_ASSIGN_OR_RETURN(Conditioning part, family.conditioner_conditioning(c.name, conditioned.value));
+      (negative ? negative_parts : positive_parts)[c.name] = std::move(part);
+      absl::StrAppend(&detail, detail.empty() ? "" : ", ", conditioned.value.tokens,
+                      negative ? " negative" : " prompt", " tokens");
+    }
+    emit_to(options, {GenerateEvent::Stage::kEncode, conditioner.id(), 0, 0, clock->now() - start,
+                      absl::StrCat(detail, "; ", where.summary()), where.device});
+  }
+  positive_texts.clear();
+  negative_texts.clear();
 
   // The generators draw in upstream's order: the VAE's sample of the init
   // image first, then the batch's noise.

@@ -1,6 +1,7 @@
 #include "core/pipeline/pipeline_family.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/pipeline/anima/anima_pipeline.h"
 #include "core/pipeline/flux/flux_pipeline.h"
 #include "core/pipeline/krea2/krea2_pipeline.h"
 #include "core/pipeline/qwen_image/qwen_image_pipeline.h"
@@ -15,7 +16,7 @@ namespace {
 struct Registry {
   Mutex mu;
   std::vector<const PipelineFamily*> families ABSL_GUARDED_BY(mu) = {
-      z_image_pipeline(), flux_pipeline(), qwen_image_pipeline(), wan_pipeline(), krea2_pipeline()};
+      z_image_pipeline(), flux_pipeline(), qwen_image_pipeline(), wan_pipeline(), krea2_pipeline(), anima_pipeline()};
 };
 
 Registry& registry() {
@@ -29,6 +30,17 @@ absl::StatusOr<TextEncoding> PipelineFamily::folder_text_encoding(absl::string_v
                                                                   const std::string& prompt,
                                                                   const PipelineIndex*) const {
   return text_encoding(component, prompt);
+}
+
+absl::StatusOr<ConditionerRequest> PipelineFamily::conditioner_request(absl::string_view component,
+                                                                       const std::string&,
+                                                                       const std::map<std::string, EncodedText>&) const {
+  return absl::InternalError(absl::StrCat("the ", name(), " pipeline has no text conditioner \"", component, "\""));
+}
+
+absl::StatusOr<Conditioning> PipelineFamily::conditioner_conditioning(absl::string_view component,
+                                                                      const ConditionedText&) const {
+  return absl::InternalError(absl::StrCat("the ", name(), " pipeline has no text conditioner \"", component, "\""));
 }
 
 absl::StatusOr<Conditioning> PipelineFamily::scalar_conditioning(double, const ModelInfo&) const {

@@ -12,6 +12,7 @@
 #define DIFFUSIOND_CORE_PIPELINE_PIPELINE_FAMILY_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "core/engine/engine_api.h"
 #include "core/models/conditioning.h"
 #include "core/models/model.h"
+#include "core/models/text_conditioner.h"
 #include "core/models/text_encoder.h"
 #include "core/pipeline/pipeline_index.h"
 
@@ -93,10 +95,10 @@ class PipelineFamily {
   virtual absl::string_view name() const = 0;
   // The model_index.json _class_name values it serves.
   virtual std::vector<std::string> pipeline_classes() const = 0;
-  // Every component, text encoders first, then the denoisers (the first
-  // runs from the first step; the optional others take over as
-  // expert_handovers() says), then the image decoder: the order Generate
-  // readies and runs them.
+  // Every component, text encoders first, then any text conditioner (which
+  // reads the encoders' outputs), then the denoisers (the first runs from
+  // the first step; the optional others take over as expert_handovers()
+  // says), then the image decoder: the order Generate readies and runs them.
   virtual std::vector<PipelineComponent> components() const = 0;
 
   // Empty (the default): the family makes images, and a request's
@@ -146,6 +148,18 @@ class PipelineFamily {
   // what the recipe needs.
   virtual absl::StatusOr<Conditioning> encoder_conditioning(absl::string_view component,
                                                             const EncodedText& encoded) const = 0;
+
+  // For a family with a text-conditioner component (Anima): how
+  // `component` is asked for `prompt`, from every text encoder's output for
+  // that prompt (by component). INVALID_ARGUMENT when an output lacks what
+  // it needs. Default: INTERNAL (the family has no conditioner).
+  virtual absl::StatusOr<ConditionerRequest> conditioner_request(
+      absl::string_view component, const std::string& prompt,
+      const std::map<std::string, EncodedText>& encoded) const;
+  // The part of the denoiser's conditioning the conditioner `component`
+  // gives from its output. Default: INTERNAL.
+  virtual absl::StatusOr<Conditioning> conditioner_conditioning(absl::string_view component,
+                                                                const ConditionedText& conditioned) const;
 
   // The latents a Generate of `width` x `height` pixels (and `frames`
   // frames, 1 for an image) denoises. Default: an image's [C, height / f,

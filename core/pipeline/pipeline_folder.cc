@@ -13,15 +13,15 @@ namespace diffusiond {
 
 absl::StatusOr<PipelineFolder> open_pipeline_folder(const std::string& models_dir, const std::string& pipeline) {
   DIFFUSIOND_ASSIGN_OR_RETURN(std::string folder, resolve_confined_path(models_dir, pipeline));
-  const std::string index_path = folder + "/model_index.json";
-  absl::StatusOr<std::string> text = read_text_file(index_path);
-  if (absl::IsNotFound(text.status())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pipeline \"", bounded(pipeline), "\" has no model_index.json: it is not a pipeline folder"));
+  absl::StatusOr<PipelineIndex> index = read_pipeline_index(folder);
+  if (absl::IsNotFound(index.status())) {
+    return absl::InvalidArgumentError(absl::StrCat("pipeline \"", bounded(pipeline),
+                                                   "\" has no model_index.json (or modular_model_index.json): it is "
+                                                   "not a pipeline folder"));
   }
-  DIFFUSIOND_RETURN_IF_ERROR(text.status());
+  DIFFUSIOND_RETURN_IF_ERROR(index.status());
   PipelineFolder out;
-  DIFFUSIOND_ASSIGN_OR_RETURN(out.index, parse_pipeline_index(*text, index_path));
+  out.index = *std::move(index);
   out.family = find_pipeline_family(out.index.pipeline_class);
   if (out.family != nullptr) return out;
   std::vector<std::string> served;

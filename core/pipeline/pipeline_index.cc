@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/util/bounded_text.h"
+#include "core/util/file_text.h"
 #include "core/util/json.h"
 #include "core/util/status_macros.h"
 
@@ -17,10 +18,11 @@ absl::StatusOr<PipelineIndex> parse_pipeline_index(absl::string_view json, absl:
   index.pipeline_class = root.at("_class_name").get<std::string>();
   for (const auto& [name, value] : root.items()) {
     if (absl::StartsWith(name, "_")) continue;  // metadata
-    if (value.is_array() && value.size() == 2 && value[0].is_null() && value[1].is_null()) {
+    const bool modular = value.is_array() && value.size() == 3 && value[2].is_object();
+    if (value.is_array() && (value.size() == 2 || modular) && value[0].is_null() && value[1].is_null()) {
       continue;  // an absent optional component
     }
-    if (!value.is_array() || value.size() != 2 || !value[0].is_string() || !value[1].is_string()) {
+    if (!value.is_array() || (value.size() != 2 && !modular) || !value[0].is_string() || !value[1].is_string()) {
       index.settings[name] = value;
       continue;
     }
@@ -31,6 +33,17 @@ absl::StatusOr<PipelineIndex> parse_pipeline_index(absl::string_view json, absl:
     index.components[name] = value[1].get<std::string>();
   }
   return index;
+}
+
+absl::StatusOr<PipelineIndex> read_pipeline_index(const std::string& folder) {
+  for (const char* file : kPipelineIndexFiles) {
+    const std::string path = absl::StrCat(folder, "/", file);
+    absl::StatusOr<std::string> text = read_text_file(path);
+    if (absl::IsNotFound(text.status())) continue;
+    DIFFUSIOND_RETURN_IF_ERROR(text.status());
+    return parse_pipeline_index(*text, path);
+  }
+  return absl::NotFoundError(absl::StrCat(folder, " has no model_index.json or modular_model_index.json"));
 }
 
 }  // namespace diffusiond

@@ -224,4 +224,17 @@ absl::StatusOr<std::unique_ptr<SentencePieceTokenizer>> load_sentencepiece_token
   return SentencePieceTokenizer::create(spec);
 }
 
+absl::StatusOr<FoundTokenizer> find_sentencepiece_tokenizer(const std::vector<std::string>& folders) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const std::string& folder : folders) {
+    if (!fs::exists(fs::path(folder) / "spiece.model", ec) && !fs::exists(fs::path(folder) / "tokenizer.json", ec)) {
+      continue;
+    }
+    DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceTokenizer> tokenizer, load_sentencepiece_tokenizer(folder));
+    return FoundTokenizer{std::move(tokenizer), absl::StrCat("tokenizer from ", folder)};
+  }
+  return FoundTokenizer{nullptr, "no tokenizer found"};
+}
+
 }  // namespace diffusiond

@@ -18,6 +18,8 @@
 #define DIFFUSIOND_CORE_TEXT_SENTENCEPIECE_FILES_H_
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -34,6 +36,16 @@ absl::StatusOr<SentencePieceTokenizerSpec> read_sentencepiece_spec(absl::string_
 // read_sentencepiece_spec, then SentencePieceTokenizer::create. Errors as
 // those.
 absl::StatusOr<std::unique_ptr<SentencePieceTokenizer>> load_sentencepiece_tokenizer(absl::string_view dir);
+
+// A tokenizer found beside a model, and a note saying where.
+struct FoundTokenizer {
+  std::shared_ptr<const Tokenizer> tokenizer;  // null when none was found
+  std::string note;                            // "tokenizer from <dir>" or "no tokenizer found"
+};
+// Loads the tokenizer of the first of `folders` that holds spiece.model or
+// tokenizer.json; none: a null tokenizer. A folder that has those files
+// but cannot be read fails with load_sentencepiece_tokenizer's error.
+absl::StatusOr<FoundTokenizer> find_sentencepiece_tokenizer(const std::vector<std::string>& folders);
 
 }  // namespace diffusiond
 

@@ -1,7 +1,21 @@
-// Load time of a 1 GiB bf16 checkpoint (page cache warm) against plain
+// Load time of a 1 GiB bf16 checkpoint (page cache warm), and the page
+// faults a load takes, against plain
 // sequential reads of the same file: into one reused buffer (the I/O floor)
 // and into fresh buffers of the same total size (the I/O plus the cost of
 // making that much new memory resident, which any load must pay).
+//
+// With DIFFUSIOND_LOAD_BENCH_REAL_DIR set, also a real-config checkpoint,
+// cold (its pages dropped from the page cache first) and warm, against
+// `cat` of the same files (a sequential read into one reused buffer): the
+// Z-Image-Turbo transformer (docs/configs/z-image-turbo/transformer, 12.3 GB
+// of bf16; DIFFUSIOND_LOAD_BENCH_REAL_CONFIG names another Z-Image config),
+// written there at random once and reused by later runs.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -13,9 +27,20 @@
 #include "core/checkpoint/safetensors_writer.h"
 #include "core/loader/streaming_loader.h"
 #include "core/memory/allocator.h"
+#include "core/memory/process_memory.h"
+#include "core/util/file_text.h"
+#include "tools/random_models/z_image_random.h"
 
 namespace diffusiond {
 namespace {
+
+// Minor page faults of this process so far: what making fresh weight
+// memory resident costs, per page (or per huge page).
+int64_t minor_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
 
 constexpr int kTensors = 64;
 constexpr int64_t kRows = 2048, kCols = 4096;
@@ -82,9 +107,12 @@ void BM_Load(benchmark::State& state) {
   if (state.range(0) == 1) options.fp8.format = Fp8Format::kE4M3Fn;
   auto plan = plan_load(**ckpt, options);
   Budget ram(Device::kCpu, int64_t{8} << 30);
+  int64_t faults = 0;
   for (auto _ : state) {
     auto r = ram.reserve(plan->reservation_bytes());
+    const int64_t faults_before = minor_faults();
     auto store = stream_weights(**ckpt, *plan, *r);
+    faults += minor_faults() - faults_before;
     if (!store.ok()) state.SkipWithError(std::string(store.status().message()).c_str());
     benchmark::DoNotOptimize(store);
     state.PauseTiming();
@@ -92,9 +120,131 @@ void BM_Load(benchmark::State& state) {
     state.ResumeTiming();
   }
   state.SetBytesProcessed(state.iterations() * (*ckpt)->weight_bytes());
+  state.counters["faults_per_load"] = static_cast<double>(faults) / static_cast<double>(state.iterations());
   state.SetLabel(state.range(0) == 0 ? "bf16 direct" : state.range(0) == 1 ? "fp8 e4m3fn" : "f32 cast");
 }
 BENCHMARK(BM_Load)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+
+// --- A real-config checkpoint, cold and warm ---
+
+const char* real_dir() { return std::getenv("DIFFUSIOND_LOAD_BENCH_REAL_DIR"); }
+
+// The real-config checkpoint's folder, written at random on first use.
+const std::string& real_checkpoint() {
+  static const std::string* const folder = [] {
+    auto* f = new std::string(real_dir());
+    if (std::filesystem::exists(std::filesystem::path(*f) / "config.json")) return f;
+    const char* config_path = std::getenv("DIFFUSIOND_LOAD_BENCH_REAL_CONFIG");
+    const std::string path = config_path != nullptr ? config_path : "docs/configs/z-image-turbo/transformer/config.json";
+    absl::StatusOr<std::string> json = read_text_file(path);
+    absl::StatusOr<ZImageConfig> config =
+        json.ok() ? parse_z_image_config(*json, path) : absl::StatusOr<ZImageConfig>(json.status());
+    absl::Status written = config.ok() ? write_random_z_image(*config, *f, 48) : config.status();
+    if (!written.ok()) {
+      std::fprintf(stderr, "load_bench: cannot write %s: %s\n", f->c_str(), std::string(written.message()).c_str());
+      std::exit(1);
+    }
+    return f;
+  }();
+  return *folder;
+}
+
+std::vector<std::string> real_files() {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(real_checkpoint())) {
+    if (e.path().extension() == ".safetensors") files.push_back(e.path().string());
+  }
+  return files;
+}
+
+// Drops the files' pages from the page cache (they are clean), so the next
+// read comes from the storage.
+void drop_from_page_cache(const std::vector<std::string>& files) {
+  for (const std::string& f : files) {
+    const int fd = ::open(f.c_str(), O_RDONLY);
+    if (fd < 0) continue;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+}
+
+// Arg: 1 = cold, 0 = warm. What `cat FILES > /dev/null` does: sequential
+// reads into one reused buffer.
+void BM_CatReal(benchmark::State& state) {
+  const std::vector<std::string> files = real_files();
+  std::vector<char> buffer(int64_t{1} << 17);
+  int64_t bytes = 0;
+  for (auto _ : state) {
+    if (state.range(0) == 1) {
+      state.PauseTiming();
+      drop_from_page_cache(files);
+      state.ResumeTiming();
+    }
+    for (const std::string& f : files) {
+      const int fd = ::open(f.c_str(), O_RDONLY);
+      for (ssize_t n; (n = ::read(fd, buffer.data(), buffer.size())) > 0;) bytes += n;
+      ::close(fd);
+    }
+  }
+  state.SetBytesProcessed(bytes);
+  state.SetLabel(state.range(0) == 1 ? "cat, cold" : "cat, warm");
+}
+
+// Args: cold (1) or warm (0); FP8 e4m3fn storage (1, the daemon's default)
+// or bf16 (0). Counters: faults per load, and RSS after the load over its
+// reservation (the rule: within 1.02x).
+void BM_LoadReal(benchmark::State& state) {
+  tune_allocator_for_serving();
+  const std::vector<std::string> files = real_files();
+  auto ckpt = Checkpoint::open(real_checkpoint());
+  if (!ckpt.ok()) {
+    state.SkipWithError(std::string(ckpt.status().message()).c_str());
+    return;
+  }
+  PlanOptions options;
+  options.compute_dtype = torch::kBFloat16;
+  if (state.range(1) == 1) options.fp8.format = Fp8Format::kE4M3Fn;
+  auto plan = plan_load(**ckpt, options);
+  Budget ram(Device::kCpu, int64_t{64} << 30);
+  int64_t faults = 0;
+  double rss_over_reservation = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    if (state.range(0) == 1) drop_from_page_cache(files);
+    const int64_t rss_before = read_process_memory()->rss_bytes;
+    auto r = ram.reserve(plan->reservation_bytes());
+    state.ResumeTiming();
+    const int64_t faults_before = minor_faults();
+    auto store = stream_weights(**ckpt, *plan, *r);
+    faults += minor_faults() - faults_before;
+    if (!store.ok()) state.SkipWithError(std::string(store.status().message()).c_str());
+    state.PauseTiming();
+    rss_over_reservation = std::max(rss_over_reservation,
+                                    static_cast<double>(read_process_memory()->rss_bytes - rss_before) /
+                                        static_cast<double>(plan->reservation_bytes()));
+    store = absl::CancelledError("free outside the timing");
+    state.ResumeTiming();
+  }
+  state.SetBytesProcessed(state.iterations() * (*ckpt)->weight_bytes());
+  state.counters["faults_per_load"] = static_cast<double>(faults) / static_cast<double>(state.iterations());
+  state.counters["rss_over_reservation"] = rss_over_reservation;
+  state.SetLabel(absl::StrCat(state.range(1) == 1 ? "fp8 e4m3fn" : "bf16", state.range(0) == 1 ? ", cold" : ", warm"));
+}
+
+// Registered only when asked for: the checkpoint is 12.3 GB.
+const bool real_registered = [] {
+  if (real_dir() == nullptr) return false;
+  benchmark::RegisterBenchmark("BM_CatReal", BM_CatReal)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->Iterations(2);
+  benchmark::RegisterBenchmark("BM_LoadReal", BM_LoadReal)
+      ->Args({1, 1})
+      ->Args({0, 1})
+      ->Args({1, 0})
+      ->Args({0, 0})
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(2);
+  return true;
+}();
 
 }  // namespace
 }  // namespace diffusiond

@@ -14,8 +14,8 @@ PYTHONPATH=<build>/python:clients/python.
 
 The demo model is generated once per process into a temporary models
 directory (``<tmp>/models/demo``), which every daemon of the process serves;
-so is the random Z-Image pipeline (``<tmp>/models/zpipe``) for the tests that
-ask for it.
+so are the random pipelines (``<tmp>/models/zpipe`` and the others
+demo_pipeline writes) for the tests that ask for them.
 """
 
 import atexit
@@ -105,18 +105,26 @@ COMPONENTS = [f"{PIPELINE}/{c}" for c in ("text_encoder", "transformer", "vae")]
 _pipeline_lock = threading.Lock()
 
 
+def demo_pipeline(name, kind="z-image"):
+    """Returns ``name``, a random pipeline folder of ``kind`` (z-image, flux, qwen-image, krea2: real layouts,
+    random weights; ``diffusiond-demo --write_pipeline DIR --pipeline kind``) inside models_dir(), written on
+    first use."""
+    models = models_dir()
+    with _pipeline_lock:
+        if not (models / name / "model_index.json").exists():
+            out = subprocess.run([binary("DIFFUSIOND_DEMO_BIN", "diffusiond-demo"), "--write_pipeline",
+                                  str(models / name), "--pipeline", kind], stdin=subprocess.DEVNULL,
+                                 capture_output=True, text=True, timeout=300)
+            if out.returncode != 0:
+                raise AssertionError(f"--write_pipeline exited {out.returncode}:\n{out.stdout}\n{out.stderr}")
+    return name
+
+
 def pipeline_models_dir():
     """Returns the models directory with the random Z-Image pipeline (text encoder and tokenizer, transformer,
     VAE: real layouts, random weights; ``diffusiond-demo --write_pipeline``) written on first use."""
-    models = models_dir()
-    with _pipeline_lock:
-        if not (models / PIPELINE / "model_index.json").exists():
-            out = subprocess.run([binary("DIFFUSIOND_DEMO_BIN", "diffusiond-demo"), "--write_pipeline",
-                                  str(models / PIPELINE)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                 timeout=300)
-            if out.returncode != 0:
-                raise AssertionError(f"--write_pipeline exited {out.returncode}:\n{out.stdout}\n{out.stderr}")
-    return models
+    demo_pipeline(PIPELINE)
+    return models_dir()
 
 
 def fixture_folder(variable, name):
@@ -156,25 +164,23 @@ def fixture_model(fixture, config, weights, name):
     return name
 
 
-def slow_model(n_layers):
-    """Returns the folder name, inside models_dir(), of the demo model stretched to ``n_layers`` main
-    layers (generated on first use), for tests that act while a load runs: each layer is 15 tensors,
-    2.1 MB of bfloat16 and 1.1 MB of FP8 once loaded, so the load takes seconds instead of a tenth of
-    one (150 layers: 0.4 to 1.4 s on 2 cores, busy or not). Every weight is zero, the data being a
-    hole in a sparse file, so it takes no disk; only loads are meaningful on it."""
-    name = f"slow-{n_layers}"
+def stretched_model(source, name, blocks, count_field, n_blocks):
+    """Returns ``name``, a folder inside models_dir() holding the diffusers folder ``source`` stretched to
+    ``n_blocks`` blocks (written on first use): its ``<blocks>.0.*`` tensors repeated under
+    ``<blocks>.<i>.``, the other tensors kept, the config's ``count_field`` set to ``n_blocks``. Every
+    weight is zero, the data being a hole in a sparse file, so it takes no disk."""
     folder = models_dir() / name
     if (folder / "config.json").exists():
         return name
-    demo = models_dir() / DEMO_MODEL
     weights = "diffusion_pytorch_model.safetensors"
-    with open(demo / weights, "rb") as f:
+    with open(source / weights, "rb") as f:
         (length,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(length))
     header.pop("__metadata__", None)
-    layer = {k[len("layers.0."):]: v for k, v in header.items() if k.startswith("layers.0.")}
-    specs = [(k, v) for k, v in header.items() if not k.startswith("layers.")]
-    specs += [(f"layers.{i}.{k}", v) for i in range(n_layers) for k, v in layer.items()]
+    first = f"{blocks}.0."
+    block = {k[len(first):]: v for k, v in header.items() if k.startswith(first)}
+    specs = [(k, v) for k, v in header.items() if not k.startswith(blocks + ".")]
+    specs += [(f"{blocks}.{i}.{k}", v) for i in range(n_blocks) for k, v in block.items()]
     out, offset = {}, 0
     for key, v in specs:
         size = v["data_offsets"][1] - v["data_offsets"][0]
@@ -187,11 +193,23 @@ def slow_model(n_layers):
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
         f.truncate(8 + len(text) + offset)  # the tensors: a hole, read as zeros
-    config = json.loads((demo / "config.json").read_text())
-    config["n_layers"] = n_layers
+    config = json.loads((source / "config.json").read_text())
+    config[count_field] = n_blocks
     (partial / "config.json").write_text(json.dumps(config))
-    partial.rename(folder)
+    try:
+        partial.rename(folder)
+    except OSError:  # another test of the process made it first
+        shutil.rmtree(partial, True)
     return name
+
+
+def slow_model(n_layers):
+    """Returns the folder name, inside models_dir(), of the demo model stretched to ``n_layers`` main
+    layers (generated on first use), for tests that act while a load runs: each layer is 15 tensors,
+    2.1 MB of bfloat16 and 1.1 MB of FP8 once loaded, so the load takes seconds instead of a tenth of
+    one (150 layers: 0.4 to 1.4 s on 2 cores, busy or not). Every weight is zero (stretched_model), so
+    only loads are meaningful on it."""
+    return stretched_model(models_dir() / DEMO_MODEL, f"slow-{n_layers}", "layers", "n_layers", n_layers)
 
 
 def daemon_env():
@@ -220,9 +238,13 @@ class Daemon:
     """
 
     def __init__(self, models, ram_budget="512MiB", drain_grace="10s", extra_args=()):
+        # float32 unless the test asks otherwise: the daemon's default is the
+        # CPU's fast path (bfloat16 where it has native bf16 matmuls), and a
+        # test's numbers must not depend on which CPU runs it.
+        dtype = [] if any(a.startswith("--compute_dtype") for a in extra_args) else ["--compute_dtype", "float32"]
         self.args = [binary("DIFFUSIOND_BIN", "diffusiond"), "--listen", "127.0.0.1:0", "--metrics_listen",
                      "127.0.0.1:0", "--models_dir", str(models), "--ram_budget", ram_budget, "--drain_grace",
-                     drain_grace, "--log_level", "debug", *extra_args]
+                     drain_grace, "--log_level", "debug", *dtype, *extra_args]
         self.proc = None
         self.address = self.metrics_address = None
         self._lines = []
@@ -277,13 +299,14 @@ class Daemon:
         with self._cond:
             return "\n".join(self._lines)
 
-    def rss_bytes(self):
-        """Returns the daemon's resident set size (VmRSS of /proc/<pid>/status) in bytes."""
+    def rss_bytes(self, field="VmRSS"):
+        """Returns the daemon's resident set size (``field`` of /proc/<pid>/status: VmRSS, or VmHWM for its
+        peak so far) in bytes."""
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
-        raise AssertionError(f"no VmRSS in /proc/{self.proc.pid}/status")
+        raise AssertionError(f"no {field} in /proc/{self.proc.pid}/status")
 
     def client(self, timeout=120):
         return dc.Client(self.address, timeout=timeout)

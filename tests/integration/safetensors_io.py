@@ -31,6 +31,15 @@ def write(path, tensors):
             f.write(t.data)
 
 
+def read_header(path):
+    """Returns the header of ``path``: name -> {"dtype", "shape", "data_offsets"}, without the metadata."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    header.pop("__metadata__", None)
+    return header
+
+
 def read(path):
     """Returns the tensors of ``path`` as name -> WireTensor, in file order."""
     with open(path, "rb") as f:

@@ -7,29 +7,20 @@ daemon must evict and reload as its events say and never over-commit.
 """
 
 import subprocess
-import threading
 import unittest
 
-from daemon_fixture import Daemon, binary, daemon_env, models_dir, work_dir
+from daemon_fixture import Daemon, binary, daemon_env, demo_pipeline, models_dir, work_dir
 from test_generate import png_size
 
 PIPELINE = "fluxpipe"
 COMPONENTS = [f"{PIPELINE}/{c}" for c in ("text_encoder", "text_encoder_2", "transformer", "vae")]
 WIDTH, HEIGHT = 64, 48
-_lock = threading.Lock()
 
 
 def flux_models_dir():
     """Returns the models directory with the random FLUX pipeline written on first use."""
-    models = models_dir()
-    with _lock:
-        if not (models / PIPELINE / "model_index.json").exists():
-            out = subprocess.run([binary("DIFFUSIOND_DEMO_BIN", "diffusiond-demo"), "--write_pipeline",
-                                  str(models / PIPELINE), "--pipeline", "flux"], stdin=subprocess.DEVNULL,
-                                 capture_output=True, text=True, timeout=300)
-            if out.returncode != 0:
-                raise AssertionError(f"--write_pipeline exited {out.returncode}:\n{out.stdout}\n{out.stderr}")
-    return models
+    demo_pipeline(PIPELINE, "flux")
+    return models_dir()
 
 
 def ctl_generate(daemon, out, *extra):

@@ -29,6 +29,8 @@ class ModelServiceTest(DaemonTestCase):
         self.assertEqual(info.model_id, "progress")
         self.assertEqual(info.architecture, "z-image")
         self.assertEqual(info.compute_dtype, "float32")
+        # The fixture pins it, and the ready line says so.
+        self.assertIn("compute_dtype=float32 compute_dtype_chosen_by=--compute_dtype", self.daemon.output())
         self.assertGreater(info.fp8_tensors, 0)
         self.assertGreater(info.tensors, info.fp8_tensors, "biases and norms stay unconverted")
         self.assertEqual(info.tensors, progress[-1].total_tensors)

@@ -113,6 +113,9 @@ class TwoExpertsInABudgetForOneTest(DaemonTestCase):
                 # The first step of each expert says what was readied for it.
                 self.assertEqual([list(s.evicted_model_ids) for s in steps], [[], [], ["high"], []])
                 self.assertEqual([s.model_loaded for s in steps], [False, False, True, False])
+                # The switch's cost is reported with it, and only with it.
+                self.assertGreater(steps[2].load_seconds, 0)
+                self.assertEqual([s.load_seconds for s in steps[:2] + steps[3:]], [0, 0, 0])
                 self.assertEqual([m.model_id for m in self.client.list_models()], ["wan-low"])
         # Each reload of the first evicted the second, and each switch the first.
         self.assertEqual(self.client.stats().evictions - evictions, 3)

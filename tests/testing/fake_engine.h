@@ -40,6 +40,10 @@ class FakeEngine final : public EngineApi {
   absl::StatusOr<EncodedText> encode_result = absl::UnimplementedError("encode_text");
   TextEncoding encode_request;
   int encodes = 0;
+  // condition_text() answers this, and records the request.
+  absl::StatusOr<ConditionedText> condition_result = absl::UnimplementedError("condition_text");
+  ConditionerRequest condition_request;
+  int conditions = 0;
   // ready() records every name it was asked for, and answers a model of
   // `models` by its id, else what load() answers for the name as a path.
   std::vector<std::string> readied;
@@ -148,6 +152,16 @@ class FakeEngine final : public EngineApi {
     ++encodes;
     if (!encode_result.ok()) return encode_result.status();
     return CallResult<EncodedText>{*encode_result, std::exchange(next_report, {})};
+  }
+  absl::StatusOr<CallResult<ConditionedText>> condition_text(const ModelHandle& conditioner,
+                                                             const ConditionerRequest& request,
+                                                             const CancellationToken&) override {
+    MutexLock lock(&mu_);
+    last_model_id = conditioner.id();
+    condition_request = request;
+    ++conditions;
+    if (!condition_result.ok()) return condition_result.status();
+    return CallResult<ConditionedText>{*condition_result, std::exchange(next_report, {})};
   }
   absl::StatusOr<CallResult<torch::Tensor>> decode_image(const ModelHandle&, const torch::Tensor& latents,
                                                          const CancellationToken&) override {

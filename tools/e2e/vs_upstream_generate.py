@@ -197,12 +197,13 @@ def wait_until_serving(client, proc, log):
 
 
 def start_daemon(daemon, folder):
-    """(process, client) of a daemon serving `folder` with FP8 off, once
+    """(process, client) of a daemon serving `folder` with FP8 off in float32, once
     it is serving; RuntimeError with its log when it does not start."""
     port, metrics = free_port(), free_port()
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen([daemon, f"--models_dir={folder}", f"--listen=127.0.0.1:{port}",
-                             f"--metrics_listen=127.0.0.1:{metrics}", "--fp8=off"], stdout=log, stderr=log)
+                             f"--metrics_listen=127.0.0.1:{metrics}", "--fp8=off", "--compute_dtype=float32"],
+                            stdout=log, stderr=log)
     client = dc.Client(f"127.0.0.1:{port}")
     try:
         wait_until_serving(client, proc, log)

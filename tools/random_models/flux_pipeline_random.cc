@@ -5,27 +5,11 @@
 #include "core/util/status_macros.h"
 #include "tools/random_models/clip_random.h"
 #include "tools/random_models/flux_random.h"
-#include "tools/random_models/random_weights.h"
+#include "tools/random_models/pipeline_index_random.h"
 #include "tools/random_models/t5_random.h"
 #include "tools/random_models/vae_random.h"
 
 namespace diffusiond {
-namespace {
-
-std::string flux_model_index_json() {
-  nlohmann::ordered_json j;
-  j["_class_name"] = "FluxPipeline";
-  j["scheduler"] = {"diffusers", "FlowMatchEulerDiscreteScheduler"};
-  j["text_encoder"] = {"transformers", "CLIPTextModel"};
-  j["text_encoder_2"] = {"transformers", "T5EncoderModel"};
-  j["tokenizer"] = {"transformers", "CLIPTokenizer"};
-  j["tokenizer_2"] = {"transformers", "T5TokenizerFast"};
-  j["transformer"] = {"diffusers", "FluxTransformer2DModel"};
-  j["vae"] = {"diffusers", "AutoencoderKL"};
-  return j.dump(2) + "\n";
-}
-
-}  // namespace
 
 FluxPipelineSizes demo_flux_pipeline_sizes() {
   FluxPipelineSizes s;
@@ -41,9 +25,16 @@ FluxPipelineSizes demo_flux_pipeline_sizes() {
 }
 
 absl::Status write_random_flux_pipeline(const FluxPipelineSizes& sizes, const std::string& folder, uint64_t seed) {
-  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/model_index.json", flux_model_index_json()));
-  DIFFUSIOND_RETURN_IF_ERROR(
-      write_text_file(folder + "/scheduler/scheduler_config.json", flux_scheduler_config_json(sizes.transformer)));
+  PipelineIndexSpec index;
+  index.class_name = "FluxPipeline";
+  index.components = {{"text_encoder", "transformers", "CLIPTextModel"},
+                      {"text_encoder_2", "transformers", "T5EncoderModel"},
+                      {"tokenizer", "transformers", "CLIPTokenizer"},
+                      {"tokenizer_2", "transformers", "T5TokenizerFast"},
+                      {"transformer", "diffusers", "FluxTransformer2DModel"},
+                      {"vae", "diffusers", "AutoencoderKL"}};
+  index.scheduler = nlohmann::ordered_json::parse(flux_scheduler_config_json(sizes.transformer));
+  DIFFUSIOND_RETURN_IF_ERROR(write_pipeline_index(folder, index));
   DIFFUSIOND_RETURN_IF_ERROR(write_random_clip_text_encoder(folder + "/text_encoder", sizes.clip, seed));
   DIFFUSIOND_RETURN_IF_ERROR(write_clip_tokenizer(folder + "/tokenizer"));
   DIFFUSIOND_RETURN_IF_ERROR(write_random_t5_encoder(folder + "/text_encoder_2", sizes.t5, seed + 1));

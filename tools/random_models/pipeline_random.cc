@@ -3,8 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/models/qwen3/qwen3_params.h"
-#include "core/text/byte_level.h"
 #include "core/util/status_macros.h"
+#include "tools/random_models/pipeline_index_random.h"
+#include "tools/random_models/qwen_tokenizer_random.h"
 #include "tools/random_models/random_weights.h"
 #include "tools/random_models/vae_random.h"
 #include "tools/random_models/z_image_random.h"
@@ -12,73 +13,12 @@
 namespace diffusiond {
 namespace {
 
-using json = nlohmann::ordered_json;
-
-// Qwen2's pre-tokenizer, as tokenizer.json spells it.
-constexpr char kQwenSplitRegex[] =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr const char* kSpecialTokens[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"};
-
 // The config as save_pretrained writes it: the parser's fields, and the
 // tying and a dtype it does not read.
 std::string qwen3_config_json(const Qwen3Config& config) {
   nlohmann::json j = to_json(config);
   j["tie_word_embeddings"] = true;
   j["torch_dtype"] = "bfloat16";
-  return j.dump(2) + "\n";
-}
-
-// tokenizer.json: the byte symbols as the vocabulary, no merges, and the
-// chat template's special tokens after them.
-std::string tokenizer_json() {
-  json vocab = json::object();
-  for (int b = 0; b < 256; ++b) vocab[bytes_to_symbols(std::string(1, static_cast<char>(b)))] = b;
-  json added = json::array();
-  int id = 256;
-  for (const char* token : kSpecialTokens) {
-    added.push_back({{"id", id++}, {"content", token}, {"single_word", false}, {"lstrip", false},
-                     {"rstrip", false}, {"normalized", false}, {"special", true}});
-  }
-  const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false},
-                           {"use_regex", false}};
-  json j;
-  j["version"] = "1.0";
-  j["truncation"] = nullptr;
-  j["padding"] = nullptr;
-  j["added_tokens"] = added;
-  j["normalizer"] = {{"type", "NFC"}};
-  j["pre_tokenizer"] = {{"type", "Sequence"},
-                        {"pretokenizers",
-                         {{{"type", "Split"}, {"pattern", {{"Regex", kQwenSplitRegex}}}, {"behavior", "Isolated"},
-                           {"invert", false}},
-                          byte_level}}};
-  j["post_processor"] = byte_level;
-  j["decoder"] = byte_level;
-  j["model"] = {{"type", "BPE"},           {"dropout", nullptr},   {"unk_token", nullptr},
-                {"continuing_subword_prefix", ""}, {"end_of_word_suffix", ""}, {"fuse_unk", false},
-                {"byte_fallback", false},  {"ignore_merges", false}, {"vocab", vocab},
-                {"merges", json::array()}};
-  return j.dump() + "\n";
-}
-
-std::string tokenizer_config_json() {
-  json j;
-  j["tokenizer_class"] = "Qwen2Tokenizer";
-  j["pad_token"] = "<|endoftext|>";
-  j["eos_token"] = "<|im_end|>";
-  j["bos_token"] = nullptr;
-  j["unk_token"] = nullptr;
-  return j.dump(2) + "\n";
-}
-
-std::string z_image_model_index_json() {
-  json j;
-  j["_class_name"] = "ZImagePipeline";
-  j["scheduler"] = {"diffusers", "FlowMatchEulerDiscreteScheduler"};
-  j["text_encoder"] = {"transformers", "Qwen3Model"};
-  j["tokenizer"] = {"transformers", "Qwen2Tokenizer"};
-  j["transformer"] = {"diffusers", "ZImageTransformer2DModel"};
-  j["vae"] = {"diffusers", "AutoencoderKL"};
   return j.dump(2) + "\n";
 }
 
@@ -102,13 +42,16 @@ PipelineSizes demo_pipeline_sizes() {
 
 absl::Status write_random_pipeline(const PipelineSizes& sizes, const std::string& folder, uint64_t seed,
                                    const torch::Device& device) {
-  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/model_index.json", z_image_model_index_json()));
-  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/scheduler/scheduler_config.json",
-                                             R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "shift": 3.0,)"
-                                             R"( "use_dynamic_shifting": false, "num_train_timesteps": 1000})"
-                                             "\n"));
-  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/tokenizer/tokenizer.json", tokenizer_json()));
-  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/tokenizer/tokenizer_config.json", tokenizer_config_json()));
+  PipelineIndexSpec index;
+  index.class_name = "ZImagePipeline";
+  index.components = {{"text_encoder", "transformers", "Qwen3Model"},
+                      {"tokenizer", "transformers", "Qwen2Tokenizer"},
+                      {"transformer", "diffusers", "ZImageTransformer2DModel"},
+                      {"vae", "diffusers", "AutoencoderKL"}};
+  index.scheduler = flow_match_scheduler_config(z_image_default_schedule());
+  DIFFUSIOND_RETURN_IF_ERROR(write_pipeline_index(folder, index));
+  DIFFUSIOND_RETURN_IF_ERROR(
+      write_qwen_tokenizer(folder + "/tokenizer", QwenTokenizerFiles{}, sizes.text_encoder.vocab_size));
   DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/text_encoder/config.json", qwen3_config_json(sizes.text_encoder)));
   DIFFUSIOND_RETURN_IF_ERROR(write_random_weights(folder + "/text_encoder/model.safetensors",
                                                   qwen3_parameter_table(sizes.text_encoder), seed, device));

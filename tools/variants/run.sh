@@ -24,7 +24,7 @@ build="${4:-$repo/build/release}"
 diffusers_commit=58eb52c0803ea9af3abec60841c2a093bdf1f951
 transformers_commit=753d61104116eefc8ffc977327b441ee0c8d599f
 
-for fam in ZIMAGE FLUX QWENIMAGE WAN KREA2 VAE VIDEO_VAE QWEN3 CLIPREF T5REF; do
+for fam in ZIMAGE FLUX QWENIMAGE WAN KREA2 VAE VIDEO_VAE QWEN3 CLIPREF T5REF ANIMA; do
   export "${fam}_DIFFUSERS_SRC=$diffusers" "${fam}_DIFFUSERS_COMMIT=$diffusers_commit"
 done
 for fam in QWEN3 CLIPREF T5REF QWENVL; do
@@ -41,6 +41,7 @@ generator() {
     qwenimage-*) echo qwenimage_refgen.py ;;
     wan-* | wan22-*) echo wan_refgen.py ;;
     krea2-*) echo krea2_refgen.py ;;
+    anima-*) echo anima_refgen.py ;;
     qwen25vl-* | qwen3vl-*) echo qwenvl_refgen.py ;;
     vae-*) echo vae_refgen.py ;;
     qwen3-*) echo qwen3_refgen.py ;;
@@ -66,12 +67,15 @@ export DIFFUSIOND_WAN22_FIXTURE="$out/wan22-tiny-a14b" DIFFUSIOND_WAN_FIXTURE="$
   DIFFUSIOND_T5_FIXTURE="$out/t5-tiny-w48h3" DIFFUSIOND_UMT5_FIXTURE="$out/umt5-tiny-w40h5" \
   DIFFUSIOND_VAE_FIXTURE="$out/vae-tiny-c12l2" \
   DIFFUSIOND_WAN_VAE_FIXTURE="$out/wan-vae-tiny-b" DIFFUSIOND_QWENIMAGE_VAE_FIXTURE="$out/qwenimage-vae-tiny-b" \
-  DIFFUSIOND_QWEN25VL_FIXTURE="$out/qwen25vl-tiny-w40h5-tied" DIFFUSIOND_QWEN3VL_FIXTURE="$out/qwen3vl-tiny-bias-final-norm"
+  DIFFUSIOND_QWEN25VL_FIXTURE="$out/qwen25vl-tiny-w40h5-tied" DIFFUSIOND_QWEN3VL_FIXTURE="$out/qwen3vl-tiny-bias-final-norm" \
+  DIFFUSIOND_ANIMA_FIXTURE="$out/anima-tiny-b-h3w72-layernorm"
 "$build/tests/unit/torch_tests" --gtest_brief=1
 "$build/tests/unit/core_tests" --gtest_brief=1
-# The causal VAEs and the Qwen-VL towers have a second variant each: their suites again.
+# The causal VAEs, the Qwen-VL towers and Anima have a second variant each: their suites again.
 DIFFUSIOND_WAN_VAE_FIXTURE="$out/wan-vae-tiny-c" DIFFUSIOND_QWENIMAGE_VAE_FIXTURE="$out/qwenimage-vae-tiny-c" \
   "$build/tests/unit/torch_tests" --gtest_brief=1 --gtest_filter='WanVaeParity.*:QwenImageVaeParity.*'
 DIFFUSIOND_QWEN25VL_FIXTURE="$out/qwen25vl-tiny-w48h4" DIFFUSIOND_QWEN3VL_FIXTURE="$out/qwen3vl-tiny-w36h6" \
   "$build/tests/unit/torch_tests" --gtest_brief=1 \
   --gtest_filter='*Qwen25VlParity*:*Qwen3VlParity*:QwenVlEncodePrompt.*:QwenImagePromptTest.*'
+DIFFUSIOND_ANIMA_FIXTURE="$out/anima-tiny-c-nonsquare" \
+  "$build/tests/unit/torch_tests" --gtest_brief=1 --gtest_filter='Anima*'

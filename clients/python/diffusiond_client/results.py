@@ -90,10 +90,14 @@ class DenoiseStep(_FromProto):
     model_id: str  # the model that ran it: model_id, or a later segment's past its boundary
     evicted_model_ids: Tuple[str, ...] = ()  # on a model's first step: what was evicted to make room for it
     model_loaded: bool = False  # on a model's first step: it was loaded for this call
+    load_seconds: float = 0.0  # with model_loaded: what readying it took (the load, waits for room)
 
     @classmethod
     def from_proto(cls, m: Any) -> "DenoiseStep":
-        return cls(m.step, m.steps, m.sigma, m.step_seconds, m.model_id, tuple(m.evicted_model_ids), m.model_loaded)
+        return cls(
+            m.step, m.steps, m.sigma, m.step_seconds, m.model_id, tuple(m.evicted_model_ids), m.model_loaded,
+            m.load_seconds,
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/models/common/config_fields.h"
 #include "core/models/common/qwen_vl_config.h"
+#include "core/models/config_limits.h"
 #include "core/util/json.h"
 #include "core/util/status_macros.h"
 
@@ -76,6 +77,41 @@ absl::StatusOr<Qwen25VlConfig> qwen25_vl_config_from_json(const json& root, absl
 absl::StatusOr<Qwen25VlConfig> parse_qwen25_vl_config(absl::string_view text, absl::string_view what) {
   DIFFUSIOND_ASSIGN_OR_RETURN(const json root, parse_json_strict(text, what));
   return qwen25_vl_config_from_json(root, what);
+}
+
+absl::StatusOr<Qwen25VlConfig> infer_qwen25_vl_config(
+    const std::function<std::optional<std::vector<int64_t>>(absl::string_view)>& shape_of,
+    const std::vector<std::string>& names, absl::string_view what) {
+  const auto matrix = [&](absl::string_view name) -> absl::StatusOr<std::vector<int64_t>> {
+    std::optional<std::vector<int64_t>> shape = shape_of(name);
+    if (!shape.has_value() || shape->size() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": cannot infer the Qwen2.5-VL config: tensor '", name,
+                                                     shape.has_value() ? "' is not a matrix" : "' is missing"));
+    }
+    return *shape;
+  };
+  DIFFUSIOND_ASSIGN_OR_RETURN(const std::vector<int64_t> embedding, matrix("embed_tokens.weight"));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const std::vector<int64_t> gate, matrix("layers.0.mlp.gate_proj.weight"));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const std::vector<int64_t> k, matrix("layers.0.self_attn.k_proj.weight"));
+  Qwen25VlConfig c;
+  c.vocab_size = embedding[0];
+  c.hidden_size = embedding[1];
+  c.intermediate_size = gate[0];
+  c.num_hidden_layers = count_indexed_blocks(names, "layers.");
+  if (c.hidden_size % kQwen25VlInferredHeadDim != 0 || k[0] % kQwen25VlInferredHeadDim != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": cannot infer the Qwen2.5-VL heads: width ", c.hidden_size, " and k_proj's ", k[0],
+        " rows are not both multiples of the head_dim ", kQwen25VlInferredHeadDim,
+        " every released model has; name a config.json"));
+  }
+  c.num_attention_heads = c.hidden_size / kQwen25VlInferredHeadDim;
+  c.num_key_value_heads = k[0] / kQwen25VlInferredHeadDim;
+  c.mrope_section = {16, 24, 24};
+  c.rope_theta = 1000000.0;
+  c.rms_norm_eps = 1e-6;
+  c.max_position_embeddings = 128000;
+  if (absl::Status s = c.validate(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
+  return c;
 }
 
 json to_json(const Qwen25VlConfig& config) {

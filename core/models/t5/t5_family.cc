@@ -44,24 +44,6 @@ bool t5_config(const Checkpoint& checkpoint) {
 
 bool has_shared(const Checkpoint& checkpoint) { return checkpoint.find(kT5EmbeddingName) != nullptr; }
 
-// The tokenizer beside the model (its folder, or the pipeline's
-// tokenizer/ or tokenizer_2/), and a note saying which. A folder that has
-// tokenizer files but cannot be read fails the load with the reason.
-absl::StatusOr<std::pair<std::shared_ptr<const Tokenizer>, std::string>> find_tokenizer(const Checkpoint& checkpoint) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  for (const std::string& folder : tokenizer_folders(checkpoint)) {
-    if (!fs::exists(fs::path(folder) / "spiece.model", ec) && !fs::exists(fs::path(folder) / "tokenizer.json", ec)) {
-      continue;
-    }
-    DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceTokenizer> tokenizer,
-                                load_sentencepiece_tokenizer(folder));
-    return std::make_pair(std::shared_ptr<const Tokenizer>(std::move(tokenizer)),
-                          absl::StrCat("tokenizer from ", folder));
-  }
-  return std::make_pair(std::shared_ptr<const Tokenizer>(), std::string("no tokenizer found"));
-}
-
 class T5Family final : public ModelFamily {
  public:
   absl::string_view name() const override { return kT5Architecture; }
@@ -110,9 +92,11 @@ class T5Family final : public ModelFamily {
       DIFFUSIOND_ASSIGN_OR_RETURN(config, infer_t5_config(shape_of, names, checkpoint.path()));
       note = "config inferred from shapes (max distance 128); name a config.json to override";
     }
-    DIFFUSIOND_ASSIGN_OR_RETURN(auto tokenizer, find_tokenizer(checkpoint));
-    return std::unique_ptr<LoadRecipe>(new T5Recipe(config, shared, std::move(tokenizer.first),
-                                                    absl::StrCat(note, "; ", tokenizer.second)));
+    // Its folder, or the pipeline's tokenizer/ or tokenizer_2/.
+    DIFFUSIOND_ASSIGN_OR_RETURN(FoundTokenizer tokenizer,
+                                find_sentencepiece_tokenizer(tokenizer_folders(checkpoint)));
+    return std::unique_ptr<LoadRecipe>(new T5Recipe(config, shared, std::move(tokenizer.tokenizer),
+                                                    absl::StrCat(note, "; ", tokenizer.note)));
   }
 
   std::vector<std::string> config_classes() const override {

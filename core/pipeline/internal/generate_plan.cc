@@ -134,6 +134,15 @@ absl::StatusOr<std::vector<PlannedStage>> stages_of(const GenerateRequest& r, co
       stages.push_back(std::move(s));
     }
   }
+  for (const PipelineComponent& c : family.components()) {
+    if (c.role != ModelRole::kTextConditioner) continue;
+    for (bool negative : {false, true}) {
+      if (negative && !cfg) break;
+      PlannedStage s{c.name, "a text conditioning", {}};
+      s.query.text_tokens = 1;  // the encoders' output is not known yet: a lower bound
+      stages.push_back(std::move(s));
+    }
+  }
   if (denoiser.geometry.channels == 0) return stages;  // latents not known before the load
   const PipelineDefaults defaults = r.image.defined() ? family.image_defaults(denoiser) : family.defaults(denoiser);
   const int64_t width = r.width != 0 ? r.width : defaults.width;

@@ -50,8 +50,10 @@ TEST(Progress, Lines) {
   step.set_model_id("wan22-low");  // the model that ran it, as the daemon names it
   EXPECT_EQ(format_denoise_step(step), "step 3/8 sigma 0.812 0.41 s model wan22-low");
   step.set_model_loaded(true);
+  step.set_load_seconds(12.345);
   step.add_evicted_model_ids("wan22-high");
-  EXPECT_EQ(format_denoise_step(step), "step 3/8 sigma 0.812 0.41 s model wan22-low (loaded) (evicted wan22-high)");
+  EXPECT_EQ(format_denoise_step(step),
+            "step 3/8 sigma 0.812 0.41 s model wan22-low (loaded in 12.35 s) (evicted wan22-high)");
 }
 
 TEST(Progress, TerminalRedrawsOneLine) {

@@ -69,6 +69,20 @@ TEST(DeclaredExclusions, Krea2KeepsItsTimeEmbedding) {
   EXPECT_THAT(e.parameters_by_module, ElementsAre(Pair("time_embed", 39'321'600)));
 }
 
+// Cosmos as Anima configures it declares upstream's ["patch_embed",
+// "final_layer", "norm"] and the seed's "t_embedder": on diffusers' names
+// only the time embedder's MLP is beyond the defaults (16.8 M; the
+// original names' x_embedder and final_layer are patch_embed, norm_out and
+// proj_out here, default patterns already).
+TEST(DeclaredExclusions, AnimaKeepsItsTimeEmbedder) {
+  const DeclaredExclusions e = exclusions_of("anima-transformer.json");
+  EXPECT_EQ(e.tensors, 2);
+  EXPECT_EQ(e.parameters, 16'777'216);
+  EXPECT_THAT(e.parameters_by_module, ElementsAre(Pair("time_embed", 16'777'216)));
+  // The text conditioner declares nothing.
+  EXPECT_EQ(exclusions_of("anima-text-conditioner.json").tensors, 0);
+}
+
 // FLUX.1 and Qwen-Image declare ["pos_embed", "norm"], both defaults.
 TEST(DeclaredExclusions, FluxAndQwenImageAddNothingToTheDefaults) {
   for (const char* config :

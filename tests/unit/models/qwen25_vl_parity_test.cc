@@ -7,12 +7,16 @@
 // masks from each prompt encoded alone through the recipe (template, cut,
 // prefix dropped, max_sequence_length), the RoPE tables, and FP8 storage;
 // loaded from the fixture's file and from two shards named as transformers
-// names the modules in memory ("model.language_model.*").
+// names the modules in memory ("model.language_model.*"); and ComfyUI's
+// single files (qwen_2.5_vl_7b.safetensors, the same original layout in one
+// file, and its scaled-fp8 variant), whose vision tower and LM head are
+// never read or reserved, with the config inferred from the shapes.
 //
 // Tolerance: 2e-5 absolute, the fixture README's bound for a float32 port;
 // its noise floor (the float64 run against the float32 one) is ~4e-6.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <numeric>
 #include <string>
@@ -24,18 +28,24 @@
 #include "core/models/qwen25_vl/qwen25_vl_model.h"
 #include "core/pipeline/qwen_image/qwen_image_pipeline.h"
 #include "core/pipeline/qwen_image/qwen_image_prompt.h"
+#include "core/util/status_macros.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/loaded_model.h"
 #include "tests/testing/qwen_vl_fixture.h"
+#include "tests/testing/scaled_fp8_file.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/tensor_file.h"
+#include "tools/random_models/qwen_vl_random.h"
 
 namespace diffusiond {
 namespace {
 
 using ::diffusiond::testing::IsOk;
+using ::diffusiond::testing::StatusIs;
+using ::testing::HasSubstr;
 using ::diffusiond::testing::load_test_model;
 using ::diffusiond::testing::masked_diff;
 using ::diffusiond::testing::max_abs_diff;
@@ -202,6 +212,145 @@ TEST(Qwen25VlParityFp8, ProjectionWeightsOnlyAndTheForwardOverDecodedWeights) {
               scale);
   EXPECT_LT(exact, kQwen25VlTolerance);
   EXPECT_LT(codec, 0.25 * scale);  // E4M3's 3 mantissa bits; a codec fault errs by the scale itself
+}
+
+// The last hidden state of the fixture's "pipe" batch.
+absl::StatusOr<torch::Tensor> last_state(const Qwen25VlModel& model, const TensorFile& io) {
+  const int64_t last[] = {-1};
+  DIFFUSIOND_ASSIGN_OR_RETURN(
+      std::vector<torch::Tensor> states,
+      model.hidden_state_list(io.get("pipe.input_ids"), io.get("pipe.attention_mask"), io.get("pipe.position_ids"),
+                              last));
+  return states[0];
+}
+
+// Copies the fixture's weights file alone into `dir` as ComfyUI names its
+// file (the layout is already the one ComfyUI keeps), with the fixture's
+// config.json beside it when `with_config`.
+std::string comfy_file(const TempDir& dir, bool with_config) {
+  const std::string path = dir.path("qwen_2.5_vl_7b.safetensors");
+  std::filesystem::copy_file(qwen25vl_fixture() + "/model.safetensors", path);
+  if (with_config) std::filesystem::copy_file(qwen25vl_fixture() + "/config.json", dir.path("config.json"));
+  return path;
+}
+
+// ComfyUI's qwen_2.5_vl_7b.safetensors layout in one file, the fixture's
+// config.json beside it (its head_dim of 12 is not the 128 a config is
+// inferred with): recognised as Qwen2.5-VL, the vision tower and LM head
+// dropped from the plan (never read or reserved), and upstream's hidden
+// states.
+TEST(Qwen25VlSingleFile, ComfyUiFileGivesUpstreamsHiddenStatesAndSkipsVisionAndHead) {
+  TempDir tmp;
+  const std::string file = comfy_file(tmp, true);
+  absl::StatusOr<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(file);
+  ASSERT_THAT(ckpt, IsOk());
+  EXPECT_EQ((*ckpt)->layout(), CheckpointLayout::kSingleFile);
+  absl::StatusOr<ModelPlan> plan = plan_model(**ckpt, ModelLoadOptions());
+  ASSERT_THAT(plan, IsOk());
+  EXPECT_EQ(plan->family->name(), kQwen25VlArchitecture);
+  EXPECT_THAT(plan->recipe->describe(), HasSubstr("config from "));
+  ASSERT_FALSE(plan->plan.dropped.empty());
+  int64_t dropped_bytes = 0;
+  for (const std::string& name : plan->plan.dropped) {
+    EXPECT_TRUE(absl::StartsWith(name, "visual.") || name == "lm_head.weight") << name;
+    dropped_bytes += (*ckpt)->find(name)->nbytes;
+  }
+  for (const PlannedTensor& t : plan->plan.tensors) {
+    EXPECT_FALSE(absl::StartsWith(t.source->name, "visual.") || t.source->name == "lm_head.weight") << t.source->name;
+  }
+  // Nothing dropped is read or held: the plan's source is the tower's.
+  EXPECT_EQ(plan->plan.source_bytes + dropped_bytes, (*ckpt)->weight_bytes());
+
+  testing::LoadedModel l = load_test_model(file, ModelLoadOptions());
+  const auto* model = l.get<Qwen25VlModel>();
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(l.ram->snapshot().committed_bytes, plan->plan.final_bytes);
+  TensorFile io(qwen25vl_fixture() + "/io.safetensors");
+  absl::StatusOr<torch::Tensor> out = last_state(*model, io);
+  ASSERT_THAT(out, IsOk());
+  const double diff = masked_diff(
+      *out, io.get(absl::StrCat("pipe.hidden_states.", model->config().num_hidden_layers)), io.get("pipe.attention_mask"));
+  std::printf("ComfyUI-layout single file: max abs diff %.3g\n", diff);
+  EXPECT_LT(diff, kQwen25VlTolerance);
+}
+
+// The _fp8_scaled variant, the config beside it: every projection weight
+// (the tower's and the vision tower's) float8_e4m3fn with a per-tensor
+// scale_weight and the scaled_fp8 marker. Its tower's projections load as FP8 codes with their
+// scales, so its hidden states equal those of the same weights dequantised
+// (code x scale) in a plain file, and stay within E4M3's noise of
+// upstream's float32 ones; the vision tower's FP8 weights and scales are
+// skipped unread.
+TEST(Qwen25VlSingleFile, ScaledFp8VariantAppliesItsScales) {
+  TempDir tmp;
+  const testing::ScaledFp8Copy copy = testing::write_scaled_fp8_copy(
+      qwen25vl_fixture() + "/model.safetensors", tmp.path("qwen_2.5_vl_7b_fp8_scaled.safetensors"),
+      tmp.path("dequantized.safetensors"), "",
+      [](const TensorRecord& t) { return absl::EndsWith(t.name, "proj.weight") && t.shape.size() == 2; });
+  std::filesystem::copy_file(qwen25vl_fixture() + "/config.json", tmp.path("config.json"));
+  testing::LoadedModel scaled = load_test_model(copy.scaled, ModelLoadOptions());
+  testing::LoadedModel dequantized = load_test_model(copy.dequantized, ModelLoadOptions());
+  const auto* model = scaled.get<Qwen25VlModel>();
+  ASSERT_NE(model, nullptr);
+  ASSERT_NE(dequantized.get<Qwen25VlModel>(), nullptr);
+  EXPECT_EQ(scaled.checkpoint->layout(), CheckpointLayout::kScaledFp8File);
+  const int64_t tower = 7 * model->config().num_hidden_layers;
+  EXPECT_GT(copy.quantized, tower) << "the vision tower's projections are FP8 too";
+  EXPECT_EQ(model->weights().fp8_count(), tower);
+  TensorFile io(qwen25vl_fixture() + "/io.safetensors");
+  absl::StatusOr<torch::Tensor> ours = last_state(*model, io);
+  absl::StatusOr<torch::Tensor> exact = last_state(*dequantized.get<Qwen25VlModel>(), io);
+  ASSERT_THAT(ours, IsOk());
+  ASSERT_THAT(exact, IsOk());
+  const torch::Tensor mask = io.get("pipe.attention_mask");
+  const torch::Tensor fp32 = io.get(absl::StrCat("pipe.hidden_states.", model->config().num_hidden_layers));
+  const double vs_dequantized = masked_diff(*ours, *exact, mask), vs_upstream = masked_diff(*ours, fp32, mask);
+  const double scale = fp32.abs().max().item<double>();
+  std::printf("scaled fp8 single file: vs dequantised %.3g, vs float32 upstream %.3g (max abs %.3g)\n",
+              vs_dequantized, vs_upstream, scale);
+  EXPECT_LT(vs_dequantized, kQwen25VlTolerance);
+  EXPECT_LT(vs_upstream, 0.25 * scale);  // E4M3's 3 mantissa bits; a missing scale errs by far more
+  EXPECT_GT(vs_upstream, 0.0) << "the weights were quantised";
+}
+
+// Without a config.json, the config comes from the shapes, head_dim 128
+// assumed: a tower of that head_dim (random weights, the fixture's ids)
+// infers its own config and gives the folder's hidden states exactly; the
+// fixture's head_dim 12 is refused, asking for a config.
+TEST(Qwen25VlSingleFile, ConfigIsInferredFromShapesOrRefusedClearly) {
+  TempDir tmp;
+  Qwen25VlConfig c;
+  c.vocab_size = 640;
+  c.hidden_size = 256;
+  c.intermediate_size = 384;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 2;
+  c.num_key_value_heads = 1;
+  c.max_position_embeddings = 128000;
+  c.mrope_section = {16, 24, 24};
+  ASSERT_THAT(write_random_qwen25_vl(c, tmp.path("folder"), 3), IsOk());
+  std::filesystem::create_directories(tmp.path("comfy"));
+  std::filesystem::copy_file(tmp.path("folder/model.safetensors"), tmp.path("comfy/qwen.safetensors"));
+  testing::LoadedModel folder = load_test_model(tmp.path("folder"), ModelLoadOptions());
+  testing::LoadedModel single = load_test_model(tmp.path("comfy/qwen.safetensors"), ModelLoadOptions());
+  ASSERT_NE(folder.get<Qwen25VlModel>(), nullptr);
+  const auto* model = single.get<Qwen25VlModel>();
+  ASSERT_NE(model, nullptr);
+  const Qwen25VlConfig& inferred = model->config();
+  EXPECT_EQ(to_json(inferred), to_json(c));
+  TensorFile io(qwen25vl_fixture() + "/io.safetensors");
+  absl::StatusOr<torch::Tensor> a = last_state(*model, io);
+  absl::StatusOr<torch::Tensor> b = last_state(*folder.get<Qwen25VlModel>(), io);
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(b, IsOk());
+  EXPECT_EQ(max_abs_diff(*a, *b), 0.0);
+
+  TempDir bare;
+  absl::StatusOr<std::unique_ptr<Checkpoint>> tiny = Checkpoint::open(comfy_file(bare, false));
+  ASSERT_THAT(tiny, IsOk());
+  EXPECT_THAT(plan_model(**tiny, ModelLoadOptions()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("width 24 and k_proj's 12 rows are not both multiples of the head_dim 128")));
 }
 
 }  // namespace

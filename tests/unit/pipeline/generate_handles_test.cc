@@ -123,5 +123,56 @@ TEST_F(GenerateHandlesTest, AModelLoadedAgainByItsCallIsReportedNotReadiedAgain)
   EXPECT_EQ(seen_[n - 1], (Seen{Stage::kDecode, "vae", 0}));
 }
 
+// Anima: the text conditioner runs after the encoder, for the prompt and
+// then the default negative "", each given the encoder's rows of that
+// prompt times their mask; its output alone conditions the denoiser.
+TEST_F(GenerateHandlesTest, AnimaConditionsEachPromptAfterTheEncoder) {
+  ModelInfo te, cond, dit, vae;
+  te.model_id = "te";
+  te.architecture = "qwen3";
+  te.role = ModelRole::kTextEncoder;
+  cond.model_id = "cond";
+  cond.architecture = "anima-conditioner";
+  cond.role = ModelRole::kTextConditioner;
+  dit.model_id = "dit";
+  dit.architecture = "cosmos";
+  dit.geometry = {16, 0};
+  vae.model_id = "vae";
+  vae.architecture = "autoencoder-kl-qwen-image";
+  vae.role = ModelRole::kVae;
+  vae.geometry = {16, 8};
+  engine_.models = {te, cond, dit, vae};
+  EncodedText encoded;
+  encoded.hidden_states = torch::ones({3, 8});
+  encoded.attention_mask = torch::tensor({true, true, false});
+  encoded.tokens = 2;
+  engine_.encode_result = encoded;
+  ConditionedText conditioned;
+  conditioned.hidden_states = torch::full({512, 32}, 0.5);
+  conditioned.tokens = 3;
+  engine_.condition_result = conditioned;
+  GenerateRequest r;
+  r.components = {{"text_encoder", "te"}, {"text_conditioner", "cond"}, {"transformer", "dit"}, {"vae", "vae"}};
+  r.prompt = "a lighthouse at dawn";
+  r.width = 64;
+  r.height = 48;
+  r.steps = 2;
+  ASSERT_THAT(run(r), IsOk());
+  EXPECT_THAT(engine_.readied, ElementsAre("te", "cond", "dit", "vae"));
+  EXPECT_EQ(engine_.encodes, 2) << "guidance 4.0 by default: the negative is encoded";
+  EXPECT_EQ(engine_.conditions, 2);
+  EXPECT_EQ(engine_.condition_request.text, "") << "the default negative, conditioned last";
+  EXPECT_EQ(engine_.condition_request.max_tokens, 512);
+  EXPECT_TRUE(torch::equal(engine_.condition_request.source_hidden_states[2], torch::zeros({8})))
+      << "the masked row is zeroed";
+  EXPECT_TRUE(torch::equal(engine_.condition_request.source_hidden_states[0], torch::ones({8})));
+  EXPECT_EQ(engine_.denoise_request.guidance_scale, 4.0);
+  ASSERT_TRUE(engine_.denoise_request.negative.has_value());
+  EXPECT_EQ(engine_.denoise_request.positive.tensors.size(), 1u);
+  EXPECT_TRUE(torch::equal(engine_.denoise_request.positive.tensors.at("encoder_hidden_states"),
+                           conditioned.hidden_states));
+  EXPECT_THAT(seen_, ::testing::Contains(Seen{Stage::kEncode, "cond", 0}));
+}
+
 }  // namespace
 }  // namespace diffusiond

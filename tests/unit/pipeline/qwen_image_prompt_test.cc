@@ -2,7 +2,9 @@
 // tokenizer runs in the Qwen2.5-VL and Qwen3-VL fixtures: the prefix and
 // suffix are upstream's, the prefix is the 34 tokens the pipelines drop,
 // and a templated prompt tokenizes to the ids upstream gave its encoder
-// (the padding left out, which no kept row depends on).
+// (the padding left out, which no kept row depends on). The random
+// pipelines' tokenizer (tools/random_models) counts the template as the
+// real one does.
 #include "core/pipeline/qwen_image/qwen_image_prompt.h"
 
 #include <string>
@@ -13,6 +15,8 @@
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "tools/random_models/qwen_tokenizer_random.h"
 
 namespace diffusiond {
 namespace {
@@ -74,6 +78,21 @@ TEST(QwenImagePromptTest, TheTemplateTokenizesAsUpstreamsAndItsPrefixIsTheDroppe
     }
     EXPECT_GE(compared, 4) << f.name;
   }
+}
+
+TEST(QwenImagePromptTest, TheRandomPipelinesTokenizerMakesTheTemplatesTokenCounts) {
+  testing::TempDir dir;
+  ASSERT_THAT(write_qwen_tokenizer(dir.path("tokenizer"), qwen_image_template_tokenizer(), 512), IsOk());
+  absl::StatusOr<std::unique_ptr<BpeTokenizer>> tokenizer = load_tokenizer(dir.path("tokenizer"));
+  ASSERT_THAT(tokenizer, IsOk());
+  absl::StatusOr<std::vector<int32_t>> prefix = (*tokenizer)->encode(kQwenImagePromptPrefix);
+  absl::StatusOr<std::vector<int32_t>> suffix = (*tokenizer)->encode(kQwenImagePromptSuffix);
+  ASSERT_THAT(prefix, IsOk());
+  ASSERT_THAT(suffix, IsOk());
+  EXPECT_EQ(static_cast<int64_t>(prefix->size()), kQwenImagePromptDropTokens);
+  EXPECT_EQ(suffix->size(), 5u);
+  EXPECT_THAT(write_qwen_tokenizer(dir.path("small"), qwen_image_template_tokenizer(), 300),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("more than the text encoder's vocab_size 300")));
 }
 
 TEST(QwenImagePromptTest, RowsOfAnEncoderOutputOfTheWrongShapeAreRefused) {

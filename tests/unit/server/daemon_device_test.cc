@@ -68,14 +68,22 @@ TEST(DaemonDevice, CudaWithoutCudaOrAGpuFailsNamingTheDevice) {
   EXPECT_THAT(std::string(d.status().message()), Not(HasSubstr("\n")));
 }
 
-TEST(DaemonDevice, ComputeDtypeDefaultsToBfloat16OnCudaOnly) {
+// The default is the fast path: auto, but float32 on the simulated device
+// so that it computes what the CPU does on every CPU alike. The CPU's
+// features are faked, so this holds on any machine.
+TEST(DaemonDevice, ComputeDtypeDefaultsToTheFastPath) {
+  CpuFeatures avx2;
+  avx2.avx2 = avx2.fma = true;
   CpuFeatures amx;
   amx.amx_bf16 = true;
-  for (const CpuFeatures& cpu : {CpuFeatures{}, amx}) {
-    EXPECT_EQ(resolve_compute_dtype(on("cuda:1"), cpu), ComputeDtype::kBFloat16);
-    EXPECT_EQ(resolve_compute_dtype(on("sim"), cpu), ComputeDtype::kFloat32);
-    EXPECT_EQ(resolve_compute_dtype(on("cpu"), cpu), ComputeDtype::kFloat32);
+  for (const CpuFeatures& cpu : {avx2, amx}) {
+    EXPECT_EQ(resolve_compute_dtype(on("cuda:1"), cpu).dtype, ComputeDtype::kBFloat16);
+    EXPECT_EQ(resolve_compute_dtype(on("sim"), cpu).dtype, ComputeDtype::kFloat32);
   }
+  EXPECT_EQ(resolve_compute_dtype(on("cpu"), avx2).dtype, ComputeDtype::kFloat32);
+  EXPECT_EQ(resolve_compute_dtype(on("cpu"), avx2).chosen_by, "default (auto): no native bf16 matmuls on this CPU");
+  EXPECT_EQ(resolve_compute_dtype(on("cpu"), amx).dtype, ComputeDtype::kBFloat16);
+  EXPECT_EQ(resolve_compute_dtype(on("cpu"), amx).chosen_by, "default (auto): the CPU has AMX-BF16");
 }
 
 // auto: bfloat16 where matmuls in bf16 are native (the CPU's features are
@@ -92,12 +100,12 @@ TEST(DaemonDevice, AutoComputeDtypeFollowsTheCpu) {
   bf16.avx512f = bf16.avx512bw = bf16.avx512vl = bf16.avx512dq = bf16.avx512bf16 = true;
   CpuFeatures amx;
   amx.amx_bf16 = true;
-  EXPECT_EQ(resolve_compute_dtype(with("cpu", "auto"), avx2), ComputeDtype::kFloat32);
-  EXPECT_EQ(resolve_compute_dtype(with("cpu", "auto"), bf16), ComputeDtype::kBFloat16);
-  EXPECT_EQ(resolve_compute_dtype(with("cpu", "auto"), amx), ComputeDtype::kBFloat16);
-  EXPECT_EQ(resolve_compute_dtype(with("cuda:0", "auto"), avx2), ComputeDtype::kBFloat16);
-  EXPECT_EQ(resolve_compute_dtype(with("cpu", "float16"), amx), ComputeDtype::kFloat16);
-  EXPECT_EQ(resolve_compute_dtype(with("cuda:0", "float32"), amx), ComputeDtype::kFloat32);
+  EXPECT_EQ(resolve_compute_dtype(with("cpu", "auto"), avx2).dtype, ComputeDtype::kFloat32);
+  EXPECT_EQ(resolve_compute_dtype(with("cpu", "auto"), bf16).dtype, ComputeDtype::kBFloat16);
+  EXPECT_EQ(resolve_compute_dtype(with("cpu", "auto"), amx).dtype, ComputeDtype::kBFloat16);
+  EXPECT_EQ(resolve_compute_dtype(with("cuda:0", "auto"), avx2).dtype, ComputeDtype::kBFloat16);
+  EXPECT_EQ(resolve_compute_dtype(with("cpu", "float16"), amx).dtype, ComputeDtype::kFloat16);
+  EXPECT_EQ(resolve_compute_dtype(with("cuda:0", "float32"), amx).dtype, ComputeDtype::kFloat32);
 }
 
 }  // namespace

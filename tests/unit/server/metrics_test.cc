@@ -196,6 +196,8 @@ TEST(DaemonMetrics, CountsEachCacheEventAndClassifiesFailedLoads) {
   loaded.kind = CacheEvent::Kind::kLoaded;
   loaded.key = "m";
   loaded.duration = absl::Seconds(3);
+  loaded.bytes[kCpuIndex] = 1000;
+  loaded.bytes[kCudaIndex] = 24;
   metrics.on_cache_event(loaded);
   metrics.on_cache_event(loaded);
   metrics.on_cache_event(load_failed(absl::ResourceExhaustedError("no room")));
@@ -227,6 +229,8 @@ TEST(DaemonMetrics, CountsEachCacheEventAndClassifiesFailedLoads) {
   EXPECT_THAT(s, Contains(Pair("diffusiond_model_load_seconds_sum", 6)));
   EXPECT_THAT(s, Contains(Pair("diffusiond_model_load_seconds_bucket{le=\"2.5\"}", 0)));
   EXPECT_THAT(s, Contains(Pair("diffusiond_model_load_seconds_bucket{le=\"5\"}", 2)));
+  // The bytes of successful loads only, on every device.
+  EXPECT_THAT(s, Contains(Pair("diffusiond_model_load_bytes_total", 2048)));
 }
 
 TEST(DaemonMetrics, CountsTheVramTiersEventsApartAndKeepsTheModelsSeries) {
