@@ -6,26 +6,58 @@
 #include "absl/strings/str_join.h"
 #include "core/image/png.h"
 #include "core/util/status_macros.h"
+#include "core/video/mp4_writer.h"
 
 namespace diffusiond {
 
-// Filled in when the MP4 writer is available.
-struct VideoStreamSink::Encoder {};
+namespace {
+
+VideoFormat mp4_format(int64_t width, int64_t height, int fps) {
+  VideoFormat format;
+  format.width = width;
+  format.height = height;
+  format.fps = fps;
+  return format;
+}
+
+// `s` from opening an MP4 writer, naming the field that asked for it.
+absl::Status mp4_refused(const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat("video_format MP4: ", s.message()));
+}
+
+}  // namespace
 
 VideoStreamSink::VideoStreamSink(v1::VideoFormat format, std::function<void(v1::GenerateEvent)> send)
     : format_(format == v1::VIDEO_FORMAT_UNSPECIFIED ? v1::VIDEO_FORMAT_MP4 : format), send_(std::move(send)) {}
 
 VideoStreamSink::~VideoStreamSink() = default;
 
-absl::Status VideoStreamSink::check(int64_t, int64_t, int) {
+// Opening a writer is the one way to know an encoder opens at this size: a
+// probe costs x264's setup, milliseconds.
+absl::Status VideoStreamSink::check(int64_t width, int64_t height, int fps) {
   if (format_ == v1::VIDEO_FORMAT_PNG_FRAMES) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      "video_format MP4: this daemon has no MP4 writer yet; ask for VIDEO_FORMAT_PNG_FRAMES; nothing was loaded");
+  absl::StatusOr<std::unique_ptr<Mp4Writer>> probe = Mp4Writer::open(mp4_format(width, height, fps), {});
+  if (!probe.ok()) {
+    return absl::Status(probe.status().code(), absl::StrCat(mp4_refused(probe.status()).message(),
+                                                            "; ask for VIDEO_FORMAT_PNG_FRAMES; nothing was loaded"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status VideoStreamSink::begin(const VideoHeader& video) {
   video_ = video;
   frame_ = 0;
+  mp4_.reset();
+  if (format_ != v1::VIDEO_FORMAT_MP4) return absl::OkStatus();
+  // The MP4's "comment" is what an image's PNG keeps as "parameters".
+  std::vector<std::pair<std::string, std::string>> metadata;
+  for (const auto& [key, value] : video.parameters) {
+    if (key == "parameters") metadata.emplace_back("comment", value);
+  }
+  absl::StatusOr<std::unique_ptr<Mp4Writer>> writer =
+      Mp4Writer::open(mp4_format(video.width, video.height, video.fps), metadata);
+  if (!writer.ok()) return mp4_refused(writer.status());
+  mp4_ = *std::move(writer);
   return absl::OkStatus();
 }
 
@@ -34,6 +66,10 @@ absl::Status VideoStreamSink::add_frame(const torch::Tensor& rgb) {
       rgb.scalar_type() != torch::kUInt8) {
     return absl::InternalError(absl::StrCat("a frame of video ", video_.index, " is [", absl::StrJoin(rgb.sizes(), ", "),
                                             "], not uint8 [", video_.height, ", ", video_.width, ", 3]"));
+  }
+  if (mp4_ != nullptr) {
+    ++frame_;
+    return mp4_->add_frame(rgb);
   }
   const torch::Tensor pixels = rgb.contiguous();
   v1::GenerateEvent event;
@@ -51,6 +87,12 @@ absl::Status VideoStreamSink::add_frame(const torch::Tensor& rgb) {
 absl::Status VideoStreamSink::finish() {
   v1::GenerateEvent event;
   v1::Video* video = event.mutable_video();
+  if (mp4_ != nullptr) {
+    absl::StatusOr<std::string> file = mp4_->finish();
+    mp4_.reset();
+    if (!file.ok()) return file.status();
+    video->set_mp4(*std::move(file));
+  }
   video->set_width(static_cast<int32_t>(video_.width));
   video->set_height(static_cast<int32_t>(video_.height));
   video->set_frames(static_cast<int32_t>(frame_));

@@ -15,6 +15,8 @@
 
 namespace diffusiond {
 
+class Mp4Writer;  // core/video/mp4_writer.h
+
 class VideoStreamSink final : public VideoSink {
  public:
   // `send` queues one event on the call's stream; it must outlive the sink.
@@ -30,13 +32,11 @@ class VideoStreamSink final : public VideoSink {
   absl::Status finish() override;
 
  private:
-  struct Encoder;  // the MP4 writer of the video in progress
-
   const v1::VideoFormat format_;
   const std::function<void(v1::GenerateEvent)> send_;
   VideoHeader video_;
   int64_t frame_ = 0;
-  std::unique_ptr<Encoder> mp4_;
+  std::unique_ptr<Mp4Writer> mp4_;  // the video in progress, with VIDEO_FORMAT_MP4
 };
 
 }  // namespace diffusiond

@@ -101,6 +101,27 @@ TEST(GenerateRequest, GuidanceScaleIsPresentOnlyWhenSet) {
   EXPECT_EQ(r->legacy_guidance_scale, 4.0);
 }
 
+// A video family's fields: num_frames as given (generate() checks it),
+// guidance_scale_2 only when set; a video_format no daemon knows is refused.
+TEST(GenerateRequest, VideoFieldsArePassedOnAndAnUnknownFormatRefused) {
+  v1::GenerateRequest wire;
+  wire.set_pipeline("wan");
+  absl::StatusOr<GenerateRequest> r = generate_request(wire);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->num_frames, 0);
+  EXPECT_FALSE(r->guidance_scale_2.has_value());
+  wire.set_num_frames(33);
+  wire.set_guidance_scale_2(1.0);
+  wire.set_video_format(v1::VIDEO_FORMAT_PNG_FRAMES);
+  r = generate_request(wire);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->num_frames, 33);
+  EXPECT_EQ(r->guidance_scale_2, 1.0);
+  wire.set_video_format(static_cast<v1::VideoFormat>(7));
+  EXPECT_THAT(generate_request(wire).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("video_format 7 is none of")));
+}
+
 // Image inputs arrive as PNG bytes or tensors, and become float [3, H, W]
 // and [H, W] in [0, 1]; both forms of one input, or bytes that are not a
 // PNG, are refused naming the field.
