@@ -35,6 +35,10 @@ struct PipelineComponent {
   std::string name;
   ModelRole role = ModelRole::kDenoiser;
   std::string architecture;
+  // Text encoders: false when the output feeds the family's text
+  // conditioner, not the denoiser (Anima's Qwen3): EncodePrompt, which
+  // answers the denoiser's conditioning, does not serve it.
+  bool conditions_denoiser = true;
 };
 
 // What a Generate uses when the request leaves a value unset.
@@ -204,8 +208,9 @@ struct EncoderComponent {
   std::string component;  // its name, e.g. "text_encoder_2"
 };
 
-// Every text-encoder component of `architecture`, over every family in
-// registration order (a family with two such components gives both).
+// Every text-encoder component of `architecture` whose output conditions
+// the denoiser, over every family in registration order (a family with two
+// such components gives both).
 // EncodePrompt names an encoder, and maybe its family, and chooses among
 // these.
 std::vector<EncoderComponent> find_encoder_components(absl::string_view architecture);
