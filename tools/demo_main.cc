@@ -5,7 +5,7 @@
 // where the architecture takes a negative), showing progress. Writes the
 // final latents as a .safetensors file.
 //
-//   diffusiond-demo [--arch z-image|flux|qwen-image|krea2|wan] [--model_dir DIR]
+//   diffusiond-demo [--arch z-image|flux|qwen-image|krea2|wan|cosmos] [--model_dir DIR]
 //                   [--steps N] [--size PX] [--frames F] [--seed N]
 //                   [--guidance S] [--fp8 e4m3fn|e5m2|off] [--out FILE]
 //     --frames: latent frames of a video model (Wan: [16, F, H, W]; default

@@ -60,15 +60,28 @@ int64_t activation_allocator_slack_bytes(double tensor_bytes) {
   return saturated(8.0 * static_cast<double>(kMiB) + tensor_bytes / 10);
 }
 
+LatentGrid latent_grid_of(const std::vector<int64_t>& shape) {
+  LatentGrid g;
+  if (shape.size() == 3) g = {shape[0], 1, shape[1], shape[2]};
+  if (shape.size() == 4) g = {shape[0], shape[1], shape[2], shape[3]};
+  return g;
+}
+
 std::optional<ActivationQuery> packed_step_activation_query(const NamedTensors& inputs, int64_t text_rank,
                                                             torch::ScalarType dtype) {
+  return hidden_states_step_activation_query(inputs, 3, text_rank, dtype);
+}
+
+std::optional<ActivationQuery> hidden_states_step_activation_query(const NamedTensors& inputs, int64_t latent_rank,
+                                                                   int64_t text_rank, torch::ScalarType dtype) {
   const auto x = inputs.find("hidden_states");
   const auto text = inputs.find("encoder_hidden_states");
-  if (x == inputs.end() || x->second.dim() != 3 || text == inputs.end() || text->second.dim() != text_rank) {
+  if (x == inputs.end() || x->second.dim() != latent_rank || text == inputs.end() ||
+      text->second.dim() != text_rank) {
     return std::nullopt;
   }
   ActivationQuery q;
-  q.latent_shape = {x->second.size(1), x->second.size(2)};
+  q.latent_shape = x->second.sizes().slice(1).vec();
   q.batch = x->second.size(0);
   q.text_tokens = text->second.size(1);
   q.compute_dtype = dtype;

@@ -96,6 +96,13 @@ int64_t largest_materialized_weight_bytes(const WeightStore& weights, torch::Sca
 // its tensors + 2 MiB + 10%; tests/unit/models/activation_rss_test.cc).
 int64_t activation_allocator_slack_bytes(double tensor_bytes);
 
+// An item's latents as a video-shaped DiT reads them: [C, H, W] is one
+// frame, [C, F, H, W] F of them; any other rank has no pixels (H = W = 0).
+struct LatentGrid {
+  int64_t channels = 0, frames = 1, height = 0, width = 0;
+};
+LatentGrid latent_grid_of(const std::vector<int64_t>& shape);
+
 // The query of a Step over packed tokens as the MMDiT denoisers take it
 // (FLUX, Qwen-Image, Krea 2): "hidden_states" [B, S, C] and
 // "encoder_hidden_states" of rank `text_rank` with its tokens on axis 1, at
@@ -103,6 +110,12 @@ int64_t activation_allocator_slack_bytes(double tensor_bytes);
 // refuses those).
 std::optional<ActivationQuery> packed_step_activation_query(const NamedTensors& inputs, int64_t text_rank,
                                                             torch::ScalarType dtype);
+
+// The same over "hidden_states" of rank `latent_rank` (an item's
+// latent_shape is all but the batch axis): the 5-D latents [B, C, F, H, W]
+// of the video-shaped DiTs (Wan, Cosmos).
+std::optional<ActivationQuery> hidden_states_step_activation_query(const NamedTensors& inputs, int64_t latent_rank,
+                                                                   int64_t text_rank, torch::ScalarType dtype);
 
 }  // namespace diffusiond
 

@@ -28,7 +28,7 @@ struct ZImageConfig;
 // forward decodes or converts (largest_materialized_weight_bytes).
 //
 // Cosmos (Anima): query.latent_shape is [C, H, W] or a Step's item [C, T,
-// H, W]; in a Denoise the text is at least the conditioner's 512 rows.
+// H, W]; the text is every row of the conditioning (the conditioner's 512).
 ActivationEstimate denoiser_activations(const CosmosConfig& config, const ActivationQuery& query,
                                         const AttentionOptions& attention, int64_t materialized_weight_bytes);
 // FLUX, Krea 2, Qwen-Image: query.latent_shape is unpacked [C, H, W] or a

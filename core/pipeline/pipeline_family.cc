@@ -181,7 +181,7 @@ std::vector<EncoderComponent> find_encoder_components(absl::string_view architec
   std::vector<EncoderComponent> found;
   for (const PipelineFamily* family : pipeline_families()) {
     for (PipelineComponent& c : family->components()) {
-      if (c.role == ModelRole::kTextEncoder && c.architecture == architecture) {
+      if (c.role == ModelRole::kTextEncoder && c.architecture == architecture && c.conditions_denoiser) {
         found.push_back({family, std::move(c.name)});
       }
     }

@@ -38,6 +38,10 @@ struct PipelineComponent {
   // A pipeline folder may lack it, as upstream's __init__ takes None for it
   // (Wan 2.2's transformer_2 is in its two-expert folders only).
   bool optional = false;
+  // Text encoders: false when the output feeds the family's text
+  // conditioner, not the denoiser (Anima's Qwen3): EncodePrompt, which
+  // answers the denoiser's conditioning, does not serve it.
+  bool conditions_denoiser = true;
 };
 
 // What a video family makes beyond an image, when the request leaves it
@@ -244,8 +248,9 @@ struct EncoderComponent {
   std::string component;  // its name, e.g. "text_encoder_2"
 };
 
-// Every text-encoder component of `architecture`, over every family in
-// registration order (a family with two such components gives both).
+// Every text-encoder component of `architecture` whose output conditions
+// the denoiser, over every family in registration order (a family with two
+// such components gives both).
 // EncodePrompt names an encoder, and maybe its family, and chooses among
 // these.
 std::vector<EncoderComponent> find_encoder_components(absl::string_view architecture);

@@ -18,7 +18,9 @@ namespace {
 std::string text_encoders_of(const PipelineFamily& family) {
   std::vector<std::string> names;
   for (const PipelineComponent& c : family.components()) {
-    if (c.role == ModelRole::kTextEncoder) names.push_back(absl::StrCat(c.name, " (", c.architecture, ")"));
+    if (c.role != ModelRole::kTextEncoder) continue;
+    names.push_back(absl::StrCat(c.name, " (", c.architecture,
+                                 c.conditions_denoiser ? ")" : ", read by its text conditioner: not for EncodePrompt)"));
   }
   return names.empty() ? "none" : absl::StrJoin(names, ", ");
 }

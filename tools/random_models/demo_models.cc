@@ -6,12 +6,14 @@
 #include "absl/strings/str_join.h"
 #include "core/checkpoint/safetensors_writer.h"
 #include "core/denoise/denoise_loop.h"
+#include "core/models/cosmos/cosmos_model.h"
 #include "core/models/flux/flux_model.h"
 #include "core/models/krea2/krea2_model.h"
 #include "core/models/qwen_image/qwen_image_model.h"
 #include "core/models/wan/wan_model.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/util/status_macros.h"
+#include "tools/random_models/cosmos_random.h"
 #include "tools/random_models/flux_random.h"
 #include "tools/random_models/krea2_random.h"
 #include "tools/random_models/qwen_image_random.h"
@@ -22,7 +24,7 @@ namespace diffusiond {
 
 std::vector<std::string> demo_architectures() {
   return {std::string(kZImageArchitecture), std::string(kFluxArchitecture), std::string(kQwenImageArchitecture),
-          std::string(kKrea2Architecture), std::string(kWanArchitecture)};
+          std::string(kKrea2Architecture), std::string(kWanArchitecture), std::string(kCosmosArchitecture)};
 }
 
 absl::Status write_demo_model(absl::string_view architecture, const std::string& folder, uint64_t seed) {
@@ -31,6 +33,7 @@ absl::Status write_demo_model(absl::string_view architecture, const std::string&
   if (architecture == kQwenImageArchitecture) return write_random_qwen_image(demo_qwen_image_config(), folder, seed);
   if (architecture == kKrea2Architecture) return write_random_krea2(demo_krea2_config(), folder, seed);
   if (architecture == kWanArchitecture) return write_random_wan(demo_wan_config(), folder, seed);
+  if (architecture == kCosmosArchitecture) return write_random_cosmos(demo_cosmos_config(), folder, seed);
   return absl::InvalidArgumentError(absl::StrCat("no demo model for architecture \"", architecture,
                                                  "\"; there are: ", absl::StrJoin(demo_architectures(), ", ")));
 }
@@ -56,6 +59,10 @@ absl::StatusOr<int64_t> write_mid_size_model(absl::string_view architecture, con
   if (architecture == kWanArchitecture) {
     DIFFUSIOND_RETURN_IF_ERROR(write_random_wan(mid_size_wan_config(), folder, seed));
     return kWanDefaultTextLength;
+  }
+  if (architecture == kCosmosArchitecture) {
+    DIFFUSIOND_RETURN_IF_ERROR(write_random_cosmos(mid_size_cosmos_config(), folder, seed));
+    return 512;  // the text conditioner's rows
   }
   return absl::InvalidArgumentError(absl::StrCat("no mid-size model for architecture \"", architecture, "\""));
 }

@@ -17,7 +17,7 @@
 namespace diffusiond {
 
 // The architectures with a demo model: {"z-image", "flux", "qwen-image",
-// "krea2", "wan"} (each family's name()).
+// "krea2", "wan", "cosmos"} (each family's name()).
 std::vector<std::string> demo_architectures();
 
 // Writes the demo model of `architecture` as a diffusers folder (random

@@ -8,9 +8,9 @@
 //   one block at its peak, the largest of: self-attention (its modulated
 //     input, q, k, v, the output, its reshape and to_out: 7 S x D at E, the
 //     gated sum, plus the float32 q/k RMSNorm and rotate-half temporaries:
-//     5 S x D at 4, plus the score chunk); cross-attention (5 S x D, k and v
+//     3 S x D at 4, plus the score chunk); cross-attention (5 S x D, k and v
 //     over L, q's float32 norm, the S x L score chunk); the FFN (its input,
-//     output and gated sum, 2 S x F for the projection and the GELU);
+//     output, gated sum and sum, 2 S x F for the projection and the GELU);
 //   plus the modulations, the largest weight decoded or converted for one
 //   Linear, the outputs and, in a Denoise, the loop's float32 latents.
 #include <algorithm>
@@ -22,33 +22,16 @@
 #include "core/precision/torch_dtype.h"
 
 namespace diffusiond {
-namespace {
-
-// What AnimaTextConditioner pads every prompt to (min_sequence_length):
-// the least text a Denoise step attends to.
-constexpr int64_t kCosmosDenoiseTextRows = 512;
-
-struct CosmosGrid {
-  int64_t channels = 0, frames = 1, height = 0, width = 0;
-};
-
-CosmosGrid cosmos_grid_of(const std::vector<int64_t>& shape) {
-  CosmosGrid g;
-  if (shape.size() == 3) g = {shape[0], 1, shape[1], shape[2]};
-  if (shape.size() == 4) g = {shape[0], shape[1], shape[2], shape[3]};
-  return g;
-}
-
-}  // namespace
 
 ActivationEstimate denoiser_activations(const CosmosConfig& c, const ActivationQuery& q,
                                         const AttentionOptions& attention, int64_t materialized_weight_bytes) {
-  const CosmosGrid g = cosmos_grid_of(q.latent_shape);
+  const LatentGrid g = latent_grid_of(q.latent_shape);
   const double b = static_cast<double>(std::max<int64_t>(q.batch, 1));
   const double e = static_cast<double>(torch::elementSize(q.compute_dtype));
   const int64_t tokens = (g.frames / c.patch_size[0]) * (g.height / c.patch_size[1]) * (g.width / c.patch_size[2]);
-  int64_t text_rows = std::max<int64_t>(q.text_tokens, 1);
-  if (q.denoise_loop) text_rows = std::max(text_rows, kCosmosDenoiseTextRows);
+  // Every row the conditioning has (the conditioner's 512 with its
+  // padding): the predictor pads nothing.
+  const int64_t text_rows = std::max<int64_t>(q.text_tokens, 1);
   const double s = static_cast<double>(tokens), l = static_cast<double>(text_rows);
   const double d = static_cast<double>(c.hidden_size()), f = static_cast<double>(c.ffn_dim());
   const double hd = static_cast<double>(c.attention_head_dim);
@@ -71,9 +54,9 @@ ActivationEstimate denoiser_activations(const CosmosConfig& c, const ActivationQ
   const auto scratch = [&](const AttentionShape& shape) {
     return static_cast<double>(attention_scratch_bytes(shape, q.compute_dtype, q.device_is_cpu, attention));
   };
-  const double self_half = 8 * hidden + 5 * hidden32 + scratch(self);
+  const double self_half = 8 * hidden + 3 * hidden32 + scratch(self);
   const double cross_half = 6 * hidden + 2 * b * l * d * e + 3 * hidden32 + scratch(cross);
-  const double ffn = 3 * hidden + 2 * b * s * f * e;
+  const double ffn = 4 * hidden + 2 * b * s * f * e;
   const double block = std::max({self_half, cross_half, ffn});
   tally.add(block == ffn         ? absl::StrCat("block peak (FFN, ", c.ffn_dim(), " wide)")
             : block == self_half ? "block peak (self-attention)"
@@ -87,17 +70,7 @@ ActivationEstimate denoiser_activations(const CosmosConfig& c, const ActivationQ
 }
 
 std::optional<ActivationQuery> CosmosModel::step_activation_query(const NamedTensors& inputs) const {
-  const auto x = inputs.find("hidden_states");
-  const auto text = inputs.find("encoder_hidden_states");
-  if (x == inputs.end() || x->second.dim() != 5 || text == inputs.end() || text->second.dim() != 3) {
-    return std::nullopt;
-  }
-  ActivationQuery q;
-  q.latent_shape = x->second.sizes().slice(1).vec();
-  q.batch = x->second.size(0);
-  q.text_tokens = text->second.size(1);
-  q.compute_dtype = compute_dtype(*this);
-  return q;
+  return hidden_states_step_activation_query(inputs, 5, 3, compute_dtype(*this));
 }
 
 }  // namespace diffusiond

@@ -24,24 +24,10 @@
 #include "core/precision/torch_dtype.h"
 
 namespace diffusiond {
-namespace {
-
-struct WanGrid {
-  int64_t channels = 0, frames = 1, height = 0, width = 0;
-};
-
-WanGrid wan_grid_of(const std::vector<int64_t>& shape) {
-  WanGrid g;
-  if (shape.size() == 3) g = {shape[0], 1, shape[1], shape[2]};
-  if (shape.size() == 4) g = {shape[0], shape[1], shape[2], shape[3]};
-  return g;
-}
-
-}  // namespace
 
 ActivationEstimate denoiser_activations(const WanConfig& c, const ActivationQuery& q, const AttentionOptions& attention,
                                         int64_t materialized_weight_bytes) {
-  const WanGrid g = wan_grid_of(q.latent_shape);
+  const LatentGrid g = latent_grid_of(q.latent_shape);
   const double b = static_cast<double>(std::max<int64_t>(q.batch, 1));
   const double e = static_cast<double>(torch::elementSize(q.compute_dtype));
   const int64_t tokens = (g.frames / c.patch_size[0]) * (g.height / c.patch_size[1]) * (g.width / c.patch_size[2]);
@@ -83,17 +69,7 @@ ActivationEstimate denoiser_activations(const WanConfig& c, const ActivationQuer
 }
 
 std::optional<ActivationQuery> WanModel::step_activation_query(const NamedTensors& inputs) const {
-  const auto x = inputs.find("hidden_states");
-  const auto text = inputs.find("encoder_hidden_states");
-  if (x == inputs.end() || x->second.dim() != 5 || text == inputs.end() || text->second.dim() != 3) {
-    return std::nullopt;
-  }
-  ActivationQuery q;
-  q.latent_shape = x->second.sizes().slice(1).vec();
-  q.batch = x->second.size(0);
-  q.text_tokens = text->second.size(1);
-  q.compute_dtype = compute_dtype(*this);
-  return q;
+  return hidden_states_step_activation_query(inputs, 5, 3, compute_dtype(*this));
 }
 
 }  // namespace diffusiond

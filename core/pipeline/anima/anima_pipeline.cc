@@ -20,7 +20,9 @@ class AnimaPipeline final : public PipelineFamily {
   static constexpr double kDefaultGuidance = 4.0;
 
   std::vector<PipelineComponent> components() const override {
-    return {{kAnimaTextEncoder, ModelRole::kTextEncoder, std::string(kQwen3Architecture)},
+    // Qwen's states condition the text conditioner, not the denoiser.
+    return {{kAnimaTextEncoder, ModelRole::kTextEncoder, std::string(kQwen3Architecture), /*optional=*/false,
+             /*conditions_denoiser=*/false},
             {kAnimaConditioner, ModelRole::kTextConditioner, std::string(kAnimaConditionerArchitecture)},
             {"transformer", ModelRole::kDenoiser, std::string(kCosmosArchitecture)},
             {"vae", ModelRole::kVae, std::string(kQwenImageVaeArchitecture)}};

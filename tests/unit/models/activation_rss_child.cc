@@ -9,7 +9,7 @@
 // "estimate_bytes=<n>" and "breakdown=<text>"
 // (DiffusionModel::estimate_activations).
 //
-// Usage: activation_rss_child z-image|flux|qwen-image|krea2|wan side batch [denoise|step]
+// Usage: activation_rss_child z-image|flux|qwen-image|krea2|wan|cosmos side batch [denoise|step]
 //            [float32|bfloat16]
 #include <torch/utils.h>
 
@@ -22,6 +22,8 @@
 #include "core/denoise/denoise_loop.h"
 #include "core/memory/allocator.h"
 #include "core/memory/process_memory.h"
+#include "core/models/cosmos/cosmos_model.h"
+#include "core/models/cosmos/cosmos_params.h"
 #include "core/models/flux/flux_model.h"
 #include "core/models/flux/flux_params.h"
 #include "core/models/krea2/krea2_model.h"
@@ -34,6 +36,7 @@
 #include "core/models/z_image/z_image_model.h"
 #include "core/models/z_image/z_image_params.h"
 #include "core/precision/torch_dtype.h"
+#include "tools/random_models/cosmos_random.h"
 #include "tools/random_models/flux_random.h"
 #include "tools/random_models/krea2_random.h"
 #include "tools/random_models/qwen_image_random.h"
@@ -67,6 +70,12 @@ std::unique_ptr<DiffusionModel> make_model(const std::string& arch, torch::Scala
   if (arch == "wan") {
     const WanConfig c = demo_wan_config();
     absl::StatusOr<std::unique_ptr<WanModel>> m = WanModel::create(c, random_store(wan_parameter_table(c), dtype));
+    return m.ok() ? std::move(*m) : nullptr;
+  }
+  if (arch == "cosmos") {
+    const CosmosConfig c = demo_cosmos_config();
+    absl::StatusOr<std::unique_ptr<CosmosModel>> m =
+        CosmosModel::create(c, random_store(cosmos_parameter_table(c), dtype));
     return m.ok() ? std::move(*m) : nullptr;
   }
   if (arch == "flux") {
@@ -128,6 +137,11 @@ NamedTensors step_inputs(const DiffusionModel& model, int64_t side, int64_t batc
     return {{"hidden_states", torch::randn({batch, channels, 1, side, side})},
             {"timestep", torch::full({batch}, 500.0)},
             {"encoder_hidden_states", torch::randn({batch, kTextTokens, wan->config().text_dim})}};
+  }
+  if (const auto* cosmos = dynamic_cast<const CosmosModel*>(&model)) {
+    return {{"hidden_states", torch::randn({batch, channels, 1, side, side})},
+            {"timestep", torch::full({batch}, 0.5)},
+            {"encoder_hidden_states", torch::randn({batch, kTextTokens, cosmos->config().text_embed_dim})}};
   }
   const auto& z = static_cast<const ZImageModel&>(model);
   return {{"x", torch::randn({batch, channels, 1, side, side})},

@@ -27,7 +27,7 @@ namespace {
 constexpr int64_t kPeakNoiseBytes = 6 * kMiB;
 
 struct Case {
-  const char* model;  // "z-image", "flux", "qwen-image", "krea2" or "wan"
+  const char* model;  // "z-image", "flux", "qwen-image", "krea2", "wan" or "cosmos"
   int side;           // latent side
   int batch;          // 2: a guided Denoise, or a Step of two items
   const char* call;   // "denoise" or "step"
@@ -82,13 +82,15 @@ INSTANTIATE_TEST_SUITE_P(DemoModels, ActivationRss,
                                            Case{"qwen-image", 96, 2, "step"}, Case{"krea2", 64, 1, "denoise"},
                                            Case{"krea2", 96, 2, "denoise"}, Case{"krea2", 96, 2, "step"},
                                            Case{"wan", 64, 1, "denoise"}, Case{"wan", 96, 2, "denoise"},
-                                           Case{"wan", 96, 2, "step"}),
+                                           Case{"wan", 96, 2, "step"}, Case{"cosmos", 64, 1, "denoise"},
+                                           Case{"cosmos", 96, 2, "denoise"}, Case{"cosmos", 96, 2, "step"}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            const Case& c = info.param;
                            return absl::StrCat(c.model[0] == 'z'   ? "ZImage"
                                                : c.model[0] == 'f' ? "Flux"
                                                : c.model[0] == 'q' ? "QwenImage"
                                                : c.model[0] == 'k' ? "Krea2"
+                                               : c.model[0] == 'c' ? "Cosmos"
                                                                    : "Wan",
                                                c.side, "Batch", c.batch, c.call[0] == 's' ? "Step" : "Denoise",
                                                c.dtype[0] == 'b' ? "Bf16" : "");

@@ -33,7 +33,8 @@ constexpr Served kServed[] = {{"ZImagePipeline", "z-image", "z-image"},
                               {"FluxPipeline", "flux", "flux"},
                               {"QwenImagePipeline", "qwen-image", "qwen-image"},
                               {"WanPipeline", "wan", "wan"},
-                              {"Krea2Pipeline", "krea2", "krea2"}};
+                              {"Krea2Pipeline", "krea2", "krea2"},
+                              {"AnimaModularPipeline", "anima", "cosmos"}};
 
 TEST(PipelineFamilyTest, EachFamilyIsFoundByItsClassItsNameAndItsDenoiser) {
   for (const Served& s : kServed) {
@@ -76,6 +77,26 @@ TEST(PipelineFamilyTest, EachFamilyIsFoundFromAPipelineFoldersModelIndex) {
                        HasSubstr("\"qwen-imag\" is neither a pipeline family (z-image, flux, qwen-image, wan, krea2")));
 }
 
+// A modular pipeline saves modular_model_index.json, each component a
+// [library, class, spec] triple ([null, null, spec] when not set): read
+// like model_index.json, each component the folder of its name.
+TEST(PipelineFamilyTest, AModularPipelinesIndexIsRead) {
+  testing::TempDir dir;
+  dir.write("anima/modular_model_index.json", R"({"_class_name": "AnimaModularPipeline",
+      "_blocks_class_name": "AnimaAutoBlocks", "_diffusers_version": "0.40.0.dev0",
+      "text_encoder": ["transformers", "Qwen3Model", {"subfolder": "text_encoder", "type_hint": ["transformers", "Qwen3Model"]}],
+      "text_conditioner": ["diffusers", "AnimaTextConditioner", {"subfolder": "text_conditioner"}],
+      "transformer": ["diffusers", "CosmosTransformer3DModel", {"subfolder": "transformer"}],
+      "vae": ["diffusers", "AutoencoderKLQwenImage", {"subfolder": "vae"}],
+      "t5_tokenizer": [null, null, {"subfolder": "", "type_hint": ["transformers", "T5TokenizerFast"]}]})");
+  absl::StatusOr<PipelineFolder> folder = open_pipeline_folder(dir.path(), "anima");
+  ASSERT_THAT(folder, IsOk());
+  EXPECT_EQ(folder->family->name(), "anima");
+  EXPECT_EQ(folder->index.components.size(), 4u) << "the unset t5_tokenizer is no component";
+  EXPECT_EQ(folder->index.components.at("text_conditioner"), "AnimaTextConditioner");
+  EXPECT_EQ(folder->index.settings.count("_blocks_class_name"), 0u);
+}
+
 TEST(PipelineFamilyTest, TheNewFamiliesDeclareUpstreamsComponents) {
   const auto components = [](absl::string_view family) {
     std::vector<std::string> out;
@@ -92,6 +113,10 @@ TEST(PipelineFamilyTest, TheNewFamiliesDeclareUpstreamsComponents) {
   EXPECT_THAT(components("krea2"),
               ::testing::ElementsAre("text_encoder:text-encoder:qwen3-vl", "transformer:denoiser:krea2",
                                      "vae:vae:autoencoder-kl-qwen-image"));
+  EXPECT_THAT(components("anima"),
+              ::testing::ElementsAre("text_encoder:text-encoder:qwen3",
+                                     "text_conditioner:text-conditioner:anima-conditioner",
+                                     "transformer:denoiser:cosmos", "vae:vae:autoencoder-kl-qwen-image"));
   for (absl::string_view architecture :
        {"umt5", "t5", "qwen3", "qwen2.5-vl", "qwen3-vl", "wan", "qwen-image", "krea2", "autoencoder-kl",
         "autoencoder-kl-qwen-image", "autoencoder-kl-wan"}) {
@@ -109,7 +134,8 @@ TEST(PipelineFamilyTest, DefaultsAndLatentsAreUpstreams) {
     double cfg;  // the loop's scale for a request of a negative prompt and no scale
   } expected[] = {{"qwen-image", 50, 1024, 1024, 0.0, 4.0},  // true_cfg_scale 4.0; guidance_scale unused
                   {"wan", 50, 832, 480, 5.0, 5.0},
-                  {"krea2", 28, 1024, 1024, 4.5, 5.5}};  // cond + g·(cond − uncond): s = g + 1
+                  {"krea2", 28, 1024, 1024, 4.5, 5.5},  // cond + g·(cond − uncond): s = g + 1
+                  {"anima", 50, 1024, 1024, 4.0, 4.0}};  // the guider's uncond + g·(cond − uncond)
   for (const auto& e : expected) {
     const PipelineFamily* family = find_pipeline_family_named(e.family);
     const PipelineDefaults d = family->defaults(any);
@@ -186,6 +212,8 @@ TEST(PipelineFamilyTest, TextEncodersOfAnArchitectureAreListedAcrossFamilies) {
   EXPECT_THAT(found("umt5"), ::testing::ElementsAre("wan/text_encoder"));
   EXPECT_THAT(found("qwen2.5-vl"), ::testing::ElementsAre("qwen-image/text_encoder"));
   EXPECT_THAT(found("qwen3-vl"), ::testing::ElementsAre("krea2/text_encoder"));
+  // Anima's Qwen3 feeds its text conditioner: EncodePrompt of a Qwen3 is Z-Image's.
+  EXPECT_THAT(found("qwen3"), ::testing::ElementsAre("z-image/text_encoder"));
   EXPECT_TRUE(found("wan").empty()) << "a denoiser is no text encoder";
 }
 

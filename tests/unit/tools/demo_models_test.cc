@@ -17,6 +17,7 @@
 #include "tests/testing/loaded_model.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
+#include "tools/random_models/cosmos_random.h"
 #include "tools/random_models/krea2_random.h"
 #include "tools/random_models/qwen_image_random.h"
 #include "tools/random_models/wan_random.h"
@@ -33,7 +34,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 TEST(DemoModelsTest, ListsEveryServedDenoiserArchitecture) {
-  EXPECT_THAT(demo_architectures(), ElementsAre("z-image", "flux", "qwen-image", "krea2", "wan"));
+  EXPECT_THAT(demo_architectures(), ElementsAre("z-image", "flux", "qwen-image", "krea2", "wan", "cosmos"));
 }
 
 class DemoModel : public ::testing::TestWithParam<std::string> {};
@@ -135,6 +136,9 @@ TEST(DemoModelsTest, MidSizeConfigsAreTwelveHeadsOf128) {
   for (const QwenImageConfig& c : {demo_qwen_image_config(), qwen}) EXPECT_THAT(c.validate(), IsOk());
   for (const Krea2Config& c : {demo_krea2_config(), krea2}) EXPECT_THAT(c.validate(), IsOk());
   for (const WanConfig& c : {demo_wan_config(), wan}) EXPECT_THAT(c.validate(), IsOk());
+  const CosmosConfig cosmos = mid_size_cosmos_config();
+  EXPECT_EQ(cosmos.hidden_size(), 1536);
+  for (const CosmosConfig& c : {demo_cosmos_config(), cosmos}) EXPECT_THAT(c.validate(), IsOk());
 }
 
 TEST(DemoModelsTest, AnUnknownArchitectureHasNoMidSizeModel) {

@@ -3,7 +3,8 @@
 // its flow predictor (random conditioning of the inputs it declares) is the
 // same with half its blocks streamed as fully resident, and as on the CPU,
 // bit for bit (the simulated device runs the CPU's kernels). Models: the
-// reference fixtures' configs (qwenimage-tiny, krea2-tiny, wan-tiny) with
+// reference fixtures' configs (qwenimage-tiny, krea2-tiny, wan-tiny,
+// anima-tiny's Cosmos DiT) with
 // six layers instead of two (two equal blocks never stream: the two slots
 // would hold them both), random weights from the recipe's parameter table.
 #include <torch/types.h>
@@ -125,7 +126,8 @@ TEST_P(ArchitectureStreamingTest, HalfTheBlocksStreamedEqualsFullyResidentAndThe
 INSTANTIATE_TEST_SUITE_P(Fixtures, ArchitectureStreamingTest,
                          ::testing::Values(StreamedArchitecture{"DIFFUSIOND_QWENIMAGE_FIXTURE", "qwenimage-tiny"},
                                            StreamedArchitecture{"DIFFUSIOND_KREA2_FIXTURE", "krea2-tiny"},
-                                           StreamedArchitecture{"DIFFUSIOND_WAN_FIXTURE", "wan-tiny"}),
+                                           StreamedArchitecture{"DIFFUSIOND_WAN_FIXTURE", "wan-tiny"},
+                                           StreamedArchitecture{"DIFFUSIOND_ANIMA_FIXTURE", "anima-tiny"}),
                          [](const ::testing::TestParamInfo<StreamedArchitecture>& info) {
                            std::string name;
                            for (const char* c = info.param.fixture; *c != '\0'; ++c) {

@@ -1,5 +1,6 @@
 // Every role on the simulated device: text encoders (Qwen3, CLIP, T5,
-// through the TextEncoder role) and the VAEs (AutoencoderKL and the causal
+// through the TextEncoder role), Anima's text conditioner (through
+// condition_text) and the VAEs (AutoencoderKL and the causal
 // 3-D AutoencoderKLWan, decode and encode; the latter's feature caches
 // across chunks on the device too) are placed
 // by the rule denoisers follow. For each: the CPU's answer bit for bit, a
@@ -26,8 +27,10 @@
 #include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
+#include "core/models/model_family.h"
 #include "tools/random_models/flux_pipeline_random.h"
 #include "tools/random_models/pipeline_random.h"
+#include "tools/random_models/random_weights.h"
 
 namespace diffusiond {
 namespace {
@@ -68,6 +71,21 @@ absl::StatusOr<torch::Tensor> encode(Engine& e, const std::string& id, CallDevic
   return torch::cat(parts);
 }
 
+// Anima's text conditioner on a prompt (its T5 tokenizer's ids) over five
+// random Qwen rows.
+absl::StatusOr<torch::Tensor> condition(Engine& e, const std::string& id, CallDevice* where) {
+  torch::manual_seed(6);
+  ConditionerRequest request;
+  request.text = "a lighthouse at dawn";
+  request.source_hidden_states = torch::randn({5, 24});
+  request.source_mask = torch::ones({5}, torch::kBool);
+  absl::StatusOr<CallResult<ConditionedText>> called = e.condition_text(ModelHandle::by_id(id), request);
+  if (!called.ok()) return called.status();
+  if (where != nullptr) *where = called->report.where;
+  EXPECT_EQ(called->value.hidden_states.device().type(), torch::kCPU);
+  return called->value.hidden_states.flatten();
+}
+
 std::vector<Role> roles() {
   const RoleCall text = [](Engine& e, const std::string& id, CallDevice* where) {
     return encode(e, id, where, "a lighthouse at dawn");
@@ -91,6 +109,7 @@ std::vector<Role> roles() {
   return {{"Qwen3", "pipe/text_encoder", text},
           {"Clip", "flux/text_encoder", text},
           {"T5", "flux/text_encoder_2", text},
+          {"AnimaConditioner", "anima/text_conditioner", condition},
           {"VaeDecode", "pipe/vae", decode},
           {"VaeDecodeStep", "pipe/vae", vae_step("latents", {1, 16, 4, 6}, "image")},
           {"VaeEncodeStep", "pipe/vae", vae_step("image", {1, 3, 32, 24}, "moments")},
@@ -120,6 +139,21 @@ class VramRolesTest : public ::testing::Test {
     std::filesystem::copy_file(wan_vae + "/config.json", dir_->path("models/wanvae/config.json"));
     std::filesystem::copy_file(wan_vae + "/vae/diffusion_pytorch_model.safetensors",
                                dir_->path("models/wanvae/diffusion_pytorch_model.safetensors"));
+    // anima-tiny's conditioner with six blocks, over t5-tiny's tokenizer
+    // (its vocabulary), random weights.
+    nlohmann::json cond =
+        testing::read_json_file(testing::fixtures_dir() + "/anima-tiny/text_conditioner/config.json");
+    cond["num_layers"] = 6;
+    cond["target_vocab_size"] = 512;
+    const std::string folder = dir_->path("models/anima/text_conditioner");
+    ASSERT_THAT(write_text_file(folder + "/config.json", cond.dump()), IsOk());
+    absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe =
+        find_family_for_config(cond.dump())->recipe_for_config(cond.dump(), folder + "/config.json");
+    ASSERT_THAT(recipe, IsOk());
+    ASSERT_THAT(
+        write_random_weights(folder + "/diffusion_pytorch_model.safetensors", (*recipe)->parameter_table(), 5),
+        IsOk());
+    std::filesystem::copy(testing::fixtures_dir() + "/t5-tiny/tokenizer", dir_->path("models/anima/t5_tokenizer"));
   }
   static void TearDownTestSuite() {
     delete dir_;
