@@ -271,7 +271,7 @@ def generate(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str
              image: Optional[_pipeline.ImageInput] = None, mask_image: Optional[_pipeline.ImageInput] = None,
              strength: float = 0.0, num_images_per_prompt: int = 0,
              seeds: Optional[Sequence[int]] = None, sigmas: Optional[Sequence[float]] = None,
-             max_sequence_length: int = 0) -> "Stream[Image]":
+             max_sequence_length: int = 0, padding_mask_crop: Optional[int] = None) -> "Stream[Image]":
     options = {}
     for name, given in (component_options or {}).items():
         unknown = set(given) - {"fp8", "compute_dtype"}
@@ -282,7 +282,8 @@ def generate(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str
                                              compute_dtype=given.get("compute_dtype") or "")
     request = _pipeline.generate_request(pipeline, prompt, negative_prompt, components, width, height, steps,
                                          guidance_scale, seed, shift, true_cfg_scale, options, image, mask_image,
-                                         strength, num_images_per_prompt, seeds, sigmas, max_sequence_length)
+                                         strength, num_images_per_prompt, seeds, sigmas, max_sequence_length,
+                                         padding_mask_crop)
     return Stream("pipeline", "Generate", request, {"progress": GenerateProgress.from_proto, "image": Image.from_proto},
                   Image, "an image", pipeline or request.components.get("transformer"))
 

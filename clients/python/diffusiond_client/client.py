@@ -264,7 +264,7 @@ class Client(ClientBase):
                         image: Optional[ImageInput] = None, mask_image: Optional[ImageInput] = None,
                         strength: float = 0.0, num_images_per_prompt: int = 0,
                         seeds: Optional[Sequence[int]] = None, sigmas: Optional[Sequence[float]] = None,
-                        max_sequence_length: int = 0,
+                        max_sequence_length: int = 0, padding_mask_crop: Optional[int] = None,
                         timeout: Timeout = DEFAULT) -> GenerateCall:
         """Starts a Generate and returns its GenerateCall (iterable, cancellable).
 
@@ -300,15 +300,19 @@ class Client(ClientBase):
         ``seed`` unset; ValueError otherwise), as upstream's list of
         generators. ``sigmas`` are upstream's (the schedule's before its
         shift; their count is the steps), ``max_sequence_length`` the text
-        encoder's tokens (0: the family's 512). The daemon refuses the rest
-        (InvalidArgumentError).
+        encoder's tokens (0: the family's 512). ``padding_mask_crop`` N
+        (FLUX and Qwen-Image inpainting, as upstream's; ``image`` and
+        ``mask_image`` as PNG bytes of one size, any size) inpaints the
+        mask's box padded by N pixels and grown to ``width``:``height``, at
+        that size (0: 1024x1024), and pastes it back: the Image has the init
+        image's size. The daemon refuses the rest (InvalidArgumentError).
         """
         spec = _calls.generate(pipeline, prompt, negative_prompt,
                                self._components(components, text_encoder, transformer, vae),
                                width, height, steps, guidance_scale, seed, shift, true_cfg_scale,
                                component_options, image=image, mask_image=mask_image, strength=strength,
                                num_images_per_prompt=num_images_per_prompt, seeds=seeds, sigmas=sigmas,
-                               max_sequence_length=max_sequence_length)
+                               max_sequence_length=max_sequence_length, padding_mask_crop=padding_mask_crop)
         return self._stream(spec, timeout, GenerateCall)
 
     def generate(self, pipeline: Optional[str] = None, prompt: str = "", negative_prompt: Optional[str] = None,
