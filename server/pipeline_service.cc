@@ -33,6 +33,30 @@ absl::StatusOr<torch::Tensor> image_input(const std::string& png, const v1::Tens
   return squeeze_leading(t, rank);
 }
 
+// padding_mask_crop with the PNGs it crops (mask_crop.h): refused, naming
+// the field, when negative, without both PNGs, or with a tensor input.
+absl::StatusOr<MaskCrop> mask_crop_input(const v1::GenerateRequest& wire) {
+  if (wire.padding_mask_crop() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("padding_mask_crop must be >= 0 pixels (unset: no crop), got ", wire.padding_mask_crop()));
+  }
+  if (wire.has_image_tensor() || wire.has_mask_tensor()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "padding_mask_crop takes image and mask_image as PNG bytes, not ",
+        wire.has_image_tensor() ? "image_tensor" : "mask_tensor",
+        ": upstream crops PIL images only (get_crop_region, the fill resize and apply_overlay are Pillow's)"));
+  }
+  if (wire.image().empty()) return absl::InvalidArgumentError("padding_mask_crop needs image (the init image it crops)");
+  if (wire.mask_image().empty()) {
+    return absl::InvalidArgumentError("padding_mask_crop needs mask_image (it crops around the mask)");
+  }
+  MaskCrop crop;
+  crop.padding = wire.padding_mask_crop();
+  DIFFUSIOND_ASSIGN_OR_RETURN(crop.image, pil_image_from_png(wire.image(), "image"));
+  DIFFUSIOND_ASSIGN_OR_RETURN(crop.mask, pil_image_from_png(wire.mask_image(), "mask_image"));
+  return crop;
+}
+
 // Encodes uint8 pixels [H, W, 3] as the API's Image.
 absl::Status to_wire_image(const torch::Tensor& pixels, uint64_t seed, const PngText& text, v1::Image* image) {
   const torch::Tensor rgb = pixels.contiguous();
@@ -130,11 +154,15 @@ absl::StatusOr<GenerateRequest> generate_request(const v1::GenerateRequest& wire
   }
   r.seed = wire.seed();
   r.shift = wire.shift();
-  DIFFUSIOND_ASSIGN_OR_RETURN(r.image, image_input(wire.image(), wire.has_image_tensor() ? &wire.image_tensor() : nullptr,
-                                                   "image", 3));
-  DIFFUSIOND_ASSIGN_OR_RETURN(r.mask_image, image_input(wire.mask_image(),
-                                                        wire.has_mask_tensor() ? &wire.mask_tensor() : nullptr,
-                                                        "mask_image", 2));
+  if (wire.has_padding_mask_crop()) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(r.padding_mask_crop, mask_crop_input(wire));
+  } else {
+    DIFFUSIOND_ASSIGN_OR_RETURN(r.image, image_input(wire.image(),
+                                                     wire.has_image_tensor() ? &wire.image_tensor() : nullptr, "image", 3));
+    DIFFUSIOND_ASSIGN_OR_RETURN(r.mask_image, image_input(wire.mask_image(),
+                                                          wire.has_mask_tensor() ? &wire.mask_tensor() : nullptr,
+                                                          "mask_image", 2));
+  }
   r.strength = wire.strength();
   r.num_images_per_prompt = wire.num_images_per_prompt();
   r.seeds.assign(wire.seeds().begin(), wire.seeds().end());

@@ -133,6 +133,9 @@ struct GenerateOptions {
   double true_cfg_scale = 0.0;  // FLUX's true CFG, with negative_prompt; 0: not asked
   std::string image_path;       // img2img: a PNG, sent as its bytes
   std::string mask_path;        // inpainting, with image_path
+  // Upstream's padding_mask_crop, with mask_path: pixels around the mask's
+  // box; empty: no crop.
+  std::optional<int> padding_mask_crop;
   double strength = 0.0;        // with image_path; 0: the pipeline's default
   int num_images = 0;           // 0: 1; images go to out_path with "-<index>" before ".png"
   std::vector<uint64_t> seeds;  // one per image; replaces seed

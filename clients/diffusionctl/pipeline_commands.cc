@@ -189,6 +189,7 @@ absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) 
     if (!bytes.ok()) return bytes.status();
     *field = *std::move(bytes);
   }
+  if (options.padding_mask_crop.has_value()) request.set_padding_mask_crop(*options.padding_mask_crop);
   request.set_strength(options.strength);
   request.set_num_images_per_prompt(options.num_images);
   for (uint64_t seed : options.seeds) request.add_seeds(seed);

@@ -324,13 +324,16 @@ absl::StatusOr<DecodedPng> decode_png(absl::string_view bytes, int64_t max_pixel
                                             " image cannot fit in the ", bytes_left,
                                             " bytes left after its header"));
   }
+  DecodedPng decoded;
+  decoded.color_type = png_get_color_type(read.png(), read.info());
+  decoded.bit_depth = png_get_bit_depth(read.png(), read.info());
+  decoded.has_transparency = png_get_valid(read.png(), read.info(), PNG_INFO_tRNS) != 0;
   DecodeHeader header;
   if (!set_rgb8_guarded(read.png(), read.info(), &header)) {
     return absl::DataLossError(absl::StrCat("corrupt PNG header: ", state.message));
   }
   // The transforms above always end in 8-bit RGB.
   assert(header.row_bytes == static_cast<size_t>(width) * 3);
-  DecodedPng decoded;
   decoded.width = width;
   decoded.height = height;
   if (!read_image_guarded(read.png(), read.info(), header, &decoded.rgb)) {

@@ -33,11 +33,21 @@ using PngText = std::vector<std::pair<std::string, std::string>>;
 // cannot claim terabytes.
 inline constexpr int64_t kDefaultMaxPngPixels = int64_t{1} << 28;
 
+// PNG's colour types, as DecodedPng::color_type reports them.
+inline constexpr int kPngColorGrey = 0, kPngColorRgb = 2, kPngColorPalette = 3, kPngColorGreyAlpha = 4,
+                     kPngColorRgba = 6;
+
 struct DecodedPng {
   int64_t width = 0;
   int64_t height = 0;
   std::vector<uint8_t> rgb;  // width * height * 3 bytes, row-major HWC
   PngText text;              // keywords as stored; values as UTF-8
+  // The file's own format before the conversion: its colour type
+  // (kPngColor*), bits per sample, and whether a tRNS chunk makes a colour
+  // or palette entries transparent.
+  int color_type = 0;
+  int bit_depth = 0;
+  bool has_transparency = false;
 };
 
 // Returns a PNG of the `width` x `height` 8-bit RGB image at `rgb`

@@ -77,8 +77,12 @@ struct Effective {
   std::optional<ImageRun> image_run;
 };
 
+// The image's parameters: the request's fields, what the run used where
+// they were unset, and with padding_mask_crop the box cut from the image
+// (upstream's crops_coords).
 std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, const Effective& run,
-                            const std::vector<ExpertHandover>& handovers, int index) {
+                            const std::vector<ExpertHandover>& handovers, const std::optional<PilBox>& crop_box,
+                            int index) {
   nlohmann::json j = {{"pipeline", std::string(resolved.family->name())},
                       {"prompt", r.prompt},
                       {"negative_prompt", r.negative_prompt},
@@ -111,6 +115,10 @@ std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, 
     j["mode"] = r.mask_image.defined() ? "inpaint" : "img2img";
     j["strength"] = run.image_run->strength;
     j["first_step"] = run.image_run->first_step;
+  }
+  if (r.padding_mask_crop.has_value() && crop_box.has_value()) {
+    j["padding_mask_crop"] = r.padding_mask_crop->padding;
+    j["crops_coords"] = {crop_box->x0, crop_box->y0, crop_box->x1, crop_box->y1};
   }
   for (const auto& [name, id] : resolved.ids) j[name] = id;
   for (const auto& [name, o] : resolved.options) {
@@ -286,11 +294,19 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   DIFFUSIOND_ASSIGN_OR_RETURN(const std::vector<ExpertHandover> handovers,
                               family.expert_handovers(resolved.folder_index(), present));
   DIFFUSIOND_RETURN_IF_ERROR(check_guidance_2(r, family, cfg, handovers));
-  // The size: the request's, else the init image's, else the family's.
+  // The request as it runs: its size (the request's, else the init
+  // image's, else the family's) and with padding_mask_crop the cropped image
+  // and mask it inpaints, at the request's size or upstream's default (the
+  // family's, which no denoiser's description changes).
   GenerateRequest sized = r;
   if (r.image.defined()) {
     sized.width = r.image.size(2);
     sized.height = r.image.size(1);
+  }
+  if (r.padding_mask_crop.has_value()) {
+    const PipelineDefaults d = family.image_defaults(ModelInfo{});
+    if (sized.width == 0) sized.width = d.width;
+    if (sized.height == 0) sized.height = d.height;
   }
   const int64_t multiple = family.size_multiple();
   for (int64_t side : {sized.width, sized.height}) {
@@ -299,6 +315,13 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
                                                      " must be multiples of ", multiple, " for the ", family.name(),
                                                      " pipeline, got ", sized.width, "x", sized.height));
     }
+  }
+  std::optional<PilBox> crop_box;
+  if (r.padding_mask_crop.has_value()) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(MaskCropStart start, start_mask_crop(*r.padding_mask_crop, sized.width, sized.height));
+    sized.image = std::move(start.image);
+    sized.mask_image = std::move(start.mask);
+    crop_box = start.box;
   }
   // The decoder's latent space, known before any load: a component in the
   // wrong role is refused now, not after the denoise.
@@ -415,20 +438,20 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   BatchGenerators generators(r.seed, r.seeds);
   const int64_t f = decoder_info.geometry.spatial_factor;
   torch::Tensor eps;
-  if (r.image.defined()) {
+  if (sized.image.defined()) {
     eps = generators.image_sample_noise({1, decoder_info.geometry.channels, sized.height / f, sized.width / f});
   }
 
   // img2img: the init image's latents, encoded before the denoiser is
   // readied (which may evict the VAE; the decode readies it again).
   torch::Tensor clean;
-  if (r.image.defined()) {
+  if (sized.image.defined()) {
     DIFFUSIOND_RETURN_IF_ERROR(check_cancelled(options, "encoding the image"));
     const absl::Time start = clock->now();
     DIFFUSIOND_ASSIGN_OR_RETURN(const ModelHandle vae,
                                 ready_component(engine, resolved.load_of(decoder_name), ModelRole::kVae, options));
     DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<torch::Tensor> encoded,
-                                engine.encode_image(vae, vae_input(r.image), eps, options.cancel));
+                                engine.encode_image(vae, vae_input(sized.image), eps, options.cancel));
     report_call(options, vae.id(), encoded.report, absl::StrCat("the encode of ", vae.id()));
     clean = encoded.value[0];
     emit_to(options, {GenerateEvent::Stage::kEncode, vae.id(), 0, 0, clock->now() - start,
@@ -444,7 +467,7 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   // What the load made known (a folder's latent channels, its defaults).
   const ModelInfo& denoiser = transformer.info();
   DIFFUSIOND_RETURN_IF_ERROR(check_latent_channels(resolved, denoiser_name, decoder_name, denoiser, decoder_info));
-  const PipelineDefaults defaults = r.image.defined() ? family.image_defaults(denoiser) : family.defaults(denoiser);
+  const PipelineDefaults defaults = sized.image.defined() ? family.image_defaults(denoiser) : family.defaults(denoiser);
   Effective run;
   run.width = sized.width != 0 ? sized.width : defaults.width;
   run.height = sized.height != 0 ? sized.height : defaults.height;
@@ -455,11 +478,11 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
     run.frames = frames;
     run.fps = video->fps;
   }
-  if (r.image.defined()) {
+  if (sized.image.defined()) {
     const ImageInputs inputs = *family.image_inputs();
     ImageRun image_run;
     image_run.strength = r.strength != 0 ? r.strength
-                                         : (r.mask_image.defined() ? *inputs.inpaint_strength : inputs.img2img_strength);
+                                         : (sized.mask_image.defined() ? *inputs.inpaint_strength : inputs.img2img_strength);
     image_run.first_step = strength_first_step(run.steps, image_run.strength);
     if (image_run.first_step >= run.steps) {  // strength > 0 always leaves a step; kept as upstream's check
       return absl::InvalidArgumentError(
@@ -499,7 +522,7 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
                                                    absl::StrJoin(denoise.latent_shape, ", "), "]"));
   }
   std::vector<torch::Tensor> noise = generators.batch_noise(images, denoise.latent_shape);
-  const torch::Tensor mask = r.mask_image.defined() ? latent_mask(r.mask_image, f) : torch::Tensor();
+  const torch::Tensor mask = sized.mask_image.defined() ? latent_mask(sized.mask_image, f) : torch::Tensor();
 
   // Every image's denoise, then every decode: the denoiser and the VAE
   // alternate once, whatever the batch.
@@ -545,7 +568,7 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
                                 ready_component(engine, resolved.load_of(decoder_name), ModelRole::kVae, options));
     const uint64_t seed = r.seeds.empty() ? r.seed : r.seeds[k];
     std::vector<std::pair<std::string, std::string>> parameters = {
-        {"parameters", parameters_json(r, resolved, run, handovers, k)}};
+        {"parameters", parameters_json(sized, resolved, run, handovers, crop_box, k)}};
     if (video.has_value()) {
       VideoHeader header;
       header.index = k;
@@ -576,6 +599,7 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
     emit_to(options, {GenerateEvent::Stage::kDecode, vae.id(), 0, 0, clock->now() - start,
                       absl::StrCat(image.pixels.size(1), "x", image.pixels.size(0), " pixels; ", where.summary()),
                       where.device, k});
+    if (crop_box.has_value()) image.pixels = finish_mask_crop(*r.padding_mask_crop, *crop_box, image.pixels);
     image.seed = seed;
     image.parameters = std::move(parameters);
     if (options.on_image) {

@@ -26,6 +26,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/engine/engine_api.h"
+#include "core/pipeline/mask_crop.h"
 #include "core/pipeline/video_sink.h"
 #include "core/util/cancellation.h"
 #include "core/util/clock.h"
@@ -104,6 +105,15 @@ struct GenerateRequest {
   // With `image`: the share of the schedule run from it, (0, 1]; 0: the
   // family's default (PipelineFamily::image_inputs).
   double strength = 0;
+  // Upstream's padding_mask_crop (FluxInpaintPipeline,
+  // QwenImageInpaintPipeline) with the init image and mask it crops, as
+  // Pillow opens their PNGs, in place of `image` and `mask_image`
+  // (mask_crop.h): the mask's box, padded and grown to width:height, is
+  // inpainted at width x height (0: the family's default size, as
+  // upstream's __call__) and pasted back into the image, whose size the
+  // images then have. Unset: none. Refused by a family whose upstream has
+  // none.
+  std::optional<MaskCrop> padding_mask_crop;
   int num_images_per_prompt = 0;  // 0: 1; a video family's num_videos_per_prompt
   // One seed per image (upstream's list of generators); empty: `seed`
   // draws the whole batch from one generator.
@@ -172,13 +182,16 @@ void report_call(const GenerateOptions& options, const std::string& model_id, Ca
 // denoised and decoded in turn. With an init image, the family's img2img (and with a
 // mask its inpainting) as upstream runs them: the image encoded by the
 // VAE's sample with the generator's first draw, the schedule shortened
-// by strength (get_timesteps), noise added by scale_noise.
+// by strength (get_timesteps), noise added by scale_noise; with
+// padding_mask_crop, on the crop of image and mask (mask_crop.h), each
+// image then pasted back into the init image.
 // INVALID_ARGUMENT for a bad request, naming the field (size, steps,
 // prompt length, strength, image or mask shape, seeds, num_frames not
 // 1 + 4k, guidance_scale_2 without a second expert, unknown or missing
 // components, a pipeline folder without model_index.json or of a class no
 // family serves, components whose latent spaces disagree, an image input
-// the family does not take), checked before any load; UNIMPLEMENTED,
+// the family does not take, an all-black mask to crop around), checked
+// before any load; UNIMPLEMENTED,
 // before any load, for a family with a component no model family
 // implements yet (unported_architectures.h), naming it; the token's reason
 // (CANCELLED) once `cancel` fires; and the engine's errors (e.g.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/image_inputs.h"
@@ -9,6 +11,48 @@
 #include "core/util/status_macros.h"
 
 namespace diffusiond {
+namespace {
+
+// The image inputs of a padding_mask_crop request, which carries its own.
+absl::Status check_mask_crop(const GenerateRequest& r) {
+  const MaskCrop& crop = *r.padding_mask_crop;
+  if (crop.padding < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("padding_mask_crop must be >= 0 pixels (unset: no crop), got ", crop.padding));
+  }
+  if (r.image.defined() || r.mask_image.defined()) {
+    return absl::InvalidArgumentError(
+        "padding_mask_crop carries its own init image and mask, as Pillow images (upstream crops PIL images only); "
+        "leave image and mask_image unset");
+  }
+  for (const auto& [field, image] : {std::pair<const char*, const PilImage*>{"image", &crop.image},
+                                     {"mask_image", &crop.mask}}) {
+    if (image->width < 1 || image->height < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("padding_mask_crop needs ", field,
+                                                     field == std::string("image") ? " (the init image it crops)"
+                                                                                   : " (it crops around the mask)"));
+    }
+    if (image->mode != PilMode::kL && image->mode != PilMode::kRgb) {
+      return absl::InvalidArgumentError(absl::StrCat("padding_mask_crop: ", field, " must be an \"L\" or \"RGB\" image, got \"",
+                                                     pil_mode_name(image->mode), "\""));
+    }
+    if (image->width > kGenerateMaxSide || image->height > kGenerateMaxSide ||
+        image->pixels.size() != static_cast<size_t>(image->width * image->height * image->bands())) {
+      return absl::InvalidArgumentError(absl::StrCat("padding_mask_crop: ", field, " is ", image->width, "x",
+                                                     image->height, " in ", image->pixels.size(),
+                                                     " bytes: each side must be 1 to ", kGenerateMaxSide,
+                                                     " pixels, a byte per pixel and band"));
+    }
+  }
+  if (crop.mask.width != crop.image.width || crop.mask.height != crop.image.height) {
+    return absl::InvalidArgumentError(absl::StrCat("mask_image is ", crop.mask.width, "x", crop.mask.height,
+                                                   ", the image ", crop.image.width, "x", crop.image.height,
+                                                   ": padding_mask_crop needs them the same size"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status check_generate_request(const GenerateRequest& r) {
   for (int64_t side : {r.width, r.height}) {
@@ -82,6 +126,7 @@ absl::Status check_generate_request(const GenerateRequest& r) {
                                                      " bytes, got ", text->size()));
     }
   }
+  if (r.padding_mask_crop.has_value()) return check_mask_crop(r);
   if (!r.image.defined()) {
     if (r.mask_image.defined()) return absl::InvalidArgumentError("mask_image needs the image it masks (image)");
     if (r.strength != 0) return absl::InvalidArgumentError("strength is used only with an init image (image)");
@@ -106,8 +151,13 @@ absl::Status check_generate_request(const GenerateRequest& r) {
 }
 
 absl::Status check_image_inputs(const GenerateRequest& r, const PipelineFamily& family) {
-  if (!r.image.defined()) return absl::OkStatus();
   const std::optional<ImageInputs> inputs = family.image_inputs();
+  if (r.padding_mask_crop.has_value() && !(inputs.has_value() && inputs->padding_mask_crop)) {
+    return absl::InvalidArgumentError(absl::StrCat("padding_mask_crop: the ", family.name(),
+                                                   " pipeline takes none (its upstream inpainting pipeline has no "
+                                                   "padding_mask_crop); nothing was loaded"));
+  }
+  if (!r.image.defined()) return absl::OkStatus();
   if (!inputs.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat("image: the ", family.name(),
                                                    " pipeline takes no init image (no img2img upstream, or not yet "

@@ -15,11 +15,12 @@ namespace diffusiond {
 
 // INVALID_ARGUMENT naming the first field that is out of its range or
 // disagrees with another (a mask without an image, an image of another
-// size than width x height, seeds that do not count the images, ...).
+// size than width x height, seeds that do not count the images, a
+// negative padding_mask_crop or one without its mask, ...).
 absl::Status check_generate_request(const GenerateRequest& r);
 
-// INVALID_ARGUMENT naming `image` or `mask_image` when `family` takes no
-// such input.
+// INVALID_ARGUMENT naming `image`, `mask_image` or `padding_mask_crop`
+// when `family` takes no such input.
 absl::Status check_image_inputs(const GenerateRequest& r, const PipelineFamily& family);
 
 // UNIMPLEMENTED, naming the first component, when `family` declares one

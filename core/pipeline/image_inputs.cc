@@ -1,5 +1,7 @@
 #include "core/pipeline/image_inputs.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/image/png.h"
@@ -60,6 +62,29 @@ absl::StatusOr<torch::Tensor> mask_from_png(absl::string_view png, absl::string_
   const torch::Tensor grey = (rgb.select(2, 0) * 19595 + rgb.select(2, 1) * 38470 + rgb.select(2, 2) * 7471 + 32768)
                                  .div(65536, "floor");
   return grey.to(torch::kFloat32) / 255.0f;
+}
+
+absl::StatusOr<PilImage> pil_image_from_png(absl::string_view png, absl::string_view field) {
+  DIFFUSIOND_ASSIGN_OR_RETURN(DecodedPng decoded, decode_input(png, field));
+  const bool grey = decoded.color_type == kPngColorGrey, rgb = decoded.color_type == kPngColorRgb;
+  if (!(grey || rgb) || decoded.bit_depth != 8 || decoded.has_transparency) {
+    const char* type = decoded.color_type == kPngColorPalette      ? "palette"
+                       : decoded.color_type == kPngColorGreyAlpha ? "grey and alpha"
+                       : decoded.color_type == kPngColorRgba  ? "RGBA"
+                       : grey                                             ? "grey"
+                                                                          : "RGB";
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": padding_mask_crop takes 8-bit grey or RGB PNGs without transparency (Pillow's \"L\" and \"RGB\", "
+        "the modes whose resampling and compositing the daemon reproduces); this one is ", decoded.bit_depth, "-bit ",
+        type, decoded.has_transparency ? " with a tRNS chunk" : ""));
+  }
+  PilImage image = pil_new(grey ? PilMode::kL : PilMode::kRgb, decoded.width, decoded.height);
+  if (rgb) {
+    image.pixels = std::move(decoded.rgb);
+  } else {
+    for (size_t i = 0; i < image.pixels.size(); ++i) image.pixels[i] = decoded.rgb[i * 3];  // grey was copied to R, G, B
+  }
+  return image;
 }
 
 absl::Status check_image_input(const torch::Tensor& image, absl::string_view field) {

@@ -2,8 +2,8 @@
 // the init image as float [3, H, W] in [0, 1] (PNG bytes / 255, or a
 // tensor), the inpainting mask as float [H, W] in [0, 1] (PNG converted to
 // grey as PIL's convert("L") does), and from those the VAE's input and the
-// latent-size mask. One home for what the server, the CLI and Generate
-// each need.
+// latent-size mask; for padding_mask_crop, the PNGs as Pillow opens them.
+// One home for what the server, the CLI and Generate each need.
 //
 // Not here: PNG itself (core/image/png.h), the encode (the engine), the
 // blending (denoise_loop.h ImageStart).
@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/image/pil_image.h"
 
 namespace diffusiond {
 
@@ -28,6 +29,14 @@ absl::StatusOr<torch::Tensor> image_from_png(absl::string_view png, absl::string
 // PIL's convert("L"): (19595·R + 38470·G + 7471·B + 2^15) >> 16. Errors as
 // image_from_png().
 absl::StatusOr<torch::Tensor> mask_from_png(absl::string_view png, absl::string_view field);
+
+// PNG `png` as Pillow's Image.open gives it, for padding_mask_crop
+// (mask_crop.h): an 8-bit grey file as "L", an 8-bit RGB one as "RGB".
+// INVALID_ARGUMENT naming `field` and padding_mask_crop for any other
+// colour type, bit depth or a tRNS chunk (Pillow opens those in modes whose
+// resampling and compositing are not ported: palette, alpha, 16-bit grey);
+// otherwise errors as image_from_png().
+absl::StatusOr<PilImage> pil_image_from_png(absl::string_view png, absl::string_view field);
 
 // OK when `image` is a float [3, H, W] with every value in [0, 1]
 // (upstream's tensor convention) and sides of 1 to kGenerateMaxSide;

@@ -100,6 +100,11 @@ std::vector<FamilyArgument> common_arguments(const PipelineDefaults& d, int64_t 
     if (inputs->inpaint_strength.has_value()) {
       rows.push_back({"mask_image", "", "inpainting: white repainted, black kept (binarised at 0.5)"});
     }
+    if (inputs->padding_mask_crop) {
+      rows.push_back({"padding_mask_crop", "none",
+                      "inpainting of the mask's box padded by N pixels and grown to width:height, at width x height "
+                      "(default 1024x1024), pasted back into the image (PNG image and mask_image of any size)"});
+    }
   }
   return rows;
 }

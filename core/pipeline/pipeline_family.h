@@ -80,6 +80,8 @@ struct GuidanceAsked {
 struct ImageInputs {
   double img2img_strength = 0.6;
   std::optional<double> inpaint_strength;  // empty: no inpainting upstream
+  // Its inpainting pipeline takes padding_mask_crop (mask_crop.h).
+  bool padding_mask_crop = false;
 };
 
 // One Generate argument as a family takes it: the GenerateRequest field

@@ -70,19 +70,23 @@ class VsUpstreamTest(unittest.TestCase):
                 "height": H, "steps": 4, "seed": 0, "seeds": [13, 14], "guidance_scale": 0.0,
                 "true_cfg_scale": 0.0, "strength": 0.8, "num_images_per_prompt": 2, "image": "init.png",
                 "mask": "mask.png", "image_keys": ["door.image_u8.0", "door.image_u8.1"]}
-        for name, cases in (("cases.json", [shared]), ("modes_cases.json", [mode])):
+        crop = dict(mode, name="crop", prompt="a crop", seed=5, seeds=[], num_images_per_prompt=0,
+                    padding_mask_crop=0, image_keys=["crop.image_u8"])
+        for name, cases in (("cases.json", [shared]), ("modes_cases.json", [mode]), ("mask_crop_cases.json", [crop])):
             with open(os.path.join(self.folder, name), "w") as f:
                 json.dump({"pipeline_folder": "pipe", "cases": cases}, f)
         write_u8_safetensors(os.path.join(self.folder, "ref.safetensors"), {"fox.image_u8": (pixels(0), [H, W, 3])})
         write_u8_safetensors(os.path.join(self.folder, "modes_ref.safetensors"),
                              {"door.image_u8.0": (pixels(1), [H, W, 3]), "door.image_u8.1": (pixels(2), [H, W, 3])})
+        write_u8_safetensors(os.path.join(self.folder, "mask_crop_ref.safetensors"),
+                             {"crop.image_u8": (pixels(3), [H, W, 3])})
         self.init, self.mask = png_io.encode_png(pixels(5), W, H, 3), png_io.encode_png(bytes(W * H), W, H, 1)
         for name, data in (("init.png", self.init), ("mask.png", self.mask)):
             with open(os.path.join(self.folder, name), "wb") as f:
                 f.write(data)
         off = bytearray(pixels(2))
         off[5] = (off[5] + 2) % 256
-        self.fake = FakePipeline({"a fox": [pixels(0)], "a door": [pixels(1), bytes(off)]})
+        self.fake = FakePipeline({"a fox": [pixels(0)], "a door": [pixels(1), bytes(off)], "a crop": [pixels(3)]})
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
         _stubs.pipeline_service_pb2_grpc.add_PipelineServiceServicer_to_server(self.fake, self.server)
         port = self.server.add_insecure_port("127.0.0.1:0")
@@ -95,22 +99,26 @@ class VsUpstreamTest(unittest.TestCase):
 
     def run_cases(self):
         pipeline, cases = vs.load_cases(self.folder)
-        self.assertEqual((pipeline, [c["name"] for c in cases]), ("pipe", ["fox", "door"]))
+        self.assertEqual((pipeline, [c["name"] for c in cases]), ("pipe", ["fox", "door", "crop"]))
         rows = []
         for c in cases:
             rows += vs.compare(self.folder, c, vs.generate(self.client, self.folder, pipeline, c))
         return rows
 
     def test_rows_per_image_against_the_references(self):
-        self.assertEqual(self.run_cases(), [("fox", 0, 0, 24), ("door[0]", 0, 0, 24), ("door[1]", 2, 1, 24)])
+        self.assertEqual(self.run_cases(), [("fox", 0, 0, 24), ("door[0]", 0, 0, 24), ("door[1]", 2, 1, 24),
+                                            ("crop", 0, 0, 24)])
 
     def test_requests_carry_upstream_guidance_pngs_and_seeds(self):
         self.run_cases()
-        fox, door = self.fake.requests
+        fox, door, crop = self.fake.requests
         self.assertEqual((fox.pipeline, fox.negative_prompt, fox.guidance_scale, fox.seed), ("pipe", "dark", 3.0, 11))
         self.assertEqual((door.image, door.mask_image, door.strength), (self.init, self.mask, 0.8))
         self.assertEqual((door.seed, list(door.seeds), door.num_images_per_prompt, door.negative_prompt),
                          (0, [13, 14], 2, ""))
+        self.assertFalse(door.HasField("padding_mask_crop"))
+        self.assertTrue(crop.HasField("padding_mask_crop"))  # 0 is sent: a crop to the mask's box
+        self.assertEqual((crop.padding_mask_crop, crop.image, crop.seed), (0, self.init, 5))
 
     def test_a_video_case_compares_every_frame(self):
         case = {"name": "wave", "mode": "txt2img", "prompt": "a wave", "negative_prompt": "", "width": W, "height": H,

@@ -3,7 +3,7 @@
 compares each image with upstream's own pipeline __call__ image, level by
 level in 8 bits.
 
-Two generators write the references, per family, into OUT/<family>-pipe/
+The generators write the references, per family, into OUT/<family>-pipe/
 beside a tiny pipeline folder (pipe/):
 - e2e_pipe_refgen.py (the shared reference generators): cases.json (one
   txt2img __call__ per case: prompt, negative prompt, size, steps, seed,
@@ -15,11 +15,15 @@ beside a tiny pipeline folder (pipe/):
   names and its images' or videos' keys in batch order) and
   modes_ref.safetensors. A video case (video_keys) is asked for its frames
   as PNGs (video_format "png_frames") and compared over all of them.
+- e2e_mask_crop_refgen.py (here): mask_crop_cases.json and
+  mask_crop_ref.safetensors, inpainting with padding_mask_crop (FLUX,
+  Qwen-Image), whose images have the init image's size.
 This script starts a daemon over each folder with FP8 off (the references
 are float32), asks it for every case through the Python client (generate,
 or generate_images for a batch; the PNGs' bytes as image and mask_image;
-strength, seed or seeds, num_images_per_prompt), and prints a table of the
-largest level difference and how many values differ, one row per image. It
+strength, seed or seeds, num_images_per_prompt, padding_mask_crop), and
+prints a table of the largest level difference and how many values
+differ, one row per image. It
 sends upstream's guidance_scale for every case: a shared case's
 daemon_guidance predates Z-Image's guidance_scale taking upstream's meaning.
 It exits 1 when an image is over --max_levels (default 1: the noise floor
@@ -69,10 +73,12 @@ def shared_case(c):
 
 def load_cases(folder):
     """(pipeline folder, cases) of a <family>-pipe folder: the shared
-    script's, then this project's modes, which win a name both have."""
+    script's, then this project's modes and mask crops, the later winning a
+    name two have."""
     pipeline, cases = None, {}
     for file_name, ref, convert in (("cases.json", "ref.safetensors", shared_case),
-                                    ("modes_cases.json", "modes_ref.safetensors", dict)):
+                                    ("modes_cases.json", "modes_ref.safetensors", dict),
+                                    ("mask_crop_cases.json", "mask_crop_ref.safetensors", dict)):
         path = os.path.join(folder, file_name)
         if not os.path.isfile(path):
             continue
@@ -84,7 +90,7 @@ def load_cases(folder):
             cases.pop(c["name"], None)
             cases[c["name"]] = dict(c, ref=ref)
     if pipeline is None:
-        raise RuntimeError(f"{folder} has neither cases.json nor modes_cases.json")
+        raise RuntimeError(f"{folder} has none of cases.json, modes_cases.json, mask_crop_cases.json")
     return pipeline, list(cases.values())
 
 
@@ -106,6 +112,8 @@ def generate_arguments(folder, c):
         for name in ("true_cfg_scale", "strength"):
             kwargs.pop(name)
         kwargs.update(num_frames=c["num_frames"], guidance_scale_2=c.get("guidance_scale_2"))
+    if c.get("padding_mask_crop") is not None:
+        kwargs["padding_mask_crop"] = c["padding_mask_crop"]
     for field, file_name in (("image", c["image"]), ("mask_image", c["mask"])):
         if file_name:
             with open(os.path.join(folder, file_name), "rb") as f:

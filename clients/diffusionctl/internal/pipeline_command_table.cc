@@ -86,6 +86,12 @@ absl::StatusOr<CommandOptions> build_generate(const ParsedArgs& p) {
     if (o.image_path.empty()) return absl::InvalidArgumentError("--mask needs the --image it masks");
     o.mask_path = *v;
   }
+  if (const std::string* v = p.flag("padding_mask_crop")) {
+    absl::StatusOr<int> n = int_in("--padding_mask_crop", *v, 0, 4096, "an integer from 0 to 4096");
+    if (!n.ok()) return n.status();
+    if (o.mask_path.empty()) return absl::InvalidArgumentError("--padding_mask_crop needs the --mask it crops around");
+    o.padding_mask_crop = *n;
+  }
   if (const std::string* v = p.flag("strength")) {
     absl::StatusOr<double> x = finite_number("--strength", *v);
     if (!x.ok()) return x.status();
@@ -234,6 +240,9 @@ std::vector<CommandSpec> pipeline_commands() {
         {"true_cfg", "S", "FLUX's true classifier-free guidance scale (> 1, with --negative)"},
         {"image", "FILE.png", "img2img: the init image, at the size to generate"},
         {"mask", "FILE.png", "inpainting, with --image: white is repainted, black kept; the image's size"},
+        {"padding_mask_crop", "N",
+         "with --mask (FLUX, Qwen-Image): inpaint the mask's box padded by N pixels, at the size to generate, "
+         "and paste it back (the image may be of any size; the output has its size)"},
         {"strength", "S", "with --image: how much of the schedule runs, (0, 1] (default: the pipeline's)"},
         {"num_images", "N", "images from the prompt, written as OUT-0.png, OUT-1.png, ... (default 1)"},
         {"seeds", "A,B,...", "one seed per image, in place of --seed (one generator for the batch)"},

@@ -272,7 +272,8 @@ def generate(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str
              strength: float = 0.0, num_images_per_prompt: int = 0,
              seeds: Optional[Sequence[int]] = None, sigmas: Optional[Sequence[float]] = None,
              max_sequence_length: int = 0, num_frames: int = 0, guidance_scale_2: Optional[float] = None,
-             video_format: Optional[str] = None, video: bool = False) -> "Stream[Any]":
+             video_format: Optional[str] = None, video: bool = False,
+             padding_mask_crop: Optional[int] = None) -> "Stream[Any]":
     """A Generate's stream: of Images, or with ``video`` (a video pipeline's
     call) of VideoFrames and Videos."""
     options = {}
@@ -286,7 +287,7 @@ def generate(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str
     request = _pipeline.generate_request(pipeline, prompt, negative_prompt, components, width, height, steps,
                                          guidance_scale, seed, shift, true_cfg_scale, options, image, mask_image,
                                          strength, num_images_per_prompt, seeds, sigmas, max_sequence_length,
-                                         num_frames, guidance_scale_2, video_format)
+                                         num_frames, guidance_scale_2, video_format, padding_mask_crop)
     model = pipeline or request.components.get("transformer")
     if video:
         return Stream("pipeline", "Generate", request,

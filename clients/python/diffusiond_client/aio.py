@@ -256,6 +256,7 @@ class AsyncClient(ClientBase):
                         seeds: Optional[Sequence[int]] = None, sigmas: Optional[Sequence[float]] = None,
                         max_sequence_length: int = 0, num_frames: int = 0,
                         guidance_scale_2: Optional[float] = None,
+                        padding_mask_crop: Optional[int] = None,
                         timeout: Timeout = DEFAULT) -> AsyncGenerateCall:
         """Starts a Generate and returns its GenerateCall (async-iterable, cancellable).
 
@@ -293,8 +294,13 @@ class AsyncClient(ClientBase):
         shift; their count is the steps), ``max_sequence_length`` the text
         encoder's tokens (0: the family's 512). ``num_frames`` (a video
         pipeline's) and ``guidance_scale_2`` (Wan 2.2's second expert's) are
-        for generate_video_stream; an image pipeline refuses them. The daemon
-        refuses the rest (InvalidArgumentError).
+        for generate_video_stream; an image pipeline refuses them.
+        ``padding_mask_crop`` N (FLUX and Qwen-Image inpainting, as
+        upstream's; ``image`` and ``mask_image`` as PNG bytes of one size, any
+        size) inpaints the mask's box padded by N pixels and grown to
+        ``width``:``height``, at that size (0: 1024x1024), and pastes it back:
+        the Image has the init image's size. The daemon refuses the rest
+        (InvalidArgumentError).
         """
         spec = self._generate_spec(pipeline, prompt, negative_prompt, components=components,
                                    text_encoder=text_encoder, transformer=transformer, vae=vae, width=width,
@@ -303,7 +309,8 @@ class AsyncClient(ClientBase):
                                    mask_image=mask_image, strength=strength,
                                    num_images_per_prompt=num_images_per_prompt, seeds=seeds, sigmas=sigmas,
                                    max_sequence_length=max_sequence_length, num_frames=num_frames,
-                                   guidance_scale_2=guidance_scale_2)
+                                   guidance_scale_2=guidance_scale_2,
+                                   padding_mask_crop=padding_mask_crop)
         return self._stream(spec, timeout, AsyncGenerateCall)
 
     async def generate(self, pipeline: Optional[str] = None, prompt: str = "", negative_prompt: Optional[str] = None,

@@ -25,14 +25,17 @@ def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Opti
                      mask_image: Optional[ImageInput] = None, strength: float = 0.0, num_images_per_prompt: int = 0,
                      seeds: Optional[Sequence[int]] = None, sigmas: Optional[Sequence[float]] = None,
                      max_sequence_length: int = 0, num_frames: int = 0,
-                     guidance_scale_2: Optional[float] = None, video_format: Optional[str] = None) -> Any:
+                     guidance_scale_2: Optional[float] = None, video_format: Optional[str] = None,
+                     padding_mask_crop: Optional[int] = None) -> Any:
     """Returns a GenerateRequest; ValueError when there is no pipeline and no
     transformer component (the daemon says which others are missing), or
     when ``seeds`` comes with a nonzero ``seed`` or does not count
     ``num_images_per_prompt`` images. A ``seed`` of None draws a random one,
     unless ``seeds`` is given; ``num_images_per_prompt`` 0 with ``seeds`` is
     len(seeds). ``video_format`` ("mp4" or "png_frames"; None: mp4) is how a
-    video pipeline's videos come back; ValueError for another."""
+    video pipeline's videos come back; ValueError for another.
+    ``padding_mask_crop`` None leaves the field unset (0 is a crop with no
+    padding, as upstream's)."""
     given = {name: value for name, value in (components or {}).items() if value}
     if not pipeline and "transformer" not in given:
         raise ValueError("give pipeline=, or every component in components= (at least the transformer)")
@@ -58,6 +61,8 @@ def generate_request(pipeline: Optional[str], prompt: str, negative_prompt: Opti
         request.guidance_scale_2 = guidance_scale_2
     if guidance_scale is not None:  # unset: the pipeline's default (0 is a value: Z-Image's CFG off)
         request.guidance_scale = guidance_scale
+    if padding_mask_crop is not None:  # unset: no crop (0 crops to the mask's box)
+        request.padding_mask_crop = padding_mask_crop
     _set_image(request, "image", image)
     _set_image(request, "mask_image", mask_image)
     return request

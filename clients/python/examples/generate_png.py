@@ -21,6 +21,14 @@ from one seed are written as lighthouse-0.png and lighthouse-1.png:
         --image photo.png --strength 0.6 --num_images 2 --seed 7 --out lighthouse.png
     python3 generate_png.py --pipeline z-image-turbo --prompt "a red door" \
         --image photo.png --mask door-mask.png --seeds 1,2 --out door.png
+
+FLUX's (and Qwen-Image's) inpainting can work on the mask's box only, as
+upstream's padding_mask_crop: the box padded by 32 pixels, grown to 1:1, is
+inpainted at 1024x1024 and pasted back into a photo of any size:
+
+    python3 generate_png.py --pipeline flux1-dev --components text_encoder,text_encoder_2,transformer,vae \
+        --prompt "a red door" --image photo.png --mask door-mask.png --padding_mask_crop 32 \
+        --width 1024 --height 1024 --out door.png
 """
 
 import argparse
@@ -62,6 +70,7 @@ async def main(a: argparse.Namespace) -> None:
             guidance_scale=a.guidance, true_cfg_scale=a.true_cfg, component_options=options,
             image=read_bytes(a.image) if a.image else None, mask_image=read_bytes(a.mask) if a.mask else None,
             strength=a.strength, num_images_per_prompt=a.num_images, seeds=seeds,
+            padding_mask_crop=a.padding_mask_crop,
             on_progress=lambda p: print(f"{p.stage} {p.model_id} {p.step}/{p.steps} {p.seconds:.2f} s"))
         for image in images:
             path = image.save(out_path(a.out, image.index, len(images)))
@@ -92,6 +101,9 @@ if __name__ == "__main__":
     parser.add_argument("--num_images", type=int, default=0, help="images from the prompt; 0: 1 (or one per seed)")
     parser.add_argument("--image", default=None, help="init image PNG: img2img (inpainting with --mask)")
     parser.add_argument("--mask", default=None, help="mask PNG, the image's size: white repainted, black kept")
+    parser.add_argument("--padding_mask_crop", type=int, default=None,
+                        help="with --mask (FLUX, Qwen-Image): inpaint the mask's box padded by this many pixels "
+                             "at --width x --height, pasted back into the image (of any size)")
     parser.add_argument("--strength", type=float, default=0.0,
                         help="(0, 1]: how much of the schedule runs from --image; 0: the family's default")
     parser.add_argument("--timeout", type=float, default=600, help="deadline per call, seconds")

@@ -495,6 +495,18 @@ class PipelineClientTest(unittest.TestCase):
         self.assertFalse(sent.HasField("image_tensor") or sent.HasField("mask_tensor"))
         self.assertEqual((sent.num_images_per_prompt, list(sent.seeds), sent.seed), (0, [], 3))
 
+    def test_generate_sends_padding_mask_crop_only_when_given(self):
+        self.client.generate("flux", "a red door", width=32, height=16, image=b"\x89PNG init",
+                             mask_image=b"\x89PNG mask", padding_mask_crop=0, seed=3)
+        sent = self.pipeline.requests[-1]
+        self.assertTrue(sent.HasField("padding_mask_crop"))  # 0 is a crop to the mask's box, as upstream's
+        self.assertEqual(sent.padding_mask_crop, 0)
+        self.client.generate("flux", "a red door", image=b"\x89PNG init", mask_image=b"\x89PNG mask", seed=3)
+        self.assertFalse(self.pipeline.requests[-1].HasField("padding_mask_crop"))
+        self.client.generate_images("flux", "a red door", image=b"\x89PNG init", mask_image=b"\x89PNG mask",
+                                    padding_mask_crop=16, seed=3)
+        self.assertEqual(self.pipeline.requests[-1].padding_mask_crop, 16)
+
     def test_generate_sends_tensor_image_and_mask(self):
         image = dc.WireTensor.zeros((3, 16, 32))
         mask = dc.WireTensor.from_floats([0.0, 1.0] * 256, (16, 32))

@@ -121,8 +121,9 @@ class FluxPipeline final : public PipelineFamily {
     return rows;
   }
 
-  // FluxImg2ImgPipeline's and FluxInpaintPipeline's strength: 0.6 each.
-  std::optional<ImageInputs> image_inputs() const override { return ImageInputs{0.6, 0.6}; }
+  // FluxImg2ImgPipeline's and FluxInpaintPipeline's strength: 0.6 each; the
+  // latter takes padding_mask_crop.
+  std::optional<ImageInputs> image_inputs() const override { return ImageInputs{0.6, 0.6, true}; }
 
   // Their __call__'s guidance_scale is 7.0, FluxPipeline's 3.5.
   PipelineDefaults image_defaults(const ModelInfo& denoiser) const override {

@@ -59,8 +59,9 @@ class QwenImagePipeline final : public PipelineFamily {
     return 1.0;
   }
 
-  // QwenImageImg2ImgPipeline's and QwenImageInpaintPipeline's strength 0.6.
-  std::optional<ImageInputs> image_inputs() const override { return ImageInputs{0.6, 0.6}; }
+  // QwenImageImg2ImgPipeline's and QwenImageInpaintPipeline's strength 0.6;
+  // the latter takes padding_mask_crop.
+  std::optional<ImageInputs> image_inputs() const override { return ImageInputs{0.6, 0.6, true}; }
 
   std::vector<FamilyArgument> arguments() const override {
     std::vector<FamilyArgument> rows = common_arguments(defaults(ModelInfo{}), size_multiple(), image_inputs());

@@ -66,7 +66,8 @@ class ZImagePipeline final : public PipelineFamily {
     return rows;
   }
 
-  // ZImageImg2ImgPipeline's strength 0.6, ZImageInpaintPipeline's 1.0.
+  // ZImageImg2ImgPipeline's strength 0.6, ZImageInpaintPipeline's 1.0 (and no
+  // padding_mask_crop there).
   std::optional<ImageInputs> image_inputs() const override { return ImageInputs{0.6, 1.0}; }
 
   TextEncoding text_encoding(absl::string_view, const std::string& prompt) const override {

@@ -153,6 +153,20 @@ TEST(PipelineCommandLine, GenerateTakesAVideosFramesGuidanceAndFormat) {
   }
 }
 
+TEST(PipelineCommandLine, GenerateTakesPaddingMaskCropWithAMask) {
+  const GenerateOptions o = options<GenerateOptions>({"generate", "flux", "--prompt", "a cat", "--image", "in.png",
+                                                      "--mask", "m.png", "--padding_mask_crop", "0", "--out", "o.png"});
+  EXPECT_EQ(o.padding_mask_crop, 0);  // 0 is a crop to the mask's box, as upstream's
+  EXPECT_FALSE(options<GenerateOptions>({"generate", "flux", "--prompt", "x", "--image", "in.png", "--mask", "m.png",
+                                         "--out", "o.png"})
+                   .padding_mask_crop.has_value());
+  expect_usage_error({"generate", "flux", "--prompt", "x", "--image", "in.png", "--padding_mask_crop", "8", "--out", "o"},
+                     "--padding_mask_crop needs the --mask it crops around");
+  expect_usage_error({"generate", "flux", "--prompt", "x", "--image", "in.png", "--mask", "m.png",
+                      "--padding_mask_crop", "-1", "--out", "o"},
+                     "--padding_mask_crop: '-1' is not an integer from 0 to 4096");
+}
+
 TEST(PipelineCommandLine, GenerateTakesTrueCfgAndEachComponentsLoadOptions) {
   const GenerateOptions o =
       options<GenerateOptions>({"generate", "flux", "--prompt", "a cat", "--negative", "blurry", "--true_cfg", "3",

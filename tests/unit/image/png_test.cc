@@ -180,16 +180,36 @@ TEST(PngTest, DecodesOtherWritersColourTypesToRgb) {
   absl::StatusOr<DecodedPng> g = decode_png(simplified_png(2, 2, PNG_FORMAT_GRAY, grey));
   ASSERT_THAT(g, IsOk());
   EXPECT_EQ(g->rgb, std::vector<uint8_t>({0, 0, 0, 128, 128, 128, 255, 255, 255, 7, 7, 7}));
+  // The file's own format is reported (padding_mask_crop takes only 8-bit
+  // grey and RGB without transparency).
+  EXPECT_EQ(g->color_type, kPngColorGrey);
+  EXPECT_EQ(g->bit_depth, 8);
+  EXPECT_FALSE(g->has_transparency);
 
   const uint8_t rgba[] = {1, 2, 3, 0, 4, 5, 6, 255};
   absl::StatusOr<DecodedPng> a = decode_png(simplified_png(2, 1, PNG_FORMAT_RGBA, rgba));
   ASSERT_THAT(a, IsOk());
   EXPECT_EQ(a->rgb, std::vector<uint8_t>({1, 2, 3, 4, 5, 6}));  // alpha dropped, not composited
+  EXPECT_EQ(a->color_type, kPngColorRgba);
 
   const uint16_t grey16[] = {0x1234, 0xff00};
   absl::StatusOr<DecodedPng> g16 = decode_png(simplified_png(1, 2, PNG_FORMAT_LINEAR_Y, grey16));
   ASSERT_THAT(g16, IsOk());
   EXPECT_EQ(g16->rgb, std::vector<uint8_t>({0x12, 0x12, 0x12, 0xff, 0xff, 0xff}));
+  EXPECT_EQ(g16->bit_depth, 16);
+
+  const uint8_t pixel[3] = {1, 2, 3};
+  absl::StatusOr<std::string> rgb = encode_png(pixel, 1, 1, {});
+  ASSERT_THAT(rgb, IsOk());
+  absl::StatusOr<DecodedPng> plain = decode_png(*rgb);
+  ASSERT_THAT(plain, IsOk());
+  EXPECT_EQ(plain->color_type, kPngColorRgb);
+  // A tRNS chunk (one transparent colour) before the image data.
+  const size_t idat = rgb->find("IDAT") - 4;
+  const std::string trns = rgb->substr(0, idat) + chunk("tRNS", std::string("\0\1\0\2\0\3", 6)) + rgb->substr(idat);
+  absl::StatusOr<DecodedPng> transparent = decode_png(trns);
+  ASSERT_THAT(transparent, IsOk());
+  EXPECT_TRUE(transparent->has_transparency);
 }
 
 // A 3x3 Adam7-interlaced 8-bit RGB PNG of `rgb`, built by hand: each

@@ -188,6 +188,61 @@ TEST_F(FluxGenerateTest, TrueCfgEncodesTheNegativeAndGuidesTheImage) {
   EXPECT_EQ(engine_->list().size(), models);
 }
 
+// padding_mask_crop: the crop of a 90x70 image around its mask is
+// inpainted at 64x48 and pasted back, so the image has the init image's
+// size, is the init image's own bytes where the mask is black, and records
+// the padding and the box; the refusals come before any load.
+TEST_F(FluxGenerateTest, PaddingMaskCropInpaintsTheCropAndPastesItBack) {
+  start(int64_t{1} << 32);
+  GenerateRequest r = request();
+  MaskCrop crop;
+  crop.padding = 4;
+  crop.image = pil_new(PilMode::kRgb, 90, 70);
+  for (size_t i = 0; i < crop.image.pixels.size(); ++i) crop.image.pixels[i] = static_cast<uint8_t>(i * 7 % 251);
+  crop.mask = pil_new(PilMode::kL, 90, 70);
+  for (int64_t y = 30; y < 41; ++y) {
+    for (int64_t x = 40; x < 61; ++x) *crop.mask.at(x, y) = 255;
+  }
+  r.padding_mask_crop = crop;
+  absl::StatusOr<GeneratedImage> image = generate(*engine_, models_dir_, r);
+  ASSERT_THAT(image, IsOk());
+  ASSERT_EQ(image->pixels.sizes().vec(), (std::vector<int64_t>{70, 90, 3}));
+  const torch::Tensor original =
+      torch::from_blob(crop.image.pixels.data(), {70, 90, 3}, torch::kUInt8).clone();
+  const torch::Tensor kept = torch::from_blob(crop.mask.pixels.data(), {70, 90}, torch::kUInt8).eq(0);
+  EXPECT_TRUE(torch::equal(image->pixels.index({kept}), original.index({kept})));
+  EXPECT_FALSE(torch::equal(image->pixels, original));
+  // The mask's box (40, 30)-(61, 41) padded by 4 is 29x19, grown to 4:3
+  // about its centre: upstream's get_crop_region gives (36, 25, 65, 46).
+  EXPECT_THAT(image->parameters[0].second, HasSubstr("\"padding_mask_crop\":4"));
+  EXPECT_THAT(image->parameters[0].second, HasSubstr("\"crops_coords\":[36,25,65,46]"));
+  EXPECT_THAT(image->parameters[0].second, HasSubstr("\"mode\":\"inpaint\""));
+  EXPECT_THAT(image->parameters[0].second, HasSubstr("\"width\":64"));
+
+  engine_->unload_all(absl::Seconds(10));
+  GenerateRequest bad = r;
+  bad.padding_mask_crop->padding = -1;
+  EXPECT_THAT(generate(*engine_, models_dir_, bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("padding_mask_crop must be >= 0")));
+  bad = r;
+  bad.padding_mask_crop->mask = pil_new(PilMode::kL, 90, 70);
+  EXPECT_THAT(generate(*engine_, models_dir_, bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("black everywhere")));
+  bad = r;
+  bad.padding_mask_crop->mask = pil_new(PilMode::kL, 0, 0);
+  EXPECT_THAT(generate(*engine_, models_dir_, bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("padding_mask_crop needs mask_image")));
+  bad = r;
+  bad.padding_mask_crop->mask = pil_new(PilMode::kL, 91, 70);
+  EXPECT_THAT(generate(*engine_, models_dir_, bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the same size")));
+  bad = r;
+  bad.image = torch::zeros({3, 48, 64});
+  EXPECT_THAT(generate(*engine_, models_dir_, bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("padding_mask_crop carries its own")));
+  EXPECT_TRUE(engine_->list().empty()) << "refused before any load";
+}
+
 TEST_F(FluxGenerateTest, ComponentsByNameWithoutAFolderChooseFluxByItsTransformer) {
   start(int64_t{1} << 32);
   GenerateRequest r = request();

@@ -5,6 +5,7 @@
 // folders through a real Engine.
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/engine/engine.h"
@@ -44,6 +45,25 @@ torch::Tensor init_mask() {
   return m;
 }
 void with_image(GenerateRequest& r) { r.image = init_image(); }
+void with_mask(GenerateRequest& r) {
+  r.image = init_image();
+  r.mask_image = init_mask();
+}
+// padding_mask_crop of a 40x24 image (another size than the request's
+// 32x32) around a mask in its middle, in place of image and mask_image.
+void with_mask_crop(GenerateRequest& r, int64_t padding) {
+  MaskCrop crop;
+  crop.padding = padding;
+  crop.image = pil_new(PilMode::kRgb, 40, 24);
+  for (size_t i = 0; i < crop.image.pixels.size(); ++i) crop.image.pixels[i] = static_cast<uint8_t>(i * 13 % 256);
+  crop.mask = pil_new(PilMode::kL, 40, 24);
+  for (int64_t y = 8; y < 15; ++y) {
+    for (int64_t x = 12; x < 30; ++x) *crop.mask.at(x, y) = 255;
+  }
+  r.image = torch::Tensor();
+  r.mask_image = torch::Tensor();
+  r.padding_mask_crop = std::move(crop);
+}
 
 class GenerateFieldsTest : public ::testing::Test {
  protected:
@@ -114,6 +134,7 @@ std::vector<FieldRow> common_rows() {
   return {{"prompt", [](GenerateRequest& r) { r.prompt = "a red fox in the snow"; }, true},
           {"image", with_image, true},
           {"mask_image", [](GenerateRequest& r) { r.mask_image = init_mask(); }, true, with_image},
+          {"padding_mask_crop", [](GenerateRequest& r) { with_mask_crop(r, -1); }, false, with_mask},
           // 0.3 of 2 steps starts at the second (the default, 0.6 or 1.0, at the first).
           {"strength", [](GenerateRequest& r) { r.strength = 0.3; }, true, with_image},
           {"strength", [](GenerateRequest& r) { r.strength = 0.3; }, false},
@@ -173,6 +194,8 @@ TEST_F(GenerateFieldsTest, ZImageUsesOrRefusesEveryField) {
                     r.guidance_scale_2 = 2.0;
                   },
                   false});
+  // ZImageInpaintPipeline has no padding_mask_crop.
+  rows.push_back({"padding_mask_crop", [](GenerateRequest& r) { with_mask_crop(r, 4); }, false, with_mask});
   walk("z-image", rows);
 }
 
@@ -186,6 +209,7 @@ TEST_F(GenerateFieldsTest, FluxDevUsesOrRefusesEveryField) {
                   true});
   rows.push_back({"negative_prompt", [](GenerateRequest& r) { r.negative_prompt = "blurry"; }, false});
   rows.push_back({"true_cfg_scale", [](GenerateRequest& r) { r.true_cfg_scale = 3.0; }, false});
+  rows.push_back({"padding_mask_crop", [](GenerateRequest& r) { with_mask_crop(r, 4); }, true, with_mask});
   walk("flux-dev", rows);
 }
 

@@ -262,6 +262,11 @@ TEST(PipelineFamilyTest, EachFamilyDeclaresItsArgumentsAndDefaults) {
   EXPECT_NE(find(find_pipeline_family_named("qwen-image"), "mask_image"), nullptr);
   EXPECT_NE(find(find_pipeline_family_named("qwen-image"), "true_cfg_scale"), nullptr);
   EXPECT_EQ(find(find_pipeline_family_named("qwen-image"), "guidance_scale"), nullptr);
+  // padding_mask_crop where the upstream inpainting pipeline has it: FLUX's
+  // and Qwen-Image's, not Z-Image's.
+  EXPECT_NE(find(flux, "padding_mask_crop"), nullptr);
+  EXPECT_NE(find(find_pipeline_family_named("qwen-image"), "padding_mask_crop"), nullptr);
+  EXPECT_EQ(find(z_image, "padding_mask_crop"), nullptr);
   for (const char* name : {"wan", "krea2"}) {
     EXPECT_EQ(find(find_pipeline_family_named(name), "image"), nullptr) << name;
   }

@@ -1,6 +1,9 @@
 // generate_request: the API's Generate request as core's. Negative sizes
 // and steps are refused before anything loads; zeros take the API's
 // defaults; the rest is passed through for generate() to check.
+#include <png.h>
+
+#include <cstring>
 #include <limits>
 #include <map>
 #include <string>
@@ -155,6 +158,77 @@ TEST(GenerateRequest, ImageInputsArePngsOrTensors) {
   wire.set_mask_image("not a png");
   EXPECT_THAT(generate_request(wire).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("mask_image")));
+}
+
+// A PNG of `format` (libpng's simplified API): another colour type than
+// encode_png's RGB.
+std::string png_of(int width, int height, png_uint_32 format, const void* pixels) {
+  png_image image;
+  std::memset(&image, 0, sizeof(image));
+  image.version = PNG_IMAGE_VERSION;
+  image.width = width;
+  image.height = height;
+  image.format = format;
+  png_alloc_size_t size = 0;
+  EXPECT_TRUE(png_image_write_get_memory_size(image, size, 0, pixels, 0, nullptr));
+  std::string out(size, '\0');
+  EXPECT_TRUE(png_image_write_to_memory(&image, out.data(), &size, 0, pixels, 0, nullptr));
+  out.resize(size);
+  return out;
+}
+
+// padding_mask_crop takes the PNGs as Pillow opens them (grey "L", "RGB"),
+// in place of the image tensors; what upstream could not crop is refused
+// naming the field, before anything loads.
+TEST(GenerateRequest, PaddingMaskCropTakesThePngsAsPillowOpensThem) {
+  const uint8_t rgb[2 * 3 * 3] = {0, 128, 255, 10, 20, 30, 255, 255, 255, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  absl::StatusOr<std::string> image = encode_png(rgb, 3, 2, {});
+  ASSERT_THAT(image, IsOk());
+  const uint8_t grey[6] = {0, 0, 255, 0, 9, 0};
+  const std::string mask = png_of(3, 2, PNG_FORMAT_GRAY, grey);
+  v1::GenerateRequest wire;
+  wire.set_image(*image);
+  wire.set_mask_image(mask);
+  wire.set_padding_mask_crop(0);  // set: 0 is a crop to the mask's box, as upstream's
+  absl::StatusOr<GenerateRequest> r = generate_request(wire);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_TRUE(r->padding_mask_crop.has_value());
+  EXPECT_FALSE(r->image.defined() || r->mask_image.defined());
+  EXPECT_EQ(r->padding_mask_crop->padding, 0);
+  EXPECT_EQ(r->padding_mask_crop->image.mode, PilMode::kRgb);
+  EXPECT_EQ(r->padding_mask_crop->image.pixels, std::vector<uint8_t>(rgb, rgb + 18));
+  EXPECT_EQ(r->padding_mask_crop->mask.mode, PilMode::kL);
+  EXPECT_EQ(r->padding_mask_crop->mask.pixels, std::vector<uint8_t>(grey, grey + 6));
+  wire.clear_padding_mask_crop();
+  r = generate_request(wire);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_FALSE(r->padding_mask_crop.has_value());
+  EXPECT_TRUE(r->image.defined() && r->mask_image.defined());
+
+  const auto refused = [&](const v1::GenerateRequest& w, const std::string& message) {
+    EXPECT_THAT(generate_request(w).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(message)));
+  };
+  wire.set_padding_mask_crop(-1);
+  refused(wire, "padding_mask_crop must be >= 0");
+  wire.set_padding_mask_crop(8);
+  v1::GenerateRequest no_mask = wire;
+  no_mask.clear_mask_image();
+  refused(no_mask, "padding_mask_crop needs mask_image");
+  v1::GenerateRequest no_image = wire;
+  no_image.clear_image();
+  refused(no_image, "padding_mask_crop needs image");
+  v1::GenerateRequest tensor = wire;
+  tensor.clear_mask_image();
+  ASSERT_THAT(to_wire(torch::ones({2, 3}), tensor.mutable_mask_tensor()), IsOk());
+  refused(tensor, "padding_mask_crop takes image and mask_image as PNG bytes, not mask_tensor");
+  const uint8_t rgba[2 * 3 * 4] = {};
+  v1::GenerateRequest alpha = wire;
+  alpha.set_mask_image(png_of(3, 2, PNG_FORMAT_RGBA, rgba));
+  refused(alpha, "mask_image: padding_mask_crop takes 8-bit grey or RGB PNGs without transparency");
+  const uint16_t grey16[6] = {};
+  v1::GenerateRequest deep = wire;
+  deep.set_image(png_of(3, 2, PNG_FORMAT_LINEAR_Y, grey16));
+  refused(deep, "this one is 16-bit grey");
 }
 
 }  // namespace
