@@ -52,20 +52,31 @@ PlanOptions recipe_plan_options(std::shared_ptr<const LoadRecipe> recipe, const 
 
 absl::StatusOr<ModelPlan> plan_model(const Checkpoint& checkpoint, const ModelLoadOptions& options) {
   ModelPlan mp;
-  // A file may hold two models (Anima's single file: the DiT and its text
-  // conditioner): a config the caller named chooses among the families
-  // that recognise it.
-  if (checkpoint.config_given()) {
-    const ModelFamily* named = find_family_for_config(checkpoint.config_json());
-    if (named != nullptr && named->recognizes(checkpoint)) mp.family = named;
-  }
-  if (mp.family == nullptr) mp.family = find_model_family(checkpoint);
+  mp.family = find_model_family(checkpoint);
   if (mp.family == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         checkpoint.path(), ": no supported architecture recognises this checkpoint"));
   }
-  if (checkpoint.config_given()) DIFFUSIOND_RETURN_IF_ERROR(check_given_config(checkpoint, *mp.family));
-  DIFFUSIOND_ASSIGN_OR_RETURN(mp.recipe, mp.family->recipe(checkpoint));
+  const absl::Status refused = checkpoint.config_given() ? check_given_config(checkpoint, *mp.family) : absl::OkStatus();
+  if (!refused.ok()) {
+    // A file may hold two models (Anima's single file: the DiT and its text
+    // conditioner): a config the caller named chooses the other one when
+    // its family builds a recipe from the file. Otherwise the config is of
+    // another model, refused naming both (a family recognises a checkpoint
+    // whose config names its class, so recognizes() alone cannot tell).
+    const ModelFamily* named = find_family_for_config(checkpoint.config_json());
+    if (named == nullptr || !named->recognizes(checkpoint)) return refused;
+    absl::StatusOr<std::unique_ptr<LoadRecipe>> recipe = named->recipe(checkpoint);
+    if (!recipe.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(refused.message(), " (read as ", named->name(), ": ", recipe.status().message(), ")"));
+    }
+    mp.family = named;
+    mp.recipe = *std::move(recipe);
+  }
+  if (mp.recipe == nullptr) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(mp.recipe, mp.family->recipe(checkpoint));
+  }
   DIFFUSIOND_ASSIGN_OR_RETURN(mp.plan, plan_load(checkpoint, recipe_plan_options(mp.recipe, options)));
   return mp;
 }
