@@ -309,6 +309,12 @@ absl::Status Checkpoint::read(const TensorRecord& t, char* dst) const {
   return read_range(t, 0, t.nbytes, dst);
 }
 
+void Checkpoint::will_need(const TensorRecord& t, int64_t offset, int64_t n) const {
+  const RandomAccessFile& file = *files_[t.file_index];
+  const int64_t begin = std::min(file.size(), t.file_offset + offset);
+  file.will_need(begin, std::min(n, file.size() - begin));
+}
+
 absl::Status Checkpoint::read_range(const TensorRecord& t, int64_t offset, int64_t n,
                                     char* dst) const {
   assert(offset >= 0 && n >= 0 && offset + n <= t.nbytes);

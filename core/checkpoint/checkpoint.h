@@ -97,6 +97,10 @@ class Checkpoint {
   // Reads `n` bytes starting `offset` bytes into `t`. REQUIRES: the range is
   // inside the tensor.
   absl::Status read_range(const TensorRecord& t, int64_t offset, int64_t n, char* dst) const;
+  // Hints that the `n` bytes of t's file from `offset` bytes into `t` (past
+  // its end too: the tensors after it) will be read soon
+  // (RandomAccessFile::will_need), clamped to the file.
+  void will_need(const TensorRecord& t, int64_t offset, int64_t n) const;
 
  private:
   Checkpoint() = default;

@@ -29,6 +29,10 @@ class PosixFile final : public RandomAccessFile {
     });
   }
 
+  void will_need(int64_t offset, int64_t n) const override {
+    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
+  }
+
  private:
   const std::string path_;
   const int fd_;

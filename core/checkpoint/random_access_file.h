@@ -27,6 +27,11 @@ class RandomAccessFile {
   // file ends first, and UNAVAILABLE naming errno for I/O errors; messages
   // start with path().
   virtual absl::Status read_at(int64_t offset, int64_t n, char* dst) const = 0;
+  // Says the `n` bytes at `offset` will be read soon: a file on storage
+  // starts reading them into the page cache now (POSIX_FADV_WILLNEED), so
+  // the read overlaps whatever the caller does meanwhile. Only a hint: it
+  // neither fails nor blocks on the data, and the default does nothing.
+  virtual void will_need(int64_t offset, int64_t n) const {}
 };
 
 // One positional read as pread(2) makes it: the bytes read, which may be

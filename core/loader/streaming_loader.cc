@@ -6,11 +6,15 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/precision/torch_dtype.h"
+#include "core/loader/parallel_parts.h"
 #include "core/loader/weight_allocation.h"
+#include "core/memory/anonymous_mapping.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
 #include "kernels/fp8_codec.h"
@@ -41,38 +45,30 @@ absl::StatusOr<float> read_scale(const Checkpoint& ckpt, const TensorRecord& t) 
   return value;
 }
 
-// Streams one tensor through `staging` in chunks of whole elements,
-// calling `consume(element_offset, element_count)` after each chunk lands.
-template <typename Consume>
-absl::Status for_each_chunk(const Checkpoint& ckpt, const TensorRecord& t, char* staging,
-                            int64_t staging_bytes, Consume&& consume) {
-  const int64_t item = dtype_size(t.dtype);
-  const int64_t chunk_elements = std::max<int64_t>(1, staging_bytes / item);
-  for (int64_t first = 0; first < t.numel; first += chunk_elements) {
-    const int64_t count = std::min(chunk_elements, t.numel - first);
-    DIFFUSIOND_RETURN_IF_ERROR(ckpt.read_range(t, first * item, count * item, staging));
-    consume(first, count);
-  }
-  return absl::OkStatus();
-}
+// A read or a cast is split across the cores in parts of at least this
+// many bytes: below it a part's start costs more than it saves.
+constexpr int64_t kMinPartBytes = int64_t{2} << 20;
+// How far past what it reads a load asks the storage to fetch ahead
+// (will_need), so a cold file streams while the cores cast: a few chunks.
+constexpr int64_t kReadAheadBytes = int64_t{64} << 20;
 
 class TensorStreamer {
  public:
   TensorStreamer(const Checkpoint& ckpt, const LoadPlan& plan, Reservation& reservation)
-      : ckpt_(ckpt), plan_(plan), reservation_(reservation) {}
+      : ckpt_(ckpt), plan_(plan), reservation_(reservation), advised_end_(ckpt.files().size(), 0) {}
 
   absl::Status load(const PlannedTensor& p, WeightStore& store) {
     const TensorRecord& src = *p.source;
     DIFFUSIOND_RETURN_IF_ERROR(reservation_.charge(p.final_bytes));
-    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor out, allocate_weight(src.shape, p.storage_dtype));
+    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor out, allocate_weight(src.shape, p.storage_dtype, Residency::kLazy));
     assert(static_cast<int64_t>(out.nbytes()) == p.final_bytes);
     switch (p.action) {
       case Action::kRead:
-        DIFFUSIOND_RETURN_IF_ERROR(ckpt_.read(src, static_cast<char*>(out.data_ptr())));
+        DIFFUSIOND_RETURN_IF_ERROR(read_direct(src, static_cast<char*>(out.data_ptr())));
         store.add(p.name, std::move(out));
         return absl::OkStatus();
       case Action::kFp8Keep: {
-        DIFFUSIOND_RETURN_IF_ERROR(ckpt_.read(src, static_cast<char*>(out.data_ptr())));
+        DIFFUSIOND_RETURN_IF_ERROR(read_direct(src, static_cast<char*>(out.data_ptr())));
         Fp8Weight w{std::move(out), 1.0f, p.fp8_format};
         if (p.scale != nullptr) {
           DIFFUSIOND_ASSIGN_OR_RETURN(w.scale, read_scale(ckpt_, *p.scale));
@@ -83,11 +79,9 @@ class TensorStreamer {
       case Action::kCast: {
         torch::Tensor flat = out.view({-1});
         const torch::ScalarType from = storage_scalar_type(src.dtype);
-        DIFFUSIOND_RETURN_IF_ERROR(for_each_chunk(
-            ckpt_, src, staging(), plan_.staging_bytes, [&](int64_t first, int64_t count) {
-              flat.narrow(0, first, count)
-                  .copy_(torch::from_blob(staging(), {count}, torch::TensorOptions().dtype(from)));
-            }));
+        DIFFUSIOND_RETURN_IF_ERROR(for_each_chunk(src, destination(out), [&](int64_t first, int64_t count, char* bytes) {
+          flat.narrow(0, first, count).copy_(torch::from_blob(bytes, {count}, torch::TensorOptions().dtype(from)));
+        }));
         store.add(p.name, std::move(out));
         return absl::OkStatus();
       }
@@ -114,26 +108,83 @@ class TensorStreamer {
  private:
   char* staging() { return static_cast<char*>(staging_.data_ptr()); }
 
+  // Asks the storage for the `n` bytes of `t` from `offset` and the window
+  // past them, beyond what was asked before (a hint per byte, once).
+  void read_ahead(const TensorRecord& t, int64_t offset, int64_t n) {
+    int64_t& advised = advised_end_[t.file_index];
+    const int64_t begin = std::max(advised, t.file_offset + offset);
+    const int64_t end = t.file_offset + offset + n + kReadAheadBytes;
+    if (begin >= end) return;
+    ckpt_.will_need(t, begin - t.file_offset, end - begin);
+    advised = end;
+  }
+
+  // Where a chunk's consume writes: made resident part by part first.
+  struct Destination {
+    char* base = nullptr;  // null: consume writes nothing there
+    int64_t item = 0;      // bytes per element
+  };
+  static Destination destination(const torch::Tensor& out) {
+    return {static_cast<char*>(out.data_ptr()), static_cast<int64_t>(out.element_size())};
+  }
+
+  // Reads `t` straight into its final storage, the parts in parallel.
+  absl::Status read_direct(const TensorRecord& t, char* dst) {
+    read_ahead(t, 0, t.nbytes);
+    return run_parts(t.nbytes, dtype_size(t.dtype), kMinPartBytes, [&](int64_t begin, int64_t end) -> absl::Status {
+      DIFFUSIOND_RETURN_IF_ERROR(make_resident(dst + begin, end - begin));
+      return ckpt_.read_range(t, begin, end - begin, dst + begin);
+    });
+  }
+
+  // Streams `t` through the staging buffer in chunks of whole elements.
+  // Each chunk is cut into parts that are read, their span of `out` made
+  // resident, and handed to consume(element_offset, element_count, bytes)
+  // on the cores in parallel, one part's cast overlapping another's read
+  // and the kernel zeroing both parts' fresh pages at once; consume must be
+  // safe to call from several threads on disjoint ranges.
+  template <typename Consume>
+  absl::Status for_each_chunk(const TensorRecord& t, Destination out, Consume&& consume) {
+    const int64_t item = dtype_size(t.dtype);
+    const int64_t chunk_elements = std::max<int64_t>(1, plan_.staging_bytes / item);
+    for (int64_t first = 0; first < t.numel; first += chunk_elements) {
+      const int64_t count = std::min(chunk_elements, t.numel - first);
+      read_ahead(t, first * item, count * item);
+      DIFFUSIOND_RETURN_IF_ERROR(
+          run_parts(count * item, item, kMinPartBytes, [&](int64_t begin, int64_t end) -> absl::Status {
+            const int64_t part_first = first + begin / item, part_count = (end - begin) / item;
+            if (out.base != nullptr) {
+              DIFFUSIOND_RETURN_IF_ERROR(make_resident(out.base + part_first * out.item, part_count * out.item));
+            }
+            DIFFUSIOND_RETURN_IF_ERROR(ckpt_.read_range(t, first * item + begin, end - begin, staging() + begin));
+            consume(part_first, part_count, staging() + begin);
+            return absl::OkStatus();
+          }));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status encode(const PlannedTensor& p, torch::Tensor codes, WeightStore& store) {
     const TensorRecord& src = *p.source;
     DIFFUSIOND_ASSIGN_OR_RETURN(FloatKind kind, float_kind_of(storage_scalar_type(src.dtype)));
     float scale = 1.0f;
     if (plan_.fp8.scaling == Fp8Scaling::kPerTensorMax) {
       // A first pass finds max|w|; reading twice keeps staging to one chunk.
+      std::mutex mu;
       float max_abs = 0.0f;
-      DIFFUSIOND_RETURN_IF_ERROR(for_each_chunk(
-          ckpt_, src, staging(), plan_.staging_bytes, [&](int64_t, int64_t count) {
-            max_abs = std::max(max_abs, abs_max_cpu(staging(), kind, count));
-          }));
+      DIFFUSIOND_RETURN_IF_ERROR(for_each_chunk(src, Destination{}, [&](int64_t, int64_t count, char* bytes) {
+        const float part_max = abs_max_cpu(bytes, kind, count);
+        std::lock_guard<std::mutex> lock(mu);
+        max_abs = std::max(max_abs, part_max);
+      }));
       if (std::isfinite(max_abs) && max_abs > 0.0f) {
         scale = max_abs / fp8_max_finite(p.fp8_format);
       }
     }
     uint8_t* dst = codes.data_ptr<uint8_t>();
-    DIFFUSIOND_RETURN_IF_ERROR(for_each_chunk(
-        ckpt_, src, staging(), plan_.staging_bytes, [&](int64_t first, int64_t count) {
-          fp8_encode_cpu(staging(), kind, count, p.fp8_format, 1.0f / scale, dst + first);
-        }));
+    DIFFUSIOND_RETURN_IF_ERROR(for_each_chunk(src, destination(codes), [&](int64_t first, int64_t count, char* bytes) {
+      fp8_encode_cpu(bytes, kind, count, p.fp8_format, 1.0f / scale, dst + first);
+    }));
     store.add(p.name, Fp8Weight{std::move(codes), scale, p.fp8_format});
     return absl::OkStatus();
   }
@@ -142,6 +193,7 @@ class TensorStreamer {
   const LoadPlan& plan_;
   Reservation& reservation_;
   torch::Tensor staging_;
+  std::vector<int64_t> advised_end_;  // per file: where read_ahead's hints reach
 };
 
 absl::StatusOr<std::unique_ptr<WeightStore>> stream_all(const Checkpoint& ckpt,

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -30,22 +31,13 @@ void* map_huge_aligned(int64_t length, int flags) {
   return reinterpret_cast<void*>(aligned);
 }
 
-// Makes every page of `mapping` resident. MADV_POPULATE_WRITE faults the
-// range in as a write would, in huge pages where advised, and reports a
-// failure instead of leaving it to the OOM killer; a kernel without it gets
-// one write per page instead.
-absl::Status populate(const AnonymousMapping& mapping) {
-  if (madvise(mapping.base, static_cast<size_t>(mapping.length), MADV_POPULATE_WRITE) == 0) {
-    return absl::OkStatus();
-  }
-  if (errno != EINVAL) {
-    return absl::ResourceExhaustedError(absl::StrCat("making ", mapping.length,
-                                                     " bytes resident: ", std::strerror(errno)));
-  }
-  const int64_t stride = mapping.huge_pages ? kHugePageBytes : page_bytes();
-  volatile char* p = mapping.base;
-  for (int64_t offset = 0; offset < mapping.length; offset += stride) p[offset] = 0;
-  return absl::OkStatus();
+// One read and write back per page, for kernels without
+// MADV_POPULATE_WRITE (before 5.14). A huge page needs only one, but a
+// range cannot tell whether the kernel granted one, so each base page gets
+// its own.
+void touch_pages(char* begin, int64_t n) {
+  volatile char* p = begin;
+  for (int64_t offset = 0; offset < n; offset += page_bytes()) p[offset] = p[offset];
 }
 
 }  // namespace
@@ -76,12 +68,27 @@ absl::StatusOr<AnonymousMapping> map_anonymous(int64_t bytes, Residency residenc
   // EINVAL where the kernel has no transparent huge pages: 4 KiB pages then.
   mapping.huge_pages = huge && madvise(base, static_cast<size_t>(mapping.length), MADV_HUGEPAGE) == 0;
   if (residency == Residency::kNow) {
-    if (absl::Status s = populate(mapping); !s.ok()) {
+    if (absl::Status s = make_resident(mapping.base, mapping.length); !s.ok()) {
       unmap_anonymous(mapping);
       return s;
     }
   }
   return mapping;
+}
+
+absl::Status make_resident(void* begin, int64_t n) {
+  const uintptr_t mask = ~uintptr_t(page_bytes() - 1);
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page_bytes() - 1) & mask;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(begin) + static_cast<uintptr_t>(std::max<int64_t>(n, 0))) & mask;
+  if (end <= first) return absl::OkStatus();
+  char* const start = reinterpret_cast<char*>(first);
+  const int64_t length = static_cast<int64_t>(end - first);
+  if (madvise(start, static_cast<size_t>(length), MADV_POPULATE_WRITE) == 0) return absl::OkStatus();
+  if (errno != EINVAL) {
+    return absl::ResourceExhaustedError(absl::StrCat("making ", length, " bytes resident: ", std::strerror(errno)));
+  }
+  touch_pages(start, length);
+  return absl::OkStatus();
 }
 
 void unmap_anonymous(const AnonymousMapping& mapping) {

@@ -50,6 +50,18 @@ enum class Residency {
 // memory.
 absl::StatusOr<AnonymousMapping> map_anonymous(int64_t bytes, Residency residency);
 
+// Makes the whole pages inside [begin, begin + n) resident, as a write
+// would (in huge pages where the mapping was advised them), and reports a
+// failure rather than leaving it to the OOM killer; a page the range only
+// partly covers is left to the caller's own write. Contents are unchanged,
+// and pages already resident are left as they are, so disjoint parts of one
+// mapping may be made resident from several threads at once: how a load
+// spreads the kernel's zeroing of fresh memory over the cores, each part
+// just before it writes there. REQUIRES: nothing else writes those pages
+// meanwhile (a kernel without MADV_POPULATE_WRITE gets one read and write
+// back per page).
+absl::Status make_resident(void* begin, int64_t n);
+
 // Gives `mapping` back to the kernel. A default-constructed mapping is a
 // no-op.
 void unmap_anonymous(const AnonymousMapping& mapping);
