@@ -49,6 +49,32 @@ TEST(AnonymousMapping, ResidentNowMapsEveryPageZeroFilledAndNoMore) {
   unmap_anonymous(*mapping);
 }
 
+// Only the whole pages inside the range: a part of one mapping never
+// touches the page it shares with its neighbour, which that part writes.
+TEST(AnonymousMapping, MakeResidentTakesTheWholePagesInsideTheRangeOnly) {
+  auto mapping = map_anonymous(8 * page_bytes(), Residency::kLazy);  // under a huge page: base pages
+  ASSERT_TRUE(mapping.ok()) << mapping.status();
+  ASSERT_TRUE(make_resident(mapping->base + 100, 3 * page_bytes()).ok());  // pages 1 and 2 whole
+  std::vector<unsigned char> in_core(8);
+  ASSERT_EQ(mincore(mapping->base, static_cast<size_t>(mapping->length), in_core.data()), 0);
+  for (int page = 0; page < 8; ++page) {
+    EXPECT_EQ(in_core[page] & 1, page == 1 || page == 2 ? 1 : 0) << "page " << page;
+  }
+  EXPECT_TRUE(make_resident(mapping->base + 10, 20).ok());  // inside one page: nothing to do
+  unmap_anonymous(*mapping);
+}
+
+TEST(AnonymousMapping, MakeResidentKeepsWhatWasWritten) {
+  auto mapping = map_anonymous(4 * page_bytes(), Residency::kNow);
+  ASSERT_TRUE(mapping.ok()) << mapping.status();
+  for (int64_t i = 0; i < mapping->length; i += 511) mapping->base[i] = static_cast<char>(i % 127 + 1);
+  ASSERT_TRUE(make_resident(mapping->base, mapping->length).ok());
+  int64_t changed = 0;
+  for (int64_t i = 0; i < mapping->length; i += 511) changed += mapping->base[i] != static_cast<char>(i % 127 + 1);
+  EXPECT_EQ(changed, 0);
+  unmap_anonymous(*mapping);
+}
+
 TEST(AnonymousMapping, RefusesAnEmptyMapping) {
   EXPECT_EQ(map_anonymous(0, Residency::kNow).status().code(), absl::StatusCode::kInvalidArgument);
   unmap_anonymous(AnonymousMapping{});  // a no-op
