@@ -194,6 +194,9 @@ std::string config_class_of(const nlohmann::json& config) {
       !config.at("architectures").empty() && config.at("architectures")[0].is_string()) {
     return config.at("architectures")[0].get<std::string>();
   }
+  // Some transformers versions write a composite model's class only in its
+  // text_config (a Qwen3-VL saved from its language model).
+  if (config.contains("text_config")) return config_class_of(config.at("text_config"));
   return "";
 }
 

@@ -125,8 +125,8 @@ class Checkpoint {
 };
 
 // The class a config.json names — diffusers' "_class_name" or
-// transformers' first "architectures" entry — or "" when it names none or
-// is not readable JSON.
+// transformers' first "architectures" entry, else its text_config's — or ""
+// when it names none or is not readable JSON.
 std::string config_class_name(absl::string_view config_json);
 // The same of a parsed config.
 std::string config_class_of(const nlohmann::json& config);

@@ -24,6 +24,19 @@ constexpr char kConfig[] = R"({"_class_name": "Test", "dim": 4})";
 constexpr char kIndex[] = R"({"metadata": {"total_size": 48},
   "weight_map": {"a.weight": "m-1.safetensors", "b.weight": "m-2.safetensors"}})";
 
+// diffusers' _class_name first, then transformers' architectures, then a
+// composite model's text_config (a language model saved on its own).
+TEST(Checkpoint, ConfigClassIsReadWhereEachLibraryWritesIt) {
+  EXPECT_EQ(config_class_name(R"({"_class_name": "ZImageTransformer2DModel", "architectures": ["X"]})"),
+            "ZImageTransformer2DModel");
+  EXPECT_EQ(config_class_name(R"({"architectures": ["Qwen3Model"]})"), "Qwen3Model");
+  EXPECT_EQ(config_class_name(R"({"model_type": "qwen3_vl", "text_config": {"architectures": ["Qwen3VLModel"]}})"),
+            "Qwen3VLModel");
+  EXPECT_EQ(config_class_name(R"({"text_config": {"hidden_size": 8}})"), "");
+  EXPECT_EQ(config_class_name(R"({"architectures": []})"), "");
+  EXPECT_EQ(config_class_name("not json"), "");
+}
+
 TEST(Checkpoint, SingleFile) {
   TempDir dir;
   write_safetensors(dir.path("m.safetensors"),
