@@ -326,5 +326,81 @@ TEST_F(LoraPlanTest, FluxFinalModulationSwapsHalves) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lora_up of 7 rows")));
 }
 
+// The layouts the fixture's trap probes (stats.json "trap_probes") push
+// through upstream, where upstream raises, drops a module or leaves it
+// matching nothing: each maps here, with its alpha, or is refused by name.
+TEST_F(LoraPlanTest, UpstreamsTrapProbesMapOrAreRefused) {
+  const auto probe = [&](const std::string& name, absl::string_view architecture, const LoraTensors& tensors) {
+    return LoraAdapter::read(write_lora_file(tmp_, name + ".safetensors", tensors), architecture, torch::kFloat32);
+  };
+  const auto targets = [](const LoraAdapter& a) {
+    std::map<std::string, double> out;  // first module -> scale
+    for (const LoraModule& m : a.modules()) {
+      for (const std::string& module : m.modules) out[module] = m.scale;
+    }
+    return out;
+  };
+  const auto rank2 = [](const std::string& stem, const std::string& down, const std::string& up, double alpha,
+                        int64_t out = 8) {
+    LoraTensors t = {{stem + down, lora_values({2, 8})}, {stem + up, lora_values({out, 2})}};
+    if (alpha > 0) t.push_back({stem + ".alpha", torch::full({}, alpha)});
+    return t;
+  };
+  using Map = std::map<std::string, double>;
+
+  // Upstream: ValueError (the alpha is left over).
+  absl::StatusOr<std::unique_ptr<LoraAdapter>> a =
+      probe("z1", "z-image", rank2("lora_unet_layers_0_attention_out", ".lora_down.weight", ".lora_up.weight", 1));
+  ASSERT_THAT(a, IsOk());
+  EXPECT_EQ(targets(**a), (Map{{"layers.0.attention.to_out.0", 0.5}}));
+  // Upstream: converts only to_q; attention_out is lost.
+  a = probe("z2", "z-image",
+            concat_tensors({rank2("lora_unet_layers_0_attention_out", ".lora_down.weight", ".lora_up.weight", 0),
+                            rank2("lora_unet_layers_0_attention_to_q", ".lora_down.weight", ".lora_up.weight", 0)}));
+  ASSERT_THAT(a, IsOk());
+  EXPECT_EQ(targets(**a), (Map{{"layers.0.attention.to_out.0", 1}, {"layers.0.attention.to_q", 1}}));
+  // Upstream: "attention.out" / "attention.qkv", which match no module.
+  a = probe("z3", "z-image", rank2("diffusion_model.layers.0.attention.out", ".lora_A.weight", ".lora_B.weight", 0));
+  ASSERT_THAT(a, IsOk());
+  EXPECT_EQ(targets(**a), (Map{{"layers.0.attention.to_out.0", 1}}));
+  a = probe("z4", "z-image",
+            rank2("diffusion_model.layers.0.attention.qkv", ".lora_A.weight", ".lora_B.weight", 1, /*out=*/24));
+  ASSERT_THAT(a, IsOk());
+  EXPECT_EQ(targets(**a), (Map{{"layers.0.attention.to_q", 0.5},
+                               {"layers.0.attention.to_k", 0.5},
+                               {"layers.0.attention.to_v", 0.5}}));
+  // Upstream: KeyError for the missing alpha; kohya's default is alpha = rank.
+  a = probe("q1", "qwen-image",
+            rank2("lora_unet_transformer_blocks_0_attn_to_q", ".lora_down.weight", ".lora_up.weight", 0));
+  ASSERT_THAT(a, IsOk());
+  EXPECT_EQ(targets(**a), (Map{{"transformer_blocks.0.attn.to_q", 1}}));
+  // Upstream: KeyError unless every block has every module.
+  a = probe("w1", "wan", rank2("lora_unet_blocks_0_self_attn_q", ".lora_down.weight", ".lora_up.weight", 1));
+  ASSERT_THAT(a, IsOk());
+  EXPECT_EQ(targets(**a), (Map{{"blocks.0.attn1.to_q", 0.5}}));
+  // Upstream: raises in its converter; here refused naming the key.
+  LoraTensors dora = rank2("diffusion_model.blocks.0.self_attn.q", ".lora_A.weight", ".lora_B.weight", 0);
+  dora.push_back({"diffusion_model.blocks.0.self_attn.q.dora_scale", lora_values({1, 8})});
+  EXPECT_THAT(probe("w2", "wan", dora), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                  HasSubstr("diffusion_model.blocks.0.self_attn.q.dora_scale")));
+  // Upstream: left as "diffusion_model.double_blocks..." keys, applied to nothing.
+  a = probe("f1", "flux",
+            rank2("diffusion_model.double_blocks.0.img_attn.proj", ".lora_A.weight", ".lora_B.weight", 0));
+  ASSERT_THAT(a, IsOk());
+  EXPECT_EQ(targets(**a), (Map{{"transformer_blocks.0.attn.to_out.0", 1}}));
+  // Upstream: AssertionError (FLUX.1's hard-coded part sizes); here the
+  // model's own sizes split B when attached (adapter_set_test.cc).
+  a = probe("f2", "flux",
+            rank2("lora_unet_single_blocks_0_linear1", ".lora_down.weight", ".lora_up.weight", 2, /*out=*/40));
+  ASSERT_THAT(a, IsOk());
+  EXPECT_EQ((*a)->modules().at(0).modules.size(), 4u);
+  EXPECT_EQ((*a)->modules().at(0).scale, 1);
+  // Upstream: its network alpha is used (lora_alpha = 1, r = 2); the same here.
+  a = probe("f3", "flux",
+            rank2("transformer.transformer_blocks.0.attn.to_out.0", ".lora_A.weight", ".lora_B.weight", 1));
+  ASSERT_THAT(a, IsOk());
+  EXPECT_EQ(targets(**a), (Map{{"transformer_blocks.0.attn.to_out.0", 0.5}}));
+}
+
 }  // namespace
 }  // namespace diffusiond
