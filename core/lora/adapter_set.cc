@@ -50,8 +50,8 @@ void add_module_terms(const WeightStore& store, const LoraModule& m, double scal
     std::vector<std::string> parts;
     for (size_t i = 0; i < m.modules.size(); ++i) parts.push_back(absl::StrCat(m.modules[i], " ", part_rows[i]));
     problems->push_back(absl::StrCat("'", m.source, "' has lora_up ", shape_text(m.up.sizes().vec()), ", but ",
-                                     m.modules.size() == 1 ? "its weight has " : "its parts have ", total,
-                                     " rows (", absl::StrJoin(parts, ", "), ")"));
+                                     m.modules.size() == 1 ? "its weight has " : "its parts have ", total, " rows (",
+                                     absl::StrJoin(parts, ", "), ")"));
     return;
   }
   int64_t first = 0;
@@ -81,16 +81,15 @@ absl::StatusOr<std::unique_ptr<AdapterSet>> AdapterSet::create(const Model& mode
                                                      scalar_type_name(dtype)));
     }
     if (!std::isfinite(w.weight)) {
-      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter ", name, " has weight ", w.weight,
-                                                     ", expected a finite number"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("LoRA adapter ", name, " has weight ", w.weight, ", expected a finite number"));
     }
     std::vector<std::string> problems;
     std::map<std::string, std::vector<Term>, std::less<>> terms;
     for (const LoraModule& m : a.modules()) add_module_terms(model.weights(), m, w.weight * m.scale, &terms, &problems);
     if (!problems.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter ", name, " does not fit the ",
-                                                     model.architecture(), " model: ",
-                                                     bounded_list(problems, kMaxListedProblems)));
+      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter ", name, " does not fit the ", model.architecture(),
+                                                     " model: ", bounded_list(problems, kMaxListedProblems)));
     }
     if (w.weight == 0) continue;
     for (auto& [weight, list] : terms) {
@@ -109,7 +108,14 @@ torch::Tensor AdapterSet::add_term(torch::Tensor y, const torch::Tensor& x, absl
     // A device forward reads A and B from the CPU copy each product: they
     // are rank-sized, small beside the weight the product streams.
     const torch::Tensor a = t.down.to(at), b = t.up.to(at);
-    y.add_(torch::linear(torch::linear(x, a), b).to(y.scalar_type()), t.scale);
+    const torch::Tensor xa = torch::linear(x, a);  // [..., rank]
+    if (y.is_contiguous() && y.scalar_type() == xa.scalar_type()) {
+      // Accumulated into y: the term's only temporary is x·Aᵀ, rank-sized,
+      // not a second output that no activation estimate counts.
+      y.view({-1, y.size(-1)}).addmm_(xa.reshape({-1, xa.size(-1)}), b.t(), /*beta=*/1, /*alpha=*/t.scale);
+    } else {
+      y.add_(torch::linear(xa, b).to(y.scalar_type()), t.scale);
+    }
   }
   return y;
 }

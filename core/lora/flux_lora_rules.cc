@@ -45,7 +45,8 @@ const LoraArchitectureRules& flux_lora_rules() {
       },
       {
           {"double_blocks.{i}.img_attn.qkv",
-           {"transformer_blocks.{i}.attn.to_q", "transformer_blocks.{i}.attn.to_k", "transformer_blocks.{i}.attn.to_v"}},
+           {"transformer_blocks.{i}.attn.to_q", "transformer_blocks.{i}.attn.to_k",
+            "transformer_blocks.{i}.attn.to_v"}},
           {"double_blocks.{i}.img_attn.proj", {"transformer_blocks.{i}.attn.to_out.0"}},
           {"double_blocks.{i}.img_mlp.0", {"transformer_blocks.{i}.ff.net.0.proj"}},
           {"double_blocks.{i}.img_mlp.2", {"transformer_blocks.{i}.ff.net.2"}},

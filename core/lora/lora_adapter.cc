@@ -27,8 +27,8 @@ absl::StatusOr<LoraModule> load_module(const LoraFile& file, const PlannedLoraMo
     // things is refused instead.
     if (p.metadata_alpha && *p.metadata_alpha != stored) {
       return absl::InvalidArgumentError(absl::StrCat(bounded(file.path()), ": '", bounded(p.source), "' has alpha ",
-                                                     stored, ", but the metadata says lora_alpha = ",
-                                                     *p.metadata_alpha));
+                                                     stored,
+                                                     ", but the metadata says lora_alpha = ", *p.metadata_alpha));
     }
     alpha = stored;
   }
@@ -72,8 +72,7 @@ absl::StatusOr<std::unique_ptr<LoraAdapter>> LoraAdapter::load(const LoraFile& f
   return adapter;
 }
 
-absl::StatusOr<std::unique_ptr<LoraAdapter>> LoraAdapter::read(absl::string_view path,
-                                                               absl::string_view architecture,
+absl::StatusOr<std::unique_ptr<LoraAdapter>> LoraAdapter::read(absl::string_view path, absl::string_view architecture,
                                                                torch::ScalarType dtype) {
   DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<LoraFile> file, LoraFile::open(path));
   DIFFUSIOND_ASSIGN_OR_RETURN(LoraPlan plan, plan_lora(*file, architecture));

@@ -26,12 +26,14 @@ namespace diffusiond {
 // One module: W' = W + scale · B·A, B's rows split among `modules` in order
 // by their weights' rows (one module: all of them).
 struct LoraModule {
-  std::string source;                // the file's name for it
-  std::vector<std::string> modules;  // the project's names (weights "<m>.weight"); a text encoder's as the file names it
-  std::string text_encoder;          // empty for the denoiser
-  torch::Tensor down;                // A [rank, in], compute dtype, CPU
-  torch::Tensor up;                  // B [out, rank], rows in the project's order
-  double scale = 1;                  // alpha / rank (alpha / √rank with rsLoRA)
+  std::string source;  // the file's name for it
+  // The project's module names (weights "<m>.weight"); a text encoder's
+  // module as the file names it.
+  std::vector<std::string> modules;
+  std::string text_encoder;  // empty for the denoiser
+  torch::Tensor down;        // A [rank, in], compute dtype, CPU
+  torch::Tensor up;          // B [out, rank], rows in the project's order
+  double scale = 1;          // alpha / rank (alpha / √rank with rsLoRA)
 };
 
 // Immutable after load; shared by the calls it is attached to.

@@ -20,8 +20,8 @@ absl::StatusOr<std::unique_ptr<LoraFile>> LoraFile::open(absl::string_view path,
     DIFFUSIOND_ASSIGN_OR_RETURN(
         metadata, parse_json_strict(it->second, absl::StrCat(bounded(path), ": ", kLoraAdapterMetadataKey)));
     if (!metadata.is_object()) {
-      return absl::InvalidArgumentError(absl::StrCat(bounded(path), ": ", kLoraAdapterMetadataKey,
-                                                     " is not a JSON object: ", bounded(it->second)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(bounded(path), ": ", kLoraAdapterMetadataKey, " is not a JSON object: ", bounded(it->second)));
     }
   }
   return std::unique_ptr<LoraFile>(new LoraFile(std::move(file), std::move(header), std::move(metadata)));

@@ -12,11 +12,16 @@ namespace {
 // name may sit before ".weight" ("lora_A.default.weight", as upstream's
 // converters strip "default.").
 constexpr std::pair<absl::string_view, LoraTensor> kSuffixes[] = {
-    {".lora_A.weight", LoraTensor::kDown},          {".lora_B.weight", LoraTensor::kUp},
-    {".lora_A.default.weight", LoraTensor::kDown},  {".lora_B.default.weight", LoraTensor::kUp},
-    {".lora_down.weight", LoraTensor::kDown},       {".lora_up.weight", LoraTensor::kUp},
-    {".alpha", LoraTensor::kAlpha},                 {".dora_scale", LoraTensor::kDoraScale},
-    {".lora_magnitude_vector", LoraTensor::kDoraScale}, {".lora_magnitude_vector.weight", LoraTensor::kDoraScale},
+    {".lora_A.weight", LoraTensor::kDown},
+    {".lora_B.weight", LoraTensor::kUp},
+    {".lora_A.default.weight", LoraTensor::kDown},
+    {".lora_B.default.weight", LoraTensor::kUp},
+    {".lora_down.weight", LoraTensor::kDown},
+    {".lora_up.weight", LoraTensor::kUp},
+    {".alpha", LoraTensor::kAlpha},
+    {".dora_scale", LoraTensor::kDoraScale},
+    {".lora_magnitude_vector", LoraTensor::kDoraScale},
+    {".lora_magnitude_vector.weight", LoraTensor::kDoraScale},
     {".lora_magnitude_vector.default.weight", LoraTensor::kDoraScale},
 };
 

@@ -18,8 +18,8 @@ namespace {
 template <typename T>
 std::optional<T> pattern_value(const std::map<std::string, T>& patterns, absl::string_view module) {
   for (const auto& [key, value] : patterns) {
-    if (module == key || (absl::EndsWith(module, key) && module.size() > key.size() &&
-                          module[module.size() - key.size() - 1] == '.')) {
+    if (module == key ||
+        (absl::EndsWith(module, key) && module.size() > key.size() && module[module.size() - key.size() - 1] == '.')) {
       return value;
     }
   }

@@ -9,10 +9,9 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -20,8 +19,8 @@
 namespace diffusiond {
 
 struct LoraSectionConfig {
-  std::optional<int64_t> r;           // "<section>.r"
-  std::optional<double> lora_alpha;   // "<section>.lora_alpha"
+  std::optional<int64_t> r;          // "<section>.r"
+  std::optional<double> lora_alpha;  // "<section>.lora_alpha"
   // Per-module overrides, keyed by a module name or a dotted suffix of one
   // (PEFT matches "(.*\.)?<key>$").
   std::map<std::string, int64_t> rank_pattern;

@@ -34,7 +34,8 @@ void check_module(const ModuleKeys& m, std::vector<std::string>* problems) {
   const std::string& s = m.key.stem;
   if (m.down.size() != 1 || m.up.size() != 1 || m.alpha.size() > 1) {
     problems->push_back(absl::StrCat("'", s, "' has ", m.down.size(), " lora_down/lora_A, ", m.up.size(),
-                                     " lora_up/lora_B and ", m.alpha.size(), " alpha tensors, expected 1, 1 and 0 or 1"));
+                                     " lora_up/lora_B and ", m.alpha.size(),
+                                     " alpha tensors, expected 1, 1 and 0 or 1"));
     return;
   }
   const std::vector<int64_t>& a = m.down[0]->shape;
@@ -44,7 +45,8 @@ void check_module(const ModuleKeys& m, std::vector<std::string>* problems) {
                                      ", expected [rank, in] and [out, rank] with one rank >= 1"));
   }
   if (!m.alpha.empty() && m.alpha[0]->numel != 1) {
-    problems->push_back(absl::StrCat("'", s, "' has alpha of shape ", shape_text(m.alpha[0]->shape), ", expected one value"));
+    problems->push_back(
+        absl::StrCat("'", s, "' has alpha of shape ", shape_text(m.alpha[0]->shape), ", expected one value"));
   }
 }
 
@@ -82,8 +84,8 @@ absl::StatusOr<LoraPlan> plan_lora(const LoraFile& file, absl::string_view archi
     std::vector<std::string> supported;
     for (const LoraArchitectureRules* r : lora_architectures()) supported.emplace_back(r->architecture);
     return absl::InvalidArgumentError(absl::StrCat("LoRA adapters are not supported for architecture '",
-                                                   bounded(architecture, 64), "' (supported: ",
-                                                   absl::StrJoin(supported, ", "), ")"));
+                                                   bounded(architecture, 64),
+                                                   "' (supported: ", absl::StrJoin(supported, ", "), ")"));
   }
   if (file.tensors().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(bounded(file.path()), ": holds no tensors, so no LoRA adapter"));
@@ -116,7 +118,8 @@ absl::StatusOr<LoraPlan> plan_lora(const LoraFile& file, absl::string_view archi
   }
   if (formats.size() > 1) {
     std::vector<std::string> examples;
-    for (const auto& [format, key] : formats) examples.push_back(absl::StrCat(lora_format_name(format), " '", key, "'"));
+    for (const auto& [format, key] : formats)
+      examples.push_back(absl::StrCat(lora_format_name(format), " '", key, "'"));
     return refuse(file, "mixes LoRA layouts", examples);
   }
   if (!dora.empty()) {
@@ -190,9 +193,10 @@ absl::StatusOr<LoraPlan> plan_lora(const LoraFile& file, absl::string_view archi
       }
       if (const std::optional<LoraSectionConfig>& c = it->second) {
         if (c->use_dora) {
-          return refuse(file, absl::StrCat("DoRA is not supported (", kLoraAdapterMetadataKey, " says ",
-                                           m.key.section, ".use_dora)"),
-                        {stem});
+          return refuse(
+              file,
+              absl::StrCat("DoRA is not supported (", kLoraAdapterMetadataKey, " says ", m.key.section, ".use_dora)"),
+              {stem});
         }
         const std::optional<int64_t> r = c->rank_for(m.key.module);
         if (r && *r != p.rank) {

@@ -43,7 +43,8 @@ absl::StatusOr<std::optional<LoraModuleTarget>> map_lora_module(const LoraArchit
   }
   if (found.empty()) return std::optional<LoraModuleTarget>();
   for (size_t i = 1; i < found.size(); ++i) {
-    if (found[i].second.modules != found[0].second.modules || found[i].second.swap_halves != found[0].second.swap_halves) {
+    if (found[i].second.modules != found[0].second.modules ||
+        found[i].second.swap_halves != found[0].second.swap_halves) {
       return absl::InvalidArgumentError(absl::StrCat("module '", bounded(module), "' matches both ", rules.architecture,
                                                      " names '", found[0].first, "' and '", found[i].first, "'"));
     }

@@ -15,8 +15,7 @@ absl::StatusOr<torch::Tensor> merged_weight(const AdapterSet& set, absl::string_
   return status_of(absl::StrCat("merging LoRA terms into ", bounded(name)), [&]() -> absl::StatusOr<torch::Tensor> {
     // FP8 codes decode to float32 at most; float32 holds every decoded
     // value exactly, so widening after is the same weight.
-    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor w,
-                                store.materialize(name, store.is_fp8(name) ? torch::kFloat32 : wide));
+    DIFFUSIOND_ASSIGN_OR_RETURN(torch::Tensor w, store.materialize(name, store.is_fp8(name) ? torch::kFloat32 : wide));
     w = w.to(torch::kCPU, wide, /*non_blocking=*/false, /*copy=*/true);
     if (terms != nullptr) {
       for (const AdapterSet::Term& t : *terms) {

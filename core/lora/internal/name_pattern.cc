@@ -20,8 +20,7 @@ bool placeholder_at(absl::string_view pattern, size_t at, bool* patch) {
 
 }  // namespace
 
-std::optional<std::vector<std::string>> match_name(absl::string_view pattern, absl::string_view name,
-                                                   bool flattened) {
+std::optional<std::vector<std::string>> match_name(absl::string_view pattern, absl::string_view name, bool flattened) {
   std::vector<std::string> values;
   size_t p = 0, n = 0;
   while (p < pattern.size()) {

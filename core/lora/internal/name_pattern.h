@@ -16,8 +16,7 @@ namespace diffusiond::lora_internal {
 // The texts `pattern`'s placeholders matched when it matches all of
 // `name`, else nothing. With `flattened`, every '.' of the pattern's
 // literal text matches '_' instead (kohya's flattened names).
-std::optional<std::vector<std::string>> match_name(absl::string_view pattern, absl::string_view name,
-                                                   bool flattened);
+std::optional<std::vector<std::string>> match_name(absl::string_view pattern, absl::string_view name, bool flattened);
 
 // `pattern` with its placeholders replaced by `values` in order.
 // REQUIRES: `values` has one entry per placeholder.

@@ -94,7 +94,7 @@ TEST_F(AdapterSetTest, FusedOriginalSplitsByTheModelsPartSizes) {
   ASSERT_THAT(set, IsOk());
   const std::string b = "single_transformer_blocks.1.";
   EXPECT_EQ((*set)->weights(), (std::vector<std::string>{b + "attn.to_k.weight", b + "attn.to_q.weight",
-                                                          b + "attn.to_v.weight", b + "proj_mlp.weight"}));
+                                                         b + "attn.to_v.weight", b + "proj_mlp.weight"}));
   const torch::Tensor A = t[0].second.to(torch::kFloat64), B = t[1].second.to(torch::kFloat64);
   const double scale = 0.5 * 2.0 / 4;
   const torch::Tensor x = seeded_randn({3, kDemoDim}, 12);
@@ -122,24 +122,25 @@ TEST_F(AdapterSetTest, FusedOriginalSplitsByTheModelsPartSizes) {
 
 TEST_F(AdapterSetTest, ShapesThatDoNotFitTheModelAreRefusedNamingTheWeight) {
   // A of the wrong width.
-  std::shared_ptr<const LoraAdapter> wide =
-      adapter("wide.safetensors", kohya_module("lora_unet_double_blocks_0_img_attn_proj", kDemoDim + 8, kDemoDim, 4, 1));
+  std::shared_ptr<const LoraAdapter> wide = adapter(
+      "wide.safetensors", kohya_module("lora_unet_double_blocks_0_img_attn_proj", kDemoDim + 8, kDemoDim, 4, 1));
   EXPECT_THAT(AdapterSet::create(*model_, {{wide, 1}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("wide.safetensors"), HasSubstr("lora_down [4, 264]"),
                              HasSubstr("'transformer_blocks.0.attn.to_out.0.weight' is [256, 256]"))));
   // B rows that the parts do not add up to.
-  std::shared_ptr<const LoraAdapter> rows =
-      adapter("rows.safetensors", kohya_module("lora_unet_double_blocks_1_img_attn_qkv", kDemoDim, 3 * kDemoDim + 3, 4, 2));
+  std::shared_ptr<const LoraAdapter> rows = adapter(
+      "rows.safetensors", kohya_module("lora_unet_double_blocks_1_img_attn_qkv", kDemoDim, 3 * kDemoDim + 3, 4, 2));
   EXPECT_THAT(AdapterSet::create(*model_, {{rows, 1}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("lora_up [771, 4]"), HasSubstr("its parts have 768 rows"))));
   // A block the model does not have.
   std::shared_ptr<const LoraAdapter> block =
       adapter("block.safetensors", kohya_module("lora_unet_double_blocks_7_img_attn_proj", kDemoDim, kDemoDim, 4, 3));
-  EXPECT_THAT(AdapterSet::create(*model_, {{block, 1}}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("updates 'transformer_blocks.7.attn.to_out.0.weight', which the model does not hold")));
+  EXPECT_THAT(
+      AdapterSet::create(*model_, {{block, 1}}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("updates 'transformer_blocks.7.attn.to_out.0.weight', which the model does not hold")));
 }
 
 TEST_F(AdapterSetTest, AdaptersForAnotherArchitectureDtypeOrWeightAreRefused) {
@@ -185,6 +186,36 @@ TEST_F(AdapterSetTest, StackedAdaptersAddAndTheScopeIsPerCall) {
     EXPECT_EQ(LinearAdapterScope::current_for(reinterpret_cast<const Model*>(&other)), nullptr);
   }
   EXPECT_EQ(LinearAdapterScope::current_for(model_), nullptr);
+}
+
+// At bfloat16 compute, A and B are held and multiplied at bfloat16: the
+// sidecar product stays within bfloat16's rounding of the merged one.
+TEST_F(AdapterSetTest, Bfloat16TermIsAddedAtTheComputeDtype) {
+  ModelLoadOptions options;
+  options.compute_dtype = torch::kBFloat16;
+  LoadedModel bf16 = load_test_model(tmp_.path("flux"), options);
+  const Model* model = bf16.get<Model>();
+  ASSERT_NE(model, nullptr);
+  const LoraTensors t = kohya_module("lora_unet_double_blocks_1_txt_mlp_2", kDemoMlp, kDemoDim, 8, 41);
+  std::shared_ptr<const LoraAdapter> a = adapter("bf16_term.safetensors", t, "flux", torch::kBFloat16);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->modules().at(0).down.scalar_type(), torch::kBFloat16);
+  absl::StatusOr<std::unique_ptr<AdapterSet>> set = AdapterSet::create(*model, {{a, 1.5}});
+  ASSERT_THAT(set, IsOk());
+  const std::string weight = "transformer_blocks.1.ff_context.net.2.weight";
+  absl::StatusOr<torch::Tensor> w = model->weights().materialize(weight, torch::kBFloat16);
+  ASSERT_THAT(w, IsOk());
+  const torch::Tensor x = seeded_randn({5, kDemoMlp}, 42).to(torch::kBFloat16);
+  const torch::Tensor y = (*set)->add_term(torch::linear(x, *w), x, weight);
+  EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+  absl::StatusOr<torch::Tensor> merged = merged_weight(**set, weight, torch::kFloat64);
+  ASSERT_THAT(merged, IsOk());
+  const torch::Tensor want = torch::linear(x.to(torch::kFloat64), *merged);
+  const double scale = want.abs().max().item<double>();
+  EXPECT_LT((y.to(torch::kFloat64) - want).abs().max().item<double>(), 2e-2 * scale);
+  const double effect =
+      (want - torch::linear(x.to(torch::kFloat64), w->to(torch::kFloat64))).abs().max().item<double>();
+  EXPECT_GT(effect, 0.1 * scale);
 }
 
 }  // namespace

@@ -81,7 +81,8 @@ class VramLoraParity : public ::testing::TestWithParam<const char*> {
     EXPECT_THAT(io, IsOk());
     if (!io.ok()) return in;
     for (const TensorRecord& t : (*io)->tensors()) {
-      if (absl::StartsWith(t.name, prefix) && t.name != prefix + "out") in[t.name.substr(prefix.size())] = io_.get(t.name);
+      if (absl::StartsWith(t.name, prefix) && t.name != prefix + "out")
+        in[t.name.substr(prefix.size())] = io_.get(t.name);
     }
     if (model.architecture() == "z-image") {
       in["x"] = in["x"].unsqueeze(0);
@@ -102,7 +103,8 @@ class VramLoraParity : public ::testing::TestWithParam<const char*> {
     for (const auto& entry : c) {
       const std::string path =
           absl::StrCat(device_lora_fixture(), "/", key(), "/", entry.at(0).get<std::string>(), ".peft.safetensors");
-      absl::StatusOr<std::unique_ptr<LoraAdapter>> a = LoraAdapter::read(path, model.architecture(), compute_dtype(model));
+      absl::StatusOr<std::unique_ptr<LoraAdapter>> a =
+          LoraAdapter::read(path, model.architecture(), compute_dtype(model));
       EXPECT_THAT(a, IsOk());
       if (!a.ok()) return nullptr;
       list.push_back({std::shared_ptr<const LoraAdapter>(std::move(*a)), entry.at(1).get<double>()});

@@ -338,7 +338,8 @@ TEST_P(LoraParity, Fp8BaseSidecarIsTheMergedDecodedForward) {
   const Model* model = l.get<Model>();
   ASSERT_NE(model, nullptr);
   ASSERT_GT(model->weights().fp8_count(), 0);
-  absl::StatusOr<std::shared_ptr<const LoadRecipe>> recipe = [&]() -> absl::StatusOr<std::shared_ptr<const LoadRecipe>> {
+  absl::StatusOr<std::shared_ptr<const LoadRecipe>> recipe =
+      [&]() -> absl::StatusOr<std::shared_ptr<const LoadRecipe>> {
     const ModelFamily* family = find_model_family(*l.checkpoint);
     if (family == nullptr) return absl::NotFoundError("no family");
     absl::StatusOr<std::unique_ptr<LoadRecipe>> r = family->recipe(*l.checkpoint);

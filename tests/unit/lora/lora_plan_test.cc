@@ -35,7 +35,7 @@ using LoraTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
 // Writes `tensors` (float32 or bfloat16) as a safetensors file.
 std::string write_lora_file(const TempDir& tmp, const std::string& name, const LoraTensors& tensors,
-                       const std::map<std::string, std::string>& metadata = {}) {
+                            const std::map<std::string, std::string>& metadata = {}) {
   const std::string path = tmp.path(name);
   std::vector<TensorSpec> specs;
   for (const auto& [key, t] : tensors) {
@@ -55,8 +55,8 @@ std::string write_lora_file(const TempDir& tmp, const std::string& name, const L
 torch::Tensor lora_values(std::vector<int64_t> shape, float v = 0.25f) { return torch::full(shape, v); }
 
 // One module's A, B (rank 4, 64 -> 64) and, when alpha > 0, its alpha.
-LoraTensors lora_module_tensors(const std::string& stem, const std::string& down, const std::string& up, double alpha = 0,
-               int64_t out = 64) {
+LoraTensors lora_module_tensors(const std::string& stem, const std::string& down, const std::string& up,
+                                double alpha = 0, int64_t out = 64) {
   LoraTensors t = {{stem + down, lora_values({4, 64})}, {stem + up, lora_values({out, 4})}};
   if (alpha > 0) t.push_back({stem + ".alpha", torch::full({}, alpha)});
   return t;
@@ -69,7 +69,7 @@ LoraTensors concat_tensors(std::vector<LoraTensors> parts) {
 }
 
 absl::StatusOr<LoraPlan> plan_file(const std::string& path, absl::string_view architecture,
-                              std::unique_ptr<LoraFile>* keep) {
+                                   std::unique_ptr<LoraFile>* keep) {
   absl::StatusOr<std::unique_ptr<LoraFile>> file = LoraFile::open(path);
   if (!file.ok()) return file.status();
   *keep = std::move(*file);
@@ -89,8 +89,9 @@ class LoraPlanTest : public ::testing::Test {
 TEST_F(LoraPlanTest, AdapterForAnotherArchitectureSaysWhichItIs) {
   const std::string path = write_lora_file(
       tmp_, "flux.safetensors",
-      concat_tensors({lora_module_tensors("lora_unet_double_blocks_0_img_attn_proj", ".lora_down.weight", ".lora_up.weight", 4),
-              lora_module_tensors("lora_unet_single_blocks_0_linear2", ".lora_down.weight", ".lora_up.weight", 4)}));
+      concat_tensors(
+          {lora_module_tensors("lora_unet_double_blocks_0_img_attn_proj", ".lora_down.weight", ".lora_up.weight", 4),
+           lora_module_tensors("lora_unet_single_blocks_0_linear2", ".lora_down.weight", ".lora_up.weight", 4)}));
   EXPECT_THAT(plan_file(path, "z-image"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("an adapter for flux, not z-image"), HasSubstr("flux.safetensors"),
@@ -111,16 +112,17 @@ TEST_F(LoraPlanTest, UnmappableKeysAreRefusedByNameInABoundedList) {
 }
 
 TEST_F(LoraPlanTest, UnsupportedArchitectureIsRefused) {
-  const std::string path =
-      write_lora_file(tmp_, "a.safetensors", lora_module_tensors("transformer.proj_out", ".lora_A.weight", ".lora_B.weight"));
+  const std::string path = write_lora_file(
+      tmp_, "a.safetensors", lora_module_tensors("transformer.proj_out", ".lora_A.weight", ".lora_B.weight"));
   EXPECT_THAT(plan_file(path, "vae"), StatusIs(absl::StatusCode::kInvalidArgument,
-                                          AllOf(HasSubstr("'vae'"), HasSubstr("flux, z-image, qwen-image, wan"))));
+                                               AllOf(HasSubstr("'vae'"), HasSubstr("flux, z-image, qwen-image, wan"))));
 }
 
 // Upstream drops dora_scale and loads the rest as plain LoRA: a different
 // model than the one trained. Refused, naming the key.
 TEST_F(LoraPlanTest, DoraIsRefusedNamingTheKey) {
-  LoraTensors kohya = lora_module_tensors("lora_unet_double_blocks_0_img_attn_proj", ".lora_down.weight", ".lora_up.weight", 4);
+  LoraTensors kohya =
+      lora_module_tensors("lora_unet_double_blocks_0_img_attn_proj", ".lora_down.weight", ".lora_up.weight", 4);
   kohya.push_back({"lora_unet_double_blocks_0_img_attn_proj.dora_scale", lora_values({1, 64})});
   EXPECT_THAT(plan_file(write_lora_file(tmp_, "dora.safetensors", kohya), "flux"),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -132,10 +134,11 @@ TEST_F(LoraPlanTest, DoraIsRefusedNamingTheKey) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("blocks.0.attn1.to_q.lora_magnitude_vector")));
 
   const std::string flagged =
-      write_lora_file(tmp_, "flag.safetensors", lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"),
-                 {{"lora_adapter_metadata", R"({"transformer.r": 4, "transformer.use_dora": true})"}});
+      write_lora_file(tmp_, "flag.safetensors",
+                      lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"),
+                      {{"lora_adapter_metadata", R"({"transformer.r": 4, "transformer.use_dora": true})"}});
   EXPECT_THAT(plan_file(flagged, "wan"), StatusIs(absl::StatusCode::kInvalidArgument,
-                                             AllOf(HasSubstr("DoRA"), HasSubstr("transformer.use_dora"))));
+                                                  AllOf(HasSubstr("DoRA"), HasSubstr("transformer.use_dora"))));
 }
 
 TEST_F(LoraPlanTest, KeysOfNoLayoutMixedLayoutsAndDiffsAreRefused) {
@@ -145,8 +148,9 @@ TEST_F(LoraPlanTest, KeysOfNoLayoutMixedLayoutsAndDiffsAreRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("no LoRA layout"), HasSubstr("blocks.0.attn1.to_k.lora_A.weight"))));
 
-  const LoraTensors mixed = concat_tensors({lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"),
-                                lora_module_tensors("lora_unet_blocks_0_self_attn_k", ".lora_down.weight", ".lora_up.weight", 4)});
+  const LoraTensors mixed = concat_tensors(
+      {lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"),
+       lora_module_tensors("lora_unet_blocks_0_self_attn_k", ".lora_down.weight", ".lora_up.weight", 4)});
   EXPECT_THAT(plan_file(write_lora_file(tmp_, "mixed.safetensors", mixed), "wan"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("mixes LoRA layouts"), HasSubstr("diffusers"), HasSubstr("kohya"))));
@@ -165,7 +169,7 @@ TEST_F(LoraPlanTest, MalformedModulesAreRefused) {
                        AllOf(HasSubstr("transformer.blocks.0.attn1.to_q' has 1 lora_down/lora_A, 0 lora_up"))));
 
   const LoraTensors ranks = {{"transformer.blocks.0.attn1.to_q.lora_A.weight", lora_values({4, 64})},
-                         {"transformer.blocks.0.attn1.to_q.lora_B.weight", lora_values({64, 2})}};
+                             {"transformer.blocks.0.attn1.to_q.lora_B.weight", lora_values({64, 2})}};
   EXPECT_THAT(plan_file(write_lora_file(tmp_, "ranks.safetensors", ranks), "wan"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("lora_down [4, 64] and lora_up [64, 2]"), HasSubstr("[rank, in]"))));
@@ -176,31 +180,36 @@ TEST_F(LoraPlanTest, MalformedModulesAreRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("alpha of shape [2], expected one value")));
 
   const std::string meta =
-      write_lora_file(tmp_, "meta.safetensors", lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"),
-                 {{"lora_adapter_metadata", R"({"transformer.r": 8, "transformer.lora_alpha": 8})"}});
-  EXPECT_THAT(plan_file(meta, "wan"), StatusIs(absl::StatusCode::kInvalidArgument,
-                                          HasSubstr("'transformer.blocks.0.attn1.to_q' has rank 4, but the metadata "
-                                                    "says r = 8")));
+      write_lora_file(tmp_, "meta.safetensors",
+                      lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"),
+                      {{"lora_adapter_metadata", R"({"transformer.r": 8, "transformer.lora_alpha": 8})"}});
+  EXPECT_THAT(plan_file(meta, "wan"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("'transformer.blocks.0.attn1.to_q' has rank 4, but the metadata "
+                                 "says r = 8")));
 
-  const std::string regex =
-      write_lora_file(tmp_, "regex.safetensors", lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"),
-                 {{"lora_adapter_metadata", R"({"transformer.r": 4, "transformer.alpha_pattern": {"blocks\\.[0-9]+": 2}})"}});
+  const std::string regex = write_lora_file(
+      tmp_, "regex.safetensors",
+      lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"),
+      {{"lora_adapter_metadata", R"({"transformer.r": 4, "transformer.alpha_pattern": {"blocks\\.[0-9]+": 2}})"}});
   EXPECT_THAT(plan_file(regex, "wan"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is a regular expression")));
 }
 
 TEST_F(LoraPlanTest, TruncatedAndEmptyFilesAreRefused) {
   const std::string path =
-      write_lora_file(tmp_, "cut.safetensors", lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"));
+      write_lora_file(tmp_, "cut.safetensors",
+                      lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"));
   std::filesystem::resize_file(path, std::filesystem::file_size(path) - 100);
   EXPECT_THAT(LoraFile::open(path), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("cut.safetensors")));
 
   EXPECT_THAT(plan_file(write_lora_file(tmp_, "empty.safetensors", {}), "wan"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("holds no tensors")));
 
-  const std::string bad_meta = write_lora_file(tmp_, "bad_meta.safetensors",
-                                          lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"),
-                                          {{"lora_adapter_metadata", "[1, 2]"}});
+  const std::string bad_meta =
+      write_lora_file(tmp_, "bad_meta.safetensors",
+                      lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"),
+                      {{"lora_adapter_metadata", "[1, 2]"}});
   EXPECT_THAT(LoraFile::open(bad_meta), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a JSON object")));
 }
 
@@ -212,12 +221,13 @@ TEST_F(LoraPlanTest, NanAndInfinityAreRefusedAtLoadNamingTheTensor) {
   std::unique_ptr<LoraFile> file;
   absl::StatusOr<LoraPlan> p = plan_file(nan, "wan", &file);
   ASSERT_THAT(p, IsOk());
-  EXPECT_THAT(LoraAdapter::load(*file, *p, torch::kFloat32),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("'transformer.blocks.0.attn1.to_q.lora_B.weight'"),
-                             HasSubstr("NaN or an infinity"))));
+  EXPECT_THAT(
+      LoraAdapter::load(*file, *p, torch::kFloat32),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("'transformer.blocks.0.attn1.to_q.lora_B.weight'"), HasSubstr("NaN or an infinity"))));
 
-  LoraTensors alpha = lora_module_tensors("diffusion_model.blocks.0.self_attn.q", ".lora_down.weight", ".lora_up.weight");
+  LoraTensors alpha =
+      lora_module_tensors("diffusion_model.blocks.0.self_attn.q", ".lora_down.weight", ".lora_up.weight");
   alpha.push_back({"diffusion_model.blocks.0.self_attn.q.alpha", torch::full({}, INFINITY)});
   EXPECT_THAT(LoraAdapter::read(write_lora_file(tmp_, "inf.safetensors", alpha), "wan", torch::kFloat32),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("self_attn.q.alpha' holds a NaN or an infinity")));
@@ -232,9 +242,9 @@ TEST_F(LoraPlanTest, NanAndInfinityAreRefusedAtLoadNamingTheTensor) {
 // scale = alpha / rank: the file's alpha tensor, else the metadata's
 // lora_alpha (pattern first; / √r with rsLoRA), else alpha = rank.
 TEST_F(LoraPlanTest, ScalesFollowAlphaTensorsThenMetadataThenRank) {
-  const LoraTensors kohya =
-      concat_tensors({lora_module_tensors("lora_unet_blocks_0_self_attn_q", ".lora_down.weight", ".lora_up.weight", 2.0),
-              lora_module_tensors("lora_unet_blocks_0_self_attn_k", ".lora_down.weight", ".lora_up.weight")});
+  const LoraTensors kohya = concat_tensors(
+      {lora_module_tensors("lora_unet_blocks_0_self_attn_q", ".lora_down.weight", ".lora_up.weight", 2.0),
+       lora_module_tensors("lora_unet_blocks_0_self_attn_k", ".lora_down.weight", ".lora_up.weight")});
   absl::StatusOr<std::unique_ptr<LoraAdapter>> a =
       LoraAdapter::read(write_lora_file(tmp_, "kohya.safetensors", kohya), "wan", torch::kFloat32);
   ASSERT_THAT(a, IsOk());
@@ -245,11 +255,12 @@ TEST_F(LoraPlanTest, ScalesFollowAlphaTensorsThenMetadataThenRank) {
   EXPECT_EQ(scales.at("blocks.0.attn1.to_k"), 1.0);
   EXPECT_EQ((*a)->format(), LoraFormat::kKohya);
 
-  const LoraTensors peft = concat_tensors({lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"),
-                               lora_module_tensors("transformer.blocks.1.attn1.to_q", ".lora_A.weight", ".lora_B.weight")});
+  const LoraTensors peft =
+      concat_tensors({lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight"),
+                      lora_module_tensors("transformer.blocks.1.attn1.to_q", ".lora_A.weight", ".lora_B.weight")});
   a = LoraAdapter::read(write_lora_file(tmp_, "peft.safetensors", peft,
-                                   {{"lora_adapter_metadata",
-                                     R"({"transformer.r": 4, "transformer.lora_alpha": 8.0,
+                                        {{"lora_adapter_metadata",
+                                          R"({"transformer.r": 4, "transformer.lora_alpha": 8.0,
                                          "transformer.alpha_pattern": {"1.attn1.to_q": 2.0},
                                          "transformer.use_rslora": true})"}}),
                         "wan", torch::kFloat32);
@@ -261,17 +272,18 @@ TEST_F(LoraPlanTest, ScalesFollowAlphaTensorsThenMetadataThenRank) {
 
   // Upstream lets the metadata win over an alpha tensor silently.
   LoraTensors both = lora_module_tensors("transformer.blocks.0.attn1.to_q", ".lora_A.weight", ".lora_B.weight", 3.0);
-  EXPECT_THAT(LoraAdapter::read(write_lora_file(tmp_, "both.safetensors", both,
-                                           {{"lora_adapter_metadata", R"({"transformer.lora_alpha": 8.0})"}}),
-                                "wan", torch::kFloat32),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("has alpha 3, but the metadata says lora_alpha = 8")));
+  EXPECT_THAT(
+      LoraAdapter::read(write_lora_file(tmp_, "both.safetensors", both,
+                                        {{"lora_adapter_metadata", R"({"transformer.lora_alpha": 8.0})"}}),
+                        "wan", torch::kFloat32),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has alpha 3, but the metadata says lora_alpha = 8")));
 }
 
 // Qwen-Image upstream drops the alphas of lora_A/lora_B ComfyUI files
 // (scale 1); they are applied here.
 TEST_F(LoraPlanTest, ComfyUiLoraAWithAlphaKeepsItsAlpha) {
-  const LoraTensors t = lora_module_tensors("diffusion_model.transformer_blocks.0.attn.to_q", ".lora_A.weight", ".lora_B.weight", 1.0);
+  const LoraTensors t =
+      lora_module_tensors("diffusion_model.transformer_blocks.0.attn.to_q", ".lora_A.weight", ".lora_B.weight", 1.0);
   absl::StatusOr<std::unique_ptr<LoraAdapter>> a =
       LoraAdapter::read(write_lora_file(tmp_, "qwen.safetensors", t), "qwen-image", torch::kFloat32);
   ASSERT_THAT(a, IsOk());
@@ -282,12 +294,12 @@ TEST_F(LoraPlanTest, ComfyUiLoraAWithAlphaKeepsItsAlpha) {
 // Text-encoder modules are kept and listed, never mapped onto the
 // denoiser; bytes() counts them.
 TEST_F(LoraPlanTest, TextEncoderModulesAreKeptAndListed) {
-  const LoraTensors t =
-      concat_tensors({lora_module_tensors("diffusion_model.double_blocks.0.img_attn.proj", ".lora_down.weight", ".lora_up.weight", 4),
-              lora_module_tensors("text_encoders.clip_l.transformer.text_model.encoder.layers.0.self_attn.q_proj",
-                     ".lora_down.weight", ".lora_up.weight", 4),
-              lora_module_tensors("text_encoders.t5xxl.transformer.encoder.block.0.layer.0.SelfAttention.q", ".lora_down.weight",
-                     ".lora_up.weight")});
+  const LoraTensors t = concat_tensors(
+      {lora_module_tensors("diffusion_model.double_blocks.0.img_attn.proj", ".lora_down.weight", ".lora_up.weight", 4),
+       lora_module_tensors("text_encoders.clip_l.transformer.text_model.encoder.layers.0.self_attn.q_proj",
+                           ".lora_down.weight", ".lora_up.weight", 4),
+       lora_module_tensors("text_encoders.t5xxl.transformer.encoder.block.0.layer.0.SelfAttention.q",
+                           ".lora_down.weight", ".lora_up.weight")});
   std::unique_ptr<LoraFile> file;
   absl::StatusOr<LoraPlan> p = plan_file(write_lora_file(tmp_, "te.safetensors", t), "flux", &file);
   ASSERT_THAT(p, IsOk());
@@ -313,7 +325,7 @@ TEST_F(LoraPlanTest, TextEncoderModulesAreKeptAndListed) {
 TEST_F(LoraPlanTest, FluxFinalModulationSwapsHalves) {
   torch::Tensor up = torch::arange(8, torch::kFloat32).view({8, 1}).expand({8, 4}).contiguous();
   const LoraTensors t = {{"lora_unet_final_layer_adaLN_modulation_1.lora_down.weight", lora_values({4, 64})},
-                     {"lora_unet_final_layer_adaLN_modulation_1.lora_up.weight", up}};
+                         {"lora_unet_final_layer_adaLN_modulation_1.lora_up.weight", up}};
   absl::StatusOr<std::unique_ptr<LoraAdapter>> a =
       LoraAdapter::read(write_lora_file(tmp_, "final.safetensors", t), "flux", torch::kFloat32);
   ASSERT_THAT(a, IsOk());
@@ -321,7 +333,7 @@ TEST_F(LoraPlanTest, FluxFinalModulationSwapsHalves) {
   EXPECT_TRUE(torch::equal((*a)->modules()[0].up, torch::cat({up.narrow(0, 4, 4), up.narrow(0, 0, 4)})));
 
   const LoraTensors odd = {{"lora_unet_final_layer_adaLN_modulation_1.lora_down.weight", lora_values({4, 64})},
-                       {"lora_unet_final_layer_adaLN_modulation_1.lora_up.weight", lora_values({7, 4})}};
+                           {"lora_unet_final_layer_adaLN_modulation_1.lora_up.weight", lora_values({7, 4})}};
   EXPECT_THAT(LoraAdapter::read(write_lora_file(tmp_, "odd.safetensors", odd), "flux", torch::kFloat32),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lora_up of 7 rows")));
 }
@@ -366,9 +378,9 @@ TEST_F(LoraPlanTest, UpstreamsTrapProbesMapOrAreRefused) {
   a = probe("z4", "z-image",
             rank2("diffusion_model.layers.0.attention.qkv", ".lora_A.weight", ".lora_B.weight", 1, /*out=*/24));
   ASSERT_THAT(a, IsOk());
-  EXPECT_EQ(targets(**a), (Map{{"layers.0.attention.to_q", 0.5},
-                               {"layers.0.attention.to_k", 0.5},
-                               {"layers.0.attention.to_v", 0.5}}));
+  EXPECT_EQ(
+      targets(**a),
+      (Map{{"layers.0.attention.to_q", 0.5}, {"layers.0.attention.to_k", 0.5}, {"layers.0.attention.to_v", 0.5}}));
   // Upstream: KeyError for the missing alpha; kohya's default is alpha = rank.
   a = probe("q1", "qwen-image",
             rank2("lora_unet_transformer_blocks_0_attn_to_q", ".lora_down.weight", ".lora_up.weight", 0));
@@ -382,7 +394,7 @@ TEST_F(LoraPlanTest, UpstreamsTrapProbesMapOrAreRefused) {
   LoraTensors dora = rank2("diffusion_model.blocks.0.self_attn.q", ".lora_A.weight", ".lora_B.weight", 0);
   dora.push_back({"diffusion_model.blocks.0.self_attn.q.dora_scale", lora_values({1, 8})});
   EXPECT_THAT(probe("w2", "wan", dora), StatusIs(absl::StatusCode::kInvalidArgument,
-                                                  HasSubstr("diffusion_model.blocks.0.self_attn.q.dora_scale")));
+                                                 HasSubstr("diffusion_model.blocks.0.self_attn.q.dora_scale")));
   // Upstream: left as "diffusion_model.double_blocks..." keys, applied to nothing.
   a = probe("f1", "flux",
             rank2("diffusion_model.double_blocks.0.img_attn.proj", ".lora_A.weight", ".lora_B.weight", 0));

@@ -71,16 +71,20 @@ TEST(LoraRules, ZImageOriginalOutAndQkvMap) {
 }
 
 TEST(LoraRules, WanOriginalsAndMusubiNames) {
-  EXPECT_EQ(mapped_module("wan", "blocks.4.self_attn.o", false).modules, (std::vector<std::string>{"blocks.4.attn1.to_out.0"}));
-  EXPECT_EQ(mapped_module("wan", "blocks_4_cross_attn_k", true).modules, (std::vector<std::string>{"blocks.4.attn2.to_k"}));
-  EXPECT_EQ(mapped_module("wan", "blocks_0_ffn_0", true).modules, (std::vector<std::string>{"blocks.0.ffn.net.0.proj"}));
+  EXPECT_EQ(mapped_module("wan", "blocks.4.self_attn.o", false).modules,
+            (std::vector<std::string>{"blocks.4.attn1.to_out.0"}));
+  EXPECT_EQ(mapped_module("wan", "blocks_4_cross_attn_k", true).modules,
+            (std::vector<std::string>{"blocks.4.attn2.to_k"}));
+  EXPECT_EQ(mapped_module("wan", "blocks_0_ffn_0", true).modules,
+            (std::vector<std::string>{"blocks.0.ffn.net.0.proj"}));
   EXPECT_EQ(mapped_module("wan", "head.head", false).modules, (std::vector<std::string>{"proj_out"}));
 }
 
 TEST(LoraRules, QwenImageFlattenedNames) {
   EXPECT_EQ(mapped_module("qwen-image", "transformer_blocks_1_txt_mlp_net_0_proj", true).modules,
             (std::vector<std::string>{"transformer_blocks.1.txt_mlp.net.0.proj"}));
-  EXPECT_EQ(mapped_module("qwen-image", "norm_out_linear", true).modules, (std::vector<std::string>{"norm_out.linear"}));
+  EXPECT_EQ(mapped_module("qwen-image", "norm_out_linear", true).modules,
+            (std::vector<std::string>{"norm_out.linear"}));
   EXPECT_EQ(mapped_module("qwen-image", "transformer_blocks_0_img_mod_1", true).modules,
             (std::vector<std::string>{"transformer_blocks.0.img_mod.1"}));
 }
