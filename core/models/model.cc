@@ -5,6 +5,7 @@
 
 #include "core/models/activation_estimate.h"
 #include "core/models/forward_weights.h"
+#include "core/models/linear_adapter.h"
 #include "kernels/onednn_cpu.h"
 
 namespace diffusiond {
@@ -29,6 +30,14 @@ torch::Tensor Model::param(absl::string_view name) const {
 }
 
 torch::Tensor Model::linear_layer(const torch::Tensor& x, absl::string_view weight, absl::string_view bias) const {
+  torch::Tensor y = stored_linear(x, weight, bias);
+  // A call's adapters add their terms beside the stored weight, whichever
+  // path computed it (linear_adapter.h).
+  if (const LinearAdapter* adapter = LinearAdapterScope::current_for(this)) return adapter->add_term(y, x, weight);
+  return y;
+}
+
+torch::Tensor Model::stored_linear(const torch::Tensor& x, absl::string_view weight, absl::string_view bias) const {
   if (ForwardWeights* source = ForwardWeights::current_for(this)) {
     if (std::optional<torch::Tensor> y = source->linear(x, weight, bias, weights_->compute_dtype())) return *y;
   }

@@ -82,10 +82,16 @@ class Model {
   torch::Device forward_device() const;
   // x @ weight^T + bias (`bias` empty: none) at the compute dtype. A
   // placement may run it as a scaled FP8 matmul (forward_weights.h);
-  // otherwise the weight is materialised and upcast, as param() does.
+  // otherwise the weight is materialised and upcast, as param() does. The
+  // calling thread's LinearAdapter for this model, if any, adds its term
+  // for `weight` (linear_adapter.h): every linear an adapter may target
+  // goes through here.
   torch::Tensor linear_layer(const torch::Tensor& x, absl::string_view weight, absl::string_view bias) const;
 
  private:
+  // linear_layer() without the adapter's term: the stored weight's product.
+  torch::Tensor stored_linear(const torch::Tensor& x, absl::string_view weight, absl::string_view bias) const;
+
   std::unique_ptr<WeightStore> weights_;
 };
 

@@ -1,0 +1,134 @@
+#include "core/lora/adapter_set.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/lora/internal/messages.h"
+#include "core/precision/torch_dtype.h"
+#include "core/util/bounded_text.h"
+
+namespace diffusiond {
+namespace {
+
+using lora_internal::kMaxListedProblems;
+using lora_internal::shape_text;
+
+// The shape the model stores `name` at, or nothing when it holds no such
+// weight (a packed weight keeps its shape; FP8 codes have the weight's).
+std::optional<std::vector<int64_t>> stored_shape(const WeightStore& store, const std::string& name) {
+  if (const torch::Tensor* dense = store.dense(name)) return dense->sizes().vec();
+  if (const Fp8Weight* fp8 = store.fp8(name)) return fp8->codes.sizes().vec();
+  return std::nullopt;
+}
+
+// Splits `m` into one term per weight, checking the shapes; appends what
+// does not fit to `problems`.
+void add_module_terms(const WeightStore& store, const LoraModule& m, double scale,
+                      std::map<std::string, std::vector<AdapterSet::Term>, std::less<>>* terms,
+                      std::vector<std::string>* problems) {
+  const int64_t in = m.down.size(1), rows = m.up.size(0);
+  std::vector<int64_t> part_rows;
+  for (const std::string& module : m.modules) {
+    const std::string weight = module + ".weight";
+    const std::optional<std::vector<int64_t>> shape = stored_shape(store, weight);
+    if (!shape) {
+      problems->push_back(absl::StrCat("'", m.source, "' updates '", weight, "', which the model does not hold"));
+      return;
+    }
+    if (shape->size() != 2 || (*shape)[1] != in) {
+      problems->push_back(absl::StrCat("'", m.source, "' has lora_down ", shape_text(m.down.sizes().vec()), ", but '",
+                                       weight, "' is ", shape_text(*shape)));
+      return;
+    }
+    part_rows.push_back((*shape)[0]);
+  }
+  int64_t total = 0;
+  for (int64_t r : part_rows) total += r;
+  if (total != rows) {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < m.modules.size(); ++i) parts.push_back(absl::StrCat(m.modules[i], " ", part_rows[i]));
+    problems->push_back(absl::StrCat("'", m.source, "' has lora_up ", shape_text(m.up.sizes().vec()), ", but ",
+                                     m.modules.size() == 1 ? "its weight has " : "its parts have ", total, " rows (",
+                                     absl::StrJoin(parts, ", "), ")"));
+    return;
+  }
+  int64_t first = 0;
+  for (size_t i = 0; i < m.modules.size(); ++i) {
+    (*terms)[m.modules[i] + ".weight"].push_back({m.down, m.up.narrow(0, first, part_rows[i]), scale});
+    first += part_rows[i];
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AdapterSet>> AdapterSet::create(const Model& model,
+                                                               std::vector<WeightedLoraAdapter> adapters) {
+  std::unique_ptr<AdapterSet> set(new AdapterSet(model, std::move(adapters)));
+  const torch::ScalarType dtype = compute_dtype(model);
+  for (const WeightedLoraAdapter& w : set->adapters_) {
+    if (w.adapter == nullptr) return absl::InvalidArgumentError("a LoRA adapter of the set is missing");
+    const LoraAdapter& a = *w.adapter;
+    const std::string name = bounded(a.path());
+    if (a.architecture() != model.architecture()) {
+      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter ", name, " is for ", a.architecture(),
+                                                     ", but the model is ", model.architecture()));
+    }
+    if (a.dtype() != dtype) {
+      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter ", name, " was loaded at ",
+                                                     scalar_type_name(a.dtype()), ", but the model computes at ",
+                                                     scalar_type_name(dtype)));
+    }
+    if (!std::isfinite(w.weight)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LoRA adapter ", name, " has weight ", w.weight, ", expected a finite number"));
+    }
+    std::vector<std::string> problems;
+    std::map<std::string, std::vector<Term>, std::less<>> terms;
+    for (const LoraModule& m : a.modules()) add_module_terms(model.weights(), m, w.weight * m.scale, &terms, &problems);
+    if (!problems.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter ", name, " does not fit the ", model.architecture(),
+                                                     " model: ", bounded_list(problems, kMaxListedProblems)));
+    }
+    if (w.weight == 0) continue;
+    for (auto& [weight, list] : terms) {
+      std::vector<Term>& into = set->terms_[weight];
+      into.insert(into.end(), list.begin(), list.end());
+    }
+  }
+  return set;
+}
+
+torch::Tensor AdapterSet::add_term(torch::Tensor y, const torch::Tensor& x, absl::string_view weight) const {
+  const auto it = terms_.find(weight);
+  if (it == terms_.end()) return y;
+  for (const Term& t : it->second) {
+    const torch::TensorOptions at = x.options();
+    // A device forward reads A and B from the CPU copy each product: they
+    // are rank-sized, small beside the weight the product streams.
+    const torch::Tensor a = t.down.to(at), b = t.up.to(at);
+    const torch::Tensor xa = torch::linear(x, a);  // [..., rank]
+    if (y.is_contiguous() && y.scalar_type() == xa.scalar_type()) {
+      // Accumulated into y: the term's only temporary is x·Aᵀ, rank-sized,
+      // not a second output that no activation estimate counts.
+      y.view({-1, y.size(-1)}).addmm_(xa.reshape({-1, xa.size(-1)}), b.t(), /*beta=*/1, /*alpha=*/t.scale);
+    } else {
+      y.add_(torch::linear(xa, b).to(y.scalar_type()), t.scale);
+    }
+  }
+  return y;
+}
+
+const std::vector<AdapterSet::Term>* AdapterSet::terms(absl::string_view weight) const {
+  const auto it = terms_.find(weight);
+  return it == terms_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> AdapterSet::weights() const {
+  std::vector<std::string> out;
+  for (const auto& [weight, unused] : terms_) out.push_back(weight);
+  return out;
+}
+
+}  // namespace diffusiond

@@ -1,0 +1,79 @@
+// AdapterSet: the LoRA adapters one call runs with — each LoraAdapter with
+// its weight (PEFT's set_adapters weights) — checked against the model they
+// attach to. While attached (attach(), a LinearAdapterScope) every linear
+// of that model on the calling thread computes
+//   y = W x (+ b) + Σ weight · scale · B (A x)
+// beside the stored weight, which is never changed, dequantised or copied:
+// an FP8 or packed base stays as loaded, and the next call may run with
+// other adapters, or none, at no cost. Several adapters on one weight add.
+//
+// Not here: loading adapters (lora_adapter.h), merging into a copy of the
+// weights (merged_weight.h).
+#ifndef DIFFUSIOND_CORE_LORA_ADAPTER_SET_H_
+#define DIFFUSIOND_CORE_LORA_ADAPTER_SET_H_
+
+#include <torch/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/lora/lora_adapter.h"
+#include "core/models/linear_adapter.h"
+#include "core/models/model.h"
+
+namespace diffusiond {
+
+struct WeightedLoraAdapter {
+  std::shared_ptr<const LoraAdapter> adapter;
+  double weight = 1;  // multiplies the adapter's scale; 0 leaves it out
+};
+
+// Immutable after create(); may be attached by several threads at once.
+// Holds its adapters; `model` must outlive it.
+class AdapterSet final : public LinearAdapter {
+ public:
+  // One term of a weight: its rows of B (a fused original's part) and A.
+  struct Term {
+    torch::Tensor down;  // A [rank, in]
+    torch::Tensor up;    // B [rows, rank]
+    double scale = 1;    // the adapter's weight times its module's scale
+  };
+
+  // Checks `adapters` against `model`: each was loaded for the model's
+  // architecture at its compute dtype, its weight is finite, and every
+  // module's weights are held by the model as [rows, in] with `in` A's
+  // columns and the rows adding up to B's. INVALID_ARGUMENT naming the
+  // adapter, its module and the weight otherwise (a bounded list): nothing
+  // is attached half-way.
+  static absl::StatusOr<std::unique_ptr<AdapterSet>> create(const Model& model,
+                                                            std::vector<WeightedLoraAdapter> adapters);
+
+  // Makes this set the calling thread's adapter for its model until the
+  // returned scope goes (the attach point of one call).
+  LinearAdapterScope attach() const { return LinearAdapterScope(*model_, *this); }
+
+  torch::Tensor add_term(torch::Tensor y, const torch::Tensor& x, absl::string_view weight) const override;
+
+  const Model& model() const { return *model_; }
+  // The terms on the weight named `weight`, or null when none.
+  const std::vector<Term>* terms(absl::string_view weight) const;
+  // Every weight the set changes, sorted.
+  std::vector<std::string> weights() const;
+
+ private:
+  AdapterSet(const Model& model, std::vector<WeightedLoraAdapter> adapters)
+      : model_(&model), adapters_(std::move(adapters)) {}
+
+  const Model* const model_;
+  // Owns the tensors the terms view.
+  const std::vector<WeightedLoraAdapter> adapters_;
+  std::map<std::string, std::vector<Term>, std::less<>> terms_;
+};
+
+}  // namespace diffusiond
+
+#endif  // DIFFUSIOND_CORE_LORA_ADAPTER_SET_H_
