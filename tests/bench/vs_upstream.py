@@ -96,6 +96,11 @@ SIZES = {"demo": {"latent": {"z-image": 16, "flux": 16, "cosmos": 16, "qwenimage
                   "text": {"z-image": 128, "flux": 512, "cosmos": 512, "qwen25vl": 256, "qwen3vl": 256}}}
 # Largest |port − upstream| / max |upstream| that still says "the same forward".
 TOLERANCE = {"float32": 1e-4, "bfloat16": 0.1}
+# Models whose upstream bf16 output is itself further than that from its float32 one: the random-weight
+# Qwen-Image VAE drives most of its clamped output to ±1 through 30-odd bf16 convolutions, and upstream's
+# own bf16 decode of a 32×32 latent is 0.17 of max |out| from its float32 decode (the port's 0.20), while
+# the two float32 decodes agree to 1.2e-5.
+MODEL_TOLERANCE = {("qwenimage-vae", "bfloat16"): 0.25}
 DENSE_BF16_TFLOPS = {"H100": 989.4, "H200": 989.4}
 # Ops per profile kept in the table and the JSON (the rest are in the trace).
 PROFILE_TOP = 15
@@ -369,9 +374,10 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
                     if "port_s" in row and "upstream_s" in row:
                         row["rel_diff"] = compare(port_file, os.path.join(outs["upstream"],
                                                                           f"upstream.{bi}.safetensors"))
-                        if not row["rel_diff"] <= TOLERANCE[dtype]:
+                        tolerance = MODEL_TOLERANCE.get((model, dtype), TOLERANCE[dtype])
+                        if not row["rel_diff"] <= tolerance:
                             failures.append(f"{model} {dtype} batch {b}: port and upstream differ by "
-                                            f"{row['rel_diff']:.3g} of max |out| (tolerance {TOLERANCE[dtype]})")
+                                            f"{row['rel_diff']:.3g} of max |out| (tolerance {tolerance})")
                     for v, rs in extra_results.items():
                         row[f"{v}_s"] = median_seconds(rs, bi)
                         row[f"{v}_peak"] = (max(x["runs"][bi].get("allocator_peak_reserved_bytes", 0) for x in rs)
