@@ -2,7 +2,9 @@
 // architecture with a demo model (write_mid_size_model: Z-Image dim 1536,
 // 8 + 2 layers; FLUX.1 12 heads x 128, 3 double + 6 single blocks;
 // Qwen-Image 12 heads x 128, 8 blocks; Krea 2 12 heads x 128 over 3 KV
-// heads, 8 blocks; Wan 12 heads x 128, 8 layers), as the daemon runs it: the
+// heads, 8 blocks; Wan 12 heads x 128, 8 layers; Cosmos, Anima's DiT, at
+// Anima's real width, 16 heads x 128, 8 of its 28 blocks, with the 512
+// conditioner rows Anima feeds it), as the daemon runs it: the
 // model's own flow predictor over a [16, 64, 64] latent (a 512x512 image,
 // 1024 image tokens; for Wan one latent frame, [16, 1, 64, 64]:
 // demo_latent_shape) and random conditioning of the text length its

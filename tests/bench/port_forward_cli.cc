@@ -5,9 +5,12 @@
 //   port_forward_cli write-model DIR --arch A [--config FILE | --size demo|mid]
 //                                [--seed N] [--device D]
 //       writes a model folder of random bf16 weights that both sides load: the
-//       architecture's demo or mid-size config, or FILE (a diffusers
-//       config.json). --device cuda:N makes the values there (a real-size
-//       model has billions; the CPU's generator would take minutes).
+//       architecture's demo or mid-size config, or FILE (a diffusers or
+//       transformers config.json). A is a denoiser (z-image, flux, cosmos) or
+//       one of the benchmarks' text encoders and decoder (qwen2.5-vl,
+//       qwen3-vl, autoencoder-kl-qwen-image: demo_models.h). --device cuda:N
+//       makes the values there (a real-size model has billions; the CPU's
+//       generator would take minutes).
 //   port_forward_cli write-pipeline DIR [--configs DIR] [--seed N] [--device D]
 //       writes a Z-Image pipeline folder of random bf16 weights: the demo's
 //       sizes, or the text encoder, transformer and VAE configs under
@@ -35,7 +38,8 @@
 //       --fp8_fast_accum; weights kept narrow with --narrow_weights), then for each
 //       INPUTS file (the model's Step inputs, by name; docs/api.md) runs one
 //       untimed Step and K timed ones through Engine::step, outputs back on
-//       the host. With a device (cuda:N, or sim: host memory posing as one)
+//       the host: a denoiser's velocity, a text encoder's hidden states, a
+//       VAE's decoded image. With a device (cuda:N, or sim: host memory posing as one)
 //       the model is placed under a VRAM budget of --vram_budget bytes
 //       (default: what the device has free, less 2 GiB; sim: 8 GiB), and
 //       what the device really holds is sampled every millisecond during the
@@ -74,10 +78,18 @@
 #include "core/engine/engine.h"
 #include "core/memory/allocator.h"
 #include "core/memory/process_memory.h"
+#include "core/models/cosmos/cosmos_config.h"
+#include "core/models/cosmos/cosmos_model.h"
 #include "core/models/flux/flux_config.h"
 #include "core/models/flux/flux_model.h"
+#include "core/models/qwen25_vl/qwen25_vl_config.h"
+#include "core/models/qwen25_vl/qwen25_vl_model.h"
 #include "core/models/qwen3/qwen3_config.h"
+#include "core/models/qwen3_vl/qwen3_vl_config.h"
+#include "core/models/qwen3_vl/qwen3_vl_model.h"
 #include "core/models/vae/vae_config.h"
+#include "core/models/wan_vae/wan_vae_config.h"
+#include "core/models/wan_vae/wan_vae_model.h"
 #include "core/models/z_image/z_image_config.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/pipeline/generate.h"
@@ -87,16 +99,19 @@
 #include "core/vram/sim_device.h"
 #include "kernels/onednn_cpu.h"
 #include "kernels/torch_compat.h"
+#include "tools/random_models/cosmos_random.h"
 #include "tools/random_models/demo_models.h"
 #include "tools/random_models/flux_random.h"
 #include "tools/random_models/pipeline_random.h"
+#include "tools/random_models/qwen_vl_random.h"
+#include "tools/random_models/wan_vae_random.h"
 #include "tools/random_models/z_image_random.h"
 
 namespace diffusiond {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: port_forward_cli write-model DIR --arch z-image|flux [--config FILE | --size demo|mid]\n"
+    "usage: port_forward_cli write-model DIR --arch ARCH [--config FILE | --size demo|mid]\n"
     "                                    [--seed N] [--device cpu|cuda:N]\n"
     "       port_forward_cli run DIR INPUTS... [--device cpu|sim|cuda:N] [--dtype float32|bfloat16]\n"
     "                            [--fp8] [--fp8_fast_accum] [--narrow_weights] [--vram_budget BYTES]\n"
@@ -111,7 +126,8 @@ constexpr char kUsage[] =
     "load_seconds, weights_bytes, vram_budget_bytes, device_baseline_free_bytes, runs [{inputs, batch, seconds,\n"
     "vram_plan, placement_bytes, vram_books_high_water_bytes, device_peak_used_bytes,\n"
     "allocator_peak_reserved_bytes}], device_peak_used_bytes (placement and warm-up included),\n"
-    "peak_rss_bytes, start_rss_bytes, loaded_rss_bytes\n";
+    "peak_rss_bytes, start_rss_bytes, loaded_rss_bytes\n"
+    "ARCH: z-image, flux, cosmos, qwen2.5-vl, qwen3-vl or autoencoder-kl-qwen-image\n";
 
 [[noreturn]] void fail(const std::string& message) {
   std::fprintf(stderr, "port_forward_cli: %s\n", message.c_str());
@@ -186,11 +202,19 @@ int write_model(const std::vector<std::string>& args) {
       bad_usage(absl::StrCat("bad argument '", args[i], "'"));
     }
   }
-  if (arch != kZImageArchitecture && arch != kFluxArchitecture) bad_usage("--arch must be z-image or flux");
+  const std::vector<std::string> components = bench_component_architectures();
+  const bool component = std::find(components.begin(), components.end(), arch) != components.end();
+  if (arch != kZImageArchitecture && arch != kFluxArchitecture && arch != kCosmosArchitecture && !component) {
+    bad_usage(absl::StrCat("unknown --arch '", arch, "'"));
+  }
   require_device(w.device);
   const std::string& dir = args[0];
   if (config_path.empty()) {
-    if (size == "demo") {
+    if (component && size == "demo") {
+      ok_or_fail(write_demo_component(arch, dir, w.seed));
+    } else if (component) {
+      ok_or_fail(write_mid_size_component(arch, dir, w.seed));
+    } else if (size == "demo") {
       ok_or_fail(write_demo_model(arch, dir, w.seed));
     } else {
       (void)value_or_fail(write_mid_size_model(arch, dir, w.seed));
@@ -200,8 +224,20 @@ int write_model(const std::vector<std::string>& args) {
   const std::string text = value_or_fail(read_text_file(config_path));
   if (arch == kZImageArchitecture) {
     ok_or_fail(write_random_z_image(value_or_fail(parse_z_image_config(text, config_path)), dir, w.seed, w.device));
-  } else {
+  } else if (arch == kFluxArchitecture) {
     ok_or_fail(write_random_flux(value_or_fail(parse_flux_config(text, config_path)), dir, w.seed, w.device));
+  } else if (arch == kCosmosArchitecture) {
+    // Drawn on the CPU: the cosmos writer has no device argument.
+    ok_or_fail(write_random_cosmos(value_or_fail(parse_cosmos_config(text, config_path)), dir, w.seed));
+  } else if (arch == kQwen25VlArchitecture) {
+    ok_or_fail(write_random_qwen25_vl(value_or_fail(parse_qwen25_vl_config(text, config_path)), dir, w.seed, w.device));
+  } else if (arch == kQwen3VlArchitecture) {
+    ok_or_fail(write_random_qwen3_vl(value_or_fail(parse_qwen3_vl_config(text, config_path)), dir, w.seed, w.device));
+  } else {
+    const nlohmann::json config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (config.is_discarded()) fail(absl::StrCat(config_path, ": not JSON"));
+    const WanVaeConfig vae = value_or_fail(wan_vae_config_from_json(config, config_path));
+    ok_or_fail(write_random_wan_vae(vae, dir, w.seed, w.device));
   }
   return 0;
 }
@@ -250,6 +286,14 @@ void write_output(const std::string& path, torch::Tensor out) {
       value_or_fail(SafetensorsWriter::create(path, {{"out", DType::kF32, out.sizes().vec()}}));
   ok_or_fail(writer->append(out.data_ptr(), static_cast<int64_t>(out.nbytes())));
   ok_or_fail(writer->close());
+}
+
+// The output the side by side compares: a denoiser's "out", or the one
+// output of an encoder's or decoder's step ("hidden_states", "image").
+torch::Tensor step_output(const NamedTensors& out) {
+  if (const auto it = out.find("out"); it != out.end()) return it->second;
+  if (out.size() != 1) fail(absl::StrCat("the step gave ", out.size(), " outputs and no \"out\""));
+  return out.begin()->second;
 }
 
 // Polls a device's free memory every millisecond on a thread of its own and
@@ -394,7 +438,7 @@ std::unique_ptr<VramDevice> open_device(const RunOptions& o) {
 }
 
 int64_t batch_of(const NamedTensors& inputs) {
-  for (const char* name : {"x", "hidden_states"}) {
+  for (const char* name : {"x", "hidden_states", "input_ids", "latents"}) {
     if (const auto it = inputs.find(name); it != inputs.end() && it->second.dim() > 0) return it->second.size(0);
   }
   return 1;
@@ -512,7 +556,7 @@ int run(const RunOptions& o) {
     }
     if (!o.out_dir.empty()) {
       std::filesystem::create_directories(o.out_dir);
-      write_output(absl::StrCat(o.out_dir, "/port.", r, ".safetensors"), out.at("out"));
+      write_output(absl::StrCat(o.out_dir, "/port.", r, ".safetensors"), step_output(out));
     }
     report["runs"].push_back(run);
   }

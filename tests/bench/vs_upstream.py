@@ -1,13 +1,21 @@
 #!/usr/bin/env python3
-"""Side by side: the port against upstream diffusers, same weights, same inputs, same device.
+"""Side by side: the port against upstream diffusers and transformers, same weights, same inputs, same device.
 
-  vs_upstream.py --port-bin PATH [--diffusers SRC] [--device cpu|cuda:0] [--size demo|mid|real]
-                 [--models z-image,flux] [--dtypes bfloat16] [--threads 1] [--batches 1,2]
-                 [--variants fp8,half] [--rounds 1] [--iters 3] [--profile z-image] [--json OUT] [--workdir DIR]
+  vs_upstream.py --port-bin PATH [--diffusers SRC] [--transformers SRC] [--device cpu|cuda:0]
+                 [--size demo|mid|real] [--models z-image,flux] [--dtypes bfloat16] [--threads 1]
+                 [--batches 1,2] [--variants fp8,half] [--rounds 1] [--iters 3] [--profile z-image]
+                 [--json OUT] [--workdir DIR]
+
+Models: the denoisers z-image, flux and cosmos (Anima's DiT); the text towers qwen25vl (Qwen-Image's
+Qwen2.5-VL) and qwen3vl (Krea 2's Qwen3-VL), from transformers (--transformers); qwenimage-vae, the
+Qwen-Image VAE's decode. Sizes (SIZES, REAL_CONFIGS): demo, the demo models; mid, the benchmarks'
+mid-size ones (write_mid_size_model, write_mid_size_component: the denoisers over a 64×64 latent, the
+towers at their released widths with a few layers over 256 tokens, the VAE at its real config decoding
+a 128×128 latent, 1024²); real, the configs in docs/configs (FLUX with --flux-blocks blocks).
 
 For each model the port writes a folder of random bf16 weights (`PORT_BIN write-model`; on a GPU the
 values are drawn there) and upstream_forward.py writes the inputs, one file per batch size (2 is
-classifier-free guidance). Then, for each dtype and thread count and round, the two sides run one
+classifier-free guidance, or two prompts). Then, for each dtype and thread count and round, the two sides run one
 after the other, each in a fresh process that loads the model once and runs every batch (one
 untimed forward, then --iters timed ones), in alternating order so that neither always runs on a
 warmer machine:
@@ -64,15 +72,35 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 UPSTREAM = os.path.join(HERE, "upstream_forward.py")
 sys.path.insert(0, os.path.join(ROOT, "tools", "refgen"))
 
-# Real configs: Z-Image-Turbo's transformer; FLUX.1-dev at its real width with --flux-blocks blocks.
-REAL_CONFIGS = {"z-image": os.path.join(ROOT, "docs", "configs", "z-image-turbo", "transformer", "config.json"),
-                "flux": os.path.join(ROOT, "docs", "configs", "flux1-dev-transformer.json")}
-# Latent side and text tokens per size: 1024² (a 128×128 latent) at the real size; FLUX pads T5 to 512.
-SIZES = {"demo": {"latent": 16, "text": {"z-image": 16, "flux": 16}},
-         "mid": {"latent": 64, "text": {"z-image": 128, "flux": 512}},
-         "real": {"latent": 128, "text": {"z-image": 128, "flux": 512}}}
+CONFIGS = os.path.join(ROOT, "docs", "configs")
+# Real configs: Z-Image-Turbo's transformer; FLUX.1-dev at its real width with --flux-blocks blocks;
+# Anima's transformer; Qwen-Image's text encoder (Qwen2.5-VL-7B) and VAE; Krea 2's (Qwen3-VL-4B).
+REAL_CONFIGS = {"z-image": os.path.join(CONFIGS, "z-image-turbo", "transformer", "config.json"),
+                "flux": os.path.join(CONFIGS, "flux1-dev-transformer.json"),
+                "cosmos": os.path.join(CONFIGS, "anima-transformer.json"),
+                "qwen25vl": os.path.join(CONFIGS, "qwen-image-text-encoder.json"),
+                "qwen3vl": os.path.join(CONFIGS, "krea2-text-encoder.json"),
+                "qwenimage-vae": os.path.join(CONFIGS, "qwen-image-vae.json")}
+# The port's architecture for each model name (port_forward_cli write-model --arch).
+PORT_ARCH = {"z-image": "z-image", "flux": "flux", "cosmos": "cosmos", "qwen25vl": "qwen2.5-vl",
+             "qwen3vl": "qwen3-vl", "qwenimage-vae": "autoencoder-kl-qwen-image"}
+TOWERS = ("qwen25vl", "qwen3vl")  # run from transformers; the rest from diffusers
+# Latent side and text tokens per size and model: 1024² (a 128×128 latent) at the real size, and for
+# the VAE at every size but demo; FLUX pads T5 to 512, Anima's conditioner gives 512 rows; a tower
+# encodes a prompt in its chat template. A model without a latent or a text has no entry.
+SIZES = {"demo": {"latent": {"z-image": 16, "flux": 16, "cosmos": 16, "qwenimage-vae": 16},
+                  "text": {"z-image": 16, "flux": 16, "cosmos": 16, "qwen25vl": 16, "qwen3vl": 16}},
+         "mid": {"latent": {"z-image": 64, "flux": 64, "cosmos": 64, "qwenimage-vae": 128},
+                 "text": {"z-image": 128, "flux": 512, "cosmos": 512, "qwen25vl": 256, "qwen3vl": 256}},
+         "real": {"latent": {"z-image": 128, "flux": 128, "cosmos": 128, "qwenimage-vae": 128},
+                  "text": {"z-image": 128, "flux": 512, "cosmos": 512, "qwen25vl": 256, "qwen3vl": 256}}}
 # Largest |port − upstream| / max |upstream| that still says "the same forward".
 TOLERANCE = {"float32": 1e-4, "bfloat16": 0.1}
+# Models whose upstream bf16 output is itself further than that from its float32 one: the random-weight
+# Qwen-Image VAE drives most of its clamped output to ±1 through 30-odd bf16 convolutions, and upstream's
+# own bf16 decode of a 32×32 latent is 0.17 of max |out| from its float32 decode (the port's 0.20), while
+# the two float32 decodes agree to 1.2e-5.
+MODEL_TOLERANCE = {("qwenimage-vae", "bfloat16"): 0.25}
 DENSE_BF16_TFLOPS = {"H100": 989.4, "H200": 989.4}
 # Ops per profile kept in the table and the JSON (the rest are in the trace).
 PROFILE_TOP = 15
@@ -156,7 +184,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--port-bin", required=True, help="the port's port_forward_cli")
     p.add_argument("--diffusers", help="the folder holding diffusers/ (a checkout's src/); without it only the "
-                                       "port runs")
+                                       "port runs, but for the towers")
+    p.add_argument("--transformers", help="the folder holding transformers/ (a checkout's src/), for the towers "
+                                          "(qwen25vl, qwen3vl); without it only the port runs them")
     p.add_argument("--python", default=sys.executable, help="a Python with torch, for the upstream side")
     p.add_argument("--device", default="cpu", help="cpu or cuda:N: where both sides run")
     p.add_argument("--port-device", help="the port's device: default --device, except sim for a cpu run "
@@ -193,7 +223,7 @@ def main():
     size = SIZES[args.size]
     for m in models:
         if m not in REAL_CONFIGS:
-            raise SystemExit(f"--models: unknown model {m} (z-image, flux)")
+            raise SystemExit(f"--models: unknown model {m} ({', '.join(REAL_CONFIGS)})")
     for d in dtypes:
         if d not in TOLERANCE:
             raise SystemExit(f"--dtypes: unknown dtype {d} (float32, bfloat16)")
@@ -232,7 +262,7 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
     profile_jobs = []
     for mi, model in enumerate(models):
         model_dir = os.path.join(workdir, model)
-        write = [args.port_bin, "write-model", model_dir, "--arch", model, "--seed", str(args.seed)]
+        write = [args.port_bin, "write-model", model_dir, "--arch", PORT_ARCH[model], "--seed", str(args.seed)]
         if args.size == "real":
             config = os.path.join(workdir, f"{model}.config.json")
             with open(REAL_CONFIGS[model]) as f:
@@ -241,7 +271,7 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
                 c["num_layers"], c["num_single_layers"] = (int(n) for n in args.flux_blocks.split(","))
             with open(config, "w") as f:
                 json.dump(c, f, indent=1)
-            write += ["--config", config] + (["--device", args.device] if on_gpu else [])
+            write += ["--config", config] + (["--device", args.device] if on_gpu and model != "cosmos" else [])
         else:
             write += ["--size", args.size]
         if run(write)[0] != 0:
@@ -250,9 +280,11 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
         inputs = []
         for b in batches:
             path = os.path.join(workdir, f"{model}.b{b}.safetensors")
-            status, _ = run([args.python, UPSTREAM, "write-inputs", model_dir, path, "--arch", model,
-                             "--latent", str(size["latent"]), str(size["latent"]), "--text",
-                             str(size["text"][model]), "--batch", str(b), "--seed", str(args.seed)])
+            side = str(size["latent"].get(model, ""))
+            shape = ["--latent", side, side] if side else []
+            shape += ["--text", str(size["text"][model])] if model in size["text"] else []
+            status, _ = run([args.python, UPSTREAM, "write-inputs", model_dir, path, "--arch", model] + shape +
+                            ["--batch", str(b), "--seed", str(args.seed)])
             if status != 0:
                 raise SystemExit(f"{model}: writing the inputs failed")
             inputs.append(path)
@@ -268,12 +300,13 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
                              str(args.iters), "--out_dir", out_dir] + list(extra))
 
                 sides = {"port": lambda: port_cmd(outs["port"])}
-                if args.diffusers:
+                source = (["--transformers", args.transformers] if model in TOWERS and args.transformers else
+                          ["--diffusers", args.diffusers] if model not in TOWERS and args.diffusers else None)
+                if source:
                     sides["upstream"] = lambda: ([args.python, UPSTREAM, "run", model_dir] + inputs +
-                                                 ["--arch", model, "--diffusers", args.diffusers, "--device",
-                                                  args.device, "--dtype", dtype, "--threads", str(n),
-                                                  "--iters", str(args.iters), "--out-dir", outs["upstream"],
-                                                  "--count-flops"])
+                                                 ["--arch", model] + source + ["--device", args.device, "--dtype",
+                                                  dtype, "--threads", str(n), "--iters", str(args.iters),
+                                                  "--out-dir", outs["upstream"], "--count-flops"])
 
                 def variant_cmd(v, base):
                     """The port's command for variant v, or None where it does not apply."""
@@ -341,9 +374,10 @@ def measure(args, models, dtypes, threads, batches, variants, on_gpu, port_devic
                     if "port_s" in row and "upstream_s" in row:
                         row["rel_diff"] = compare(port_file, os.path.join(outs["upstream"],
                                                                           f"upstream.{bi}.safetensors"))
-                        if not row["rel_diff"] <= TOLERANCE[dtype]:
+                        tolerance = MODEL_TOLERANCE.get((model, dtype), TOLERANCE[dtype])
+                        if not row["rel_diff"] <= tolerance:
                             failures.append(f"{model} {dtype} batch {b}: port and upstream differ by "
-                                            f"{row['rel_diff']:.3g} of max |out| (tolerance {TOLERANCE[dtype]})")
+                                            f"{row['rel_diff']:.3g} of max |out| (tolerance {tolerance})")
                     for v, rs in extra_results.items():
                         row[f"{v}_s"] = median_seconds(rs, bi)
                         row[f"{v}_peak"] = (max(x["runs"][bi].get("allocator_peak_reserved_bytes", 0) for x in rs)

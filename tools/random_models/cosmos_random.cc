@@ -21,7 +21,7 @@ CosmosConfig demo_cosmos_config() {
 
 CosmosConfig mid_size_cosmos_config() {
   CosmosConfig c;
-  c.num_attention_heads = 12;
+  c.num_attention_heads = 16;
   c.num_layers = 8;
   c.rope_scale = {1.0, 4.0, 4.0};
   return c;

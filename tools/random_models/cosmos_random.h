@@ -19,9 +19,10 @@ namespace diffusiond {
 // heads x 64, 4 layers, text_embed_dim 256, adaln_lora_dim 64 (~10 MB of
 // bf16).
 CosmosConfig demo_cosmos_config();
-// The benchmarks' mid-size configuration: Anima's block (16 heads x 128 →
-// 12 here, text_embed_dim 1024, adaln_lora_dim 256) with 8 layers instead
-// of 28; its pipeline feeds 512 conditioner rows.
+// The benchmarks' mid-size configuration: Anima's real width
+// (docs/configs/anima-transformer.json: 16 heads x 128, text_embed_dim
+// 1024, adaln_lora_dim 256, MLP ratio 4) with 8 of its 28 layers, 0.55 B
+// parameters; its pipeline feeds 512 conditioner rows.
 CosmosConfig mid_size_cosmos_config();
 
 // Writes a diffusers model folder (config.json and a bf16

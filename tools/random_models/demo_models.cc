@@ -9,15 +9,22 @@
 #include "core/models/cosmos/cosmos_model.h"
 #include "core/models/flux/flux_model.h"
 #include "core/models/krea2/krea2_model.h"
+#include "core/models/qwen25_vl/qwen25_vl_model.h"
+#include "core/models/qwen3_vl/qwen3_vl_model.h"
 #include "core/models/qwen_image/qwen_image_model.h"
 #include "core/models/wan/wan_model.h"
+#include "core/models/wan_vae/wan_vae_model.h"
 #include "core/models/z_image/z_image_model.h"
 #include "core/util/status_macros.h"
 #include "tools/random_models/cosmos_random.h"
 #include "tools/random_models/flux_random.h"
+#include "tools/random_models/krea2_pipeline_random.h"
 #include "tools/random_models/krea2_random.h"
+#include "tools/random_models/qwen_image_pipeline_random.h"
 #include "tools/random_models/qwen_image_random.h"
+#include "tools/random_models/qwen_vl_random.h"
 #include "tools/random_models/wan_random.h"
+#include "tools/random_models/wan_vae_random.h"
 #include "tools/random_models/z_image_random.h"
 
 namespace diffusiond {
@@ -65,6 +72,35 @@ absl::StatusOr<int64_t> write_mid_size_model(absl::string_view architecture, con
     return 512;  // the text conditioner's rows
   }
   return absl::InvalidArgumentError(absl::StrCat("no mid-size model for architecture \"", architecture, "\""));
+}
+
+std::vector<std::string> bench_component_architectures() {
+  return {std::string(kQwen25VlArchitecture), std::string(kQwen3VlArchitecture),
+          std::string(kQwenImageVaeArchitecture)};
+}
+
+absl::Status write_demo_component(absl::string_view architecture, const std::string& folder, uint64_t seed) {
+  if (architecture == kQwen25VlArchitecture) {
+    return write_random_qwen25_vl(demo_qwen_image_pipeline_sizes().text_encoder, folder, seed);
+  }
+  if (architecture == kQwen3VlArchitecture) {
+    return write_random_qwen3_vl(demo_krea2_pipeline_sizes().text_encoder, folder, seed);
+  }
+  if (architecture == kQwenImageVaeArchitecture) {
+    return write_random_wan_vae(demo_qwen_image_vae_config(), folder, seed);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("no demo component for architecture \"", architecture,
+                                                 "\"; there are: ",
+                                                 absl::StrJoin(bench_component_architectures(), ", ")));
+}
+
+absl::Status write_mid_size_component(absl::string_view architecture, const std::string& folder, uint64_t seed) {
+  if (architecture == kQwen25VlArchitecture) return write_random_qwen25_vl(mid_size_qwen25_vl_config(), folder, seed);
+  if (architecture == kQwen3VlArchitecture) return write_random_qwen3_vl(mid_size_qwen3_vl_config(), folder, seed);
+  if (architecture == kQwenImageVaeArchitecture) return write_random_wan_vae(qwen_image_vae_config(), folder, seed);
+  return absl::InvalidArgumentError(absl::StrCat("no mid-size component for architecture \"", architecture,
+                                                 "\"; there are: ",
+                                                 absl::StrJoin(bench_component_architectures(), ", ")));
 }
 
 std::vector<int64_t> demo_latent_shape(const LatentLayout& layout, int64_t side, int64_t frames) {

@@ -29,13 +29,32 @@ absl::Status write_demo_model(absl::string_view architecture, const std::string&
 // the first: Z-Image dim 1536, 8 + 2 layers; FLUX 12 heads x 128, 3 double +
 // 6 single blocks; Qwen-Image 12 heads x 128, 8 blocks; Krea 2 12 heads x
 // 128 over 3 KV heads, 8 blocks, a small text fusion; Wan 12 heads x 128,
-// 8 layers (the *_random.h files say more). Returns the text length its
+// 8 layers; Cosmos at Anima's own width, 16 heads x 128, 8 of its 28
+// layers (the *_random.h files say more). Returns the text length its
 // pipeline feeds it: Z-Image 128 caption tokens, FLUX's T5 padded to 512,
 // Qwen-Image a 128-token Qwen2.5-VL prompt, Krea 2 128 tokens (each a stack
 // of its 12 tapped layers), Wan's UMT5 padded to 512. INVALID_ARGUMENT for
 // an architecture without one.
 absl::StatusOr<int64_t> write_mid_size_model(absl::string_view architecture, const std::string& folder,
                                              uint64_t seed);
+
+// The text encoders and the image decoder the benchmarks run beside the
+// denoisers: {"qwen2.5-vl", "qwen3-vl", "autoencoder-kl-qwen-image"}
+// (Qwen-Image's and Krea 2's text towers, and the VAE both share with
+// Anima).
+std::vector<std::string> bench_component_architectures();
+
+// Writes the demo pipelines' model of `architecture` (one of
+// bench_component_architectures(); random weights from `seed`): the towers
+// of the Qwen-Image and Krea 2 demo pipelines, the demo
+// AutoencoderKLQwenImage. INVALID_ARGUMENT for another architecture.
+absl::Status write_demo_component(absl::string_view architecture, const std::string& folder, uint64_t seed);
+
+// Writes the benchmarks' mid-size model of `architecture`: the towers at
+// their released widths with a few layers (mid_size_qwen25_vl_config,
+// mid_size_qwen3_vl_config), Qwen-Image's VAE at its real config
+// (qwen_image_vae_config). INVALID_ARGUMENT for another architecture.
+absl::Status write_mid_size_component(absl::string_view architecture, const std::string& folder, uint64_t seed);
 
 // The latents a demo or benchmark step denoises for a model of `layout` at
 // `side` x `side`: [C, H, W] for an image model; [C, F, H, W] for a video

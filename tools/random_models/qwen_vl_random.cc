@@ -28,6 +28,37 @@ absl::Status write_vl_folder(nlohmann::json config, const QwenTowerSpec& spec, c
 
 }  // namespace
 
+Qwen25VlConfig mid_size_qwen25_vl_config() {
+  Qwen25VlConfig c;
+  c.vocab_size = 152064;
+  c.hidden_size = 3584;
+  c.intermediate_size = 18944;
+  c.num_hidden_layers = 4;
+  c.num_attention_heads = 28;
+  c.num_key_value_heads = 4;
+  c.max_position_embeddings = 128000;
+  c.rope_theta = 1000000.0;
+  c.rms_norm_eps = 1e-6;
+  c.mrope_section = {16, 24, 24};
+  return c;
+}
+
+Qwen3VlConfig mid_size_qwen3_vl_config() {
+  Qwen3VlConfig c;
+  c.vocab_size = 151936;
+  c.hidden_size = 2560;
+  c.intermediate_size = 9728;
+  c.num_hidden_layers = 8;
+  c.num_attention_heads = 32;
+  c.num_key_value_heads = 8;
+  c.head_dim = 128;
+  c.max_position_embeddings = 262144;
+  c.rope_theta = 5000000.0;
+  c.rms_norm_eps = 1e-6;
+  c.mrope_section = {24, 20, 20};
+  return c;
+}
+
 absl::Status write_random_qwen25_vl(const Qwen25VlConfig& config, const std::string& folder, uint64_t seed,
                                     const torch::Device& device) {
   DIFFUSIOND_RETURN_IF_ERROR(config.validate());

@@ -22,6 +22,15 @@
 
 namespace diffusiond {
 
+// The benchmarks' mid-size towers: the released models' widths, vocabulary
+// and RoPE with a few of their layers, about 3 GB of bf16 each. Qwen-Image's
+// Qwen2.5-VL-7B (docs/configs/qwen-image-text-encoder.json: 3584 wide, 28
+// heads over 4 KV heads, MLP 18944) with 4 of its 28 layers; Krea 2's
+// Qwen3-VL-4B (docs/configs/krea2-text-encoder.json: 2560 wide, 32 heads x
+// 128 over 8 KV heads, MLP 9728) with 8 of its 36 layers.
+Qwen25VlConfig mid_size_qwen25_vl_config();
+Qwen3VlConfig mid_size_qwen3_vl_config();
+
 // Writes the encoder into `folder` (created), weights drawn from `seed` on
 // `device` (random_weights.h). INVALID_ARGUMENT for a config that does not
 // validate, UNAVAILABLE if it cannot be written.

@@ -18,6 +18,13 @@ WanVaeConfig demo_qwen_image_vae_config() {
   return *c;
 }
 
+WanVaeConfig qwen_image_vae_config() {
+  WanVaeConfig c = demo_qwen_image_vae_config();
+  c.base_dim = 96;  // upstream's default: the released model's widths
+  c.decoder_base_dim = 96;
+  return c;
+}
+
 WanVaeConfig demo_wan_vae_config() {
   WanVaeConfig c;
   c.base_dim = 8;

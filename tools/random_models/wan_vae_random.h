@@ -24,6 +24,10 @@ namespace diffusiond {
 // a second on two cores).
 WanVaeConfig demo_qwen_image_vae_config();
 
+// Qwen-Image's own AutoencoderKLQwenImage (docs/configs/qwen-image-vae.json:
+// base_dim 96, 127 M parameters), for the benchmarks' decode at 1024².
+WanVaeConfig qwen_image_vae_config();
+
 // The Wan demo pipeline's AutoencoderKLWan: Wan 2.1's layout (z 16, dim_mult [1, 2, 4, 4], 2 res
 // blocks, time halved twice) at base_dim 8, with Wan 2.1's latent
 // statistics: a few frames of 256 x 256 decode in seconds on two cores.

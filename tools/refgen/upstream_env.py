@@ -212,7 +212,11 @@ def _importable(name):
         return False
 
 
-def _install_shims(only_missing):
+def _install_shims(only_missing, real=()):
+    """Installs the shims above once; `real` names packages of the stub list that are imported for real
+    (upstream_transformers.py: transformers itself)."""
+    if any("packaging.version -> minimal Version" == s for s in SHIMS):
+        return
     pkg = types.ModuleType("packaging")
     pkg.__path__ = []
     pkg.version = types.ModuleType("packaging.version")
@@ -225,6 +229,7 @@ def _install_shims(only_missing):
         # A newer torch has the torch.* modules, and a GPU machine's Python may lack numpy, which
         # diffusers imports everywhere but the transformers' forwards do not call.
         stubbed = tuple(name for name in _STUBBED + ("numpy",) if not _importable(name))
+    stubbed = tuple(name for name in stubbed if name not in real)
     sys.meta_path.insert(0, _StubFinder(stubbed))
     for name in stubbed:
         if name.startswith("torch."):  # diffusers reads them as attributes of torch.distributed / torch.nn
@@ -281,6 +286,20 @@ def fix_z_image_for_torch1(zi):
     zi.RopeEmbedder._torch1_fixed = True
     SHIMS.append("transformer_z_image: `with torch.device('cpu')` -> no-op context (all tensors there are CPU)")
     SHIMS.append("RopeEmbedder.__call__: int32 position ids -> int64 before indexing (same values)")
+
+
+def fix_cosmos_without_torchvision(cosmos):
+    """transformer_cosmos resizes its padding mask with torchvision's tensor resize, importing torchvision
+    only where it is installed. Without it, `transforms.functional.resize(mask, size, NEAREST)` is
+    restated by its definition for a float tensor: F.interpolate(mode="nearest")."""
+    if hasattr(cosmos, "transforms"):
+        return
+    def resize(image, size, interpolation=None):
+        return F.interpolate(image, size=list(size), mode="nearest")
+    cosmos.transforms = types.SimpleNamespace(functional=types.SimpleNamespace(resize=resize),
+                                              InterpolationMode=types.SimpleNamespace(NEAREST="nearest"))
+    SHIMS.append("transformer_cosmos.transforms (torchvision, absent) -> its tensor resize, F.interpolate "
+                 "(mode='nearest'), for the padding mask")
 
 
 def _openblas():

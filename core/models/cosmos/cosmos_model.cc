@@ -186,7 +186,13 @@ torch::Tensor CosmosModel::block(const std::string& prefix, torch::Tensor x, con
   x = x + gate * cross_attn;
 
   std::tie(h, gate) = modulated("norm3");
-  const torch::Tensor ff = linear(torch::gelu(linear(h, prefix + ".ff.net.0.proj")), prefix + ".ff.net.2");
+  // The projection goes before ff.net.2 runs, not at the end of one full
+  // expression: held beside the GELU's output, the two widest tensors of the
+  // block split the arena's free space so that ff.net.2's decoded FP8
+  // weight found no room in one piece (a refusal per block, and the arena's
+  // pages faulted in again after each).
+  const torch::Tensor hidden = torch::gelu(linear(h, prefix + ".ff.net.0.proj"));
+  const torch::Tensor ff = linear(hidden, prefix + ".ff.net.2");
   return x + gate * ff;
 }
 

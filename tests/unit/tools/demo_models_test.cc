@@ -136,8 +136,9 @@ TEST(DemoModelsTest, MidSizeConfigsAreTwelveHeadsOf128) {
   for (const QwenImageConfig& c : {demo_qwen_image_config(), qwen}) EXPECT_THAT(c.validate(), IsOk());
   for (const Krea2Config& c : {demo_krea2_config(), krea2}) EXPECT_THAT(c.validate(), IsOk());
   for (const WanConfig& c : {demo_wan_config(), wan}) EXPECT_THAT(c.validate(), IsOk());
+  // Cosmos is benchmarked at Anima's own width, not 1536.
   const CosmosConfig cosmos = mid_size_cosmos_config();
-  EXPECT_EQ(cosmos.hidden_size(), 1536);
+  EXPECT_EQ(cosmos.hidden_size(), 2048);
   for (const CosmosConfig& c : {demo_cosmos_config(), cosmos}) EXPECT_THAT(c.validate(), IsOk());
 }
 
