@@ -20,9 +20,12 @@
 #      the same for a FLUX.1-dev pipeline folder (build/models/fluxpipe: CLIP
 #      and T5 encoders with their tokenizers, transformer, VAE), a Qwen-Image
 #      one (build/models/qwenpipe: Qwen2.5-VL with its tokenizer, transformer,
-#      AutoencoderKLQwenImage) and a Krea 2 one (build/models/krea2pipe:
-#      Qwen3-VL tapped at several layers, transformer, the same VAE), those
-#      two at 256x256 to keep the demo short;
+#      AutoencoderKLQwenImage), a Krea 2 one (build/models/krea2pipe:
+#      Qwen3-VL tapped at several layers, transformer, the same VAE) and an
+#      Anima one (build/models/animapipe: Qwen3 with its tokenizer, the text
+#      conditioner reading it through the prompt's T5 ids, the Cosmos
+#      transformer, the same VAE), those three at 256x256 to keep the demo
+#      short;
 #   5. from a prompt to a video: diffusionctl generate runs a Wan 2.2 pipeline
 #      folder (build/models/wanpipe: UMT5 with its tokenizer, two experts
 #      switching at boundary_ratio, the causal 3-D VAE) and writes a 9-frame
@@ -30,8 +33,8 @@
 #   6. SIGTERM drains the daemon, which exits 0.
 # The final latents are written to build/demo-latents.safetensors and
 # build/demo-flux-latents.safetensors, the images to build/demo.png,
-# build/demo-flux.png, build/demo-qwen-image.png and build/demo-krea2.png, the
-# video to build/demo-wan.mp4. Extra
+# build/demo-flux.png, build/demo-qwen-image.png, build/demo-krea2.png and
+# build/demo-anima.png, the video to build/demo-wan.mp4. Extra
 # arguments go to both `diffusionctl denoise` calls (e.g. --steps 4 --seed 7).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +70,9 @@ if [[ ! -f build/models/krea2pipe/model_index.json ]]; then
 fi
 if [[ ! -f build/models/wanpipe/model_index.json ]]; then
   "$tools/diffusiond-demo" --write_pipeline build/models/wanpipe --pipeline wan22
+fi
+if [[ ! -f build/models/animapipe/modular_model_index.json ]]; then
+  "$tools/diffusiond-demo" --write_pipeline build/models/animapipe --pipeline anima
 fi
 
 log=build/diffusiond-demo.log
@@ -109,6 +115,9 @@ echo "== diffusionctl generate qwenpipe (prompt -> 256x256 PNG through Qwen2.5-V
 echo "== diffusionctl generate krea2pipe (prompt -> 256x256 PNG through Qwen3-VL's tapped layers, transformer, VAE)"
 "${ctl[@]}" generate krea2pipe --prompt "a lighthouse on a cliff at dawn" --negative "blurry" \
   --width 256 --height 256 --steps 4 --seed 42 --out build/demo-krea2.png
+echo "== diffusionctl generate animapipe (prompt -> 256x256 PNG through Qwen3, the text conditioner, Cosmos, VAE)"
+"${ctl[@]}" generate animapipe --prompt "a lighthouse on a cliff at dawn" --negative "blurry" \
+  --width 256 --height 256 --steps 4 --seed 42 --out build/demo-anima.png
 echo "== diffusionctl generate wanpipe (prompt -> 9 frames of 256x256 through UMT5, two experts, the video VAE -> MP4)"
 "${ctl[@]}" generate wanpipe --prompt "a lighthouse on a cliff at dawn, waves rolling in" \
   --width 256 --height 256 --num_frames 9 --steps 6 --seed 42 --out build/demo-wan.mp4

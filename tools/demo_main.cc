@@ -14,16 +14,19 @@
 //     writes the model (and, with --inputs_dir, random conditioning as
 //     DIR2/conditioning.safetensors and DIR2/negative.safetensors, for
 //     clients of the daemon) and exits.
-//   diffusiond-demo --write_pipeline DIR [--pipeline z-image|flux|qwen-image|krea2|wan|wan22]
+//   diffusiond-demo --write_pipeline DIR [--pipeline z-image|flux|qwen-image|krea2|wan|wan22|anima]
 //     writes a random-weight pipeline folder for the daemon's Generate, and
 //     exits: Z-Image's (Qwen3 text encoder with its tokenizer, transformer,
 //     VAE), FLUX.1-dev's (CLIP and T5 with their tokenizers, transformer,
 //     VAE), Qwen-Image's (Qwen2.5-VL with its tokenizer, transformer,
 //     AutoencoderKLQwenImage), Krea 2's (Qwen3-VL with its tokenizer,
 //     transformer, AutoencoderKLQwenImage), Wan 2.1's (UMT5 with its
-//     tokenizer, transformer, the causal 3-D VAE: a video pipeline) or Wan
+//     tokenizer, transformer, the causal 3-D VAE: a video pipeline), Wan
 //     2.2's (the same with a second expert, transformer_2, and boundary_ratio
-//     0.875).
+//     0.875) or Anima's (Qwen3 with its tokenizer, the text conditioner
+//     with its T5 tokenizer, the Cosmos transformer, AutoencoderKLQwenImage;
+//     a modular pipeline's modular_model_index.json). A folder that already
+//     has its index is left as it is.
 #include <unistd.h>
 
 #include <cstdio>
@@ -47,8 +50,10 @@
 #include "core/util/bytes.h"
 #include "core/util/status_macros.h"
 #include "tools/random_models/demo_models.h"
+#include "tools/random_models/anima_pipeline_random.h"
 #include "tools/random_models/flux_pipeline_random.h"
 #include "tools/random_models/krea2_pipeline_random.h"
+#include "tools/random_models/pipeline_index_random.h"
 #include "tools/random_models/pipeline_random.h"
 #include "tools/random_models/qwen_image_pipeline_random.h"
 #include "tools/random_models/wan_pipeline_random.h"
@@ -87,7 +92,7 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
     if (flag == "--arch") a.arch = v;
     else if (flag == "--write_pipeline") a.pipeline_dir = v;
     else if (flag == "--pipeline" && (v == "z-image" || v == "flux" || v == "qwen-image" || v == "krea2" ||
-                                      v == "wan" || v == "wan22"))
+                                      v == "wan" || v == "wan22" || v == "anima"))
       a.pipeline = v;
     else if (flag == "--model_dir") a.model_dir = v;
     else if (flag == "--inputs_dir") a.inputs_dir = v;
@@ -127,7 +132,7 @@ Conditioning demo_conditioning(const DiffusionModel& model, uint64_t seed, bool 
 absl::Status run(const Args& args) {
   tune_allocator_for_serving();
   if (!args.pipeline_dir.empty()) {
-    if (std::filesystem::exists(std::filesystem::path(args.pipeline_dir) / "model_index.json")) return absl::OkStatus();
+    if (pipeline_index_written(args.pipeline_dir)) return absl::OkStatus();
     std::printf("generating a %s pipeline (random weights, diffusers layout) in %s\n", args.pipeline.c_str(),
                 args.pipeline_dir.c_str());
     if (args.pipeline == "flux") {
@@ -143,6 +148,9 @@ absl::Status run(const Args& args) {
       WanPipelineSizes sizes = demo_wan_pipeline_sizes();
       if (args.pipeline == "wan22") sizes.boundary_ratio = 0.875;  // Wan2.2-T2V-A14B's
       return write_random_wan_pipeline(sizes, args.pipeline_dir, args.seed);
+    }
+    if (args.pipeline == "anima") {
+      return write_random_anima_pipeline(demo_anima_pipeline_sizes(), args.pipeline_dir, args.seed);
     }
     return write_random_pipeline(demo_pipeline_sizes(), args.pipeline_dir, args.seed);
   }

@@ -1,6 +1,7 @@
 // What every random pipeline folder has beside its components:
 // model_index.json (the pipeline's class, each component's library and
-// class, the settings its __init__ registers) and the scheduler's
+// class, the settings its __init__ registers), or a modular pipeline's
+// modular_model_index.json, and the scheduler's
 // scheduler/scheduler_config.json.
 //
 // Not here: the components (each architecture's *_random.h).
@@ -31,6 +32,11 @@ struct PipelineIndexSpec {
   // scheduler/scheduler_config.json (a FlowMatchEulerDiscreteScheduler's:
   // flow_match_scheduler_config).
   nlohmann::ordered_json scheduler;
+  // A modular pipeline's blocks (AnimaModularPipeline's AnimaAutoBlocks).
+  // Set: the index is modular_model_index.json as the pipeline's
+  // save_config writes it, each component a [library, class, spec] triple
+  // whose spec names its subfolder. Empty (the default): model_index.json.
+  std::string blocks_class_name;
 };
 
 // Returns the FlowMatchEulerDiscreteScheduler config that
@@ -38,9 +44,14 @@ struct PipelineIndexSpec {
 // or dynamic shift, its bounds, shift_terminal).
 nlohmann::ordered_json flow_match_scheduler_config(const ScheduleOptions& schedule);
 
-// Writes model_index.json and scheduler/scheduler_config.json into
-// `folder` (created). UNAVAILABLE if they cannot be written.
+// Writes the index (model_index.json, or modular_model_index.json) and
+// scheduler/scheduler_config.json into `folder` (created). UNAVAILABLE if
+// they cannot be written.
 absl::Status write_pipeline_index(const std::string& folder, const PipelineIndexSpec& spec);
+
+// True when `folder` holds an index file (either name): the writers write
+// it last, so a folder without one is unfinished.
+bool pipeline_index_written(const std::string& folder);
 
 }  // namespace diffusiond
 

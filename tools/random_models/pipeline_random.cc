@@ -1,28 +1,13 @@
 #include "tools/random_models/pipeline_random.h"
 
-#include <nlohmann/json.hpp>
-
-#include "core/models/qwen3/qwen3_params.h"
 #include "core/util/status_macros.h"
 #include "tools/random_models/pipeline_index_random.h"
+#include "tools/random_models/qwen3_random.h"
 #include "tools/random_models/qwen_tokenizer_random.h"
-#include "tools/random_models/random_weights.h"
 #include "tools/random_models/vae_random.h"
 #include "tools/random_models/z_image_random.h"
 
 namespace diffusiond {
-namespace {
-
-// The config as save_pretrained writes it: the parser's fields, and the
-// tying and a dtype it does not read.
-std::string qwen3_config_json(const Qwen3Config& config) {
-  nlohmann::json j = to_json(config);
-  j["tie_word_embeddings"] = true;
-  j["torch_dtype"] = "bfloat16";
-  return j.dump(2) + "\n";
-}
-
-}  // namespace
 
 PipelineSizes demo_pipeline_sizes() {
   PipelineSizes s;
@@ -52,9 +37,7 @@ absl::Status write_random_pipeline(const PipelineSizes& sizes, const std::string
   DIFFUSIOND_RETURN_IF_ERROR(write_pipeline_index(folder, index));
   DIFFUSIOND_RETURN_IF_ERROR(
       write_qwen_tokenizer(folder + "/tokenizer", QwenTokenizerFiles{}, sizes.text_encoder.vocab_size));
-  DIFFUSIOND_RETURN_IF_ERROR(write_text_file(folder + "/text_encoder/config.json", qwen3_config_json(sizes.text_encoder)));
-  DIFFUSIOND_RETURN_IF_ERROR(write_random_weights(folder + "/text_encoder/model.safetensors",
-                                                  qwen3_parameter_table(sizes.text_encoder), seed, device));
+  DIFFUSIOND_RETURN_IF_ERROR(write_random_qwen3(sizes.text_encoder, folder + "/text_encoder", seed, device));
   DIFFUSIOND_RETURN_IF_ERROR(write_random_z_image(sizes.transformer, folder + "/transformer", seed + 1, device));
   return write_random_vae(sizes.vae, folder + "/vae", seed + 2, device);
 }
