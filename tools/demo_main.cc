@@ -24,6 +24,10 @@
 //     tokenizer, transformer, the causal 3-D VAE: a video pipeline) or Wan
 //     2.2's (the same with a second expert, transformer_2, and boundary_ratio
 //     0.875).
+//   diffusiond-demo --write_lora FILE
+//     writes a random rank-4 LoRA adapter (diffusers/PEFT keys) on every
+//     attention projection of the FLUX.1 demo pipeline's transformer, for
+//     Generate's adapters, and exits.
 #include <unistd.h>
 
 #include <cstdio>
@@ -49,6 +53,7 @@
 #include "tools/random_models/demo_models.h"
 #include "tools/random_models/flux_pipeline_random.h"
 #include "tools/random_models/krea2_pipeline_random.h"
+#include "tools/random_models/lora_random.h"
 #include "tools/random_models/pipeline_random.h"
 #include "tools/random_models/qwen_image_pipeline_random.h"
 #include "tools/random_models/wan_pipeline_random.h"
@@ -70,6 +75,7 @@ struct Args {
   std::string inputs_dir;      // with generate_only: also write the caption features
   std::string pipeline_dir;    // write a pipeline folder there and stop
   std::string pipeline = "z-image";  // which pipeline --write_pipeline writes
+  std::string lora_file;             // write a LoRA for the FLUX demo pipeline there and stop
 };
 
 absl::StatusOr<Args> parse(int argc, char** argv) {
@@ -86,6 +92,7 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
     double d = 0;
     if (flag == "--arch") a.arch = v;
     else if (flag == "--write_pipeline") a.pipeline_dir = v;
+    else if (flag == "--write_lora") a.lora_file = v;
     else if (flag == "--pipeline" && (v == "z-image" || v == "flux" || v == "qwen-image" || v == "krea2" ||
                                       v == "wan" || v == "wan22"))
       a.pipeline = v;
@@ -126,6 +133,12 @@ Conditioning demo_conditioning(const DiffusionModel& model, uint64_t seed, bool 
 
 absl::Status run(const Args& args) {
   tune_allocator_for_serving();
+  if (!args.lora_file.empty()) {
+    if (std::filesystem::exists(args.lora_file)) return absl::OkStatus();
+    std::printf("generating a random LoRA for the FLUX.1 demo pipeline in %s\n", args.lora_file.c_str());
+    return write_lora_file(args.lora_file, random_flux_attention_lora(demo_flux_pipeline_sizes().transformer, 4,
+                                                                      args.seed));
+  }
   if (!args.pipeline_dir.empty()) {
     if (std::filesystem::exists(std::filesystem::path(args.pipeline_dir) / "model_index.json")) return absl::OkStatus();
     std::printf("generating a %s pipeline (random weights, diffusers layout) in %s\n", args.pipeline.c_str(),

@@ -14,7 +14,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/lora_writer.h"
+#include "tools/random_models/lora_random.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/tiny_z_image.h"
 #include "tools/random_models/z_image_random.h"
@@ -66,11 +66,11 @@ class ModelCatalogTest : public ::testing::Test {
 // the architectures its keys map onto, its modules, ranks and targets, and
 // the bytes it holds loaded.
 TEST_F(ModelCatalogTest, ListsLoraAdaptersWithWhatTheyUpdate) {
-  testing::LoraTensors t = testing::peft_lora_module("single_transformer_blocks.0.proj_out", 32, 16, 4, 1);
-  const testing::LoraTensors second = testing::peft_lora_module("transformer_blocks.1.ff.net.2", 64, 16, 8, 2);
+  LoraTensors t = peft_lora_module("single_transformer_blocks.0.proj_out", 32, 16, 4, 1);
+  const LoraTensors second = peft_lora_module("transformer_blocks.1.ff.net.2", 64, 16, 8, 2);
   t.insert(t.end(), second.begin(), second.end());
   fs::create_directories(models_ + "/loras");
-  ASSERT_TRUE(testing::write_lora_file(models_ + "/loras/style.safetensors", t).ok());
+  ASSERT_TRUE(write_lora_file(models_ + "/loras/style.safetensors", t).ok());
   ModelCatalog catalog(options());
   absl::StatusOr<CatalogListing> listing = catalog.list();
   ASSERT_TRUE(listing.ok()) << listing.status();

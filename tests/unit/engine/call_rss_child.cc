@@ -63,7 +63,7 @@
 #include "core/pipeline/prompt_encoding.h"
 #include "core/util/remove_tree.h"
 #include "tests/testing/engine_under_budget.h"
-#include "tests/testing/lora_writer.h"
+#include "tools/random_models/lora_random.h"
 #include "tools/random_models/flux_pipeline_random.h"
 #include "tools/random_models/pipeline_random.h"
 
@@ -230,8 +230,6 @@ int run_concurrent(const std::string& models_dir) {
 int run_adapters(const std::string& models_dir) {
   const FluxConfig t = demo_flux_pipeline_sizes().transformer;
   const int64_t inner = t.inner_dim();
-  using testing::LoraTensors;
-  using testing::peft_lora_module;
   const auto lora = [&](std::initializer_list<LoraTensors> modules) {
     LoraTensors all;
     for (const LoraTensors& m : modules) all.insert(all.end(), m.begin(), m.end());
@@ -244,7 +242,7 @@ int run_adapters(const std::string& models_dir) {
                               peft_lora_module("transformer_blocks.0.attn.to_out.0", inner, inner, 8, 4)})},
       {"c.safetensors", lora({peft_lora_module("transformer_blocks.0.attn.to_v", inner, inner, 4, 5)})}};
   for (const auto& [name, tensors] : files) {
-    if (!report(testing::write_lora_file(models_dir + "/" + name, tensors), name)) return 1;
+    if (!report(write_lora_file(models_dir + "/" + name, tensors), name)) return 1;
   }
   // Each request's adapters, cycled: one, another, two stacked, none, the third.
   const std::vector<std::vector<AdapterRequest>> cycle = {

@@ -19,7 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/engine_under_budget.h"
-#include "tests/testing/lora_writer.h"
+#include "tools/random_models/lora_random.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/tensor_file.h"
@@ -29,12 +29,9 @@ namespace diffusiond {
 namespace {
 
 using ::diffusiond::testing::IsOk;
-using ::diffusiond::testing::LoraTensors;
 using ::diffusiond::testing::max_abs_diff;
-using ::diffusiond::testing::peft_lora_module;
 using ::diffusiond::testing::StatusIs;
 using ::diffusiond::testing::TempDir;
-using ::diffusiond::testing::write_lora_file;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;

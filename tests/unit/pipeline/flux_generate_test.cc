@@ -17,7 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/engine_under_budget.h"
-#include "tests/testing/lora_writer.h"
+#include "tools/random_models/lora_random.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/random_models/flux_pipeline_random.h"
@@ -102,8 +102,8 @@ TEST_F(FluxGenerateTest, PromptToPixelsThroughFourComponentsWithDevDefaults) {
 TEST_F(FluxGenerateTest, AdaptersApplyToTheDenoiserForTheirRequestOnly) {
   start(int64_t{1} << 32);
   const FluxConfig t = demo_flux_pipeline_sizes().transformer;
-  ASSERT_THAT(testing::write_lora_file(models_dir_ + "/style.safetensors",
-                                       testing::peft_lora_module("proj_out", t.inner_dim(), t.out_features(), 4, 3)),
+  ASSERT_THAT(write_lora_file(models_dir_ + "/style.safetensors",
+                                       peft_lora_module("proj_out", t.inner_dim(), t.out_features(), 4, 3)),
               IsOk());
   std::vector<GenerateEvent> plain_events;
   absl::StatusOr<GeneratedImage> plain = run(&plain_events);
