@@ -18,7 +18,9 @@
 #      noise) through the daemon, which loads each component as a cached
 #      model, encodes, denoises and decodes, and streams every stage; then
 #      the same for a FLUX.1-dev pipeline folder (build/models/fluxpipe: CLIP
-#      and T5 encoders with their tokenizers, transformer, VAE), a Qwen-Image
+#      and T5 encoders with their tokenizers, transformer, VAE), again with a
+#      random LoRA adapter (build/models/flux-style-lora.safetensors) applied
+#      for that request only, a Qwen-Image
 #      one (build/models/qwenpipe: Qwen2.5-VL with its tokenizer, transformer,
 #      AutoencoderKLQwenImage), a Krea 2 one (build/models/krea2pipe:
 #      Qwen3-VL tapped at several layers, transformer, the same VAE) and an
@@ -33,8 +35,8 @@
 #   6. SIGTERM drains the daemon, which exits 0.
 # The final latents are written to build/demo-latents.safetensors and
 # build/demo-flux-latents.safetensors, the images to build/demo.png,
-# build/demo-flux.png, build/demo-qwen-image.png, build/demo-krea2.png and
-# build/demo-anima.png, the video to build/demo-wan.mp4. Extra
+# build/demo-flux.png, build/demo-flux-lora.png, build/demo-qwen-image.png,
+# build/demo-krea2.png and build/demo-anima.png, the video to build/demo-wan.mp4. Extra
 # arguments go to both `diffusionctl denoise` calls (e.g. --steps 4 --seed 7).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,6 +63,9 @@ if [[ ! -f build/models/zpipe/model_index.json ]]; then
 fi
 if [[ ! -f build/models/fluxpipe/model_index.json ]]; then
   "$tools/diffusiond-demo" --write_pipeline build/models/fluxpipe --pipeline flux
+fi
+if [[ ! -f build/models/flux-style-lora.safetensors ]]; then
+  "$tools/diffusiond-demo" --write_lora build/models/flux-style-lora.safetensors
 fi
 if [[ ! -f build/models/qwenpipe/model_index.json ]]; then
   "$tools/diffusiond-demo" --write_pipeline build/models/qwenpipe --pipeline qwen-image
@@ -109,6 +114,9 @@ echo "== diffusionctl generate zpipe (prompt -> 512x512 PNG through text encoder
 echo "== diffusionctl generate fluxpipe (prompt -> 512x512 PNG through CLIP, T5, transformer, VAE)"
 "${ctl[@]}" generate fluxpipe --prompt "a lighthouse on a cliff at dawn" \
   --width 512 --height 512 --steps 4 --seed 42 --out build/demo-flux.png
+echo "== diffusionctl generate fluxpipe with a LoRA adapter at weight 0.8 (the base stays loaded, FP8)"
+"${ctl[@]}" generate fluxpipe --prompt "a lighthouse on a cliff at dawn" \
+  --width 512 --height 512 --steps 4 --seed 42 --lora flux-style-lora.safetensors:0.8 --out build/demo-flux-lora.png
 echo "== diffusionctl generate qwenpipe (prompt -> 256x256 PNG through Qwen2.5-VL, transformer, VAE; true CFG)"
 "${ctl[@]}" generate qwenpipe --prompt "a lighthouse on a cliff at dawn" --negative "blurry" \
   --width 256 --height 256 --steps 4 --seed 42 --out build/demo-qwen-image.png

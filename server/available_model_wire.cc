@@ -43,6 +43,16 @@ void to_wire(const CatalogListing& listing, ComputeDtype compute_dtype, v1::List
       arg->set_default_value(a.default_value);
       arg->set_meaning(a.meaning);
     }
+    if (m.adapter.has_value()) {
+      v1::AvailableAdapter* a = w->mutable_adapter();
+      a->set_layout(m.adapter->layout);
+      for (const std::string& arch : m.adapter->architectures) a->add_architectures(arch);
+      a->set_modules(m.adapter->modules);
+      a->set_text_encoder_modules(m.adapter->text_encoder_modules);
+      a->set_min_rank(m.adapter->min_rank);
+      a->set_max_rank(m.adapter->max_rank);
+      for (const std::string& t : m.adapter->targets) a->add_targets(t);
+    }
     w->set_error(m.error);
   }
   wire->set_truncated(listing.truncated);

@@ -6,6 +6,7 @@
 #include "server/event_stream.h"
 #include "server/grpc_status.h"
 #include "server/request_checks.h"
+#include "server/request_options.h"
 #include "server/wire_tensor.h"
 #include "core/util/status_macros.h"
 
@@ -40,6 +41,7 @@ absl::StatusOr<EngineDenoiseRequest> denoise_request(const v1::DenoiseRequest& w
   for (const v1::DenoiseSegment& s : wire.later_segments()) {
     r.later_segments.push_back({s.model_id(), s.boundary_ratio(), s.guidance_scale()});
   }
+  DIFFUSIOND_ASSIGN_OR_RETURN(r.adapters, adapters_from_wire(wire.adapters()));
   return r;
 }
 
@@ -47,13 +49,15 @@ grpc::ServerUnaryReactor* DenoiseServiceImpl::Step(grpc::CallbackServerContext*,
                                                    const v1::StepRequest* request, v1::StepResponse* response) {
   auto* reactor = new CancellableUnaryReactor();
   absl::StatusOr<NamedTensors> inputs = from_wire(request->inputs());
-  if (!inputs.ok()) {
-    reactor->Finish(to_grpc_status(inputs.status()));
+  absl::StatusOr<std::vector<AdapterRequest>> adapters = adapters_from_wire(request->adapters());
+  if (!inputs.ok() || !adapters.ok()) {
+    reactor->Finish(to_grpc_status(!inputs.ok() ? inputs.status() : adapters.status()));
     return reactor;
   }
   const ServiceDeps deps = deps_;
   absl::Status queued = deps.compute_queue->submit(
-      [deps, reactor, response, id = request->model_id(), inputs = *std::move(inputs)] {
+      [deps, reactor, response, id = request->model_id(), inputs = *std::move(inputs),
+       adapters = *std::move(adapters)] {
         const CancellationToken cancel = reactor->token();
         if (cancel.cancelled()) {
           deps.metrics->count_cancellation("step");
@@ -61,7 +65,7 @@ grpc::ServerUnaryReactor* DenoiseServiceImpl::Step(grpc::CallbackServerContext*,
           return;
         }
         const absl::Time start = absl::Now();
-        absl::StatusOr<NamedTensors> outputs = deps.engine->step(id, inputs, cancel);
+        absl::StatusOr<NamedTensors> outputs = deps.engine->step(id, inputs, cancel, adapters);
         absl::Status status = outputs.status();
         if (outputs.ok()) {
           deps.metrics->observe_step(id, absl::Now() - start);
@@ -108,6 +112,7 @@ grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::Ca
       step->set_step_seconds(absl::ToDoubleSeconds(e.step_time));
       if (segment.began_with(e)) {
         for (const std::string& key : segment.evicted) step->add_evicted_model_ids(key);
+        for (const std::string& key : segment.adapters_loaded) step->add_adapters_loaded(key);
         step->set_model_loaded(segment.loaded);
         if (segment.loaded) step->set_load_seconds(absl::ToDoubleSeconds(segment.load_time));
       }

@@ -170,6 +170,7 @@ absl::StatusOr<GenerateRequest> generate_request(const v1::GenerateRequest& wire
   r.max_sequence_length = wire.max_sequence_length();
   r.num_frames = wire.num_frames();
   if (wire.has_guidance_scale_2()) r.guidance_scale_2 = wire.guidance_scale_2();
+  DIFFUSIOND_ASSIGN_OR_RETURN(r.adapters, adapters_from_wire(wire.adapters()));
   return r;
 }
 

@@ -54,4 +54,15 @@ absl::Duration time_left(const grpc::CallbackServerContext& context) {
   return std::max(absl::ZeroDuration(), absl::FromChrono(deadline - std::chrono::system_clock::now()));
 }
 
+absl::StatusOr<std::vector<AdapterRequest>> adapters_from_wire(
+    const google::protobuf::RepeatedPtrField<v1::Adapter>& wire) {
+  if (static_cast<size_t>(wire.size()) > kMaxCallAdapters) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request names ", wire.size(), " adapters; at most ", kMaxCallAdapters, " are taken"));
+  }
+  std::vector<AdapterRequest> out;
+  for (const v1::Adapter& a : wire) out.push_back({a.path(), a.has_weight() ? a.weight() : 1.0});
+  return out;
+}
+
 }  // namespace diffusiond

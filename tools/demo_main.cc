@@ -27,6 +27,10 @@
 //     with its T5 tokenizer, the Cosmos transformer, AutoencoderKLQwenImage;
 //     a modular pipeline's modular_model_index.json). A folder that already
 //     has its index is left as it is.
+//   diffusiond-demo --write_lora FILE
+//     writes a random rank-4 LoRA adapter (diffusers/PEFT keys) on every
+//     attention projection of the FLUX.1 demo pipeline's transformer, for
+//     Generate's adapters, and exits.
 #include <unistd.h>
 
 #include <cstdio>
@@ -53,6 +57,7 @@
 #include "tools/random_models/anima_pipeline_random.h"
 #include "tools/random_models/flux_pipeline_random.h"
 #include "tools/random_models/krea2_pipeline_random.h"
+#include "tools/random_models/lora_random.h"
 #include "tools/random_models/pipeline_index_random.h"
 #include "tools/random_models/pipeline_random.h"
 #include "tools/random_models/qwen_image_pipeline_random.h"
@@ -75,6 +80,7 @@ struct Args {
   std::string inputs_dir;      // with generate_only: also write the caption features
   std::string pipeline_dir;    // write a pipeline folder there and stop
   std::string pipeline = "z-image";  // which pipeline --write_pipeline writes
+  std::string lora_file;             // write a LoRA for the FLUX demo pipeline there and stop
 };
 
 absl::StatusOr<Args> parse(int argc, char** argv) {
@@ -91,6 +97,7 @@ absl::StatusOr<Args> parse(int argc, char** argv) {
     double d = 0;
     if (flag == "--arch") a.arch = v;
     else if (flag == "--write_pipeline") a.pipeline_dir = v;
+    else if (flag == "--write_lora") a.lora_file = v;
     else if (flag == "--pipeline" && (v == "z-image" || v == "flux" || v == "qwen-image" || v == "krea2" ||
                                       v == "wan" || v == "wan22" || v == "anima"))
       a.pipeline = v;
@@ -131,6 +138,12 @@ Conditioning demo_conditioning(const DiffusionModel& model, uint64_t seed, bool 
 
 absl::Status run(const Args& args) {
   tune_allocator_for_serving();
+  if (!args.lora_file.empty()) {
+    if (std::filesystem::exists(args.lora_file)) return absl::OkStatus();
+    std::printf("generating a random LoRA for the FLUX.1 demo pipeline in %s\n", args.lora_file.c_str());
+    return write_lora_file(args.lora_file, random_flux_attention_lora(demo_flux_pipeline_sizes().transformer, 4,
+                                                                      args.seed));
+  }
   if (!args.pipeline_dir.empty()) {
     if (pipeline_index_written(args.pipeline_dir)) return absl::OkStatus();
     std::printf("generating a %s pipeline (random weights, diffusers layout) in %s\n", args.pipeline.c_str(),

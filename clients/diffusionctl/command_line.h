@@ -86,10 +86,17 @@ struct ReleaseOptions {
 struct HealthOptions {
   std::string service;  // empty: the whole server
 };
+// A LoRA adapter for one request (--lora PATH[:WEIGHT]): a file in the
+// daemon's models directory and its weight (1 as trained, 0 left out).
+struct LoraOption {
+  std::string path;
+  double weight = 1.0;
+};
 struct StepOptions {
   std::string model_id;
   std::string inputs_path;
   std::string outputs_path;
+  std::vector<LoraOption> loras;
 };
 struct DenoiseOptions {
   std::string model_id;
@@ -113,6 +120,7 @@ struct DenoiseOptions {
   std::string expert_2;
   double boundary_ratio = 0.0;    // in (0, 1] with expert_2
   double guidance_scale_2 = 0.0;  // >= 0
+  std::vector<LoraOption> loras;
   std::string out_path;
 };
 
@@ -136,6 +144,7 @@ struct GenerateOptions {
   // Upstream's padding_mask_crop, with mask_path: pixels around the mask's
   // box; empty: no crop.
   std::optional<int> padding_mask_crop;
+  std::vector<LoraOption> loras;
   double strength = 0.0;        // with image_path; 0: the pipeline's default
   int num_images = 0;           // 0: 1; images go to out_path with "-<index>" before ".png"
   std::vector<uint64_t> seeds;  // one per image; replaces seed

@@ -49,6 +49,15 @@ absl::Status read_conditioning(const std::string& path, const std::map<std::stri
   return absl::OkStatus();
 }
 
+// The request's adapters, from --lora.
+void add_adapters(const std::vector<LoraOption>& loras, google::protobuf::RepeatedPtrField<v1::Adapter>* out) {
+  for (const LoraOption& lora : loras) {
+    v1::Adapter* adapter = out->Add();
+    adapter->set_path(lora.path);
+    adapter->set_weight(lora.weight);
+  }
+}
+
 }  // namespace
 
 absl::Status run_command(const CommandEnv& env, const StepOptions& options) {
@@ -57,6 +66,7 @@ absl::Status run_command(const CommandEnv& env, const StepOptions& options) {
   absl::StatusOr<NamedTensors> inputs = read_tensor_file(options.inputs_path);
   if (!inputs.ok()) return inputs.status();
   request.mutable_inputs()->Swap(&*inputs);
+  add_adapters(options.loras, request.mutable_adapters());
   v1::StepResponse response;
   const absl::Status status = unary_call(env, &v1::DenoiseService::Stub::Step, request, &response, options.model_id);
   if (!status.ok()) return status;
@@ -94,6 +104,7 @@ absl::Status run_command(const CommandEnv& env, const DenoiseOptions& options) {
   request.set_expert_2(options.expert_2);
   request.set_boundary_ratio(options.boundary_ratio);
   request.set_guidance_scale_2(options.guidance_scale_2);
+  add_adapters(options.loras, request.mutable_adapters());
 
   auto stub = v1::DenoiseService::NewStub(env.channel);
   std::unique_ptr<grpc::ClientContext> context = new_context(env, options.model_id);

@@ -190,6 +190,11 @@ absl::Status run_command(const CommandEnv& env, const GenerateOptions& options) 
     *field = *std::move(bytes);
   }
   if (options.padding_mask_crop.has_value()) request.set_padding_mask_crop(*options.padding_mask_crop);
+  for (const LoraOption& lora : options.loras) {
+    v1::Adapter* adapter = request.add_adapters();
+    adapter->set_path(lora.path);
+    adapter->set_weight(lora.weight);
+  }
   request.set_strength(options.strength);
   request.set_num_images_per_prompt(options.num_images);
   for (uint64_t seed : options.seeds) request.add_seeds(seed);

@@ -10,7 +10,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/checkpoint/checkpoint.h"
+#include "core/lora/lora_file.h"
+#include "core/lora/lora_plan.h"
+#include "core/lora/lora_rules.h"
 #include "core/models/model_loader.h"
 #include "core/pipeline/pipeline_family.h"
 #include "core/pipeline/pipeline_index.h"
@@ -33,6 +37,8 @@ absl::string_view available_format_name(AvailableModel::Format format) {
       return "sharded-folder";
     case AvailableModel::Format::kPipeline:
       return "pipeline";
+    case AvailableModel::Format::kLora:
+      return "lora";
   }
   return "unknown";
 }
@@ -162,6 +168,49 @@ std::string catalog_fingerprint(const CatalogCandidate& c) {
   return print;
 }
 
+// A single file no model recipe takes, read as a LoRA adapter: planned for
+// every architecture with rules. False when none takes its keys (then the
+// model's error stands).
+bool describe_adapter(const CatalogCandidate& c, const CatalogOptions& options, AvailableModel* m) {
+  absl::StatusOr<std::unique_ptr<LoraFile>> file = LoraFile::open(c.path);
+  if (!file.ok()) return false;
+  std::optional<LoraPlan> first;
+  AvailableAdapter adapter;
+  for (const LoraArchitectureRules* rules : lora_architectures()) {
+    absl::StatusOr<LoraPlan> plan = plan_lora(**file, rules->architecture);
+    if (!plan.ok()) continue;
+    adapter.architectures.emplace_back(rules->architecture);
+    if (!first.has_value()) first = *std::move(plan);
+  }
+  if (!first.has_value()) return false;
+  std::sort(adapter.architectures.begin(), adapter.architectures.end());
+  adapter.layout = std::string(lora_format_name(first->format));
+  adapter.modules = static_cast<int64_t>(first->modules.size());
+  adapter.text_encoder_modules = static_cast<int64_t>(first->text_encoder_modules.size());
+  std::vector<std::string> targets;
+  for (const std::vector<PlannedLoraModule>* list : {&first->modules, &first->text_encoder_modules}) {
+    for (const PlannedLoraModule& module : *list) {
+      adapter.min_rank = adapter.min_rank == 0 ? module.rank : std::min(adapter.min_rank, module.rank);
+      adapter.max_rank = std::max(adapter.max_rank, module.rank);
+    }
+  }
+  for (const PlannedLoraModule& module : first->modules) {
+    targets.insert(targets.end(), module.target.modules.begin(), module.target.modules.end());
+  }
+  std::sort(targets.begin(), targets.end());
+  if (targets.size() > kMaxListedTargets) targets.resize(kMaxListedTargets);
+  adapter.targets = std::move(targets);
+  const int64_t bytes = first->bytes(to_scalar_type(options.compute_dtype));
+  m->format = AvailableModel::Format::kLora;
+  m->role = "adapter";
+  m->architecture = absl::StrJoin(adapter.architectures, ",");
+  m->description = absl::StrCat(adapter.layout, " LoRA, ", adapter.modules, " modules, rank ", adapter.max_rank);
+  m->sizes = {{std::nullopt, bytes, bytes, 0}};
+  m->adapter = std::move(adapter);
+  m->error.clear();
+  return true;
+}
+
 AvailableModel describe_checkpoint(const CatalogCandidate& c, const CatalogOptions& options) {
   AvailableModel m;
   m.path = c.rel;
@@ -171,6 +220,7 @@ AvailableModel describe_checkpoint(const CatalogCandidate& c, const CatalogOptio
   absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::open(c.path);
   if (!checkpoint.ok()) {
     m.error = std::string(checkpoint.status().message());
+    if (c.kind == CatalogCandidate::Kind::kFile) describe_adapter(c, options, &m);
     return m;
   }
   const Checkpoint& ckpt = **checkpoint;
@@ -191,6 +241,7 @@ AvailableModel describe_checkpoint(const CatalogCandidate& c, const CatalogOptio
     if (!plan.ok()) {
       m.error = std::string(plan.status().message());
       m.sizes.clear();
+      if (c.kind == CatalogCandidate::Kind::kFile && !fp8.has_value()) describe_adapter(c, options, &m);
       return m;
     }
     m.architecture = std::string(plan->family->name());

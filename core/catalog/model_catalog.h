@@ -4,7 +4,9 @@
 // diffusers pipeline folder with model_index.json) with its architecture,
 // role, layout and the RAM its load would reserve with FP8 storage off and
 // on, planned from headers and config alone as `diffusiond-checkpoint plan`
-// does (no tensor data is read).
+// does (no tensor data is read). A .safetensors file no model recipe takes
+// is tried as a LoRA adapter (core/lora) for every architecture with LoRA
+// rules, and listed as one when its keys map.
 //
 // Confined like loads: a symlink whose target lies outside the models
 // directory is neither followed nor listed. Bounded: the walk stops at
@@ -40,8 +42,22 @@ struct AvailableSize {
   int64_t fp8_tensors = 0;
 };
 
+// A LoRA adapter file (core/lora), as planned from its header for every
+// architecture with LoRA rules.
+struct AvailableAdapter {
+  std::string layout;                      // lora_format_name: "diffusers", "kohya", "comfyui"
+  std::vector<std::string> architectures;  // every one its keys map onto, sorted
+  int64_t modules = 0;                     // of the denoiser, for the first architecture
+  int64_t text_encoder_modules = 0;        // kept, not applied
+  int64_t min_rank = 0, max_rank = 0;
+  // The first architecture's linears it updates (the project's names),
+  // sorted; at most kMaxListedTargets, `modules` counting them all.
+  std::vector<std::string> targets;
+};
+inline constexpr size_t kMaxListedTargets = 64;
+
 struct AvailableModel {
-  enum class Format { kSingleFile, kScaledFp8File, kModelFolder, kShardedFolder, kPipeline };
+  enum class Format { kSingleFile, kScaledFp8File, kModelFolder, kShardedFolder, kPipeline, kLora };
   std::string path;  // relative to the models directory: what LoadModel / Generate take
   Format format = Format::kSingleFile;
   // Empty when it is not loadable (`error` says why); a pipeline's family
@@ -60,6 +76,9 @@ struct AvailableModel {
   // Pipelines: the Generate arguments its family takes, with their
   // defaults and meanings (PipelineFamily::arguments).
   std::vector<FamilyArgument> arguments;
+  // LoRA files (format kLora, role "adapter"): what the adapter holds. Its
+  // `sizes` has one entry: the bytes it holds loaded at the compute dtype.
+  std::optional<AvailableAdapter> adapter;
   // Why it cannot be loaded (its recogniser's or plan's error); empty when it can.
   std::string error;
 };

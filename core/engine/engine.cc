@@ -228,10 +228,15 @@ std::vector<ModelInfo> Engine::list() const {
   for (const CacheEntryStats& e : cache_->stats().entries) {
     if (e.loading) continue;
     ModelInfo info;
-    const bool present = cache_->peek(e.key, [&](const CacheValue& value) {
-      info = info_of(e.key, static_cast<const LoadedModel&>(value).description());
+    bool is_model = false;
+    cache_->peek(e.key, [&](const CacheValue& value) {
+      // Adapters share the cache (adapter_admission.h) but are no models.
+      if (const auto* loaded = dynamic_cast<const LoadedModel*>(&value)) {
+        info = info_of(e.key, loaded->description());
+        is_model = true;
+      }
     });
-    if (!present) continue;  // unloaded since the snapshot
+    if (!is_model) continue;  // unloaded since the snapshot, or an adapter
     set_usage(e, &info);
     if (device_ != nullptr) device_->set_usage(&info);
     out.push_back(std::move(info));
@@ -269,7 +274,8 @@ std::optional<CacheStats> Engine::vram_stats() const {
 }
 
 absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const NamedTensors& inputs,
-                                          const CancellationToken& cancel) {
+                                          const CancellationToken& cancel,
+                                          const std::vector<AdapterRequest>& adapters) {
   Job job(&gate_, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(job.status());
   // Activations are reserved where the forward runs, and held until it
@@ -280,8 +286,13 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
   needs.device_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {
     return m.step_activations(inputs, /*device_is_cpu=*/false).bytes;
   };
-  DIFFUSIOND_ASSIGN_OR_RETURN(CallScope call, admit_call(ModelHandle::by_id(model_id), needs, job, nullptr));
-  return call.run("the step", [&] { return call.model().step(inputs); });
+  const ModelHandle model = ModelHandle::by_id(model_id);
+  // The adapters first, checked and pinned, so a bad one costs no
+  // activation room; then the model beside them.
+  DIFFUSIOND_ASSIGN_OR_RETURN(const AdmittedAdapters held, admit_adapters_for(model, adapters, job, nullptr));
+  DIFFUSIOND_ASSIGN_OR_RETURN(CallScope call, admit_call(model, needs, job, nullptr));
+  DIFFUSIOND_ASSIGN_OR_RETURN(const std::unique_ptr<AdapterSet> set, adapter_set_for(call.model(), held));
+  return call.run("the step", [&] { return run_with_adapters(set.get(), [&] { return call.model().step(inputs); }); });
 }
 
 void Engine::cancel_all() {

@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "core/cache/model_cache.h"
 #include "core/denoise/denoise_loop.h"
+#include "core/engine/adapter_admission.h"
 #include "core/engine/device_placer.h"
 #include "core/engine/engine_api.h"
 #include "core/engine/engine_options.h"
@@ -59,7 +60,8 @@ class Engine final : public EngineApi {
   absl::StatusOr<Reservation> make_room(int64_t bytes, Device device,
                                         std::vector<std::string>* evicted = nullptr) override;
   absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs,
-                                    const CancellationToken& cancel = {}) override;
+                                    const CancellationToken& cancel = {},
+                                    const std::vector<AdapterRequest>& adapters = {}) override;
   absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request,
                                         const DenoiseOptions& options) override;
   absl::StatusOr<ModelHandle> ready(const ModelLoadRequest& model, std::optional<ModelRole> role = {},
@@ -121,6 +123,14 @@ class Engine final : public EngineApi {
   absl::StatusOr<CallResult<torch::Tensor>> vae_call(
       const ModelHandle& vae, const torch::Tensor& latents, const CancellationToken& cancel, absl::string_view what,
       bool streamed, const std::function<absl::StatusOr<torch::Tensor>(const ImageDecoder&, bool tiled)>& work);
+  // The adapters of a call on `model` admitted under the RAM budget
+  // (adapter_admission.h), waiting in line for room as calls do: planned
+  // for the model's architecture and compute dtype, read from the cache
+  // (else from a readied handle). NOT_FOUND when neither knows the model.
+  // Empty `adapters`: nothing, at no cost (engine_adapters.cc).
+  absl::StatusOr<AdmittedAdapters> admit_adapters_for(const ModelHandle& model,
+                                                      const std::vector<AdapterRequest>& adapters, const Job& job,
+                                                      AdapterReport* report);
   // One segment of a Denoise (engine_denoise.cc): `model` admitted with
   // one step's activations at `guidance_scale`, and its predictor; what
   // readying it did goes to `start`.

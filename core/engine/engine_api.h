@@ -19,6 +19,7 @@
 #include "core/cache/cache_stats.h"
 #include "core/cache/model_cache.h"
 #include "core/denoise/denoise_loop.h"
+#include "core/engine/adapter_request.h"
 #include "core/engine/call_device.h"
 #include "core/engine/load_board.h"
 #include "core/engine/loaded_model.h"
@@ -71,8 +72,11 @@ struct SegmentStart {
   // When loaded: how long readying it took (the load, and any wait for
   // room), the model switch's cost.
   absl::Duration load_time;
-  // The models evicted from RAM to make room for its load and activations.
+  // The models (and adapters) evicted from RAM to make room for its load,
+  // its adapters and its activations.
   std::vector<std::string> evicted;
+  // The cache keys of the adapters loaded for it (cached ones are not).
+  std::vector<std::string> adapters_loaded;
   CallDevice where;  // where it runs, and what its placement did
 
   // True for the event of this segment's first step, the one that reports
@@ -112,6 +116,8 @@ struct EngineDenoiseRequest {
   // Optional: told as each segment's model is readied, before its first
   // step (a segment with no steps in the schedule is never readied).
   std::function<void(const SegmentStart&)> on_segment;
+  // LoRA adapters attached to every segment's model for this call.
+  std::vector<AdapterRequest> adapters;
 };
 
 // The least RAM one call needs, known without loading its model.
@@ -182,9 +188,12 @@ class EngineApi {
   // (step_admission.h), evicting unpinned models if needed;
   // RESOURCE_EXHAUSTED naming the estimate when it cannot fit. The forward
   // stops between its blocks once `cancel` fires (its reason) or
-  // cancel_all() runs (UNAVAILABLE).
+  // cancel_all() runs (UNAVAILABLE). `adapters` are admitted
+  // (adapter_admission.h) and attached for this forward only; a bad one is
+  // refused (INVALID_ARGUMENT naming it) before the forward runs.
   virtual absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs,
-                                            const CancellationToken& cancel = {}) = 0;
+                                            const CancellationToken& cancel = {},
+                                            const std::vector<AdapterRequest>& adapters = {}) = 0;
   // The whole loop. The activations of one step (guided: both passes) are
   // reserved on the CPU for each segment, as step() reserves them. With
   // later segments (Wan 2.2's second expert) each model is pinned only for

@@ -57,6 +57,10 @@ absl::StatusOr<Engine::CallScope> Engine::admit_call(const ModelHandle& model, c
 
 absl::StatusOr<Engine::CallScope> Engine::admit_cached(const std::string& model_id, const CallNeeds& needs,
                                                        const Job& job, CallReport* report) {
+  // An adapter's key names no model (adapter_admission.h).
+  if (is_adapter_key(model_id)) {
+    return absl::NotFoundError(absl::StrCat("\"", bounded(model_id), "\" is an adapter, not a model"));
+  }
   CallScope call;
   call.token_ = job.token();
   call.where_ = report != nullptr ? &report->where : nullptr;

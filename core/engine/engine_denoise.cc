@@ -16,9 +16,12 @@
 namespace diffusiond {
 
 // Member order is teardown order: the predictor (which points into the
-// model) goes before the call that keeps the model.
+// model) goes before the call that keeps the model, and the adapter set
+// before the adapters it views and the model it was built for.
 struct Engine::SegmentModel {
   CallScope call;
+  AdmittedAdapters adapters;
+  std::unique_ptr<AdapterSet> adapter_set;  // null without adapters
   const DiffusionModel* model = nullptr;
   FlowPredictor predict;
 };
@@ -78,6 +81,13 @@ absl::StatusOr<Engine::SegmentModel> Engine::ready_segment(const ModelHandle& ha
     query.device_is_cpu = false;
     return d->estimate_activations(query).bytes;
   };
+  // The adapters first, checked and pinned, so a bad one costs no load or
+  // activation room; then the model beside them.
+  AdapterReport adapter_report;
+  absl::StatusOr<AdmittedAdapters> adapters = admit_adapters_for(handle, request.adapters, job, &adapter_report);
+  start.evicted.insert(start.evicted.end(), adapter_report.evicted.begin(), adapter_report.evicted.end());
+  start.adapters_loaded = std::move(adapter_report.loaded);
+  if (!adapters.ok()) return adapters.status();
   CallReport report;
   absl::StatusOr<CallScope> call = admit_call(handle, needs, job, &report);
   start.evicted.insert(start.evicted.end(), report.evicted.begin(), report.evicted.end());
@@ -85,8 +95,9 @@ absl::StatusOr<Engine::SegmentModel> Engine::ready_segment(const ModelHandle& ha
   start.loaded = start.loaded || report.reloaded;
   if (!call.ok()) return call.status();
   DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* model, denoiser_of(call->model()));
+  DIFFUSIOND_ASSIGN_OR_RETURN(std::unique_ptr<AdapterSet> set, adapter_set_for(call->model(), *adapters));
   DIFFUSIOND_ASSIGN_OR_RETURN(FlowPredictor predict, model->flow_predictor(request.positive, negative));
-  return SegmentModel{*std::move(call), model, std::move(predict)};
+  return SegmentModel{*std::move(call), *std::move(adapters), std::move(set), model, std::move(predict)};
 }
 
 absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options) {
@@ -173,7 +184,9 @@ absl::StatusOr<torch::Tensor> Engine::denoise(const EngineDenoiseRequest& reques
     start.first_step = begin[k] - begin[0];
     if (request.on_segment) request.on_segment(start);
     DIFFUSIOND_RETURN_IF_ERROR(current->call.run("the denoise loop", [&]() -> absl::Status {
-      return run.run(current->predict, guidance_of(request, k), begin[k + 1], static_cast<int>(k), stoppable);
+      return run_with_adapters(current->adapter_set.get(), [&] {
+        return run.run(current->predict, guidance_of(request, k), begin[k + 1], static_cast<int>(k), stoppable);
+      });
     }));
   }
   return std::move(run).finish().latents;

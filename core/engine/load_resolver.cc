@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "core/engine/adapter_admission.h"
 #include "core/precision/torch_dtype.h"
 #include "core/util/bounded_text.h"
 #include "core/util/confined_path.h"
@@ -57,6 +58,11 @@ absl::StatusOr<ResolvedLoad> LoadResolver::resolve(const ModelLoadRequest& reque
   // Without an id the model is known by its canonical path inside the
   // models directory, so "demo", "./demo" and "/models/demo" are one model.
   load.model_id = request.model_id.empty() ? relative_to_models_dir(load.path) : request.model_id;
+  // Adapters are cached under keys of their own (adapter_admission.h).
+  if (is_adapter_key(load.model_id)) {
+    return absl::InvalidArgumentError(absl::StrCat("model id \"", bounded(load.model_id), "\" starts with \"",
+                                                   kAdapterKeyPrefix, "\", which names adapters"));
+  }
   if (!request.config_path.empty()) {
     DIFFUSIOND_ASSIGN_OR_RETURN(load.config_path, resolve_confined_path(options_.models_dir, request.config_path));
   }

@@ -120,6 +120,7 @@ std::string parameters_json(const GenerateRequest& r, const Resolved& resolved, 
     j["padding_mask_crop"] = r.padding_mask_crop->padding;
     j["crops_coords"] = {crop_box->x0, crop_box->y0, crop_box->x1, crop_box->y1};
   }
+  for (const AdapterRequest& a : r.adapters) j["adapters"].push_back({{"path", a.path}, {"weight", a.weight}});
   for (const auto& [name, id] : resolved.ids) j[name] = id;
   for (const auto& [name, o] : resolved.options) {
     nlohmann::json& options = j["component_options"][name];
@@ -498,6 +499,7 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   denoise.steps = run.steps;
   denoise.base_sigmas = r.sigmas;
   denoise.shift = r.shift;
+  denoise.adapters = r.adapters;
   for (const ExpertHandover& h : handovers) {
     const ModelLoadRequest load = resolved.load_of(h.component);
     // Without guidance the later experts run unguided too, as upstream's.
@@ -549,6 +551,10 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
         if (segment.loaded) {
           emit_to(options, {GenerateEvent::Stage::kLoad, segment.model_id, 0, 0, absl::ZeroDuration(),
                             absl::StrCat("loaded for its steps, from step ", e.step), ""});
+        }
+        for (const std::string& adapter : segment.adapters_loaded) {
+          emit_to(options, {GenerateEvent::Stage::kLoad, adapter, 0, 0, absl::ZeroDuration(),
+                            absl::StrCat("adapter for ", segment.model_id), ""});
         }
         report_placement_evictions(options, segment.where, absl::StrCat("the denoise of ", segment.model_id));
         detail = segment.where.summary();

@@ -118,6 +118,10 @@ struct GenerateRequest {
   // One seed per image (upstream's list of generators); empty: `seed`
   // draws the whole batch from one generator.
   std::vector<uint64_t> seeds;
+  // LoRA adapters on the denoiser (every expert of a video family) for this
+  // request only (EngineDenoiseRequest::adapters); the images' parameters
+  // record them.
+  std::vector<AdapterRequest> adapters;
 };
 
 struct GenerateEvent {

@@ -36,6 +36,7 @@ class FakeEngine final : public EngineApi {
   // step() answers this, and records the inputs it got.
   absl::StatusOr<NamedTensors> step_result = absl::UnimplementedError("step");
   NamedTensors step_inputs;
+  std::vector<AdapterRequest> step_adapters;
   // encode_text() answers this, and records the model and the request.
   absl::StatusOr<EncodedText> encode_result = absl::UnimplementedError("encode_text");
   TextEncoding encode_request;
@@ -106,11 +107,12 @@ class FakeEngine final : public EngineApi {
     if (room.ok() && evicted != nullptr) evicted->insert(evicted->end(), make_room_evicts.begin(), make_room_evicts.end());
     return room;
   }
-  absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs,
-                                    const CancellationToken&) override {
+  absl::StatusOr<NamedTensors> step(const std::string& model_id, const NamedTensors& inputs, const CancellationToken&,
+                                    const std::vector<AdapterRequest>& adapters) override {
     MutexLock lock(&mu_);
     last_model_id = model_id;
     step_inputs = inputs;
+    step_adapters = adapters;
     return step_result;
   }
   absl::StatusOr<torch::Tensor> denoise(const EngineDenoiseRequest& request, const DenoiseOptions& options) override {

@@ -9,6 +9,7 @@ import os
 import struct
 import sys
 import tempfile
+import types
 import unittest
 from concurrent import futures
 
@@ -135,6 +136,31 @@ class VsUpstreamTest(unittest.TestCase):
         sent = self.fake.requests[-1]
         self.assertEqual((sent.num_frames, sent.guidance_scale_2, sent.video_format, sent.HasField("guidance_scale")),
                          (2, 2.0, _ps.VIDEO_FORMAT_PNG_FRAMES, False))
+
+    def test_a_lora_case_sends_its_adapters(self):
+        lora = {"name": "glow", "mode": "txt2img", "prompt": "a glow", "negative_prompt": "", "width": W, "height": H,
+                "steps": 3, "seed": 11, "seeds": [], "guidance_scale": 4.0, "true_cfg_scale": 0.0, "strength": 0.0,
+                "num_images_per_prompt": 0, "image": "", "mask": "", "image_keys": ["glow.image_u8"],
+                "adapters": [{"path": "lora_a.safetensors", "weight": 0.7},
+                             {"path": "lora_b.safetensors", "weight": -0.3}]}
+        with open(os.path.join(self.folder, "lora_cases.json"), "w") as f:
+            json.dump({"pipeline_folder": "pipe", "cases": [lora]}, f)
+        write_u8_safetensors(os.path.join(self.folder, "lora_ref.safetensors"),
+                             {"glow.image_u8": (pixels(6), [H, W, 3])})
+        _, cases = vs.load_cases(self.folder)
+        self.assertEqual([(c["name"], c["ref"]) for c in cases][-1], ("glow", "lora_ref.safetensors"))
+        # The wire's adapters field is the client's; what this script owes is the call.
+        sent = []
+
+        class Client:
+            def generate(self, pipeline, prompt, negative_prompt, **kwargs):
+                sent.append(kwargs)
+                return types.SimpleNamespace(png=png_io.encode_png(pixels(6), W, H, 3), index=0, seed=kwargs["seed"])
+
+        rows = vs.compare(self.folder, cases[-1], vs.generate(Client(), self.folder, "pipe", cases[-1]))
+        self.assertEqual(rows, [("glow", 0, 0, 24)])
+        self.assertEqual(sent[0]["adapters"], [("lora_a.safetensors", 0.7), ("lora_b.safetensors", -0.3)])
+        self.assertNotIn("adapters", vs.generate_arguments(self.folder, cases[0]))
 
     def test_a_wrong_seed_is_reported(self):
         _, cases = vs.load_cases(self.folder)

@@ -17,15 +17,19 @@ beside a tiny pipeline folder (pipe/):
   as PNGs (video_format "png_frames") and compared over all of them.
 - e2e_mask_crop_refgen.py (here): mask_crop_cases.json and
   mask_crop_ref.safetensors, inpainting with padding_mask_crop (FLUX,
-  Qwen-Image), whose images have the init image's size.
+  Qwen-Image), whose images have the init image's size;
+- e2e_lora_refgen.py (here): lora_cases.json and lora_ref.safetensors,
+  FLUX txt2img with LoRA adapters (files in the family folder, named by
+  their file name there), one or several stacked with weights.
 This script starts a daemon over each folder with FP8 off (the references
 are float32), asks it for every case through the Python client (generate,
 or generate_images for a batch; the PNGs' bytes as image and mask_image;
-strength, seed or seeds, num_images_per_prompt, padding_mask_crop), and
-prints a table of the largest level difference and how many values
-differ, one row per image. It
-sends upstream's guidance_scale for every case: a shared case's
-daemon_guidance predates Z-Image's guidance_scale taking upstream's meaning.
+strength, seed or seeds, num_images_per_prompt, padding_mask_crop, and a
+LoRA case's adapters as (file name, weight) pairs, which needs a client
+with the adapters keyword), and prints a table of the largest level
+difference and how many values differ, one row per image. It sends
+upstream's guidance_scale for every case: a shared case's daemon_guidance
+predates Z-Image's guidance_scale taking upstream's meaning.
 It exits 1 when an image is over --max_levels (default 1: the noise floor
 of float32 across BLAS kernels and batch shapes).
 
@@ -73,12 +77,13 @@ def shared_case(c):
 
 def load_cases(folder):
     """(pipeline folder, cases) of a <family>-pipe folder: the shared
-    script's, then this project's modes and mask crops, the later winning a
-    name two have."""
+    script's, then this project's modes, mask crops and LoRA cases, the
+    later winning a name two have."""
     pipeline, cases = None, {}
     for file_name, ref, convert in (("cases.json", "ref.safetensors", shared_case),
                                     ("modes_cases.json", "modes_ref.safetensors", dict),
-                                    ("mask_crop_cases.json", "mask_crop_ref.safetensors", dict)):
+                                    ("mask_crop_cases.json", "mask_crop_ref.safetensors", dict),
+                                    ("lora_cases.json", "lora_ref.safetensors", dict)):
         path = os.path.join(folder, file_name)
         if not os.path.isfile(path):
             continue
@@ -90,7 +95,8 @@ def load_cases(folder):
             cases.pop(c["name"], None)
             cases[c["name"]] = dict(c, ref=ref)
     if pipeline is None:
-        raise RuntimeError(f"{folder} has none of cases.json, modes_cases.json, mask_crop_cases.json")
+        raise RuntimeError(f"{folder} has none of cases.json, modes_cases.json, mask_crop_cases.json, "
+                           "lora_cases.json")
     return pipeline, list(cases.values())
 
 
@@ -114,6 +120,8 @@ def generate_arguments(folder, c):
         kwargs.update(num_frames=c["num_frames"], guidance_scale_2=c.get("guidance_scale_2"))
     if c.get("padding_mask_crop") is not None:
         kwargs["padding_mask_crop"] = c["padding_mask_crop"]
+    if c.get("adapters"):  # only then: a case without adapters asks what it asked before adapters existed
+        kwargs["adapters"] = [(a["path"], a["weight"]) for a in c["adapters"]]
     for field, file_name in (("image", c["image"]), ("mask_image", c["mask"])):
         if file_name:
             with open(os.path.join(folder, file_name), "rb") as f:

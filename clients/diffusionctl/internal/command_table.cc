@@ -23,6 +23,34 @@ absl::StatusOr<double> finite_number(absl::string_view flag, const std::string& 
   return v;
 }
 
+absl::StatusOr<std::vector<LoraOption>> lora_flags(const ParsedArgs& p) {
+  constexpr size_t kMaxLoras = 16;
+  std::vector<LoraOption> out;
+  const auto given = p.repeats.find("lora");
+  if (given == p.repeats.end()) return out;
+  for (const std::string& text : given->second) {
+    LoraOption lora{text, 1.0};
+    const size_t colon = text.rfind(':');
+    double weight = 0;
+    if (colon != std::string::npos && absl::SimpleAtod(text.substr(colon + 1), &weight) && std::isfinite(weight)) {
+      lora = {text.substr(0, colon), weight};
+    }
+    if (lora.path.empty()) return bad_value("--lora", text, "PATH[:WEIGHT], such as loras/style.safetensors:0.8");
+    out.push_back(std::move(lora));
+  }
+  if (out.size() > kMaxLoras) {
+    return absl::InvalidArgumentError(absl::StrCat("--lora is given ", out.size(), " times; at most ", kMaxLoras));
+  }
+  return out;
+}
+
+FlagSpec lora_flag() {
+  return {"lora", "PATH[:WEIGHT]",
+          "a LoRA adapter file in the models directory, applied for this request only at WEIGHT (default 1); "
+          "repeatable, the adapters' terms add",
+          /*repeatable=*/true};
+}
+
 namespace {
 
 absl::StatusOr<std::string> one_of(absl::string_view flag, const std::string& text,
@@ -123,6 +151,8 @@ absl::StatusOr<CommandOptions> build_release(const ParsedArgs& p) {
 }
 
 absl::StatusOr<CommandOptions> build_step(const ParsedArgs& p) {
+  absl::StatusOr<std::vector<LoraOption>> loras = lora_flags(p);
+  if (!loras.ok()) return loras.status();
   StepOptions o;
   o.model_id = p.args[0];
   const std::string* in = p.flag("in");
@@ -132,6 +162,7 @@ absl::StatusOr<CommandOptions> build_step(const ParsedArgs& p) {
   }
   o.inputs_path = *in;
   o.outputs_path = *out;
+  o.loras = *std::move(loras);
   return o;
 }
 
@@ -169,6 +200,9 @@ absl::Status read_second_expert(const ParsedArgs& p, DenoiseOptions& o) {
 absl::StatusOr<CommandOptions> build_denoise(const ParsedArgs& p) {
   DenoiseOptions o;
   o.model_id = p.args[0];
+  absl::StatusOr<std::vector<LoraOption>> loras = lora_flags(p);
+  if (!loras.ok()) return loras.status();
+  o.loras = *std::move(loras);
   const std::string* out = p.flag("out");
   if (out == nullptr) return absl::InvalidArgumentError("denoise needs --out FILE");
   o.out_path = *out;
@@ -381,6 +415,7 @@ std::vector<CommandSpec> compute_commands() {
        "Run one model forward: every tensor of the input file is an input of that name; the "
        "outputs are written to the output file.",
        {{"in", "FILE", "inputs, a .safetensors file (required)"},
+        lora_flag(),
         {"out", "FILE", "where to write the outputs as .safetensors (required)"}},
        build_step},
       {"denoise",
@@ -407,6 +442,7 @@ std::vector<CommandSpec> compute_commands() {
          "with --expert_2 (required there): the steps whose timestep is below R x 1000 run it; in (0, 1], "
          "e.g. 0.875"},
         {"guidance_scale_2", "G", "with --expert_2: its guidance scale (default: --guidance's)"},
+        lora_flag(),
         {"out", "FILE", "where to write the latents as .safetensors (required)"}},
        build_denoise},
   };

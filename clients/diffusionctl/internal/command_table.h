@@ -65,6 +65,13 @@ absl::StatusOr<v1::Fp8Mode> fp8_mode(absl::string_view flag, const std::string& 
 // A compute dtype's name (float32, bfloat16, float16); bad_value otherwise.
 absl::StatusOr<std::string> compute_dtype(absl::string_view flag, const std::string& text);
 
+// Every --lora PATH[:WEIGHT] given, in order: the weight after the last
+// colon when it parses as a finite number (a path may hold colons), else 1.
+// bad_value for an empty path or more than 16 (the daemon's limit).
+absl::StatusOr<std::vector<LoraOption>> lora_flags(const ParsedArgs& p);
+// The --lora flag's help, shared by step, denoise and generate.
+FlagSpec lora_flag();
+
 // Every command, in the order the help lists them.
 const std::vector<CommandSpec>& commands();
 // Flags every command accepts.

@@ -92,6 +92,9 @@ absl::StatusOr<CommandOptions> build_generate(const ParsedArgs& p) {
     if (o.mask_path.empty()) return absl::InvalidArgumentError("--padding_mask_crop needs the --mask it crops around");
     o.padding_mask_crop = *n;
   }
+  absl::StatusOr<std::vector<LoraOption>> loras = lora_flags(p);
+  if (!loras.ok()) return loras.status();
+  o.loras = *std::move(loras);
   if (const std::string* v = p.flag("strength")) {
     absl::StatusOr<double> x = finite_number("--strength", *v);
     if (!x.ok()) return x.status();
@@ -244,6 +247,7 @@ std::vector<CommandSpec> pipeline_commands() {
          "with --mask (FLUX, Qwen-Image): inpaint the mask's box padded by N pixels, at the size to generate, "
          "and paste it back (the image may be of any size; the output has its size)"},
         {"strength", "S", "with --image: how much of the schedule runs, (0, 1] (default: the pipeline's)"},
+        lora_flag(),
         {"num_images", "N", "images from the prompt, written as OUT-0.png, OUT-1.png, ... (default 1)"},
         {"seeds", "A,B,...", "one seed per image, in place of --seed (one generator for the batch)"},
         {"sigmas", "S1,S2,...", "upstream's sigmas, before the schedule's shift; their count is the steps"},

@@ -25,13 +25,13 @@ from .client import Client
 from .errors import (CancelledError, DeadlineExceededError, DiffusiondError, FailedPreconditionError,
                      InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError,
                      UnauthenticatedError, UnavailableError, from_rpc_error)
-from .results import (Available, AvailableModel, AvailableSize, CacheEvent, ConditioningInput, DenoiseStep, DeviceBudget, GenerateProgress, Image, LoadProgress,
+from .results import (Available, AvailableAdapter, AvailableModel, AvailableSize, CacheEvent, ConditioningInput, DenoiseStep, DeviceBudget, GenerateProgress, Image, LoadProgress,
                       MakeRoomResult, ModelInfo, Stats, UnloadResult, Video, VideoFrame)
 from .tensor import DTYPE_NAMES, TensorLike, WireTensor, to_wire_proto
 
 __all__ = [
     "Client", "AsyncClient", "DenoiseCall", "GenerateCall", "StreamCall", "AsyncDenoiseCall", "AsyncGenerateCall",
-    "EventWatch", "AsyncEventWatch", "Available", "AvailableModel", "AvailableSize", "CacheEvent",
+    "EventWatch", "AsyncEventWatch", "Available", "AvailableAdapter", "AvailableModel", "AvailableSize", "CacheEvent",
     "RetryPolicy", "TokenSource", "tls_credentials", "TOKEN_ENV", "TOKEN_FILE_ENV", "MODEL_HEADER", "KEEPALIVE_OPTIONS", "DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT",
     "WireTensor", "TensorLike", "to_wire_proto", "DTYPE_NAMES",
     "ModelInfo", "ConditioningInput", "LoadProgress", "DenoiseSegment", "DenoiseStep", "UnloadResult", "DeviceBudget", "Stats",

@@ -87,7 +87,8 @@ class ClientBase:
                        num_images_per_prompt: int = 0, seeds: Optional[Sequence[int]] = None,
                        sigmas: Optional[Sequence[float]] = None, max_sequence_length: int = 0, num_frames: int = 0,
                        guidance_scale_2: Optional[float] = None, video_format: Optional[str] = None,
-                       video: bool = False, padding_mask_crop: Optional[int] = None) -> "_calls.Stream[Any]":
+                       video: bool = False, padding_mask_crop: Optional[int] = None,
+                       adapters: "_calls.Adapters" = ()) -> "_calls.Stream[Any]":
         """The Generate stream both clients' generate_stream and
         generate_video_stream start (arguments as documented there)."""
         return _calls.generate(pipeline, prompt, negative_prompt,
@@ -97,7 +98,7 @@ class ClientBase:
                                num_images_per_prompt=num_images_per_prompt, seeds=seeds, sigmas=sigmas,
                                max_sequence_length=max_sequence_length, num_frames=num_frames,
                                guidance_scale_2=guidance_scale_2, video_format=video_format, video=video,
-                               padding_mask_crop=padding_mask_crop)
+                               padding_mask_crop=padding_mask_crop, adapters=adapters)
 
     def _not_connected(self, timeout: float) -> DiffusiondError:
         return from_rpc_error(_NotConnected(self.address, timeout), "connect")

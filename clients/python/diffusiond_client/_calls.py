@@ -210,10 +210,24 @@ def _outputs(r: Any) -> Dict[str, WireTensor]:
     return {o.name: WireTensor.from_proto(o.tensor) for o in r.outputs}
 
 
-def step(model_id: str, inputs: Mapping[str, TensorLike]) -> "Unary[Dict[str, WireTensor]]":
+# LoRA adapters as the calls take them: (path, weight) pairs, or paths (weight 1).
+Adapters = Sequence[Union[str, Tuple[str, float]]]
+
+
+def add_adapters(field: Any, adapters: Adapters) -> None:
+    """Fills a request's repeated Adapter ``field``; ValueError naming a bad entry."""
+    for entry in adapters:
+        path, weight = (entry, 1.0) if isinstance(entry, str) else entry
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"adapter {entry!r}: give a path in the models directory, or (path, weight)")
+        field.add(path=path, weight=float(weight))
+
+
+def step(model_id: str, inputs: Mapping[str, TensorLike], adapters: Adapters = ()) -> "Unary[Dict[str, WireTensor]]":
     request = _ds.StepRequest(model_id=model_id)
     for name, value in inputs.items():
         request.inputs.add(name=name, tensor=to_wire_proto(value))
+    add_adapters(request.adapters, adapters)
     return Unary("denoise", "Step", request, _outputs, model_id, idempotent=True)
 
 
@@ -221,7 +235,7 @@ def denoise(model_id: str, conditioning: Conditioning, negative: Optional[Condit
             latents: Optional[TensorLike], shape: Optional[Sequence[int]], seed: int, steps: Optional[int],
             guidance_scale: float, shift: float, sigmas: Optional[Sequence[float]], expert_2: str,
             boundary_ratio: float, guidance_scale_2: float,
-            later_segments: Sequence[DenoiseSegment] = ()) -> "Stream[WireTensor]":
+            later_segments: Sequence[DenoiseSegment] = (), adapters: Adapters = ()) -> "Stream[WireTensor]":
     if (latents is None) == (shape is None):
         raise ValueError("give exactly one of latents= and shape=")
     if steps is None:
@@ -232,6 +246,7 @@ def denoise(model_id: str, conditioning: Conditioning, negative: Optional[Condit
     for segment in later_segments:
         request.later_segments.add(model_id=segment.model_id, boundary_ratio=segment.boundary_ratio,
                                    guidance_scale=segment.guidance_scale)
+    add_adapters(request.adapters, adapters)
     fill_conditioning(request.conditioning, conditioning)
     if negative is not None:
         fill_conditioning(request.negative, negative)
@@ -273,7 +288,7 @@ def generate(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str
              seeds: Optional[Sequence[int]] = None, sigmas: Optional[Sequence[float]] = None,
              max_sequence_length: int = 0, num_frames: int = 0, guidance_scale_2: Optional[float] = None,
              video_format: Optional[str] = None, video: bool = False,
-             padding_mask_crop: Optional[int] = None) -> "Stream[Any]":
+             padding_mask_crop: Optional[int] = None, adapters: Adapters = ()) -> "Stream[Any]":
     """A Generate's stream: of Images, or with ``video`` (a video pipeline's
     call) of VideoFrames and Videos."""
     options = {}
@@ -288,6 +303,7 @@ def generate(pipeline: Optional[str], prompt: str, negative_prompt: Optional[str
                                          guidance_scale, seed, shift, true_cfg_scale, options, image, mask_image,
                                          strength, num_images_per_prompt, seeds, sigmas, max_sequence_length,
                                          num_frames, guidance_scale_2, video_format, padding_mask_crop)
+    add_adapters(request.adapters, adapters)
     model = pipeline or request.components.get("transformer")
     if video:
         return Stream("pipeline", "Generate", request,

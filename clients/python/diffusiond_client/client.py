@@ -183,21 +183,24 @@ class Client(ClientBase):
 
     # --- DenoiseService ---------------------------------------------------
 
-    def step(self, model_id: str, inputs: Mapping[str, TensorLike], timeout: Timeout = DEFAULT
-             ) -> Dict[str, WireTensor]:
+    def step(self, model_id: str, inputs: Mapping[str, TensorLike], timeout: Timeout = DEFAULT, *,
+             adapters: _calls.Adapters = ()) -> Dict[str, WireTensor]:
         """Runs one forward; ``inputs`` maps names to tensors, returns names to WireTensors.
 
         A tensor is a WireTensor, a diffusiond.v1.Tensor, a numpy array or a
-        torch tensor (see tensor.to_wire_proto).
+        torch tensor (see tensor.to_wire_proto). ``adapters`` are LoRA
+        files in the models directory applied for this forward only:
+        ``[(path, weight), ...]`` (a bare path: weight 1); their terms add.
         """
-        return self._unary(_calls.step(model_id, inputs), timeout)
+        return self._unary(_calls.step(model_id, inputs, adapters), timeout)
 
     def denoise_stream(self, model_id: str, conditioning: Conditioning, negative: Optional[Conditioning] = None,
                        latents: Optional[TensorLike] = None, shape: Optional[Sequence[int]] = None, seed: int = 0,
                        steps: Optional[int] = None, guidance_scale: float = 1.0, shift: float = 0.0,
                        sigmas: Optional[Sequence[float]] = None, timeout: Timeout = DEFAULT, *, expert_2: str = "",
                        boundary_ratio: float = 0.0, guidance_scale_2: float = 0.0,
-                       later_segments: Sequence[DenoiseSegment] = ()) -> DenoiseCall:
+                       later_segments: Sequence[DenoiseSegment] = (),
+                       adapters: _calls.Adapters = ()) -> DenoiseCall:
         """Starts a Denoise and returns its DenoiseCall (iterable, cancellable).
 
         ``conditioning`` (and the optional ``negative``, for classifier-free
@@ -212,10 +215,12 @@ class Client(ClientBase):
         timestep is below ``boundary_ratio`` x 1000, guided by
         ``guidance_scale_2`` (0: ``guidance_scale``): an alias of one of
         ``later_segments``, the models that take over in order, each at its
-        boundary, with one scheduler state across them.
+        boundary, with one scheduler state across them. ``adapters``
+        (LoRA files, ``[(path, weight), ...]``, as step's) apply to every
+        segment's model for this call only.
         """
         spec = _calls.denoise(model_id, conditioning, negative, latents, shape, seed, steps, guidance_scale, shift,
-                              sigmas, expert_2, boundary_ratio, guidance_scale_2, later_segments)
+                              sigmas, expert_2, boundary_ratio, guidance_scale_2, later_segments, adapters)
         return self._stream(spec, timeout, DenoiseCall)
 
     def denoise(self, model_id: str, conditioning: Conditioning, negative: Optional[Conditioning] = None,
@@ -268,6 +273,7 @@ class Client(ClientBase):
                         max_sequence_length: int = 0, num_frames: int = 0,
                         guidance_scale_2: Optional[float] = None,
                         padding_mask_crop: Optional[int] = None,
+                        adapters: _calls.Adapters = (),
                         timeout: Timeout = DEFAULT) -> GenerateCall:
         """Starts a Generate and returns its GenerateCall (iterable, cancellable).
 
@@ -310,8 +316,10 @@ class Client(ClientBase):
         upstream's; ``image`` and ``mask_image`` as PNG bytes of one size, any
         size) inpaints the mask's box padded by N pixels and grown to
         ``width``:``height``, at that size (0: 1024x1024), and pastes it back:
-        the Image has the init image's size. The daemon refuses the rest
-        (InvalidArgumentError).
+        the Image has the init image's size. ``adapters`` (LoRA files,
+        ``[(path, weight), ...]``, as step's) apply to the denoiser for this
+        request only; the Image's parameters record them. The daemon refuses
+        the rest (InvalidArgumentError).
         """
         spec = self._generate_spec(pipeline, prompt, negative_prompt, components=components,
                                    text_encoder=text_encoder, transformer=transformer, vae=vae, width=width,
@@ -321,7 +329,7 @@ class Client(ClientBase):
                                    num_images_per_prompt=num_images_per_prompt, seeds=seeds, sigmas=sigmas,
                                    max_sequence_length=max_sequence_length, num_frames=num_frames,
                                    guidance_scale_2=guidance_scale_2,
-                                   padding_mask_crop=padding_mask_crop)
+                                   padding_mask_crop=padding_mask_crop, adapters=adapters)
         return self._stream(spec, timeout, GenerateCall)
 
     def generate(self, pipeline: Optional[str] = None, prompt: str = "", negative_prompt: Optional[str] = None,

@@ -290,11 +290,34 @@ class AvailableSize:
 
 
 @dataclasses.dataclass(frozen=True)
+class AvailableAdapter:
+    """A LoRA adapter file as planned from its header
+    (diffusiond.v1.AvailableAdapter): ``layout`` "diffusers", "kohya" or
+    "comfyui"; the ``architectures`` its keys map onto; the denoiser's
+    ``modules`` it updates and their ranks; ``targets`` the first
+    architecture's linears (at most 64 listed)."""
+
+    layout: str
+    architectures: Tuple[str, ...]
+    modules: int
+    text_encoder_modules: int
+    min_rank: int
+    max_rank: int
+    targets: Tuple[str, ...]
+
+    @classmethod
+    def from_proto(cls, m: Any) -> "AvailableAdapter":
+        return cls(m.layout, tuple(m.architectures), m.modules, m.text_encoder_modules, m.min_rank, m.max_rank,
+                   tuple(m.targets))
+
+
+@dataclasses.dataclass(frozen=True)
 class AvailableModel:
     """Something under the daemon's models directory that could be loaded
     (diffusiond.v1.AvailableModel). ``path`` is what load_model (or
     generate's ``pipeline``) takes; ``format`` is "safetensors",
-    "scaled-fp8", "model-folder", "sharded-folder" or "pipeline"; ``sizes``
+    "scaled-fp8", "model-folder", "sharded-folder", "pipeline" or "lora"
+    (an adapter for ``adapters=``, described by ``adapter``); ``sizes``
     has FP8 off first, at ``compute_dtype``. ``error`` says why it cannot be
     loaded (empty when it can)."""
 
@@ -312,6 +335,7 @@ class AvailableModel:
     # Pipelines: (name, default, meaning) of each Generate argument its
     # family takes, named as upstream's __call__ arguments.
     arguments: Tuple[Tuple[str, str, str], ...] = ()
+    adapter: Optional[AvailableAdapter] = None
 
     @property
     def loadable(self) -> bool:
@@ -325,7 +349,8 @@ class AvailableModel:
     def from_proto(cls, m: Any) -> "AvailableModel":
         return cls(m.path, m.format, m.architecture, m.role, m.description, m.file_bytes, m.tensors, m.compute_dtype,
                    tuple(AvailableSize.from_proto(s) for s in m.sizes), tuple(m.components), m.error,
-                   tuple((a.name, a.default_value, a.meaning) for a in m.arguments))
+                   tuple((a.name, a.default_value, a.meaning) for a in m.arguments),
+                   AvailableAdapter.from_proto(m.adapter) if m.HasField("adapter") else None)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -75,7 +75,7 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
 
     async def test_list_available_and_watch_events(self):
         listing = await self.client.list_available()
-        self.assertEqual([m.path for m in listing.models], ["zimage", "broken.safetensors"])
+        self.assertEqual([m.path for m in listing.models], ["zimage", "broken.safetensors", "style.safetensors"])
         async with self.client.watch_events() as watch:
             kinds = []
             async for event in watch:

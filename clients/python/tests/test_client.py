@@ -56,7 +56,10 @@ class FakeModels(_stubs.model_service_pb2_grpc.ModelServiceServicer):
                                compute_dtype="float32",
                                sizes=[_ms.AvailableSize(fp8=_ms.FP8_MODE_OFF, reservation_bytes=600),
                                       _ms.AvailableSize(fp8=_ms.FP8_MODE_E4M3FN, reservation_bytes=400)]),
-            _ms.AvailableModel(path="broken.safetensors", format="safetensors", error="bad header")],
+            _ms.AvailableModel(path="broken.safetensors", format="safetensors", error="bad header"),
+            _ms.AvailableModel(path="style.safetensors", format="lora", architecture="flux", role="adapter",
+                               adapter=_ms.AvailableAdapter(layout="kohya", architectures=["flux"], modules=2,
+                                                            min_rank=4, max_rank=16, targets=["proj_out"]))],
             truncated=True, truncated_reason="the entry limit (2) was reached", entries_scanned=3)
 
     def AcquireLease(self, request, context):
@@ -261,7 +264,10 @@ class ClientTest(unittest.TestCase):
         listing = self.client.list_available()
         self.assertTrue(listing.truncated)
         self.assertIn("entry limit", listing.truncated_reason)
-        zimage, broken = listing.models
+        zimage, broken, lora = listing.models
+        self.assertIsNone(zimage.adapter)
+        self.assertEqual((lora.format, lora.adapter.layout, lora.adapter.architectures, lora.adapter.max_rank,
+                          lora.adapter.targets), ("lora", "kohya", ("flux",), 16, ("proj_out",)))
         self.assertTrue(zimage.loadable)
         self.assertEqual([s.fp8 for s in zimage.sizes], ["off", "e4m3fn"])
         self.assertEqual(zimage.size("e4m3fn").reservation_bytes, 400)
@@ -329,6 +335,16 @@ class ClientTest(unittest.TestCase):
         self.client.denoise("high", cond, shape=(16, 2, 2), steps=2, expert_2="low", boundary_ratio=0.9)
         sent = self.denoiser.requests[-1]
         self.assertEqual((sent.expert_2, sent.boundary_ratio, len(sent.later_segments)), ("low", 0.9, 0))
+
+    def test_denoise_sends_adapters_with_their_weights(self):
+        cond = {"cap_feats": dc.WireTensor.zeros((1, 128))}
+        self.client.denoise("m", cond, shape=(16, 2, 2), steps=1,
+                            adapters=[("loras/a.safetensors", 0.7), "loras/b.safetensors"])
+        sent = self.denoiser.requests[-1]
+        self.assertEqual([(a.path, a.weight) for a in sent.adapters],
+                         [("loras/a.safetensors", 0.7), ("loras/b.safetensors", 1.0)])
+        with self.assertRaisesRegex(ValueError, "adapter"):
+            self.client.denoise("m", cond, shape=(16, 2, 2), steps=1, adapters=[("", 1.0)])
 
     def test_denoise_needs_latents_or_shape(self):
         with self.assertRaisesRegex(ValueError, "exactly one"):
@@ -506,6 +522,11 @@ class PipelineClientTest(unittest.TestCase):
         self.client.generate_images("flux", "a red door", image=b"\x89PNG init", mask_image=b"\x89PNG mask",
                                     padding_mask_crop=16, seed=3)
         self.assertEqual(self.pipeline.requests[-1].padding_mask_crop, 16)
+
+    def test_generate_sends_adapters(self):
+        self.client.generate("flux", "a red door", seed=3, adapters=[("style.safetensors", -0.3)])
+        sent = self.pipeline.requests[-1]
+        self.assertEqual([(a.path, a.weight) for a in sent.adapters], [("style.safetensors", -0.3)])
 
     def test_generate_sends_tensor_image_and_mask(self):
         image = dc.WireTensor.zeros((3, 16, 32))

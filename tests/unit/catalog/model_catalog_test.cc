@@ -14,6 +14,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tools/random_models/lora_random.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/tiny_z_image.h"
 #include "tools/random_models/z_image_random.h"
@@ -60,6 +61,42 @@ class ModelCatalogTest : public ::testing::Test {
   testing::TempDir dir_;
   std::string models_;
 };
+
+// A LoRA file no model recipe takes is listed as an adapter: its layout,
+// the architectures its keys map onto, its modules, ranks and targets, and
+// the bytes it holds loaded.
+TEST_F(ModelCatalogTest, ListsLoraAdaptersWithWhatTheyUpdate) {
+  LoraTensors t = peft_lora_module("single_transformer_blocks.0.proj_out", 32, 16, 4, 1);
+  const LoraTensors second = peft_lora_module("transformer_blocks.1.ff.net.2", 64, 16, 8, 2);
+  t.insert(t.end(), second.begin(), second.end());
+  fs::create_directories(models_ + "/loras");
+  ASSERT_TRUE(write_lora_file(models_ + "/loras/style.safetensors", t).ok());
+  ModelCatalog catalog(options());
+  absl::StatusOr<CatalogListing> listing = catalog.list();
+  ASSERT_TRUE(listing.ok()) << listing.status();
+  const AvailableModel* lora = find_available(*listing, "loras/style.safetensors");
+  ASSERT_NE(lora, nullptr);
+  EXPECT_THAT(lora->error, IsEmpty());
+  EXPECT_EQ(lora->format, AvailableModel::Format::kLora);
+  EXPECT_EQ(available_format_name(lora->format), "lora");
+  EXPECT_EQ(lora->role, "adapter");
+  ASSERT_TRUE(lora->adapter.has_value());
+  EXPECT_EQ(lora->adapter->layout, "diffusers");
+  EXPECT_THAT(lora->adapter->architectures, ::testing::Contains("flux"));
+  EXPECT_THAT(lora->architecture, HasSubstr("flux"));
+  EXPECT_EQ(lora->adapter->modules, 2);
+  EXPECT_EQ(lora->adapter->min_rank, 4);
+  EXPECT_EQ(lora->adapter->max_rank, 8);
+  EXPECT_EQ(lora->adapter->targets,
+            (std::vector<std::string>{"single_transformer_blocks.0.proj_out", "transformer_blocks.1.ff.net.2"}));
+  ASSERT_EQ(lora->sizes.size(), 1u);
+  EXPECT_EQ(lora->sizes[0].final_bytes, (4 * (32 + 16) + 8 * (64 + 16)) * 4);
+  // A broken file stays a broken file.
+  const AvailableModel* broken = find_available(*listing, "broken.safetensors");
+  ASSERT_NE(broken, nullptr);
+  EXPECT_FALSE(broken->adapter.has_value());
+  EXPECT_THAT(broken->error, Not(IsEmpty()));
+}
 
 TEST_F(ModelCatalogTest, ListsCandidatesWithTheirPlansAndSkipsWhatIsNotOne) {
   ModelCatalog catalog(options());

@@ -167,6 +167,31 @@ TEST(PipelineCommandLine, GenerateTakesPaddingMaskCropWithAMask) {
                      "--padding_mask_crop: '-1' is not an integer from 0 to 4096");
 }
 
+// --lora PATH[:WEIGHT], repeatable, on generate, denoise and step: the
+// weight after the last colon when it is a number (a path may hold colons).
+TEST(PipelineCommandLine, LoraFlagsGiveEachAdapterAndItsWeight) {
+  const GenerateOptions g = options<GenerateOptions>({"generate", "flux", "--prompt", "x", "--lora",
+                                                      "loras/a.safetensors:0.7", "--lora", "b.safetensors", "--lora",
+                                                      "c:d.safetensors:-0.3", "--out", "o.png"});
+  ASSERT_EQ(g.loras.size(), 3u);
+  EXPECT_EQ(g.loras[0].path, "loras/a.safetensors");
+  EXPECT_EQ(g.loras[0].weight, 0.7);
+  EXPECT_EQ(g.loras[1].path, "b.safetensors");
+  EXPECT_EQ(g.loras[1].weight, 1.0);
+  EXPECT_EQ(g.loras[2].path, "c:d.safetensors");
+  EXPECT_EQ(g.loras[2].weight, -0.3);
+  const DenoiseOptions d = options<DenoiseOptions>(
+      {"denoise", "flux", "--shape", "16,8,8", "--lora", "a.safetensors:0.5", "--out", "l.safetensors"});
+  ASSERT_EQ(d.loras.size(), 1u);
+  EXPECT_EQ(d.loras[0].weight, 0.5);
+  const StepOptions s =
+      options<StepOptions>({"step", "flux", "--in", "i.safetensors", "--lora", "a.safetensors", "--out", "o"});
+  ASSERT_EQ(s.loras.size(), 1u);
+  EXPECT_EQ(s.loras[0].path, "a.safetensors");
+  expect_usage_error({"generate", "flux", "--prompt", "x", "--lora", ":0.5", "--out", "o"},
+                     "--lora: ':0.5' is not PATH[:WEIGHT]");
+}
+
 TEST(PipelineCommandLine, GenerateTakesTrueCfgAndEachComponentsLoadOptions) {
   const GenerateOptions o =
       options<GenerateOptions>({"generate", "flux", "--prompt", "a cat", "--negative", "blurry", "--true_cfg", "3",

@@ -25,7 +25,22 @@
 // all: the three components and the reservation, which the capacity is not.
 // peak growth: VmHWM while they ran less VmRSS before the first load.
 //
-// Usage: call_rss_child z-image|flux [concurrent]
+// With "adapters", the FLUX pipeline instead: three LoRA files (diffusers
+// layout, on attention, MLP and output linears of the transformer) are
+// written beside it; after one Generate loads every component, 20
+// Generates cycle through the adapters (one, another, two stacked, none),
+// and it prints
+//   adapters requests=<n> base_loads=<n> adapter_loads=<n> capacity_bytes=<n>
+//   peak_growth_bytes=<n> after_growth_bytes=<n> committed_bytes=<n> cache_loads=<n>
+// loads: the Generates' load events for models and for adapters (a
+// component readied from the cache is not one); cache loads: the engine's
+// cache misses, adapters and models alike;
+// committed: what the budget held before the 20 (the components); peak
+// growth: VmHWM during the 20 less VmRSS before them (the components and the
+// first Generate's state already resident), after: VmRSS after them less
+// before.
+//
+// Usage: call_rss_child z-image|flux [concurrent|adapters]
 #include <unistd.h>
 
 #include <atomic>
@@ -35,7 +50,10 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/engine/engine.h"
 #include "core/memory/allocator.h"
@@ -45,6 +63,7 @@
 #include "core/pipeline/prompt_encoding.h"
 #include "core/util/remove_tree.h"
 #include "tests/testing/engine_under_budget.h"
+#include "tools/random_models/lora_random.h"
 #include "tools/random_models/flux_pipeline_random.h"
 #include "tools/random_models/pipeline_random.h"
 
@@ -205,10 +224,90 @@ int run_concurrent(const std::string& models_dir) {
   return 0;
 }
 
+// The FLUX pipeline's Generates switching among three adapters (see the
+// file comment), under a budget for the components, the adapters and one
+// Generate's reservation, each learnt first under a large budget.
+int run_adapters(const std::string& models_dir) {
+  const FluxConfig t = demo_flux_pipeline_sizes().transformer;
+  const int64_t inner = t.inner_dim();
+  const auto lora = [&](std::initializer_list<LoraTensors> modules) {
+    LoraTensors all;
+    for (const LoraTensors& m : modules) all.insert(all.end(), m.begin(), m.end());
+    return all;
+  };
+  const std::vector<std::pair<std::string, LoraTensors>> files = {
+      {"a.safetensors", lora({peft_lora_module("transformer_blocks.0.attn.to_q", inner, inner, 16, 1),
+                              peft_lora_module("proj_out", inner, t.out_features(), 16, 2)})},
+      {"b.safetensors", lora({peft_lora_module("single_transformer_blocks.0.proj_mlp", inner, t.mlp_hidden(), 16, 3),
+                              peft_lora_module("transformer_blocks.0.attn.to_out.0", inner, inner, 8, 4)})},
+      {"c.safetensors", lora({peft_lora_module("transformer_blocks.0.attn.to_v", inner, inner, 4, 5)})}};
+  for (const auto& [name, tensors] : files) {
+    if (!report(write_lora_file(models_dir + "/" + name, tensors), name)) return 1;
+  }
+  // Each request's adapters, cycled: one, another, two stacked, none, the third.
+  const std::vector<std::vector<AdapterRequest>> cycle = {
+      {{"a.safetensors", 1.0}}, {{"b.safetensors", 0.8}}, {{"a.safetensors", 0.7}, {"c.safetensors", -0.3}},
+      {}, {{"c.safetensors", 1.0}}};
+  const auto request = [&](size_t i) {
+    GenerateRequest r = generate_request(256, /*guided=*/false);
+    r.adapters = cycle[i % cycle.size()];
+    r.seed = i;
+    return r;
+  };
+  int base_loads = 0, adapter_loads = 0;
+  GenerateOptions options;
+  options.on_event = [&](const GenerateEvent& e) {
+    // A component readied from the cache is a load event too, saying so.
+    if (e.stage != GenerateEvent::Stage::kLoad || e.detail == "already loaded") return;
+    ++(absl::StartsWith(e.model_id, "lora:") ? adapter_loads : base_loads);
+  };
+  EngineOptions engine_options;
+  engine_options.models_dir = models_dir;
+  std::unique_ptr<Budget> ram;
+  std::unique_ptr<Engine> engine;
+  // Learn what everything takes: every component and adapter loaded, and
+  // the most one Generate reserves beside them.
+  int64_t capacity = 0;
+  {
+    if (!report(testing::start_engine(engine_options, int64_t{8} << 30, &ram, &engine), "engine")) return 1;
+    for (size_t i = 0; i < cycle.size(); ++i) {
+      if (!report(generate(*engine, models_dir, request(i), options).status(), "generate")) return 1;
+    }
+    const ReservedPeak reserved(*ram);
+    if (!report(generate(*engine, models_dir, request(2), options).status(), "generate")) return 1;
+    capacity = ram->snapshot().committed_bytes + reserved.bytes();
+  }
+  engine.reset();
+  if (!report(testing::start_engine(engine_options, capacity, &ram, &engine), "engine")) return 1;
+  // The first Generate loads every component (and no adapter); the 20
+  // load no component.
+  if (!report(generate(*engine, models_dir, request(3), options).status(), "generate")) return 1;
+  base_loads = adapter_loads = 0;
+  const int64_t misses = engine->stats().misses;
+  const int64_t committed = ram->snapshot().committed_bytes;
+  const absl::StatusOr<ProcessMemory> before = read_process_memory();
+  if (!before.ok() || !reset_peak_rss().ok()) return 1;
+  constexpr int kRequests = 20;
+  for (int i = 0; i < kRequests; ++i) {
+    if (!report(generate(*engine, models_dir, request(i), options).status(), "generate")) return 1;
+  }
+  const absl::StatusOr<ProcessMemory> after = read_process_memory();
+  if (!after.ok()) return 1;
+  std::printf(
+      "adapters requests=%d base_loads=%d adapter_loads=%d capacity_bytes=%lld peak_growth_bytes=%lld "
+      "after_growth_bytes=%lld committed_bytes=%lld cache_loads=%lld\n",
+      kRequests, base_loads, adapter_loads, static_cast<long long>(capacity),
+      static_cast<long long>(after->peak_rss_bytes - before->rss_bytes),
+      static_cast<long long>(after->rss_bytes - before->rss_bytes),
+      static_cast<long long>(committed), static_cast<long long>(engine->stats().misses - misses));
+  return 0;
+}
+
 int run(int argc, char** argv) {
   if (argc < 2) return 2;
   const bool flux = std::strcmp(argv[1], "flux") == 0;
   const bool concurrent = argc > 2 && std::strcmp(argv[2], "concurrent") == 0;
+  const bool adapters = argc > 2 && std::strcmp(argv[2], "adapters") == 0;
   tune_allocator_for_serving();
   char dir_template[] = "/tmp/call_rss_XXXXXX";
   if (mkdtemp(dir_template) == nullptr) return 1;
@@ -227,6 +326,7 @@ int run(int argc, char** argv) {
   const int code = [&]() -> int {
     if (!report(written, "write the pipeline")) return 1;
     if (concurrent) return flux ? 2 : run_concurrent(models_dir);
+    if (adapters) return flux ? run_adapters(models_dir) : 2;
     EngineOptions options;
     options.models_dir = models_dir;
     std::unique_ptr<Budget> ram;

@@ -10,6 +10,8 @@
 // allocator's thread caches), and RSS after the call within 16 MiB of
 // before. Four Generates at once under a budget for two of the three
 // components all succeed by waiting for room, within the budget + 32 MiB.
+// Switching among three LoRA adapters over 20 FLUX Generates loads no base
+// weights and each adapter once, within the budget + 16 MiB.
 #include <cstdio>
 #include <map>
 #include <string>
@@ -111,6 +113,34 @@ TEST(CallRss, FourConcurrentGeneratesWaitForRoomAndStayWithinTheBudget) {
   // reservations (conditioning, latents, its thread's heap cache). Measured
   // 1.6 to 17 MiB over the budget across runs and component sizes.
   EXPECT_LE(f["peak_growth_bytes"], f["capacity_bytes"] + kConcurrentFixedBytes);
+}
+
+TEST(CallRss, SwitchingAmongThreeAdaptersReloadsNoBaseWeights) {
+#ifdef DIFFUSIOND_SANITIZER_BUILD
+  GTEST_SKIP() << "sanitizer allocators quarantine frees";
+#endif
+  const std::string command = absl::StrCat(CALL_RSS_CHILD, " flux adapters");
+  const testing::CommandOutput out = testing::run_command(command);
+  ASSERT_EQ(out.exit_status, 0) << command;
+  std::map<std::string, int64_t> f = fields_of(out.lines, "adapters ");
+  ASSERT_EQ(f.count("peak_growth_bytes"), 1u);
+  std::printf("%lld Generates over 3 adapters: %lld base loads, %lld adapter loads; budget %s (%s committed), "
+              "peak growth %s, after %s\n",
+              static_cast<long long>(f["requests"]), static_cast<long long>(f["base_loads"]),
+              static_cast<long long>(f["adapter_loads"]), format_bytes(f["capacity_bytes"]).c_str(),
+              format_bytes(f["committed_bytes"]).c_str(), format_bytes(f["peak_growth_bytes"]).c_str(),
+              format_bytes(f["after_growth_bytes"]).c_str());
+  EXPECT_EQ(f["requests"], 20);
+  EXPECT_EQ(f["base_loads"], 0) << "a switch reloaded base weights";
+  // The budget holds the three adapters beside the components: each is
+  // loaded on its first use and never again.
+  EXPECT_EQ(f["adapter_loads"], 3);
+  // The engine's own count: its cache loaded the three adapters, nothing else.
+  EXPECT_EQ(f["cache_loads"], 3);
+  // What the 20 add to the resident components: at most what the budget
+  // leaves beside them (the adapters and the calls) and the fixed part.
+  EXPECT_LE(f["peak_growth_bytes"], f["capacity_bytes"] - f["committed_bytes"] + kFixedBytes);
+  EXPECT_LE(f["after_growth_bytes"], kFixedBytes);
 }
 
 }  // namespace

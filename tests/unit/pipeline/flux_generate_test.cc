@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/engine_under_budget.h"
+#include "tools/random_models/lora_random.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/random_models/flux_pipeline_random.h"
@@ -93,6 +94,43 @@ TEST_F(FluxGenerateTest, PromptToPixelsThroughFourComponentsWithDevDefaults) {
   // FLUX.1-dev's distilled guidance defaults to 3.5.
   EXPECT_THAT(image->parameters[0].second, HasSubstr("\"guidance_scale\":3.5"));
   EXPECT_THAT(image->parameters[0].second, HasSubstr("\"pipeline\":\"flux\""));
+}
+
+// A LoRA on the transformer changes the image, is loaded once (a load
+// event naming its key), and is recorded in the image's parameters; the
+// next request without it makes the image without it again.
+TEST_F(FluxGenerateTest, AdaptersApplyToTheDenoiserForTheirRequestOnly) {
+  start(int64_t{1} << 32);
+  const FluxConfig t = demo_flux_pipeline_sizes().transformer;
+  ASSERT_THAT(write_lora_file(models_dir_ + "/style.safetensors",
+                                       peft_lora_module("proj_out", t.inner_dim(), t.out_features(), 4, 3)),
+              IsOk());
+  std::vector<GenerateEvent> plain_events;
+  absl::StatusOr<GeneratedImage> plain = run(&plain_events);
+  ASSERT_THAT(plain, IsOk());
+
+  GenerateRequest r = request();
+  r.adapters = {{"style.safetensors", 4.0}};
+  std::vector<GenerateEvent> events;
+  GenerateOptions options;
+  options.on_event = [&](const GenerateEvent& e) { events.push_back(e); };
+  absl::StatusOr<GeneratedImage> styled = generate(*engine_, models_dir_, r, options);
+  ASSERT_THAT(styled, IsOk());
+  EXPECT_FALSE(torch::equal(styled->pixels, plain->pixels));
+  const std::string key = "lora:flux:float32:style.safetensors";
+  const std::vector<std::string> first_loads = ids_of(events, Stage::kLoad);
+  EXPECT_EQ(std::count(first_loads.begin(), first_loads.end(), key), 1);
+  EXPECT_THAT(styled->parameters[0].second, HasSubstr("\"adapters\":[{\"path\":\"style.safetensors\",\"weight\":4.0}]"));
+  // Cached: a second request loads nothing.
+  events.clear();
+  ASSERT_THAT(generate(*engine_, models_dir_, r, options), IsOk());
+  const std::vector<std::string> loads = ids_of(events, Stage::kLoad);
+  EXPECT_EQ(std::count(loads.begin(), loads.end(), key), 0);
+
+  std::vector<GenerateEvent> again_events;
+  absl::StatusOr<GeneratedImage> again = run(&again_events);
+  ASSERT_THAT(again, IsOk());
+  EXPECT_TRUE(torch::equal(again->pixels, plain->pixels));
 }
 
 TEST_F(FluxGenerateTest, EachEncoderGivesItsPartAsFluxPipelineAsksForIt) {

@@ -33,6 +33,25 @@ v1::DenoiseRequest valid_request() {
 
 TEST(DenoiseRequest, AValidRequestPasses) { EXPECT_THAT(denoise_request(valid_request()).status(), IsOk()); }
 
+// Adapters pass on in order, an unset weight as 1; more than the engine
+// takes are refused before it.
+TEST(DenoiseRequest, AdaptersCarryTheirWeights) {
+  v1::DenoiseRequest r = valid_request();
+  v1::Adapter* a = r.add_adapters();
+  a->set_path("loras/a.safetensors");
+  a->set_weight(-0.3);
+  r.add_adapters()->set_path("b.safetensors");
+  absl::StatusOr<EngineDenoiseRequest> engine = denoise_request(r);
+  ASSERT_THAT(engine, IsOk());
+  ASSERT_EQ(engine->adapters.size(), 2u);
+  EXPECT_EQ(engine->adapters[0].path, "loras/a.safetensors");
+  EXPECT_EQ(engine->adapters[0].weight, -0.3);
+  EXPECT_EQ(engine->adapters[1].path, "b.safetensors");
+  EXPECT_EQ(engine->adapters[1].weight, 1.0);
+  for (size_t i = 0; i < kMaxCallAdapters; ++i) r.add_adapters()->set_path("c.safetensors");
+  EXPECT_THAT(denoise_request(r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 16")));
+}
+
 TEST(DenoiseRequest, AMillionStepsOrNegativeStepsAreRefused) {
   v1::DenoiseRequest r = valid_request();
   r.set_steps(1000000);

@@ -47,6 +47,7 @@ TEST_F(DenoiseServiceTest, StepConvertsInputsAndOutputs) {
                          &response)
                   .ok());
   EXPECT_EQ(engine_.last_model_id, "m");
+  EXPECT_TRUE(engine_.step_adapters.empty());
   ASSERT_EQ(engine_.step_inputs.count("x"), 1u);
   EXPECT_EQ(engine_.step_inputs.at("x")[1].item<float>(), -1.0f);
   ASSERT_EQ(response.outputs_size(), 1);
@@ -77,6 +78,22 @@ TEST_F(DenoiseServiceTest, EngineErrorsKeepTheirCode) {
       &context, step_request(std::string(reinterpret_cast<const char*>(in), sizeof(in))), &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_THAT(status.error_message(), HasSubstr("load it first"));
+}
+
+// A Step's adapters reach the engine with their weights.
+TEST_F(DenoiseServiceTest, StepPassesItsAdapters) {
+  engine_.step_result = NamedTensors{{"out", torch::full({1}, 1.0f)}};
+  const float in[2] = {1.0f, 2.0f};
+  v1::StepRequest request = step_request(std::string(reinterpret_cast<const char*>(in), sizeof(in)));
+  v1::Adapter* a = request.add_adapters();
+  a->set_path("style.safetensors");
+  a->set_weight(0.5);
+  grpc::ClientContext context;
+  v1::StepResponse response;
+  ASSERT_TRUE(harness_.stub()->Step(&context, request, &response).ok());
+  ASSERT_EQ(engine_.step_adapters.size(), 1u);
+  EXPECT_EQ(engine_.step_adapters[0].path, "style.safetensors");
+  EXPECT_EQ(engine_.step_adapters[0].weight, 0.5);
 }
 
 }  // namespace

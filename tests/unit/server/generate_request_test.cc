@@ -60,6 +60,20 @@ TEST(GenerateRequest, TooManyOrMisnamedComponentsAreRefused) {
   EXPECT_THAT(generate_request(wire).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 16")));
 }
 
+TEST(GenerateRequest, AdaptersArePassedOnWithTheirWeights) {
+  v1::GenerateRequest wire;
+  wire.set_pipeline("flux");
+  wire.set_prompt("x");
+  v1::Adapter* a = wire.add_adapters();
+  a->set_path("style.safetensors");
+  a->set_weight(0.8);
+  absl::StatusOr<GenerateRequest> r = generate_request(wire);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->adapters.size(), 1u);
+  EXPECT_EQ(r->adapters[0].path, "style.safetensors");
+  EXPECT_EQ(r->adapters[0].weight, 0.8);
+}
+
 TEST(GenerateRequest, NegativeSizesOrStepsAreRefused) {
   for (auto [width, height, steps] : {std::tuple{-16, 512, 8}, std::tuple{512, -1, 8}, std::tuple{512, 512, -1},
                                       std::tuple{std::numeric_limits<int32_t>::min(), 0, 0}}) {

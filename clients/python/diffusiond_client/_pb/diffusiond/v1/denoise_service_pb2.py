@@ -11,28 +11,29 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from diffusiond_client._pb.diffusiond.v1 import model_service_pb2 as diffusiond_dot_v1_dot_model__service__pb2
 from diffusiond_client._pb.diffusiond.v1 import tensor_pb2 as diffusiond_dot_v1_dot_tensor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#diffusiond/v1/denoise_service.proto\x12\rdiffusiond.v1\x1a\x1a\x64iffusiond/v1/tensor.proto\"K\n\x0bStepRequest\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12*\n\x06inputs\x18\x02 \x03(\x0b\x32\x1a.diffusiond.v1.NamedTensor\";\n\x0cStepResponse\x12+\n\x07outputs\x18\x01 \x03(\x0b\x32\x1a.diffusiond.v1.NamedTensor\"\x99\x03\n\x0e\x44\x65noiseRequest\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12.\n\x0finitial_latents\x18\x02 \x01(\x0b\x32\x15.diffusiond.v1.Tensor\x12\x14\n\x0clatent_shape\x18\x03 \x03(\x03\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\x31\n\x0c\x63onditioning\x18\x05 \x01(\x0b\x32\x1b.diffusiond.v1.Conditioning\x12-\n\x08negative\x18\x06 \x01(\x0b\x32\x1b.diffusiond.v1.Conditioning\x12\x16\n\x0eguidance_scale\x18\x07 \x01(\x01\x12\r\n\x05steps\x18\x08 \x01(\x05\x12\r\n\x05shift\x18\t \x01(\x01\x12\x0e\n\x06sigmas\x18\n \x03(\x02\x12\x10\n\x08\x65xpert_2\x18\x0b \x01(\t\x12\x16\n\x0e\x62oundary_ratio\x18\x0c \x01(\x01\x12\x18\n\x10guidance_scale_2\x18\r \x01(\x01\x12\x35\n\x0elater_segments\x18\x0e \x03(\x0b\x32\x1d.diffusiond.v1.DenoiseSegment\"R\n\x0e\x44\x65noiseSegment\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x16\n\x0e\x62oundary_ratio\x18\x02 \x01(\x01\x12\x16\n\x0eguidance_scale\x18\x03 \x01(\x01\"\xa8\x01\n\x0b\x44\x65noiseStep\x12\x0c\n\x04step\x18\x01 \x01(\x05\x12\r\n\x05steps\x18\x02 \x01(\x05\x12\r\n\x05sigma\x18\x03 \x01(\x02\x12\x14\n\x0cstep_seconds\x18\x04 \x01(\x01\x12\x10\n\x08model_id\x18\x05 \x01(\t\x12\x19\n\x11\x65victed_model_ids\x18\x06 \x03(\t\x12\x14\n\x0cmodel_loaded\x18\x07 \x01(\x08\x12\x14\n\x0cload_seconds\x18\x08 \x01(\x01\"m\n\x0c\x44\x65noiseEvent\x12*\n\x04step\x18\x01 \x01(\x0b\x32\x1a.diffusiond.v1.DenoiseStepH\x00\x12(\n\x07latents\x18\x02 \x01(\x0b\x32\x15.diffusiond.v1.TensorH\x00\x42\x07\n\x05\x65vent2\x9a\x01\n\x0e\x44\x65noiseService\x12?\n\x04Step\x12\x1a.diffusiond.v1.StepRequest\x1a\x1b.diffusiond.v1.StepResponse\x12G\n\x07\x44\x65noise\x12\x1d.diffusiond.v1.DenoiseRequest\x1a\x1b.diffusiond.v1.DenoiseEvent0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#diffusiond/v1/denoise_service.proto\x12\rdiffusiond.v1\x1a!diffusiond/v1/model_service.proto\x1a\x1a\x64iffusiond/v1/tensor.proto\"u\n\x0bStepRequest\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12*\n\x06inputs\x18\x02 \x03(\x0b\x32\x1a.diffusiond.v1.NamedTensor\x12(\n\x08\x61\x64\x61pters\x18\x03 \x03(\x0b\x32\x16.diffusiond.v1.Adapter\";\n\x0cStepResponse\x12+\n\x07outputs\x18\x01 \x03(\x0b\x32\x1a.diffusiond.v1.NamedTensor\"\xc3\x03\n\x0e\x44\x65noiseRequest\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12.\n\x0finitial_latents\x18\x02 \x01(\x0b\x32\x15.diffusiond.v1.Tensor\x12\x14\n\x0clatent_shape\x18\x03 \x03(\x03\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\x31\n\x0c\x63onditioning\x18\x05 \x01(\x0b\x32\x1b.diffusiond.v1.Conditioning\x12-\n\x08negative\x18\x06 \x01(\x0b\x32\x1b.diffusiond.v1.Conditioning\x12\x16\n\x0eguidance_scale\x18\x07 \x01(\x01\x12\r\n\x05steps\x18\x08 \x01(\x05\x12\r\n\x05shift\x18\t \x01(\x01\x12\x0e\n\x06sigmas\x18\n \x03(\x02\x12\x10\n\x08\x65xpert_2\x18\x0b \x01(\t\x12\x16\n\x0e\x62oundary_ratio\x18\x0c \x01(\x01\x12\x18\n\x10guidance_scale_2\x18\r \x01(\x01\x12\x35\n\x0elater_segments\x18\x0e \x03(\x0b\x32\x1d.diffusiond.v1.DenoiseSegment\x12(\n\x08\x61\x64\x61pters\x18\x0f \x03(\x0b\x32\x16.diffusiond.v1.Adapter\"R\n\x0e\x44\x65noiseSegment\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x16\n\x0e\x62oundary_ratio\x18\x02 \x01(\x01\x12\x16\n\x0eguidance_scale\x18\x03 \x01(\x01\"\xc1\x01\n\x0b\x44\x65noiseStep\x12\x0c\n\x04step\x18\x01 \x01(\x05\x12\r\n\x05steps\x18\x02 \x01(\x05\x12\r\n\x05sigma\x18\x03 \x01(\x02\x12\x14\n\x0cstep_seconds\x18\x04 \x01(\x01\x12\x10\n\x08model_id\x18\x05 \x01(\t\x12\x19\n\x11\x65victed_model_ids\x18\x06 \x03(\t\x12\x14\n\x0cmodel_loaded\x18\x07 \x01(\x08\x12\x14\n\x0cload_seconds\x18\x08 \x01(\x01\x12\x17\n\x0f\x61\x64\x61pters_loaded\x18\t \x03(\t\"m\n\x0c\x44\x65noiseEvent\x12*\n\x04step\x18\x01 \x01(\x0b\x32\x1a.diffusiond.v1.DenoiseStepH\x00\x12(\n\x07latents\x18\x02 \x01(\x0b\x32\x15.diffusiond.v1.TensorH\x00\x42\x07\n\x05\x65vent2\x9a\x01\n\x0e\x44\x65noiseService\x12?\n\x04Step\x12\x1a.diffusiond.v1.StepRequest\x1a\x1b.diffusiond.v1.StepResponse\x12G\n\x07\x44\x65noise\x12\x1d.diffusiond.v1.DenoiseRequest\x1a\x1b.diffusiond.v1.DenoiseEvent0\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'diffusiond.v1.denoise_service_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _STEPREQUEST._serialized_start=82
-  _STEPREQUEST._serialized_end=157
-  _STEPRESPONSE._serialized_start=159
-  _STEPRESPONSE._serialized_end=218
-  _DENOISEREQUEST._serialized_start=221
-  _DENOISEREQUEST._serialized_end=630
-  _DENOISESEGMENT._serialized_start=632
-  _DENOISESEGMENT._serialized_end=714
-  _DENOISESTEP._serialized_start=717
-  _DENOISESTEP._serialized_end=885
-  _DENOISEEVENT._serialized_start=887
-  _DENOISEEVENT._serialized_end=996
-  _DENOISESERVICE._serialized_start=999
-  _DENOISESERVICE._serialized_end=1153
+  _STEPREQUEST._serialized_start=117
+  _STEPREQUEST._serialized_end=234
+  _STEPRESPONSE._serialized_start=236
+  _STEPRESPONSE._serialized_end=295
+  _DENOISEREQUEST._serialized_start=298
+  _DENOISEREQUEST._serialized_end=749
+  _DENOISESEGMENT._serialized_start=751
+  _DENOISESEGMENT._serialized_end=833
+  _DENOISESTEP._serialized_start=836
+  _DENOISESTEP._serialized_end=1029
+  _DENOISEEVENT._serialized_start=1031
+  _DENOISEEVENT._serialized_end=1140
+  _DENOISESERVICE._serialized_start=1143
+  _DENOISESERVICE._serialized_end=1297
 # @@protoc_insertion_point(module_scope)
