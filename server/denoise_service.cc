@@ -113,6 +113,7 @@ grpc::ServerWriteReactor<v1::DenoiseEvent>* DenoiseServiceImpl::Denoise(grpc::Ca
       if (segment.began_with(e)) {
         for (const std::string& key : segment.evicted) step->add_evicted_model_ids(key);
         for (const std::string& key : segment.adapters_loaded) step->add_adapters_loaded(key);
+        for (const std::string& note : segment.adapter_notes) step->add_adapter_notes(note);
         step->set_model_loaded(segment.loaded);
         if (segment.loaded) step->set_load_seconds(absl::ToDoubleSeconds(segment.load_time));
       }

@@ -3,10 +3,12 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <utility>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/lora/lora_file.h"
 #include "core/lora/lora_plan.h"
 #include "core/memory/activation_arena_scope.h"
@@ -129,6 +131,14 @@ absl::StatusOr<AdmittedAdapters> admit_adapters(ModelCache& cache, const std::ve
       admitted.pins.push_back(*std::move(pin));
     }
     admitted.adapters.push_back({view(admitted.pins.back()), p.weight});
+    const LoraAdapter& held = *admitted.adapters.back().adapter;
+    if (report != nullptr && !held.text_encoder_modules().empty()) {
+      std::set<std::string> encoders;
+      for (const LoraModule& m : held.text_encoder_modules()) encoders.insert(m.text_encoder);
+      report->notes.push_back(absl::StrCat("adapter \"", bounded(p.name), "\": its ", held.text_encoder_modules().size(),
+                                           " text-encoder modules (", absl::StrJoin(encoders, ", "),
+                                           ") are not applied; adapters apply to the denoiser"));
+    }
   }
   return admitted;
 }

@@ -37,6 +37,10 @@ inline bool is_adapter_key(absl::string_view key) { return absl::StartsWith(key,
 struct AdapterReport {
   std::vector<std::string> loaded;   // the keys of adapters loaded for this call
   std::vector<std::string> evicted;  // what their admission evicted
+  // What the adapters hold that the call does not apply, one line each:
+  // text-encoder modules (only the denoiser takes adapters), so that no
+  // part of a file is left out without a word.
+  std::vector<std::string> notes;
 };
 
 // The adapters of one call, pinned. Member order is teardown order: the

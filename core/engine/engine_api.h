@@ -77,6 +77,9 @@ struct SegmentStart {
   std::vector<std::string> evicted;
   // The cache keys of the adapters loaded for it (cached ones are not).
   std::vector<std::string> adapters_loaded;
+  // What its adapters hold that is not applied, one line each (an
+  // adapter's text-encoder modules: adapters apply to the denoiser).
+  std::vector<std::string> adapter_notes;
   CallDevice where;  // where it runs, and what its placement did
 
   // True for the event of this segment's first step, the one that reports

@@ -87,6 +87,7 @@ absl::StatusOr<Engine::SegmentModel> Engine::ready_segment(const ModelHandle& ha
   absl::StatusOr<AdmittedAdapters> adapters = admit_adapters_for(handle, request.adapters, job, &adapter_report);
   start.evicted.insert(start.evicted.end(), adapter_report.evicted.begin(), adapter_report.evicted.end());
   start.adapters_loaded = std::move(adapter_report.loaded);
+  start.adapter_notes = std::move(adapter_report.notes);
   if (!adapters.ok()) return adapters.status();
   CallReport report;
   absl::StatusOr<CallScope> call = admit_call(handle, needs, job, &report);

@@ -556,6 +556,9 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
           emit_to(options, {GenerateEvent::Stage::kLoad, adapter, 0, 0, absl::ZeroDuration(),
                             absl::StrCat("adapter for ", segment.model_id), ""});
         }
+        for (const std::string& note : segment.adapter_notes) {
+          emit_to(options, {GenerateEvent::Stage::kLoad, segment.model_id, 0, 0, absl::ZeroDuration(), note, ""});
+        }
         report_placement_evictions(options, segment.where, absl::StrCat("the denoise of ", segment.model_id));
         detail = segment.where.summary();
       }

@@ -27,6 +27,8 @@ namespace {
 
 using ::diffusiond::testing::IsOk;
 using ::diffusiond::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::HasSubstr;
 using Stage = GenerateEvent::Stage;
 
@@ -131,6 +133,30 @@ TEST_F(FluxGenerateTest, AdaptersApplyToTheDenoiserForTheirRequestOnly) {
   absl::StatusOr<GeneratedImage> again = run(&again_events);
   ASSERT_THAT(again, IsOk());
   EXPECT_TRUE(torch::equal(again->pixels, plain->pixels));
+}
+
+// A file's text-encoder modules are not applied, and every request that
+// uses it says so: nothing of a file is left out without a word.
+TEST_F(FluxGenerateTest, AnAdaptersTextEncoderModulesAreNamedAsNotApplied) {
+  start(int64_t{1} << 32);
+  const FluxPipelineSizes sizes = demo_flux_pipeline_sizes();
+  const int64_t d = sizes.transformer.inner_dim(), clip = sizes.clip.hidden_size;
+  LoraTensors t = peft_lora_module("proj_out", d, sizes.transformer.out_features(), 4, 3);
+  LoraTensors te = peft_lora_module("text_model.encoder.layers.0.self_attn.q_proj", clip, clip, 4, 4);
+  for (auto& [key, tensor] : te) t.emplace_back("text_encoder." + key.substr(std::string("transformer.").size()), tensor);
+  ASSERT_THAT(write_lora_file(models_dir_ + "/with_te.safetensors", t), IsOk());
+  GenerateRequest r = request();
+  r.adapters = {{"with_te.safetensors", 1.0}};
+  for (int i = 0; i < 2; ++i) {  // loaded, then cached: said both times
+    std::vector<std::string> details;
+    GenerateOptions options;
+    options.on_event = [&](const GenerateEvent& e) {
+      if (e.stage == Stage::kLoad) details.push_back(e.detail);
+    };
+    ASSERT_THAT(generate(*engine_, models_dir_, r, options), IsOk());
+    EXPECT_THAT(details, Contains(AllOf(HasSubstr("adapter \"with_te.safetensors\": its 1 text-encoder modules"),
+                                        HasSubstr("text_encoder"), HasSubstr("not applied"))));
+  }
 }
 
 TEST_F(FluxGenerateTest, EachEncoderGivesItsPartAsFluxPipelineAsksForIt) {
