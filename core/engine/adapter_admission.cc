@@ -1,5 +1,6 @@
 #include "core/engine/adapter_admission.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -141,6 +142,20 @@ absl::StatusOr<AdmittedAdapters> admit_adapters(ModelCache& cache, const std::ve
     }
   }
   return admitted;
+}
+
+double adapter_working_share(const AdmittedAdapters& admitted) {
+  double share = 0;
+  for (const WeightedLoraAdapter& a : admitted.adapters) {
+    for (const LoraModule& m : a.adapter->modules()) {
+      share = std::max(share, static_cast<double>(m.down.size(0)) / static_cast<double>(m.down.size(1)));
+    }
+  }
+  return share;
+}
+
+int64_t with_adapter_working_memory(int64_t bytes, const AdmittedAdapters& admitted) {
+  return bytes + static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * adapter_working_share(admitted)));
 }
 
 absl::StatusOr<std::unique_ptr<AdapterSet>> adapter_set_for(const Model& model, const AdmittedAdapters& admitted) {

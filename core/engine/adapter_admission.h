@@ -71,6 +71,17 @@ absl::StatusOr<AdmittedAdapters> admit_adapters(ModelCache& cache, const std::ve
                                                 const ModelDescription& model, const AdapterAdmissionOptions& options,
                                                 AdapterReport* report);
 
+// What the adapters add to a forward's working memory, as a share of its
+// activations: a term's one temporary is x·Aᵀ, [rows, rank], beside the
+// layer's input [rows, in] that the activation estimate already holds, and
+// a weight's terms run one after another, each temporary freed before the
+// next (AdapterSet::add_term). So the share is the largest rank / in of
+// any module; 0 without adapters.
+double adapter_working_share(const AdmittedAdapters& admitted);
+
+// `bytes` of activations grown by the adapters' working share, rounded up.
+int64_t with_adapter_working_memory(int64_t bytes, const AdmittedAdapters& admitted);
+
 // The set of `admitted` built against `model`, the call's admitted model
 // (AdapterSet::create's checks: INVALID_ARGUMENT naming the adapter, its
 // module and the weight); null when there are no adapters.

@@ -281,15 +281,20 @@ absl::StatusOr<NamedTensors> Engine::step(const std::string& model_id, const Nam
   // Activations are reserved where the forward runs, and held until it
   // returns: on the device beside the placement, else in RAM beside the
   // model (step_admission.h).
-  CallNeeds needs;
-  needs.cpu_room = [&](const Model& m) -> absl::StatusOr<CallRoom> { return step_room(m, inputs, model_id); };
-  needs.device_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {
-    return m.step_activations(inputs, /*device_is_cpu=*/false).bytes;
-  };
   const ModelHandle model = ModelHandle::by_id(model_id);
   // The adapters first, checked and pinned, so a bad one costs no
-  // activation room; then the model beside them.
+  // activation room; then the model beside them, with the room their terms
+  // work in.
   DIFFUSIOND_ASSIGN_OR_RETURN(const AdmittedAdapters held, admit_adapters_for(model, adapters, job, nullptr));
+  CallNeeds needs;
+  needs.cpu_room = [&](const Model& m) -> absl::StatusOr<CallRoom> {
+    CallRoom room = step_room(m, inputs, model_id);
+    room.bytes = with_adapter_working_memory(room.bytes, held);
+    return room;
+  };
+  needs.device_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {
+    return with_adapter_working_memory(m.step_activations(inputs, /*device_is_cpu=*/false).bytes, held);
+  };
   DIFFUSIOND_ASSIGN_OR_RETURN(CallScope call, admit_call(model, needs, job, nullptr));
   DIFFUSIOND_ASSIGN_OR_RETURN(const std::unique_ptr<AdapterSet> set, adapter_set_for(call.model(), held));
   return call.run("the step", [&] { return run_with_adapters(set.get(), [&] { return call.model().step(inputs); }); });

@@ -68,27 +68,30 @@ absl::StatusOr<Engine::SegmentModel> Engine::ready_segment(const ModelHandle& ha
     return d;
   };
   start.model_id = model_id;
-  // Held until its steps end, where the forwards run (step_admission.h).
-  CallNeeds needs;
-  needs.cpu_room = [&](const Model& m) -> absl::StatusOr<CallRoom> {
-    DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* d, denoiser_of(m));
-    return activation_room(*d, denoise_activation_query(*d, shape, guidance_scale, request.positive, negative),
-                           model_id);
-  };
-  needs.device_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {
-    DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* d, denoiser_of(m));
-    ActivationQuery query = denoise_activation_query(*d, shape, guidance_scale, request.positive, negative);
-    query.device_is_cpu = false;
-    return d->estimate_activations(query).bytes;
-  };
   // The adapters first, checked and pinned, so a bad one costs no load or
-  // activation room; then the model beside them.
+  // activation room; then the model beside them, with the room their terms
+  // work in.
   AdapterReport adapter_report;
   absl::StatusOr<AdmittedAdapters> adapters = admit_adapters_for(handle, request.adapters, job, &adapter_report);
   start.evicted.insert(start.evicted.end(), adapter_report.evicted.begin(), adapter_report.evicted.end());
   start.adapters_loaded = std::move(adapter_report.loaded);
   start.adapter_notes = std::move(adapter_report.notes);
   if (!adapters.ok()) return adapters.status();
+  // Held until its steps end, where the forwards run (step_admission.h).
+  CallNeeds needs;
+  needs.cpu_room = [&](const Model& m) -> absl::StatusOr<CallRoom> {
+    DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* d, denoiser_of(m));
+    CallRoom room = activation_room(
+        *d, denoise_activation_query(*d, shape, guidance_scale, request.positive, negative), model_id);
+    room.bytes = with_adapter_working_memory(room.bytes, *adapters);
+    return room;
+  };
+  needs.device_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {
+    DIFFUSIOND_ASSIGN_OR_RETURN(const DiffusionModel* d, denoiser_of(m));
+    ActivationQuery query = denoise_activation_query(*d, shape, guidance_scale, request.positive, negative);
+    query.device_is_cpu = false;
+    return with_adapter_working_memory(d->estimate_activations(query).bytes, *adapters);
+  };
   CallReport report;
   absl::StatusOr<CallScope> call = admit_call(handle, needs, job, &report);
   start.evicted.insert(start.evicted.end(), report.evicted.begin(), report.evicted.end());

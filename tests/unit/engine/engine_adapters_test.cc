@@ -175,6 +175,23 @@ TEST_F(EngineAdaptersTest, BadAdaptersAreRefused) {
   EXPECT_THAT(engine_->load(named), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("names adapters")));
 }
 
+// A call with adapters reserves the terms' working memory with its
+// activations: the largest rank / in of their modules (b: rank 8 on
+// proj_out, 256 wide) more than the same call without.
+TEST_F(EngineAdaptersTest, TheTermsWorkingMemoryIsReservedWithTheActivations) {
+  step({{"b.safetensors", 1.0}});  // loaded and cached: its bytes are committed from here on
+  const auto reserved_by = [&](const std::vector<AdapterRequest>& adapters) {
+    const int64_t committed = ram_->snapshot().committed_bytes;
+    ram_->reset_high_water();
+    EXPECT_TRUE(step(adapters).defined());
+    return ram_->snapshot().high_water_bytes - committed;
+  };
+  const int64_t plain = reserved_by({});
+  ASSERT_GT(plain, 0);
+  EXPECT_EQ(reserved_by({{"b.safetensors", 1.0}}),
+            plain + static_cast<int64_t>(std::ceil(static_cast<double>(plain) * 8.0 / kDim)));
+}
+
 // Adapters that could never fit beside the model are refused before any
 // load, naming the bytes; ones that fit only by evicting an unpinned
 // adapter evict it through the same LRU.
