@@ -133,12 +133,21 @@ absl::StatusOr<AdmittedAdapters> admit_adapters(ModelCache& cache, const std::ve
     }
     admitted.adapters.push_back({view(admitted.pins.back()), p.weight});
     const LoraAdapter& held = *admitted.adapters.back().adapter;
-    if (report != nullptr && !held.text_encoder_modules().empty()) {
-      std::set<std::string> encoders;
-      for (const LoraModule& m : held.text_encoder_modules()) encoders.insert(m.text_encoder);
-      report->notes.push_back(absl::StrCat("adapter \"", bounded(p.name), "\": its ", held.text_encoder_modules().size(),
+    std::set<std::string> encoders;
+    size_t not_applied = 0;
+    for (const LoraModule& m : held.text_encoder_modules()) {
+      const std::string component = lora_text_encoder_component(m.text_encoder);
+      if (std::find(options.encoders_applied.begin(), options.encoders_applied.end(), component) !=
+          options.encoders_applied.end()) {
+        continue;
+      }
+      encoders.insert(m.text_encoder);
+      ++not_applied;
+    }
+    if (report != nullptr && not_applied > 0) {
+      report->notes.push_back(absl::StrCat("adapter \"", bounded(p.name), "\": its ", not_applied,
                                            " text-encoder modules (", absl::StrJoin(encoders, ", "),
-                                           ") are not applied; adapters apply to the denoiser"));
+                                           ") are not applied: no text encoder of this call takes them"));
     }
   }
   return admitted;

@@ -38,7 +38,7 @@ struct AdapterReport {
   std::vector<std::string> loaded;   // the keys of adapters loaded for this call
   std::vector<std::string> evicted;  // what their admission evicted
   // What the adapters hold that the call does not apply, one line each:
-  // text-encoder modules (only the denoiser takes adapters), so that no
+  // text-encoder modules for no encoder in `encoders_applied`, so that no
   // part of a file is left out without a word.
   std::vector<std::string> notes;
 };
@@ -58,6 +58,9 @@ struct AdapterAdmissionOptions {
   int64_t capacity_bytes = 0;
   int64_t model_bytes = 0;
   RoomWait wait;
+  // The pipeline's text encoders (component names) the adapters' modules
+  // were applied to by the caller; the report's notes name the rest.
+  std::vector<std::string> encoders_applied;
 };
 
 // Admits `requests` for the model `model` describes (its architecture and

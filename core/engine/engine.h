@@ -67,7 +67,8 @@ class Engine final : public EngineApi {
   absl::StatusOr<ModelHandle> ready(const ModelLoadRequest& model, std::optional<ModelRole> role = {},
                                     const LoadWatcher& watcher = {}) override;
   absl::StatusOr<CallResult<EncodedText>> encode_text(const ModelHandle& encoder, const TextEncoding& request,
-                                                      const CancellationToken& cancel = {}) override;
+                                                      const CancellationToken& cancel = {},
+                                                      const TextEncoderAdapters& adapters = {}) override;
   absl::StatusOr<CallResult<ConditionedText>> condition_text(const ModelHandle& conditioner,
                                                              const ConditionerRequest& request,
                                                              const CancellationToken& cancel = {}) override;
@@ -128,9 +129,11 @@ class Engine final : public EngineApi {
   // for the model's architecture and compute dtype, read from the cache
   // (else from a readied handle). NOT_FOUND when neither knows the model.
   // Empty `adapters`: nothing, at no cost (engine_adapters.cc).
+  // `encoders_applied`: AdapterAdmissionOptions' (the notes' filter).
   absl::StatusOr<AdmittedAdapters> admit_adapters_for(const ModelHandle& model,
                                                       const std::vector<AdapterRequest>& adapters, const Job& job,
-                                                      AdapterReport* report);
+                                                      AdapterReport* report,
+                                                      const std::vector<std::string>& encoders_applied = {});
   // One segment of a Denoise (engine_denoise.cc): `model` admitted with
   // one step's activations at `guidance_scale`, and its predictor; what
   // readying it did goes to `start`.

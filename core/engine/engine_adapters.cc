@@ -9,7 +9,8 @@ namespace diffusiond {
 
 absl::StatusOr<AdmittedAdapters> Engine::admit_adapters_for(const ModelHandle& model,
                                                             const std::vector<AdapterRequest>& adapters,
-                                                            const Job& job, AdapterReport* report) {
+                                                            const Job& job, AdapterReport* report,
+                                                            const std::vector<std::string>& encoders_applied) {
   if (adapters.empty()) return AdmittedAdapters();
   // The model as loaded: a cached one's own description, else the one a
   // readied handle was given (its load comes with the call's admission).
@@ -29,6 +30,7 @@ absl::StatusOr<AdmittedAdapters> Engine::admit_adapters_for(const ModelHandle& m
     if (e.key == model.id()) options.model_bytes = e.bytes[kCpuIndex];
   }
   options.wait = RoomWait{true, job.token()};
+  options.encoders_applied = encoders_applied;
   return admit_adapters(*cache_, adapters, *described, options, report);
 }
 

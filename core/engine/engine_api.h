@@ -87,6 +87,16 @@ struct SegmentStart {
   bool began_with(const StepEvent& e) const { return e.step == first_step + 1; }
 };
 
+// A request's LoRA adapters on one of its text encoders' calls: the
+// files (the same cached values the denoise uses, planned for the
+// denoiser's architecture and compute dtype) and the encoder's name in the
+// pipeline, whose modules apply (AdapterSet::for_text_encoder).
+struct TextEncoderAdapters {
+  std::vector<AdapterRequest> adapters;
+  ModelDescription denoiser;
+  std::string component;
+};
+
 struct EngineDenoiseRequest {
   // The model that runs from the first step: readied (EngineApi::ready),
   // or a loaded model by id (ModelHandle::by_id).
@@ -121,6 +131,10 @@ struct EngineDenoiseRequest {
   std::function<void(const SegmentStart&)> on_segment;
   // LoRA adapters attached to every segment's model for this call.
   std::vector<AdapterRequest> adapters;
+  // The pipeline's text encoders (component names) that the caller applied
+  // the adapters' text-encoder modules to (TextEncoderAdapters); modules for
+  // any other encoder are named in SegmentStart::adapter_notes.
+  std::vector<std::string> adapters_applied_to_encoders;
 };
 
 // The least RAM one call needs, known without loading its model.
@@ -219,10 +233,14 @@ class EngineApi {
   // FAILED_PRECONDITION if the model is not a text encoder (or has no
   // tokenizer), NOT_FOUND if it is not loaded (a readied handle's model is
   // loaded again), RESOURCE_EXHAUSTED if the activations cannot be
-  // admitted. `cancel` stops it between layers.
+  // admitted. `cancel` stops it between layers. `adapters` (optional)
+  // are admitted as the denoise admits them (and refused as it refuses
+  // them), their modules for this encoder attached for the call; their
+  // loads are in the report's adapters_loaded.
   virtual absl::StatusOr<CallResult<EncodedText>> encode_text(const ModelHandle& encoder,
                                                               const TextEncoding& request,
-                                                              const CancellationToken& cancel = {}) = 0;
+                                                              const CancellationToken& cancel = {},
+                                                              const TextEncoderAdapters& adapters = {}) = 0;
   // Conditions one prompt with text conditioner `conditioner`
   // (text_conditioner.h: an encoder's hidden states read through the
   // prompt's own tokens, Anima's LLM adapter), after admitting its

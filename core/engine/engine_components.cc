@@ -33,10 +33,29 @@ absl::StatusOr<const T*> component_as(const Model& model, const std::string& mod
 }  // namespace
 
 absl::StatusOr<CallResult<EncodedText>> Engine::encode_text(const ModelHandle& handle, const TextEncoding& request,
-                                                            const CancellationToken& cancel) {
+                                                            const CancellationToken& cancel,
+                                                            const TextEncoderAdapters& adapters) {
   const std::string& model_id = handle.id();
   Job job(&gate_, cancel);
   DIFFUSIOND_RETURN_IF_ERROR(job.status());
+  CallResult<EncodedText> out;
+  // The adapters first, as a denoise admits them (for the denoiser they
+  // were made for), so a bad one costs no activation room.
+  AdmittedAdapters held;
+  if (!adapters.adapters.empty()) {
+    AdapterAdmissionOptions options;
+    options.models_dir = options_.models_dir;
+    options.capacity_bytes = options_.ram_budget->capacity_bytes();
+    options.model_bytes = handle.info().bytes[kCpuIndex];
+    options.wait = RoomWait{true, job.token()};
+    AdapterReport report;
+    absl::StatusOr<AdmittedAdapters> admitted =
+        admit_adapters(*cache_, adapters.adapters, adapters.denoiser, options, &report);
+    out.report.evicted = std::move(report.evicted);
+    out.report.adapters_loaded = std::move(report.loaded);
+    if (!admitted.ok()) return admitted.status();
+    held = *std::move(admitted);
+  }
   const auto encoder_of = [&](const Model& m) { return component_as<TextEncoder>(m, model_id, "a text encoder"); };
   const auto activation_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {
     DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoder* e, encoder_of(m));
@@ -45,14 +64,27 @@ absl::StatusOr<CallResult<EncodedText>> Engine::encode_text(const ModelHandle& h
   CallNeeds needs;
   needs.cpu_room = [&](const Model& m) -> absl::StatusOr<CallRoom> {
     DIFFUSIOND_ASSIGN_OR_RETURN(const int64_t bytes, activation_bytes(m));
-    return CallRoom{bytes, absl::StrCat("the encoding of \"", bounded(model_id), "\"")};
+    return CallRoom{with_adapter_working_memory(bytes, held),
+                    absl::StrCat("the encoding of \"", bounded(model_id), "\"")};
   };
-  needs.device_bytes = activation_bytes;
-  CallResult<EncodedText> out;
-  DIFFUSIOND_ASSIGN_OR_RETURN(CallScope call, admit_call(handle, needs, job, &out.report));
-  DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoder* encoder, encoder_of(call.model()));
-  DIFFUSIOND_ASSIGN_OR_RETURN(out.value, call.run("the text encoding", [&]() -> absl::StatusOr<EncodedText> {
-    DIFFUSIOND_ASSIGN_OR_RETURN(EncodedText encoded, encoder->encode(request));
+  needs.device_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {
+    DIFFUSIOND_ASSIGN_OR_RETURN(const int64_t bytes, activation_bytes(m));
+    return with_adapter_working_memory(bytes, held);
+  };
+  CallReport admitted;
+  absl::StatusOr<CallScope> call = admit_call(handle, needs, job, &admitted);
+  out.report.evicted.insert(out.report.evicted.end(), admitted.evicted.begin(), admitted.evicted.end());
+  out.report.where = std::move(admitted.where);
+  out.report.reloaded = admitted.reloaded;
+  if (!call.ok()) return call.status();
+  DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoder* encoder, encoder_of(call->model()));
+  std::unique_ptr<AdapterSet> set;
+  if (!held.adapters.empty()) {
+    DIFFUSIOND_ASSIGN_OR_RETURN(set, AdapterSet::for_text_encoder(call->model(), held.adapters, adapters.component));
+  }
+  DIFFUSIOND_ASSIGN_OR_RETURN(out.value, call->run("the text encoding", [&]() -> absl::StatusOr<EncodedText> {
+    DIFFUSIOND_ASSIGN_OR_RETURN(EncodedText encoded,
+                                run_with_adapters(set.get(), [&] { return encoder->encode(request); }));
     // The caller's tensors live in RAM, wherever the encoder ran.
     for (torch::Tensor* t : {&encoded.hidden_states, &encoded.attention_mask, &encoded.pooled}) {
       if (t->defined()) *t = t->to(torch::kCPU);

@@ -72,7 +72,8 @@ absl::StatusOr<Engine::SegmentModel> Engine::ready_segment(const ModelHandle& ha
   // activation room; then the model beside them, with the room their terms
   // work in.
   AdapterReport adapter_report;
-  absl::StatusOr<AdmittedAdapters> adapters = admit_adapters_for(handle, request.adapters, job, &adapter_report);
+  absl::StatusOr<AdmittedAdapters> adapters = admit_adapters_for(handle, request.adapters, job, &adapter_report,
+                                                                   request.adapters_applied_to_encoders);
   start.evicted.insert(start.evicted.end(), adapter_report.evicted.begin(), adapter_report.evicted.end());
   start.adapters_loaded = std::move(adapter_report.loaded);
   start.adapter_notes = std::move(adapter_report.notes);

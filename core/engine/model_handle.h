@@ -59,6 +59,8 @@ struct CallReport {
   CallDevice where;  // where it ran, and what its placement did
   // The model had been evicted since it was readied and was loaded again.
   bool reloaded = false;
+  // The cache keys of the LoRA adapters loaded for the call.
+  std::vector<std::string> adapters_loaded;
 };
 
 template <typename T>

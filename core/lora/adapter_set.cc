@@ -1,8 +1,10 @@
 #include "core/lora/adapter_set.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/lora/internal/messages.h"
@@ -61,7 +63,73 @@ void add_module_terms(const WeightStore& store, const LoraModule& m, double scal
   }
 }
 
+// The weight of `encoder` that the file's module name `module` means: the
+// name itself, or (kohya's) the one whose dots, read as underscores, give
+// it. Empty when none does.
+std::string encoder_module(const WeightStore& store, const std::string& module) {
+  if (store.contains(module + ".weight")) return module;
+  for (const std::string& name : store.names()) {
+    if (!absl::EndsWith(name, ".weight")) continue;
+    std::string flat = name.substr(0, name.size() - 7);
+    std::replace(flat.begin(), flat.end(), '.', '_');
+    if (flat == module) return name.substr(0, name.size() - 7);
+  }
+  return "";
+}
+
 }  // namespace
+
+std::string lora_text_encoder_component(absl::string_view file_name) {
+  if (file_name == "lora_te2" || file_name == "text_encoder_2" || absl::StrContains(file_name, "t5")) {
+    return "text_encoder_2";
+  }
+  if (file_name == "lora_te3" || file_name == "text_encoder_3") return "text_encoder_3";
+  return "text_encoder";
+}
+
+absl::StatusOr<std::unique_ptr<AdapterSet>> AdapterSet::for_text_encoder(const Model& encoder,
+                                                                          std::vector<WeightedLoraAdapter> adapters,
+                                                                          absl::string_view component) {
+  std::unique_ptr<AdapterSet> set(new AdapterSet(encoder, std::move(adapters)));
+  const torch::ScalarType dtype = compute_dtype(encoder);
+  const WeightStore& store = encoder.weights();
+  for (const WeightedLoraAdapter& w : set->adapters_) {
+    if (w.adapter == nullptr) return absl::InvalidArgumentError("a LoRA adapter of the set is missing");
+    if (!std::isfinite(w.weight)) {
+      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter ", bounded(w.adapter->path()), " has weight ",
+                                                     w.weight, ", expected a finite number"));
+    }
+    std::vector<std::string> problems;
+    std::map<std::string, std::vector<Term>, std::less<>> terms;
+    for (const LoraModule& m : w.adapter->text_encoder_modules()) {
+      if (lora_text_encoder_component(m.text_encoder) != component) continue;
+      LoraModule resolved = m;
+      resolved.down = m.down.to(dtype);
+      resolved.up = m.up.to(dtype);
+      for (std::string& module : resolved.modules) {
+        const std::string found = encoder_module(store, module);
+        if (found.empty()) {
+          problems.push_back(absl::StrCat("'", m.source, "' updates '", module, "', which the ", encoder.architecture(),
+                                          " text encoder does not hold"));
+        }
+        module = found;
+      }
+      if (problems.empty()) add_module_terms(store, resolved, w.weight * m.scale, &terms, &problems);
+    }
+    if (!problems.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter ", bounded(w.adapter->path()), " does not fit the ",
+                                                     component, " (", encoder.architecture(), "): ",
+                                                     bounded_list(problems, kMaxListedProblems)));
+    }
+    if (w.weight == 0) continue;
+    for (auto& [weight, list] : terms) {
+      std::vector<Term>& into = set->terms_[weight];
+      into.insert(into.end(), list.begin(), list.end());
+    }
+  }
+  if (set->terms_.empty()) return nullptr;
+  return set;
+}
 
 absl::StatusOr<std::unique_ptr<AdapterSet>> AdapterSet::create(const Model& model,
                                                                std::vector<WeightedLoraAdapter> adapters) {

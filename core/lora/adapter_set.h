@@ -27,6 +27,13 @@
 
 namespace diffusiond {
 
+// The pipeline component a file's text-encoder name stands for: kohya's
+// lora_te / lora_te1, diffusers' text_encoder and ComfyUI's clip_l (and any
+// other ComfyUI name: a one-encoder family's encoder) are "text_encoder";
+// lora_te2, text_encoder_2 and ComfyUI's t5xxl are "text_encoder_2";
+// lora_te3 is "text_encoder_3".
+std::string lora_text_encoder_component(absl::string_view file_name);
+
 struct WeightedLoraAdapter {
   std::shared_ptr<const LoraAdapter> adapter;
   double weight = 1;  // multiplies the adapter's scale; 0 leaves it out
@@ -51,6 +58,19 @@ class AdapterSet final : public LinearAdapter {
   // is attached half-way.
   static absl::StatusOr<std::unique_ptr<AdapterSet>> create(const Model& model,
                                                             std::vector<WeightedLoraAdapter> adapters);
+
+  // The set of the text-encoder modules of `adapters` meant for the
+  // pipeline's text encoder `component` ("text_encoder", "text_encoder_2";
+  // lora_text_encoder_component names each file's encoder), attached to the
+  // encoder model `encoder` (its own architecture; the adapters were loaded
+  // for the denoiser's, at its compute dtype, and are converted to the
+  // encoder's). Module names as the file gives them (dotted, or kohya's
+  // flattened) are matched to the encoder's weights. INVALID_ARGUMENT, as
+  // create(), when a module names no weight of the encoder or does not fit
+  // it. Null when no adapter has modules for `component`.
+  static absl::StatusOr<std::unique_ptr<AdapterSet>> for_text_encoder(const Model& encoder,
+                                                                      std::vector<WeightedLoraAdapter> adapters,
+                                                                      absl::string_view component);
 
   // Makes this set the calling thread's adapter for its model until the
   // returned scope goes (the attach point of one call).

@@ -261,6 +261,10 @@ void report_call(const GenerateOptions& options, const std::string& model_id, Ca
     emit_to(options, {GenerateEvent::Stage::kLoad, model_id, 0, 0, absl::ZeroDuration(),
                       absl::StrCat("loaded again for ", what, ": evicted since it was readied"), ""});
   }
+  for (const std::string& adapter : report.adapters_loaded) {
+    emit_to(options, {GenerateEvent::Stage::kLoad, adapter, 0, 0, absl::ZeroDuration(),
+                      absl::StrCat("adapter for ", what), ""});
+  }
   report_evictions(options, report.evicted, what);
   report_placement_evictions(options, report.where, what);
 }
@@ -389,8 +393,12 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
       DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoding encoding,
                                   resolved.encoding_of(c.name, negative ? r.negative_prompt : r.prompt,
                                                        r.max_sequence_length));
+      // The adapters' modules for this encoder apply to its calls (the
+      // files' other modules to the denoiser, below).
+      TextEncoderAdapters encoder_adapters;
+      if (!r.adapters.empty()) encoder_adapters = {r.adapters, denoiser_info, c.name};
       DIFFUSIOND_ASSIGN_OR_RETURN(CallResult<EncodedText> encoded,
-                                  engine.encode_text(encoder, encoding, options.cancel));
+                                  engine.encode_text(encoder, encoding, options.cancel, encoder_adapters));
       report_call(options, encoder.id(), encoded.report, absl::StrCat("the encoding of ", encoder.id()));
       where.add(std::move(encoded.report.where));
       DIFFUSIOND_ASSIGN_OR_RETURN(Conditioning part, family.encoder_conditioning(c.name, encoded.value));
@@ -500,6 +508,9 @@ absl::StatusOr<std::vector<GeneratedImage>> generate_images(EngineApi& engine, c
   denoise.base_sigmas = r.sigmas;
   denoise.shift = r.shift;
   denoise.adapters = r.adapters;
+  for (const PipelineComponent& c : family.components()) {
+    if (c.role == ModelRole::kTextEncoder) denoise.adapters_applied_to_encoders.push_back(c.name);
+  }
   for (const ExpertHandover& h : handovers) {
     const ModelLoadRequest load = resolved.load_of(h.component);
     // Without guidance the later experts run unguided too, as upstream's.

@@ -147,7 +147,7 @@ class FakeEngine final : public EngineApi {
     return ModelHandle(*loaded, request, /*loaded=*/true);
   }
   absl::StatusOr<CallResult<EncodedText>> encode_text(const ModelHandle& encoder, const TextEncoding& request,
-                                                      const CancellationToken&) override {
+                                                      const CancellationToken&, const TextEncoderAdapters&) override {
     MutexLock lock(&mu_);
     last_model_id = encoder.id();
     encode_request = request;

@@ -58,6 +58,13 @@ over the changed Linears, Frobenius norms):
   flux-lora-one   lora_a 1.0                   45 / 5.12                 0.33
   flux-lora-two   lora_a 0.7, lora_b -0.3      34 / 3.68    7 / 0.81     0.40
   flux-lora-half  lora_a 0.5 (64x64, seed 13)  20 / 2.23                 0.17
+  flux-lora-te    lora_te 0.8 (seed 17)        16 / 1.96    15 / 1.86    0.68
+(flux-lora-te's second column: against the same call without the file's
+text-encoder part.) lora_te.safetensors is PEFT keys without alpha (scale
+1), rank 4: transformer_blocks.0.attn.to_out.0 and CLIP's first two
+layers' q/k/v/out_proj and fc1/fc2 (text_encoder.text_model...), which
+load_lora_weights applies to the pipeline's text_encoder; the merge here
+folds them into a float32 copy of CLIP the same way.
 
 Usage (Debian python3-torch 1.13, no pip; about 10 s on 2 cores), after
 or without the other scripts' runs into the same OUT:
@@ -65,9 +72,11 @@ or without the other scripts' runs into the same OUT:
       --diffusers-src DIFFUSERS_SRC --out-root OUT [--shared-refgen DIR] [--case NAME]
 """
 import argparse
+import copy
 import importlib
 import json
 import os
+import re
 import sys
 import types
 
@@ -105,11 +114,68 @@ def lora_case(name, adapters, **kw):
     return dict(c, adapters=[{"path": path, "weight": weight} for path, weight in adapters])
 
 
+# A file with text-encoder modules (PEFT keys, no alpha: scale 1): CLIP's
+# attention and MLP in its first two layers, which load_lora_weights applies
+# to the pipeline's text_encoder, beside one transformer module.
+TE_LORA = "lora_te.safetensors"
+TE_RANK, TE_SEED, TE_STD = 4, 7503, 0.2
+TE_TARGETS = r"^text_model\.encoder\.layers\.[01]\.(self_attn\.(q|k|v|out)_proj|mlp\.fc[12])$"
+TE_DENOISER_MODULE = "transformer_blocks.0.attn.to_out.0"
+
 CASES = [
     lora_case("flux-lora-one", [("lora_a.safetensors", 1.0)]),
     lora_case("flux-lora-two", [("lora_a.safetensors", 0.7), ("lora_b.safetensors", -0.3)]),
     lora_case("flux-lora-half", [("lora_a.safetensors", 0.5)], width=64, height=64, seed=13),
+    lora_case("flux-lora-te", [(TE_LORA, 0.8)], seed=17),
 ]
+
+
+def quantized(shape, generator, std):
+    """Normal values of `std` rounded to MANTISSA_BITS bits, exact in bf16."""
+    x = torch.randn(shape, generator=generator, dtype=torch.float64) * std
+    m, e = np.frexp(x.numpy())
+    return torch.from_numpy(np.ldexp(np.round(m * 2 ** MANTISSA_BITS) / 2 ** MANTISSA_BITS, e))
+
+
+def write_te_lora(base_pipe, path):
+    """Writes TE_LORA and returns ({transformer module: B @ A}, {CLIP module:
+    B @ A}), float64: the scale is 1 (no alpha, no metadata)."""
+    g = torch.Generator().manual_seed(TE_SEED)
+    tensors, denoiser, encoder = {}, {}, {}
+    targets = [(n, m) for n, m in base_pipe.text_encoder.named_modules() if re.match(TE_TARGETS, n)]
+    targets.append((TE_DENOISER_MODULE, dict(base_pipe.transformer.named_modules())[TE_DENOISER_MODULE]))
+    for name, module in targets:
+        prefix = "transformer." if name == TE_DENOISER_MODULE else "text_encoder."
+        a = quantized((TE_RANK, module.in_features), g, TE_STD)
+        b = quantized((module.out_features, TE_RANK), g, TE_STD)
+        tensors[f"{prefix}{name}.lora_A.weight"] = ("F32", a.float().numpy())
+        tensors[f"{prefix}{name}.lora_B.weight"] = ("F32", b.float().numpy())
+        (denoiser if prefix == "transformer." else encoder)[name] = b @ a
+    import zimage_refgen as zr  # the shared writer, beside lora_refgen
+    zr.st_save(path, tensors)
+    return denoiser, encoder
+
+
+def te_converted(lr, up_lora, path, denoiser, encoder):
+    """Checks that upstream's conversion keeps TE_LORA's keys as written (a
+    PEFT file passes through), so the merge below is what it loads."""
+    sd = lr.to_torch(lr.zr.st_load(path)[0])  # as lora_refgen.upstream_convert reads a file
+    sd = up_lora.lp.FluxLoraLoaderMixin.lora_state_dict(dict(sd), return_alphas=True, return_lora_metadata=True)[0]
+    expected = {f"{'transformer' if n in denoiser else 'text_encoder'}.{n}.lora_{ab}.weight"
+                for n in list(denoiser) + list(encoder) for ab in "AB"}
+    assert set(sd) == expected, sorted(set(sd) ^ expected)
+
+
+def with_te(base_pipe, encoder_deltas, weight):
+    """A float32 copy of the pipeline's CLIP with `weight` x the deltas merged
+    (float64, then float32), as PEFT merges a text encoder's LoRA."""
+    te = copy.deepcopy(base_pipe.text_encoder)
+    modules = dict(te.named_modules())
+    with torch.no_grad():
+        for n, d in encoder_deltas.items():
+            w = modules[n].weight
+            w.copy_((w.double() + weight * d).float())
+    return te
 
 
 def import_lora_upstream(shared_folder):
@@ -147,12 +213,18 @@ def converted_deltas(lr, up, shared, transformer, path, drawn):
     return deltas, cfg
 
 
-def call_with(lr, up, shared, base_pipe, deltas, c, adapters):
+def call_with(lr, up, shared, base_pipe, deltas, c, adapters, te_deltas=None):
     """((uint8 image, initial latents, final latents), merged weights) of
-    case `c` with `adapters` merged into a float32 copy of the transformer."""
+    case `c` with `adapters` merged into a float32 copy of the transformer
+    (and TE_LORA's text-encoder part into one of CLIP, unless te_deltas is
+    given as {})."""
     base = base_pipe.transformer
     merged = lr.merged_weights(base, deltas, [(a["path"], a["weight"]) for a in adapters])
-    pipe = up.pf.FluxPipeline(**dict(base_pipe.components, transformer=lr.model_with(base, merged, torch.float32)))
+    components = dict(base_pipe.components, transformer=lr.model_with(base, merged, torch.float32))
+    for a in adapters:
+        if a["path"] == TE_LORA and te_deltas is None:
+            components["text_encoder"] = with_te(base_pipe, deltas[TE_LORA + ":text_encoder"], a["weight"])
+    pipe = up.pf.FluxPipeline(**components)
     pipe.set_progress_bar_config(disable=True)
     u8, first, final, _ = modes.call_upstream("flux", pipe, c, {}, shared)
     return (u8[0], first, final), merged
@@ -181,6 +253,12 @@ def run(shared, up, lr, lora_up, root, only_case):
                                 peft_r=cfg["r"], peft_lora_alpha=cfg["lora_alpha"],
                                 modules=sorted(deltas[file_name]), max_delta_norm_over_weight_norm=round(ratio, 4))
         print(file_name, json.dumps({k: v for k, v in loras[file_name].items() if k != "modules"}), flush=True)
+    te_path = os.path.join(root, TE_LORA)
+    denoiser_part, encoder_part = write_te_lora(base_pipe, te_path)
+    te_converted(lr, lora_up, te_path, denoiser_part, encoder_part)
+    deltas[TE_LORA], deltas[TE_LORA + ":text_encoder"] = denoiser_part, encoder_part
+    loras[TE_LORA] = dict(layout="peft", rank=TE_RANK, alpha=None, seed=TE_SEED, modules=sorted(denoiser_part),
+                          text_encoder_modules=sorted(encoder_part))
     results, cases = {}, []
     for c in CASES:
         if only_case and c["name"] != only_case:
@@ -192,11 +270,13 @@ def run(shared, up, lr, lora_up, root, only_case):
                      for n in merged), 4)}
         # Without any adapter, and for a stack without its last one: each
         # adapter must show, or the daemon could skip it and still match.
-        fewer = {"no_lora": []}
+        fewer = {"no_lora": ([], None)}
         if len(c["adapters"]) > 1:
-            fewer["without_last_adapter"] = c["adapters"][:-1]
-        for label, adapters in fewer.items():
-            worst, mean = level_distance(u8, call_with(lr, up, shared, base_pipe, deltas, c, adapters)[0][0])
+            fewer["without_last_adapter"] = (c["adapters"][:-1], None)
+        if any(a["path"] == TE_LORA for a in c["adapters"]):  # the encoder's part must show too
+            fewer["without_text_encoder_part"] = (c["adapters"], {})
+        for label, (adapters, te) in fewer.items():
+            worst, mean = level_distance(u8, call_with(lr, up, shared, base_pipe, deltas, c, adapters, te)[0][0])
             assert worst >= MIN_MAX_LEVELS and mean >= MIN_MEAN_LEVELS, \
                 f"{c['name']}: {worst} levels at most, {mean} on average from the image {label}"
             stats.update({f"max_levels_vs_{label}": worst, f"mean_levels_vs_{label}": mean})

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "core/engine/engine.h"
 #include "core/memory/budget.h"
 #include "core/pipeline/flux/flux_pipeline.h"
@@ -17,10 +18,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/engine_under_budget.h"
-#include "tools/random_models/lora_random.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/random_models/flux_pipeline_random.h"
+#include "tools/random_models/lora_random.h"
 
 namespace diffusiond {
 namespace {
@@ -30,6 +31,7 @@ using ::diffusiond::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Stage = GenerateEvent::Stage;
 
 constexpr const char* kComponents[] = {"text_encoder", "text_encoder_2", "transformer", "vae"};
@@ -135,27 +137,60 @@ TEST_F(FluxGenerateTest, AdaptersApplyToTheDenoiserForTheirRequestOnly) {
   EXPECT_TRUE(torch::equal(again->pixels, plain->pixels));
 }
 
-// A file's text-encoder modules are not applied, and every request that
-// uses it says so: nothing of a file is left out without a word.
-TEST_F(FluxGenerateTest, AnAdaptersTextEncoderModulesAreNamedAsNotApplied) {
+// A kohya module `name` of rank 4 ([in] to [out]), with alpha 4 (scale 1).
+LoraTensors kohya_lora_module(const std::string& name, int64_t in, int64_t out, uint64_t seed) {
+  LoraTensors t = peft_lora_module("m", in, out, 4, seed);
+  return {{name + ".lora_down.weight", t[0].second}, {name + ".lora_up.weight", t[1].second},
+          {name + ".alpha", torch::full({}, 4.0)}};
+}
+
+// A file's text-encoder modules apply to the pipeline's encoders (CLIP's
+// and T5's here), loaded once with the denoiser's; modules for an encoder
+// the pipeline lacks are named as not applied on every request.
+TEST_F(FluxGenerateTest, AnAdaptersTextEncoderModulesApplyToTheEncoders) {
   start(int64_t{1} << 32);
   const FluxPipelineSizes sizes = demo_flux_pipeline_sizes();
   const int64_t d = sizes.transformer.inner_dim(), clip = sizes.clip.hidden_size;
-  LoraTensors t = peft_lora_module("proj_out", d, sizes.transformer.out_features(), 4, 3);
-  LoraTensors te = peft_lora_module("text_model.encoder.layers.0.self_attn.q_proj", clip, clip, 4, 4);
-  for (auto& [key, tensor] : te) t.emplace_back("text_encoder." + key.substr(std::string("transformer.").size()), tensor);
-  ASSERT_THAT(write_lora_file(models_dir_ + "/with_te.safetensors", t), IsOk());
-  GenerateRequest r = request();
-  r.adapters = {{"with_te.safetensors", 1.0}};
-  for (int i = 0; i < 2; ++i) {  // loaded, then cached: said both times
-    std::vector<std::string> details;
+  const int64_t t5 = sizes.t5.d_model, t5_inner = sizes.t5.num_heads * sizes.t5.d_kv;
+  const LoraTensors unet = kohya_lora_module("lora_unet_double_blocks_0_img_attn_proj", d, d, 5);
+  const LoraTensors te1 = kohya_lora_module("lora_te1_text_model_encoder_layers_0_self_attn_q_proj", clip, clip, 6);
+  const LoraTensors te2 = kohya_lora_module("lora_te2_encoder_block_0_layer_0_SelfAttention_q", t5, t5_inner, 7);
+  const LoraTensors te3 = kohya_lora_module("lora_te3_text_model_encoder_layers_0_self_attn_q_proj", clip, clip, 8);
+  const auto join = [](std::initializer_list<LoraTensors> parts) {
+    LoraTensors all;
+    for (const LoraTensors& p : parts) all.insert(all.end(), p.begin(), p.end());
+    return all;
+  };
+  ASSERT_THAT(write_lora_file(models_dir_ + "/unet.safetensors", unet), IsOk());
+  ASSERT_THAT(write_lora_file(models_dir_ + "/with_te.safetensors", join({unet, te1, te2})), IsOk());
+  ASSERT_THAT(write_lora_file(models_dir_ + "/with_te3.safetensors", join({unet, te3})), IsOk());
+  const auto generate_with = [&](const std::string& file, std::vector<std::string>* details) {
+    GenerateRequest r = request();
+    r.adapters = {{file, 1.0}};
     GenerateOptions options;
     options.on_event = [&](const GenerateEvent& e) {
-      if (e.stage == Stage::kLoad) details.push_back(e.detail);
+      if (e.stage == Stage::kLoad) details->push_back(e.model_id + ": " + e.detail);
     };
-    ASSERT_THAT(generate(*engine_, models_dir_, r, options), IsOk());
-    EXPECT_THAT(details, Contains(AllOf(HasSubstr("adapter \"with_te.safetensors\": its 1 text-encoder modules"),
-                                        HasSubstr("text_encoder"), HasSubstr("not applied"))));
+    return generate(*engine_, models_dir_, r, options);
+  };
+  std::vector<std::string> unet_details, te_details, again_details;
+  absl::StatusOr<GeneratedImage> unet_only = generate_with("unet.safetensors", &unet_details);
+  absl::StatusOr<GeneratedImage> with_te = generate_with("with_te.safetensors", &te_details);
+  ASSERT_THAT(unet_only, IsOk());
+  ASSERT_THAT(with_te, IsOk());
+  // The encoders' terms changed the conditioning, so the image.
+  EXPECT_FALSE(torch::equal(with_te->pixels, unet_only->pixels));
+  // Loaded once (by the first encoder's call), none of it left out.
+  const std::string key = "lora:flux:float32:with_te.safetensors";
+  EXPECT_EQ(std::count_if(te_details.begin(), te_details.end(),
+                          [&](const std::string& d) { return absl::StartsWith(d, key + ": "); }),
+            1);
+  EXPECT_THAT(te_details, Not(Contains(HasSubstr("not applied"))));
+  for (int i = 0; i < 2; ++i) {  // loaded, then cached: said both times
+    std::vector<std::string> details;
+    ASSERT_THAT(generate_with("with_te3.safetensors", &details), IsOk());
+    EXPECT_THAT(details, Contains(AllOf(HasSubstr("adapter \"with_te3.safetensors\": its 1 text-encoder modules"),
+                                        HasSubstr("lora_te3"), HasSubstr("not applied"))));
   }
 }
 
