@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "core/lora/lora_file.h"
 #include "core/lora/lora_plan.h"
 #include "core/memory/activation_arena_scope.h"
@@ -50,6 +51,23 @@ std::shared_ptr<const LoraAdapter> view(const Pin& pin) {
   return std::shared_ptr<const LoraAdapter>(std::shared_ptr<const LoraAdapter>(), pin.as<LoraAdapter>());
 }
 
+// The file an adapter request names: its path, or the path inside a cache
+// key ("lora:<architecture>:<dtype>:<path>", as events and stats name a
+// loaded adapter), which must be for `model`'s architecture.
+absl::StatusOr<std::string> path_of_adapter_id(const std::string& id, const ModelDescription& model) {
+  if (!is_adapter_key(id)) return id;
+  const std::vector<std::string> parts = absl::StrSplit(id, absl::MaxSplits(':', 3));
+  if (parts.size() != 4 || parts[3].empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("adapter id \"", bounded(id),
+                                                   "\" is not lora:<architecture>:<dtype>:<path>"));
+  }
+  if (parts[1] != model.architecture) {
+    return absl::InvalidArgumentError(absl::StrCat("adapter id \"", bounded(id), "\" is for ", bounded(parts[1]),
+                                                   ", but the model is ", model.architecture));
+  }
+  return parts[3];
+}
+
 }  // namespace
 
 absl::StatusOr<AdmittedAdapters> admit_adapters(ModelCache& cache, const std::vector<AdapterRequest>& requests,
@@ -71,7 +89,8 @@ absl::StatusOr<AdmittedAdapters> admit_adapters(ModelCache& cache, const std::ve
     PlannedAdapter p;
     p.weight = r.weight;
     if (r.path.empty()) return absl::InvalidArgumentError("an adapter needs a path");
-    absl::StatusOr<std::string> path = resolve_confined_path(options.models_dir, r.path);
+    DIFFUSIOND_ASSIGN_OR_RETURN(const std::string file, path_of_adapter_id(r.path, model));
+    absl::StatusOr<std::string> path = resolve_confined_path(options.models_dir, file);
     if (!path.ok()) return about(r.path, path.status());
     p.path = *path;
     p.name = relative_to(options.models_dir, *path);
@@ -156,8 +175,10 @@ absl::StatusOr<AdmittedAdapters> admit_adapters(ModelCache& cache, const std::ve
 double adapter_working_share(const AdmittedAdapters& admitted) {
   double share = 0;
   for (const WeightedLoraAdapter& a : admitted.adapters) {
-    for (const LoraModule& m : a.adapter->modules()) {
-      share = std::max(share, static_cast<double>(m.down.size(0)) / static_cast<double>(m.down.size(1)));
+    for (const std::vector<LoraModule>* modules : {&a.adapter->modules(), &a.adapter->text_encoder_modules()}) {
+      for (const LoraModule& m : *modules) {
+        share = std::max(share, static_cast<double>(m.down.size(0)) / static_cast<double>(m.down.size(1)));
+      }
     }
   }
   return share;

@@ -79,7 +79,7 @@ absl::StatusOr<AdmittedAdapters> admit_adapters(ModelCache& cache, const std::ve
 // layer's input [rows, in] that the activation estimate already holds, and
 // a weight's terms run one after another, each temporary freed before the
 // next (AdapterSet::add_term). So the share is the largest rank / in of
-// any module; 0 without adapters.
+// any module (the denoiser's or a text encoder's); 0 without adapters.
 double adapter_working_share(const AdmittedAdapters& admitted);
 
 // `bytes` of activations grown by the adapters' working share, rounded up.

@@ -18,6 +18,8 @@ inline constexpr size_t kMaxCallAdapters = 16;
 // path, and attached beside the model's linears for the call only
 // (adapter_admission.h).
 struct AdapterRequest {
+  // The file, or a loaded adapter's id (its cache key,
+  // "lora:<architecture>:<dtype>:<path>", as events and GetStats name it).
   std::string path;
   double weight = 1;
 };

@@ -77,8 +77,8 @@ struct SegmentStart {
   std::vector<std::string> evicted;
   // The cache keys of the adapters loaded for it (cached ones are not).
   std::vector<std::string> adapters_loaded;
-  // What its adapters hold that is not applied, one line each (an
-  // adapter's text-encoder modules: adapters apply to the denoiser).
+  // What its adapters hold that is not applied, one line each: text-encoder
+  // modules for no encoder the caller ran (adapters_applied_to_encoders).
   std::vector<std::string> adapter_notes;
   CallDevice where;  // where it runs, and what its placement did
 

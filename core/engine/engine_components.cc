@@ -42,6 +42,7 @@ absl::StatusOr<CallResult<EncodedText>> Engine::encode_text(const ModelHandle& h
   // The adapters first, as a denoise admits them (for the denoiser they
   // were made for), so a bad one costs no activation room.
   AdmittedAdapters held;
+  std::vector<std::string> adapters_evicted;
   if (!adapters.adapters.empty()) {
     AdapterAdmissionOptions options;
     options.models_dir = options_.models_dir;
@@ -51,7 +52,7 @@ absl::StatusOr<CallResult<EncodedText>> Engine::encode_text(const ModelHandle& h
     AdapterReport report;
     absl::StatusOr<AdmittedAdapters> admitted =
         admit_adapters(*cache_, adapters.adapters, adapters.denoiser, options, &report);
-    out.report.evicted = std::move(report.evicted);
+    adapters_evicted = std::move(report.evicted);
     out.report.adapters_loaded = std::move(report.loaded);
     if (!admitted.ok()) return admitted.status();
     held = *std::move(admitted);
@@ -71,11 +72,9 @@ absl::StatusOr<CallResult<EncodedText>> Engine::encode_text(const ModelHandle& h
     DIFFUSIOND_ASSIGN_OR_RETURN(const int64_t bytes, activation_bytes(m));
     return with_adapter_working_memory(bytes, held);
   };
-  CallReport admitted;
-  absl::StatusOr<CallScope> call = admit_call(handle, needs, job, &admitted);
-  out.report.evicted.insert(out.report.evicted.end(), admitted.evicted.begin(), admitted.evicted.end());
-  out.report.where = std::move(admitted.where);
-  out.report.reloaded = admitted.reloaded;
+  // The call's scope writes what its run streams into out.report.where.
+  absl::StatusOr<CallScope> call = admit_call(handle, needs, job, &out.report);
+  out.report.evicted.insert(out.report.evicted.begin(), adapters_evicted.begin(), adapters_evicted.end());
   if (!call.ok()) return call.status();
   DIFFUSIOND_ASSIGN_OR_RETURN(const TextEncoder* encoder, encoder_of(call->model()));
   std::unique_ptr<AdapterSet> set;

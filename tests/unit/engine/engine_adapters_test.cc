@@ -136,6 +136,10 @@ TEST_F(EngineAdaptersTest, SwitchingAdaptersReloadsNothing) {
                                                      "lora:flux:float32:b.safetensors"}));
   { std::ofstream(tmp_.path("a.safetensors"), std::ios::trunc) << "not a LoRA"; }
   EXPECT_EQ(max_abs_diff(step({{"a.safetensors", 1.0}}), first), 0);
+  // Its id (the cache key) names it too; another architecture's does not.
+  EXPECT_EQ(max_abs_diff(step({{"lora:flux:float32:a.safetensors", 1.0}}), first), 0);
+  EXPECT_THAT(engine_->step("flux", inputs(), {}, {{"lora:wan:float32:a.safetensors", 1.0}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is for wan")));
   EXPECT_EQ(progress_of("flux"), base_loads);
   // Adapters are no models: the listing leaves them out.
   for (const ModelInfo& m : engine_->list()) EXPECT_EQ(m.model_id, "flux");
