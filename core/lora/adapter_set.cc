@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -10,11 +14,13 @@
 #include "core/lora/internal/messages.h"
 #include "core/precision/torch_dtype.h"
 #include "core/util/bounded_text.h"
+#include "core/util/status_macros.h"
 
 namespace diffusiond {
 namespace {
 
 using lora_internal::kMaxListedProblems;
+using TermMap = std::map<std::string, std::vector<AdapterSet::Term>, std::less<>>;
 using lora_internal::shape_text;
 
 // The shape the model stores `name` at, or nothing when it holds no such
@@ -28,7 +34,7 @@ std::optional<std::vector<int64_t>> stored_shape(const WeightStore& store, const
 // Splits `m` into one term per weight, checking the shapes; appends what
 // does not fit to `problems`.
 void add_module_terms(const WeightStore& store, const LoraModule& m, double scale,
-                      std::map<std::string, std::vector<AdapterSet::Term>, std::less<>>* terms,
+                      TermMap* terms,
                       std::vector<std::string>* problems) {
   const int64_t in = m.down.size(1), rows = m.up.size(0);
   std::vector<int64_t> part_rows;
@@ -63,18 +69,46 @@ void add_module_terms(const WeightStore& store, const LoraModule& m, double scal
   }
 }
 
-// The weight of `encoder` that the file's module name `module` means: the
-// name itself, or (kohya's) the one whose dots, read as underscores, give
-// it. Empty when none does.
-std::string encoder_module(const WeightStore& store, const std::string& module) {
-  if (store.contains(module + ".weight")) return module;
+// The module names of `store`'s weights ("<module>.weight") by their kohya
+// spelling (dots read as underscores), built once per set: a file's
+// flattened text-encoder names are read back against them.
+std::map<std::string, std::string> modules_by_flat_name(const WeightStore& store) {
+  std::map<std::string, std::string> out;
   for (const std::string& name : store.names()) {
     if (!absl::EndsWith(name, ".weight")) continue;
-    std::string flat = name.substr(0, name.size() - 7);
+    const std::string module = name.substr(0, name.size() - 7);
+    std::string flat = module;
     std::replace(flat.begin(), flat.end(), '.', '_');
-    if (flat == module) return name.substr(0, name.size() - 7);
+    out.emplace(std::move(flat), module);
   }
-  return "";
+  return out;
+}
+
+// A set's adapter is there and its weight finite.
+absl::Status check_weighted(const WeightedLoraAdapter& w) {
+  if (w.adapter == nullptr) return absl::InvalidArgumentError("a LoRA adapter of the set is missing");
+  if (!std::isfinite(w.weight)) {
+    return absl::InvalidArgumentError(absl::StrCat("LoRA adapter ", bounded(w.adapter->path()), " has weight ",
+                                                   w.weight, ", expected a finite number"));
+  }
+  return absl::OkStatus();
+}
+
+// Appends `w`'s `terms` to `into` (a weight of 0 adds none), or refuses
+// the adapter naming `problems`, which `target` ("the flux model") did not
+// fit: nothing of it is attached half-way.
+absl::Status add_adapter_terms(const WeightedLoraAdapter& w, TermMap terms, const std::vector<std::string>& problems,
+                               absl::string_view target, TermMap* into) {
+  if (!problems.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("LoRA adapter ", bounded(w.adapter->path()), " does not fit the ",
+                                                   target, ": ", bounded_list(problems, kMaxListedProblems)));
+  }
+  if (w.weight == 0) return absl::OkStatus();
+  for (auto& [weight, list] : terms) {
+    std::vector<AdapterSet::Term>& to = (*into)[weight];
+    to.insert(to.end(), list.begin(), list.end());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -93,39 +127,33 @@ absl::StatusOr<std::unique_ptr<AdapterSet>> AdapterSet::for_text_encoder(const M
   std::unique_ptr<AdapterSet> set(new AdapterSet(encoder, std::move(adapters)));
   const torch::ScalarType dtype = compute_dtype(encoder);
   const WeightStore& store = encoder.weights();
+  std::optional<std::map<std::string, std::string>> by_flat_name;  // only when a name needs it
   for (const WeightedLoraAdapter& w : set->adapters_) {
-    if (w.adapter == nullptr) return absl::InvalidArgumentError("a LoRA adapter of the set is missing");
-    if (!std::isfinite(w.weight)) {
-      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter ", bounded(w.adapter->path()), " has weight ",
-                                                     w.weight, ", expected a finite number"));
-    }
+    DIFFUSIOND_RETURN_IF_ERROR(check_weighted(w));
     std::vector<std::string> problems;
-    std::map<std::string, std::vector<Term>, std::less<>> terms;
+    TermMap terms;
     for (const LoraModule& m : w.adapter->text_encoder_modules()) {
       if (lora_text_encoder_component(m.text_encoder) != component) continue;
+      // Converted once here, not in every product (add_term).
       LoraModule resolved = m;
       resolved.down = m.down.to(dtype);
       resolved.up = m.up.to(dtype);
       for (std::string& module : resolved.modules) {
-        const std::string found = encoder_module(store, module);
-        if (found.empty()) {
+        if (store.contains(module + ".weight")) continue;
+        if (!by_flat_name) by_flat_name = modules_by_flat_name(store);
+        const auto found = by_flat_name->find(module);
+        if (found == by_flat_name->end()) {
           problems.push_back(absl::StrCat("'", m.source, "' updates '", module, "', which the ", encoder.architecture(),
                                           " text encoder does not hold"));
+          continue;
         }
-        module = found;
+        module = found->second;
       }
       if (problems.empty()) add_module_terms(store, resolved, w.weight * m.scale, &terms, &problems);
     }
-    if (!problems.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter ", bounded(w.adapter->path()), " does not fit the ",
-                                                     component, " (", encoder.architecture(), "): ",
-                                                     bounded_list(problems, kMaxListedProblems)));
-    }
-    if (w.weight == 0) continue;
-    for (auto& [weight, list] : terms) {
-      std::vector<Term>& into = set->terms_[weight];
-      into.insert(into.end(), list.begin(), list.end());
-    }
+    DIFFUSIOND_RETURN_IF_ERROR(add_adapter_terms(w, std::move(terms), problems,
+                                                 absl::StrCat(component, " (", encoder.architecture(), ")"),
+                                                 &set->terms_));
   }
   if (set->terms_.empty()) return nullptr;
   return set;
@@ -136,7 +164,7 @@ absl::StatusOr<std::unique_ptr<AdapterSet>> AdapterSet::create(const Model& mode
   std::unique_ptr<AdapterSet> set(new AdapterSet(model, std::move(adapters)));
   const torch::ScalarType dtype = compute_dtype(model);
   for (const WeightedLoraAdapter& w : set->adapters_) {
-    if (w.adapter == nullptr) return absl::InvalidArgumentError("a LoRA adapter of the set is missing");
+    DIFFUSIOND_RETURN_IF_ERROR(check_weighted(w));
     const LoraAdapter& a = *w.adapter;
     const std::string name = bounded(a.path());
     if (a.architecture() != model.architecture()) {
@@ -148,22 +176,11 @@ absl::StatusOr<std::unique_ptr<AdapterSet>> AdapterSet::create(const Model& mode
                                                      scalar_type_name(a.dtype()), ", but the model computes at ",
                                                      scalar_type_name(dtype)));
     }
-    if (!std::isfinite(w.weight)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("LoRA adapter ", name, " has weight ", w.weight, ", expected a finite number"));
-    }
     std::vector<std::string> problems;
-    std::map<std::string, std::vector<Term>, std::less<>> terms;
+    TermMap terms;
     for (const LoraModule& m : a.modules()) add_module_terms(model.weights(), m, w.weight * m.scale, &terms, &problems);
-    if (!problems.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter ", name, " does not fit the ", model.architecture(),
-                                                     " model: ", bounded_list(problems, kMaxListedProblems)));
-    }
-    if (w.weight == 0) continue;
-    for (auto& [weight, list] : terms) {
-      std::vector<Term>& into = set->terms_[weight];
-      into.insert(into.end(), list.begin(), list.end());
-    }
+    DIFFUSIOND_RETURN_IF_ERROR(
+        add_adapter_terms(w, std::move(terms), problems, absl::StrCat(model.architecture(), " model"), &set->terms_));
   }
   return set;
 }
