@@ -4,7 +4,7 @@
 //   diffusiond-checkpoint plan PATH [--fp8 e4m3fn|e5m2|off] [--fp8_scaling none|max]
 //                              [--compute_dtype float32|bfloat16|float16]
 //                              [--narrow_weights true|false] [--json]
-//   diffusiond-checkpoint load PATH [same options] [--budget BYTES] [--json]
+//   diffusiond-checkpoint load PATH [same options] [--budget BYTES] [--switches N] [--json]
 //   diffusiond-checkpoint plan-config CONFIG.json [same options as plan]
 //
 // A checkpoint of a registered architecture (core/models/model_family.h) is
@@ -13,6 +13,12 @@
 // sizes a model of any of these from its config.json alone (bf16 weights
 // assumed), without weights, and says what the model's own declaration keeps
 // from FP8 beyond the default skip patterns.
+//
+// --switches N loads the checkpoint N more times after the first, under two
+// cache keys in turn: with a --budget that holds one copy, each load evicts
+// the other first and writes over its memory (core/memory/recycled_pages.h),
+// as a switch between two models of one architecture does. It reports each
+// switch's seconds and the peak RSS over all of them.
 //
 // PATH is a .safetensors file or a diffusers model folder. Any bad input
 // exits 1 with one line naming the file and the problem; bad usage exits 2.
@@ -27,6 +33,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/checkpoint/checkpoint.h"
@@ -58,6 +65,7 @@ struct Args {
   std::string command, path;
   PlanOptions plan;
   std::optional<int64_t> budget_bytes;
+  int switches = 0;
   bool json = false;
 };
 
@@ -93,6 +101,10 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
       a.plan.keep_narrow = value == "true";
     } else if (flag == "--budget" && a.command == "load") {
       DIFFUSIOND_ASSIGN_OR_RETURN(a.budget_bytes, parse_bytes(value));
+    } else if (flag == "--switches" && a.command == "load") {
+      if (!absl::SimpleAtoi(value, &a.switches) || a.switches < 0 || a.switches > 1000) {
+        return absl::InvalidArgumentError(absl::StrCat("--switches ", value, ": expected a count from 0 to 1000"));
+      }
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag ", flag, " for ", a.command));
     }
@@ -283,12 +295,33 @@ absl::Status run(const Args& args) {
 
   DIFFUSIOND_RETURN_IF_ERROR(reset_peak_rss());
   DIFFUSIOND_ASSIGN_OR_RETURN(ProcessMemory before, read_process_memory());
-  const absl::Time start = absl::Now();
-  absl::StatusOr<Pin> pin = cache->get_or_load(ckpt->path(), [&]() -> absl::StatusOr<LoadedValue> {
-    if (model_plan.has_value()) return load_planned_model(*ckpt, *model_plan, *cache, stream);
-    return load_weights(*ckpt, plan, *cache, stream);
-  });
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  int64_t reused_bytes = 0;
+  const auto load_as = [&](const std::string& key) {
+    reused_bytes = 0;
+    StreamOptions counted = stream;
+    counted.on_progress = [&](const LoadProgress& p) {
+      reused_bytes = p.reused_bytes;
+      stream.on_progress(p);
+    };
+    return cache->get_or_load(key, [&]() -> absl::StatusOr<LoadedValue> {
+      if (model_plan.has_value()) return load_planned_model(*ckpt, *model_plan, *cache, counted);
+      return load_weights(*ckpt, plan, *cache, counted);
+    });
+  };
+  absl::Time start = absl::Now();
+  absl::StatusOr<Pin> pin = load_as(ckpt->path());
+  double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::vector<double> switch_seconds;
+  for (int i = 1; i <= args.switches && pin.ok(); ++i) {
+    *pin = Pin();  // unpinned, so the next load may evict it
+    start = absl::Now();
+    pin = load_as(i % 2 == 1 ? absl::StrCat(ckpt->path(), " (switch)") : ckpt->path());
+    switch_seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+    if (pin.ok()) {
+      std::fprintf(stderr, "switch %d: %.2f s, %s of the evicted copy's memory reused\n", i, switch_seconds.back(),
+                   format_bytes(reused_bytes).c_str());
+    }
+  }
   if (tty) std::fprintf(stderr, "\n");
   if (!pin.ok()) return pin.status();
   DIFFUSIOND_ASSIGN_OR_RETURN(ProcessMemory after, read_process_memory());
@@ -316,6 +349,10 @@ absl::Status run(const Args& args) {
     j["rss_before_bytes"] = before.rss_bytes;
     j["peak_rss_delta_bytes"] = after.peak_rss_bytes - before.rss_bytes;
     j["rss_delta_bytes"] = after.rss_bytes - before.rss_bytes;
+    if (args.switches > 0) {
+      j["switch_seconds"] = switch_seconds;
+      j["switch_reused_bytes"] = reused_bytes;  // the last switch's
+    }
     std::printf("%s\n", j.dump().c_str());
   }
   return absl::OkStatus();

@@ -1,6 +1,7 @@
 #include "core/engine/model_admission.h"
 
 #include "core/memory/activation_arena_scope.h"
+#include "core/memory/recycled_pages.h"
 #include "core/models/diffusion_model.h"
 #include "core/models/image_decoder.h"
 #include "core/precision/torch_dtype.h"
@@ -12,6 +13,10 @@ namespace {
 // Reserves the plan's bytes (evicting as needed) and streams into them.
 absl::StatusOr<std::pair<std::unique_ptr<WeightStore>, Reservation>> admit_and_stream(
     const Checkpoint& checkpoint, const LoadPlan& plan, ModelCache& cache, const StreamOptions& stream) {
+  // The weights of models evicted to make room are written over rather
+  // than freed and mapped again (core/memory/recycled_pages.h).
+  RecycledPages recycled(plan.reservation_bytes());
+  RecyclingScope recycling(&recycled);
   std::vector<std::string> evicted;
   DIFFUSIOND_ASSIGN_OR_RETURN(Reservation reservation, cache.make_room(plan.reservation_bytes(), Device::kCpu, &evicted,
                                                                        RoomWait{true, stream.cancel}));

@@ -15,6 +15,7 @@
 #include "core/loader/parallel_parts.h"
 #include "core/loader/weight_allocation.h"
 #include "core/memory/anonymous_mapping.h"
+#include "core/memory/recycled_pages.h"
 #include "core/util/exception_status.h"
 #include "core/util/status_macros.h"
 #include "kernels/fp8_codec.h"
@@ -203,6 +204,11 @@ absl::StatusOr<std::unique_ptr<WeightStore>> stream_all(const Checkpoint& ckpt,
   auto store = std::make_unique<WeightStore>(plan.compute_dtype);
   TensorStreamer streamer(ckpt, plan, reservation);
   DIFFUSIOND_RETURN_IF_ERROR(streamer.ensure_staging());
+  // Pages recycled from the models this load evicted are resident but
+  // charged to no one: they may only fill what the reservation has left
+  // (allocate_weight keeps that as it takes them or maps fresh ones).
+  RecycledPages* const recycled = RecycledPages::current();
+  if (recycled != nullptr) recycled->limit_to(reservation.uncharged_bytes());
   LoadProgress progress;
   progress.total_bytes = plan.source_bytes;
   progress.total_tensors = static_cast<int64_t>(plan.tensors.size());
@@ -215,6 +221,7 @@ absl::StatusOr<std::unique_ptr<WeightStore>> stream_all(const Checkpoint& ckpt,
     DIFFUSIOND_RETURN_IF_ERROR(streamer.load(p, *store));
     progress.bytes_read += p.source->nbytes;
     ++progress.tensors_done;
+    if (recycled != nullptr) progress.reused_bytes = recycled->reused_bytes();
     if (options.on_progress) options.on_progress(progress);
   }
   streamer.release_staging();

@@ -30,6 +30,9 @@ struct LoadProgress {
   // The models evicted to admit this load, reported once, right after
   // admission and before any tensor is read; empty on every other event.
   std::vector<std::string> evicted;
+  // Weight memory taken over from the models this load evicted, so far: the
+  // bytes the kernel did not have to zero again (core/memory/recycled_pages.h).
+  int64_t reused_bytes = 0;
 };
 
 struct StreamOptions {

@@ -1,6 +1,9 @@
 #include "core/loader/weight_allocation.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
+#include "core/memory/recycled_pages.h"
 #include "core/util/bytes.h"
 
 namespace diffusiond {
@@ -11,13 +14,23 @@ absl::StatusOr<torch::Tensor> allocate_weight(const std::vector<int64_t>& shape,
   for (int64_t d : shape) nbytes *= d;
   const auto options = torch::TensorOptions().dtype(dtype);
   if (nbytes < kMappedWeightMinBytes) return torch::empty(shape, options);
-  auto mapping = map_anonymous(nbytes, residency);
-  if (!mapping.ok()) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cannot map ", format_bytes(nbytes), " for a weight: ", mapping.status().message()));
+  AnonymousMapping mapping;
+  RecycledPages* const recycled = RecycledPages::current();
+  if (std::optional<AnonymousMapping> reused = recycled != nullptr ? recycled->take(nbytes) : std::nullopt) {
+    mapping = *reused;
+  } else {
+    // These pages are new, so the recycled ones they replace must go: the
+    // two together stay within what the load has charged.
+    if (recycled != nullptr) recycled->limit_to(recycled->bytes() - round_up_to_pages(nbytes));
+    absl::StatusOr<AnonymousMapping> fresh = map_anonymous(nbytes, residency);
+    if (!fresh.ok()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot map ", format_bytes(nbytes), " for a weight: ", fresh.status().message()));
+    }
+    mapping = *fresh;
   }
   return torch::from_blob(
-      mapping->base, shape, [m = *mapping](void*) { unmap_anonymous(m); }, options);
+      mapping.base, shape, [mapping](void*) { release_weight_mapping(mapping); }, options);
 }
 
 }  // namespace diffusiond

@@ -91,6 +91,22 @@ TEST_F(LoadRss, Fp8LoadPeaksWithinItsReservationAndFitsABudgetTheSourceWouldNot)
   EXPECT_LE(j["peak_rss_delta_bytes"].get<int64_t>(), reservation + kSlack);
 }
 
+TEST_F(LoadRss, SwitchesReuseTheEvictedCopysMemoryAndPeakWithinOneReservation) {
+  const nlohmann::json plan = run(absl::StrCat("plan ", *path_, " --fp8 e4m3fn --json"));
+  ASSERT_TRUE(plan.is_object());
+  const int64_t reservation = plan["reservation_bytes"].get<int64_t>();
+  // Room for one copy: each of the 3 switches evicts the other key's copy
+  // and writes over its pages instead of having fresh ones zeroed.
+  const nlohmann::json j = run(absl::StrCat("load ", *path_, " --fp8 e4m3fn --budget ", reservation * 3 / 2,
+                                            " --switches 3 --json"));
+  ASSERT_TRUE(j.is_object());
+  report("fp8 e4m3fn, 3 switches", j);
+  EXPECT_EQ(j["switch_seconds"].size(), 3u);
+  EXPECT_EQ(j["switch_reused_bytes"].get<int64_t>(), j["final_bytes"].get<int64_t>());
+  EXPECT_EQ(j["committed_bytes"].get<int64_t>(), j["accounted_bytes"].get<int64_t>());
+  EXPECT_LE(j["peak_rss_delta_bytes"].get<int64_t>(), reservation + kSlack);
+}
+
 TEST_F(LoadRss, Float32LoadWithFp8OffPeaksWithinItsReservation) {
   const nlohmann::json j = run(absl::StrCat("load ", *path_, " --fp8 off --narrow_weights false --json"));
   ASSERT_TRUE(j.is_object());
