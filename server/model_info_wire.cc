@@ -30,4 +30,12 @@ void to_wire(const ModelInfo& info, v1::ModelInfo* wire) {
   wire->set_vram_streamed_bytes_per_step(info.vram_streamed_bytes_per_step);
 }
 
+void to_wire(const LoadProgress& progress, v1::LoadProgress* wire) {
+  wire->set_bytes_read(progress.bytes_read);
+  wire->set_total_bytes(progress.total_bytes);
+  wire->set_tensors_done(progress.tensors_done);
+  wire->set_total_tensors(progress.total_tensors);
+  wire->set_reused_bytes(progress.reused_bytes);
+}
+
 }  // namespace diffusiond

@@ -1,4 +1,4 @@
-// core's ModelInfo as the API's diffusiond.v1.ModelInfo.
+// core's ModelInfo and LoadProgress as the API's diffusiond.v1 messages.
 #ifndef DIFFUSIOND_SERVER_MODEL_INFO_WIRE_H_
 #define DIFFUSIOND_SERVER_MODEL_INFO_WIRE_H_
 
@@ -8,6 +8,7 @@
 namespace diffusiond {
 
 void to_wire(const ModelInfo& info, v1::ModelInfo* wire);
+void to_wire(const LoadProgress& progress, v1::LoadProgress* wire);
 
 }  // namespace diffusiond
 

@@ -52,11 +52,7 @@ grpc::ServerWriteReactor<v1::LoadModelEvent>* ModelServiceImpl::LoadModel(grpc::
     LoadWatcher watcher;
     watcher.on_progress = [stream](const LoadProgress& p) {
       v1::LoadModelEvent event;
-      v1::LoadProgress* w = event.mutable_progress();
-      w->set_bytes_read(p.bytes_read);
-      w->set_total_bytes(p.total_bytes);
-      w->set_tensors_done(p.tensors_done);
-      w->set_total_tensors(p.total_tensors);
+      to_wire(p, event.mutable_progress());
       stream->send(std::move(event), /*replaceable=*/true);
     };
     watcher.cancel = stream->token();

@@ -36,11 +36,7 @@ bool WatchEventsStream::to_wire(const EngineEvent& event, bool progress, v1::Wat
     wire->set_kind(v1::WatchEvent::KIND_LOAD_PROGRESS);
     wire->set_tier("ram");
     wire->set_model_id(p->model_id);
-    v1::LoadProgress* w = wire->mutable_progress();
-    w->set_bytes_read(p->progress.bytes_read);
-    w->set_total_bytes(p->progress.total_bytes);
-    w->set_tensors_done(p->progress.tensors_done);
-    w->set_total_tensors(p->progress.total_tensors);
+    diffusiond::to_wire(p->progress, wire->mutable_progress());  // the class has its own to_wire
     return true;
   }
   const CacheEvent& e = std::get<CacheEvent>(event.what);

@@ -38,9 +38,12 @@ std::string progress_bar(int percent, int width) {
 }
 
 std::string format_load_progress(const v1::LoadProgress& progress) {
-  return absl::StrFormat("%3d%%  %s / %s  %d/%d tensors", load_percent(progress),
-                         short_bytes(progress.bytes_read()), short_bytes(progress.total_bytes()),
-                         progress.tensors_done(), progress.total_tensors());
+  std::string line = absl::StrFormat("%3d%%  %s / %s  %d/%d tensors", load_percent(progress),
+                                     short_bytes(progress.bytes_read()), short_bytes(progress.total_bytes()),
+                                     progress.tensors_done(), progress.total_tensors());
+  // A switch: what it wrote over of the models it evicted.
+  if (progress.reused_bytes() > 0) absl::StrAppend(&line, "  (", short_bytes(progress.reused_bytes()), " reused)");
+  return line;
 }
 
 std::string format_denoise_step(const v1::DenoiseStep& step) {

@@ -77,6 +77,7 @@ class LoadProgress(_FromProto):
     total_bytes: int
     tensors_done: int
     total_tensors: int
+    reused_bytes: int = 0  # a switch: memory of the models it evicted that it wrote over
 
 
 @dataclasses.dataclass(frozen=True)

@@ -41,6 +41,9 @@ TEST(Progress, Bar) {
 TEST(Progress, Lines) {
   EXPECT_EQ(format_load_progress(progress(int64_t{3} << 29, int64_t{3} << 30, 120, 453)),
             " 50%  1.50 GiB / 3.00 GiB  120/453 tensors");
+  v1::LoadProgress switched = progress(int64_t{3} << 29, int64_t{3} << 30, 120, 453);
+  switched.set_reused_bytes(int64_t{3} << 28);
+  EXPECT_EQ(format_load_progress(switched), " 50%  1.50 GiB / 3.00 GiB  120/453 tensors  (768.00 MiB reused)");
   v1::DenoiseStep step;
   step.set_step(3);
   step.set_steps(8);
