@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -193,21 +194,40 @@ void BM_CatReal(benchmark::State& state) {
   state.SetLabel(state.range(0) == 1 ? "cat, cold" : "cat, warm");
 }
 
+// The real-config checkpoint opened and planned at bf16 compute, FP8
+// e4m3fn storage or bf16; nullopt, with the benchmark skipped, on error.
+struct RealLoad {
+  std::vector<std::string> files;
+  std::unique_ptr<Checkpoint> checkpoint;
+  LoadPlan plan;
+};
+std::optional<RealLoad> open_real(benchmark::State& state, bool fp8) {
+  tune_allocator_for_serving();
+  RealLoad real;
+  real.files = real_files();
+  absl::StatusOr<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(real_checkpoint());
+  PlanOptions options;
+  options.compute_dtype = torch::kBFloat16;
+  if (fp8) options.fp8.format = Fp8Format::kE4M3Fn;
+  absl::StatusOr<LoadPlan> plan = ckpt.ok() ? plan_load(**ckpt, options) : absl::StatusOr<LoadPlan>(ckpt.status());
+  if (!plan.ok()) {
+    state.SkipWithError(std::string(plan.status().message()).c_str());
+    return std::nullopt;
+  }
+  real.checkpoint = *std::move(ckpt);
+  real.plan = *std::move(plan);
+  return real;
+}
+
 // Args: cold (1) or warm (0); FP8 e4m3fn storage (1, the daemon's default)
 // or bf16 (0). Counters: faults per load, and RSS after the load over its
 // reservation (the rule: within 1.02x).
 void BM_LoadReal(benchmark::State& state) {
-  tune_allocator_for_serving();
-  const std::vector<std::string> files = real_files();
-  auto ckpt = Checkpoint::open(real_checkpoint());
-  if (!ckpt.ok()) {
-    state.SkipWithError(std::string(ckpt.status().message()).c_str());
-    return;
-  }
-  PlanOptions options;
-  options.compute_dtype = torch::kBFloat16;
-  if (state.range(1) == 1) options.fp8.format = Fp8Format::kE4M3Fn;
-  auto plan = plan_load(**ckpt, options);
+  std::optional<RealLoad> real = open_real(state, /*fp8=*/state.range(1) == 1);
+  if (!real.has_value()) return;
+  const std::vector<std::string>& files = real->files;
+  const Checkpoint& ckpt = *real->checkpoint;
+  const LoadPlan* plan = &real->plan;
   Budget ram(Device::kCpu, int64_t{64} << 30);
   int64_t faults = 0;
   double rss_over_reservation = 0;
@@ -218,7 +238,7 @@ void BM_LoadReal(benchmark::State& state) {
     auto r = ram.reserve(plan->reservation_bytes());
     state.ResumeTiming();
     const int64_t faults_before = minor_faults();
-    auto store = stream_weights(**ckpt, *plan, *r);
+    auto store = stream_weights(ckpt, *plan, *r);
     faults += minor_faults() - faults_before;
     if (!store.ok()) state.SkipWithError(std::string(store.status().message()).c_str());
     state.PauseTiming();
@@ -228,7 +248,7 @@ void BM_LoadReal(benchmark::State& state) {
     store = absl::CancelledError("free outside the timing");
     state.ResumeTiming();
   }
-  state.SetBytesProcessed(state.iterations() * (*ckpt)->weight_bytes());
+  state.SetBytesProcessed(state.iterations() * ckpt.weight_bytes());
   state.counters["faults_per_load"] = static_cast<double>(faults) / static_cast<double>(state.iterations());
   state.counters["rss_over_reservation"] = rss_over_reservation;
   state.SetLabel(absl::StrCat(state.range(1) == 1 ? "fp8 e4m3fn" : "bf16", state.range(0) == 1 ? ", cold" : ", warm"));
@@ -241,22 +261,16 @@ void BM_LoadReal(benchmark::State& state) {
 // (0). Counters: faults per switch, and the peak RSS during a switch above
 // what the process held before the first load, over the reservation.
 void BM_SwitchReal(benchmark::State& state) {
-  tune_allocator_for_serving();
-  const std::vector<std::string> files = real_files();
-  auto ckpt = Checkpoint::open(real_checkpoint());
-  if (!ckpt.ok()) {
-    state.SkipWithError(std::string(ckpt.status().message()).c_str());
-    return;
-  }
-  PlanOptions options;
-  options.compute_dtype = torch::kBFloat16;
-  options.fp8.format = Fp8Format::kE4M3Fn;
-  auto plan = plan_load(**ckpt, options);
+  std::optional<RealLoad> real = open_real(state, /*fp8=*/true);
+  if (!real.has_value()) return;
+  const std::vector<std::string>& files = real->files;
+  const Checkpoint& ckpt = *real->checkpoint;
+  const LoadPlan* plan = &real->plan;
   Budget ram(Device::kCpu, plan->reservation_bytes() * 3 / 2);
   ModelCacheOptions cache_options;
   cache_options.ram_budget = &ram;
   std::unique_ptr<ModelCache> cache = *ModelCache::create(cache_options);
-  const Loader loader = [&] { return load_weights(**ckpt, *plan, *cache); };
+  const Loader loader = [&] { return load_weights(ckpt, *plan, *cache); };
   const int64_t rss_before = read_process_memory()->rss_bytes;
   if (absl::StatusOr<Pin> first = cache->get_or_load("a", loader); !first.ok()) {
     state.SkipWithError(std::string(first.status().message()).c_str());
@@ -279,7 +293,7 @@ void BM_SwitchReal(benchmark::State& state) {
                                             static_cast<double>(plan->reservation_bytes()));
     state.ResumeTiming();
   }
-  state.SetBytesProcessed(state.iterations() * (*ckpt)->weight_bytes());
+  state.SetBytesProcessed(state.iterations() * ckpt.weight_bytes());
   state.counters["faults_per_switch"] = static_cast<double>(faults) / static_cast<double>(state.iterations());
   state.counters["peak_over_reservation"] = peak_over_reservation;
   state.SetLabel(state.range(0) == 1 ? "fp8 e4m3fn switch, cold" : "fp8 e4m3fn switch, warm");
