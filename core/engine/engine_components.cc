@@ -65,7 +65,11 @@ absl::StatusOr<CallResult<EncodedText>> Engine::encode_text(const ModelHandle& h
   CallNeeds needs;
   needs.cpu_room = [&](const Model& m) -> absl::StatusOr<CallRoom> {
     DIFFUSIOND_ASSIGN_OR_RETURN(const int64_t bytes, activation_bytes(m));
-    return CallRoom{with_adapter_working_memory(bytes, held),
+    // Beside the activations and the adapters' working share of them, the
+    // A and B copies for_text_encoder makes at the encoder's dtype, which
+    // live as long as the call.
+    return CallRoom{with_adapter_working_memory(bytes, held) +
+                        AdapterSet::text_encoder_conversion_bytes(m, held.adapters, adapters.component),
                     absl::StrCat("the encoding of \"", bounded(model_id), "\"")};
   };
   needs.device_bytes = [&](const Model& m) -> absl::StatusOr<int64_t> {

@@ -159,6 +159,22 @@ absl::StatusOr<std::unique_ptr<AdapterSet>> AdapterSet::for_text_encoder(const M
   return set;
 }
 
+int64_t AdapterSet::text_encoder_conversion_bytes(const Model& encoder,
+                                                  const std::vector<WeightedLoraAdapter>& adapters,
+                                                  absl::string_view component) {
+  const torch::ScalarType dtype = compute_dtype(encoder);
+  int64_t bytes = 0;
+  for (const WeightedLoraAdapter& w : adapters) {
+    for (const LoraModule& m : w.adapter->text_encoder_modules()) {
+      if (lora_text_encoder_component(m.text_encoder) != component) continue;
+      for (const torch::Tensor* t : {&m.down, &m.up}) {
+        if (t->scalar_type() != dtype) bytes += t->numel() * static_cast<int64_t>(c10::elementSize(dtype));
+      }
+    }
+  }
+  return bytes;
+}
+
 absl::StatusOr<std::unique_ptr<AdapterSet>> AdapterSet::create(const Model& model,
                                                                std::vector<WeightedLoraAdapter> adapters) {
   std::unique_ptr<AdapterSet> set(new AdapterSet(model, std::move(adapters)));

@@ -71,6 +71,13 @@ class AdapterSet final : public LinearAdapter {
   static absl::StatusOr<std::unique_ptr<AdapterSet>> for_text_encoder(const Model& encoder,
                                                                       std::vector<WeightedLoraAdapter> adapters,
                                                                       absl::string_view component);
+  // The bytes for_text_encoder() allocates converting A and B to the
+  // encoder's compute dtype: the modules for `component` stored at another
+  // dtype, at the encoder's element size; 0 when they match, as the
+  // conversion then keeps the adapter's own tensors. A call reserves them
+  // with its activations, as they live exactly as long.
+  static int64_t text_encoder_conversion_bytes(const Model& encoder, const std::vector<WeightedLoraAdapter>& adapters,
+                                               absl::string_view component);
 
   // Makes this set the calling thread's adapter for its model until the
   // returned scope goes (the attach point of one call).

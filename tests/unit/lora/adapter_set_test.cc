@@ -18,6 +18,7 @@
 #include "tests/testing/loaded_model.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
+#include "tools/random_models/clip_random.h"
 #include "tools/random_models/flux_random.h"
 
 namespace diffusiond {
@@ -216,6 +217,28 @@ TEST_F(AdapterSetTest, Bfloat16TermIsAddedAtTheComputeDtype) {
   const double effect =
       (want - torch::linear(x.to(torch::kFloat64), w->to(torch::kFloat64))).abs().max().item<double>();
   EXPECT_GT(effect, 0.1 * scale);
+}
+
+// What a text encoder's call reserves for the A and B copies
+// for_text_encoder makes: the modules for that encoder, at its element size,
+// and only when the adapter was read at another dtype.
+TEST_F(AdapterSetTest, TextEncoderConversionBytesCountTheCopiesAtTheEncodersDtype) {
+  const ClipTextConfig clip = demo_clip_text_config();
+  ASSERT_THAT(write_random_clip_text_encoder(tmp_.path("clip"), clip, 3), IsOk());
+  ModelLoadOptions f32;
+  f32.compute_dtype = torch::kFloat32;
+  LoadedModel encoder = load_test_model(tmp_.path("clip"), f32);
+  ASSERT_NE(encoder.get<Model>(), nullptr);
+  const int64_t h = clip.hidden_size;
+  LoraTensors tensors = kohya_module("lora_te1_text_model_encoder_layers_0_self_attn_q_proj", h, h, 4, 1);
+  const LoraTensors t5 = kohya_module("lora_te2_encoder_block_0_layer_0_SelfAttention_q", 32, 32, 4, 3);
+  tensors.insert(tensors.end(), t5.begin(), t5.end());
+  const std::vector<WeightedLoraAdapter> bf16 = {{adapter("bf16.safetensors", tensors, "flux", torch::kBFloat16)}};
+  const std::vector<WeightedLoraAdapter> same = {{adapter("f32.safetensors", tensors, "flux", torch::kFloat32)}};
+  // CLIP's one module, rank 4: A [4, h] and B [h, 4] as float32.
+  EXPECT_EQ(AdapterSet::text_encoder_conversion_bytes(*encoder.get<Model>(), bf16, "text_encoder"), 2 * 4 * h * 4);
+  EXPECT_EQ(AdapterSet::text_encoder_conversion_bytes(*encoder.get<Model>(), same, "text_encoder"), 0);
+  EXPECT_EQ(AdapterSet::text_encoder_conversion_bytes(*encoder.get<Model>(), bf16, "text_encoder_3"), 0);
 }
 
 }  // namespace
