@@ -134,6 +134,13 @@ class Engine final : public EngineApi {
                                                       const std::vector<AdapterRequest>& adapters, const Job& job,
                                                       AdapterReport* report,
                                                       const std::vector<std::string>& encoders_applied = {});
+  // The same for adapters made for the model `described` (a text encoder's
+  // call admits them for the pipeline's denoiser), beside `model_bytes` of
+  // the model the call pins.
+  absl::StatusOr<AdmittedAdapters> admit_adapters_described(const ModelDescription& described, int64_t model_bytes,
+                                                            const std::vector<AdapterRequest>& adapters,
+                                                            const Job& job, AdapterReport* report,
+                                                            const std::vector<std::string>& encoders_applied = {});
   // One segment of a Denoise (engine_denoise.cc): `model` admitted with
   // one step's activations at `guidance_scale`, and its predictor; what
   // readying it did goes to `start`.

@@ -44,14 +44,9 @@ absl::StatusOr<CallResult<EncodedText>> Engine::encode_text(const ModelHandle& h
   AdmittedAdapters held;
   std::vector<std::string> adapters_evicted;
   if (!adapters.adapters.empty()) {
-    AdapterAdmissionOptions options;
-    options.models_dir = options_.models_dir;
-    options.capacity_bytes = options_.ram_budget->capacity_bytes();
-    options.model_bytes = handle.info().bytes[kCpuIndex];
-    options.wait = RoomWait{true, job.token()};
     AdapterReport report;
-    absl::StatusOr<AdmittedAdapters> admitted =
-        admit_adapters(*cache_, adapters.adapters, adapters.denoiser, options, &report);
+    absl::StatusOr<AdmittedAdapters> admitted = admit_adapters_described(
+        adapters.denoiser, handle.info().bytes[kCpuIndex], adapters.adapters, job, &report);
     adapters_evicted = std::move(report.evicted);
     out.report.adapters_loaded = std::move(report.loaded);
     if (!admitted.ok()) return admitted.status();
