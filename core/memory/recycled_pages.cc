@@ -1,6 +1,5 @@
 #include "core/memory/recycled_pages.h"
 
-
 #include <cassert>
 #include <iterator>
 
