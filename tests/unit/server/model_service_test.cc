@@ -61,7 +61,8 @@ TEST_F(ModelServiceTest, ACachedModelAnswersWithoutALoad) {
 }
 
 TEST_F(ModelServiceTest, AMissLoadsOnTheQueueAndStreamsProgressThenTheModel) {
-  engine_.load_progress = {LoadProgress{0, 100, 0, 4, {}}, LoadProgress{100, 100, 4, 4, {}}};
+  // The last event a switch's load reports: what it wrote over.
+  engine_.load_progress = {LoadProgress{0, 100, 0, 4, {}}, LoadProgress{100, 100, 4, 4, {}, 60}};
   engine_.load_result = info("demo");
   v1::LoadModelRequest request;
   request.set_path("demo");
@@ -69,6 +70,9 @@ TEST_F(ModelServiceTest, AMissLoadsOnTheQueueAndStreamsProgressThenTheModel) {
   ASSERT_TRUE(load(request, &events).ok());
   ASSERT_GE(events.size(), 2u);  // progress events may be coalesced, never the last
   EXPECT_TRUE(events.front().has_progress());
+  const v1::LoadProgress& last = events[events.size() - 2].progress();
+  EXPECT_EQ(last.bytes_read(), 100);
+  EXPECT_EQ(last.reused_bytes(), 60);
   EXPECT_EQ(events.back().loaded().model_id(), "demo");
   EXPECT_EQ(engine_.loads.load(), 1);
 }

@@ -65,13 +65,14 @@ TEST_F(WatchEventsTest, SnapshotFirstThenEventsInOrderUntilTheClientCancels) {
   EXPECT_EQ(event.models(0).model_id(), "resident");
   ASSERT_EQ(feed_.subscribers(), 1);  // subscribed before the snapshot was written
 
-  feed_.on_load_progress("m", LoadProgress{100, 300, 1, 3, {}});
+  feed_.on_load_progress("m", LoadProgress{100, 300, 1, 3, {}, 80});
   feed_.ram_observer()->on_cache_event(watched_event(CacheEvent::Kind::kLoaded, "m"));
   feed_.ram_observer()->on_cache_event(watched_event(CacheEvent::Kind::kEvicted, "m"));
   feed_.vram_observer()->on_cache_event(watched_event(CacheEvent::Kind::kEvicted, "m"));
   ASSERT_TRUE(reader->Read(&event));
   EXPECT_EQ(event.kind(), v1::WatchEvent::KIND_LOAD_PROGRESS);
   EXPECT_EQ(event.progress().tensors_done(), 1);
+  EXPECT_EQ(event.progress().reused_bytes(), 80);
   ASSERT_TRUE(reader->Read(&event));
   EXPECT_EQ(event.kind(), v1::WatchEvent::KIND_LOADED);
   EXPECT_EQ(event.ram_bytes(), 300);
