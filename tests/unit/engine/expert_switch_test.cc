@@ -9,6 +9,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,8 +38,7 @@ class ExpertSwitchTest : public ::testing::Test {
  protected:
   void SetUp() override {
     models_dir_ = dir_.path("models");
-    ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(2), models_dir_ + "/high", 1), IsOk());
-    ASSERT_THAT(write_random_z_image(::diffusiond::testing::tiny_z_image_config(2), models_dir_ + "/low", 2), IsOk());
+    write_experts(::diffusiond::testing::tiny_z_image_config(2));
     VaeConfig vae;
     vae.block_out_channels = {16, 24};
     vae.layers_per_block = 1;
@@ -46,9 +46,16 @@ class ExpertSwitchTest : public ::testing::Test {
     ASSERT_THAT(write_random_vae(vae, models_dir_ + "/vae", 3), IsOk());
   }
 
+  // The two experts, "high" and "low", written (again) at `config`.
+  void write_experts(const ZImageConfig& config) {
+    ASSERT_THAT(write_random_z_image(config, models_dir_ + "/high", 1), IsOk());
+    ASSERT_THAT(write_random_z_image(config, models_dir_ + "/low", 2), IsOk());
+  }
+
   void start(int64_t capacity) {
     EngineOptions o;
     o.models_dir = models_dir_;
+    o.on_load_progress = [this](const std::string& id, const LoadProgress& p) { reused_[id] = p.reused_bytes; };
     ASSERT_THAT(::diffusiond::testing::start_engine(o, capacity, &ram_, &engine_), IsOk());
   }
 
@@ -90,6 +97,9 @@ class ExpertSwitchTest : public ::testing::Test {
     return ids;
   }
 
+  // Each load's last reused_bytes, by model id (loads run on the calling
+  // thread here).
+  std::map<std::string, int64_t> reused_;
   // Teardown order: the engine (and its cache) before the budget.
   testing::TempDir dir_;
   std::string models_dir_;
@@ -156,6 +166,13 @@ TEST_F(ExpertSwitchTest, ThreeSegmentsRunTheirStepsInOneLoop) {
 }
 
 TEST_F(ExpertSwitchTest, UnderABudgetForOneModelTheFirstIsEvictedForTheSecond) {
+  // Wide enough that the larger weights get their own mappings (1 MiB or
+  // more, as FP8 codes), which the second expert's load writes over.
+  ZImageConfig wide = ::diffusiond::testing::tiny_z_image_config(1);
+  wide.dim = 1024;
+  wide.n_heads = 8;
+  wide.axes_dims = {32, 48, 48};
+  write_experts(wide);
   start(int64_t{1} << 30);
   ModelLoadRequest low;
   low.path = "low";
@@ -171,8 +188,12 @@ TEST_F(ExpertSwitchTest, UnderABudgetForOneModelTheFirstIsEvictedForTheSecond) {
     reference = engine_->denoise(request("low"), options);
     ASSERT_THAT(reference, IsOk());
   }
-  // Room for either model with a step's activations, never for both.
-  start(std::max(plan->bytes[kCpuIndex], model + activations) + model / 2);
+  // Room for either model with a step's activations, never for both
+  // models: loading the second evicts the first, and writes over its memory.
+  const int64_t one = std::max(plan->bytes[kCpuIndex], model + activations);
+  const int64_t both = model + plan->bytes[kCpuIndex];
+  ASSERT_GT(both, one);
+  start(one + (both - one) / 2);
   load("high");
   std::vector<int> experts;
   std::vector<SegmentStart> starts;
@@ -189,6 +210,7 @@ TEST_F(ExpertSwitchTest, UnderABudgetForOneModelTheFirstIsEvictedForTheSecond) {
   EXPECT_EQ(starts[1].first_step, 2);
   EXPECT_TRUE(starts[1].loaded);
   EXPECT_THAT(starts[1].evicted, ElementsAre("high"));
+  EXPECT_GT(reused_["low"], model / 2) << "the second expert's load wrote over little of the first's memory";
   EXPECT_TRUE(torch::equal(*latents, *reference)) << "eviction changed the result";
   EXPECT_EQ(ram_->snapshot().reserved_bytes, 0);
   EXPECT_GE(ram_->available_bytes(), 0);
