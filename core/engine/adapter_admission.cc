@@ -46,6 +46,17 @@ absl::Status about(const std::string& name, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat("adapter \"", bounded(name), "\": ", status.message()));
 }
 
+// Opens `p`'s file and plans it for `architecture`; errors name the adapter.
+absl::Status open_and_plan(PlannedAdapter& p, const std::string& architecture) {
+  absl::StatusOr<std::unique_ptr<LoraFile>> file = LoraFile::open(p.path);
+  if (!file.ok()) return about(p.name, file.status());
+  absl::StatusOr<LoraPlan> plan = plan_lora(**file, architecture);
+  if (!plan.ok()) return about(p.name, plan.status());
+  p.file = *std::move(file);
+  p.plan = std::make_unique<LoraPlan>(*std::move(plan));
+  return absl::OkStatus();
+}
+
 // The cached adapter under `pin`, viewed without ownership: the pin keeps it.
 std::shared_ptr<const LoraAdapter> view(const Pin& pin) {
   return std::shared_ptr<const LoraAdapter>(std::shared_ptr<const LoraAdapter>(), pin.as<LoraAdapter>());
@@ -101,12 +112,7 @@ absl::StatusOr<AdmittedAdapters> admit_adapters(ModelCache& cache, const std::ve
     p.key = absl::StrCat(kAdapterKeyPrefix, model.architecture, ":", compute_dtype_name(model.compute_dtype), ":",
                          p.name);
     if (!cache.peek(p.key, [](const CacheValue&) {})) {
-      absl::StatusOr<std::unique_ptr<LoraFile>> file = LoraFile::open(*path);
-      if (!file.ok()) return about(p.name, file.status());
-      absl::StatusOr<LoraPlan> plan = plan_lora(**file, model.architecture);
-      if (!plan.ok()) return about(p.name, plan.status());
-      p.file = *std::move(file);
-      p.plan = std::make_unique<LoraPlan>(*std::move(plan));
+      DIFFUSIOND_RETURN_IF_ERROR(open_and_plan(p, model.architecture));
       new_bytes += p.plan->bytes(dtype);
     }
     planned.push_back(std::move(p));
@@ -122,12 +128,7 @@ absl::StatusOr<AdmittedAdapters> admit_adapters(ModelCache& cache, const std::ve
       admitted.pins.push_back(std::move(*hit));
     } else {
       if (p.file == nullptr) {  // evicted since it was checked: planned now
-        absl::StatusOr<std::unique_ptr<LoraFile>> file = LoraFile::open(p.path);
-        if (!file.ok()) return about(p.name, file.status());
-        p.file = *std::move(file);
-        absl::StatusOr<LoraPlan> plan = plan_lora(*p.file, model.architecture);
-        if (!plan.ok()) return about(p.name, plan.status());
-        p.plan = std::make_unique<LoraPlan>(*std::move(plan));
+        DIFFUSIOND_RETURN_IF_ERROR(open_and_plan(p, model.architecture));
       }
       std::vector<std::string> evicted;
       const auto load = [&]() -> absl::StatusOr<LoadedValue> {

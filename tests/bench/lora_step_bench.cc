@@ -128,17 +128,28 @@ absl::StatusOr<std::unique_ptr<AdapterSet>> set_of(const Loaded& l, int n) {
   return AdapterSet::create(*l.model, std::move(weighted));
 }
 
-void BM_AdapterStep(benchmark::State& state) {
+// The benchmarks' arguments: (adapters, storage, threads). Sets the
+// threads, and returns the model at that storage with its first `adapters`
+// as `*set` (null for none); null, with the benchmark skipped, on error.
+const Loaded* set_up(benchmark::State& state, std::unique_ptr<AdapterSet>* set) {
   tune_allocator_for_serving();
   compat::set_compute_threads(static_cast<int>(state.range(2)));
   absl::StatusOr<Loaded*> l = model_at(static_cast<int>(state.range(1)));
-  absl::StatusOr<std::unique_ptr<AdapterSet>> set = l.ok() ? set_of(**l, static_cast<int>(state.range(0)))
-                                                           : absl::StatusOr<std::unique_ptr<AdapterSet>>(l.status());
-  if (!set.ok()) {
-    state.SkipWithError(std::string(set.status().message()).c_str());
-    return;
+  absl::StatusOr<std::unique_ptr<AdapterSet>> made = l.ok() ? set_of(**l, static_cast<int>(state.range(0)))
+                                                            : absl::StatusOr<std::unique_ptr<AdapterSet>>(l.status());
+  if (!made.ok()) {
+    state.SkipWithError(std::string(made.status().message()).c_str());
+    return nullptr;
   }
-  const DiffusionModel& model = *(*l)->model;
+  *set = *std::move(made);
+  return *l;
+}
+
+void BM_AdapterStep(benchmark::State& state) {
+  std::unique_ptr<AdapterSet> set;
+  const Loaded* l = set_up(state, &set);
+  if (l == nullptr) return;
+  const DiffusionModel& model = *l->model;
   const Conditioning c = random_conditioning(model.conditioning_inputs(), generated.tokens, 1);
   absl::StatusOr<FlowPredictor> predict = model.flow_predictor(c, nullptr);
   if (!predict.ok()) {
@@ -147,7 +158,7 @@ void BM_AdapterStep(benchmark::State& state) {
   }
   torch::manual_seed(0);
   const torch::Tensor x = torch::randn(demo_latent_shape(model.latent_layout(), 64, 1));
-  const auto step = [&] { return run_with_adapters(set->get(), [&] { return (*predict)(x, 0.5f, false); }); };
+  const auto step = [&] { return run_with_adapters(set.get(), [&] { return (*predict)(x, 0.5f, false); }); };
   (void)step();  // untimed: packs weights, warms the pools
   for (auto _ : state) {
     absl::StatusOr<FlowPrediction> out = step();
@@ -158,20 +169,18 @@ void BM_AdapterStep(benchmark::State& state) {
 }
 
 void BM_AdapterMerge(benchmark::State& state) {
-  tune_allocator_for_serving();
-  compat::set_compute_threads(static_cast<int>(state.range(2)));
-  absl::StatusOr<Loaded*> l = model_at(static_cast<int>(state.range(1)));
-  absl::StatusOr<std::unique_ptr<AdapterSet>> set = l.ok() ? set_of(**l, static_cast<int>(state.range(0)))
-                                                           : absl::StatusOr<std::unique_ptr<AdapterSet>>(l.status());
-  if (!set.ok() || *set == nullptr) {
-    state.SkipWithError(set.ok() ? "no adapters to merge" : std::string(set.status().message()).c_str());
+  std::unique_ptr<AdapterSet> set;
+  const Loaded* l = set_up(state, &set);
+  if (l == nullptr) return;
+  if (set == nullptr) {
+    state.SkipWithError("no adapters to merge");
     return;
   }
-  const WeightStore& store = (*l)->model->weights();
+  const WeightStore& store = l->model->weights();
   int64_t bytes = 0;
   for (auto _ : state) {
     bytes = 0;
-    for (const std::string& name : (*set)->weights()) {
+    for (const std::string& name : set->weights()) {
       // A patched copy at the compute dtype, accumulated there as a
       // request's merge would be (merged_weight's wider sum is for checks).
       absl::StatusOr<torch::Tensor> w = store.at_compute_dtype(name);
@@ -180,7 +189,7 @@ void BM_AdapterMerge(benchmark::State& state) {
         return;
       }
       torch::Tensor merged = w->clone();
-      for (const AdapterSet::Term& t : *(*set)->terms(name)) merged.addmm_(t.up, t.down, 1, t.scale);
+      for (const AdapterSet::Term& t : *set->terms(name)) merged.addmm_(t.up, t.down, 1, t.scale);
       bytes += merged.nbytes();
     }
   }
